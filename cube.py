@@ -1,0 +1,405 @@
+"""The cube: one NetCDF-4 file that holds every curve and every run of a grid.
+
+This is the only module that knows the file format (SPEC.md section 2). Everything else works
+on labelled ``xarray.Dataset`` objects and calls :func:`open_cube` / :func:`write_cube`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from initmem.atomic import atomic_path
+from initmem.errors import UserError
+
+SCHEMA = "initmem.cube/1"
+
+# Dimensions -------------------------------------------------------------------------------
+PIPELINE, SIGMA, SEED, EPOCH, LAYER, EXAMPLE = "pipeline", "sigma_w", "seed", "epoch", "layer", "example"
+CELL_DIMS = (PIPELINE, SIGMA, SEED)
+CURVE_DIMS = (*CELL_DIMS, EPOCH)
+REQUIRED_DIMS = CELL_DIMS
+
+# Variables --------------------------------------------------------------------------------
+CLOCKS = ("T_eta", "T_sgd", "T_l2", "T_adapt")
+CURVE_VARS = (
+    "train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc",
+    "kernel_norm", "step", "lr_now", *CLOCKS,
+)
+LAYER_VARS = ("layer_norm",)  # dims CURVE_DIMS + (layer,)
+RUN_VARS = (
+    "status", "tau_interp", "tau_best", "selected_val_acc", "selected_test_acc",
+    "selected_test_correct", "final_test_acc", "init_kernel_norm", "wall_seconds",
+)
+PRED_VARS = ("test_pred",)   # dims CELL_DIMS + (example,)
+LABEL_VARS = ("test_label",)  # dims (example,)
+ACCURACY_VARS = ("train_acc", "val_acc", "test_acc", "selected_val_acc", "selected_test_acc", "final_test_acc")
+
+EXPECTED_DIMS: dict[str, tuple[str, ...]] = {
+    **{v: CURVE_DIMS for v in CURVE_VARS},
+    **{v: (*CURVE_DIMS, LAYER) for v in LAYER_VARS},
+    **{v: CELL_DIMS for v in RUN_VARS},
+    **{v: (*CELL_DIMS, EXAMPLE) for v in PRED_VARS},
+    **{v: (EXAMPLE,) for v in LABEL_VARS},
+}
+
+# Integer variables and the fill value that marks "no value" in them.
+INT_VARS: dict[str, tuple[str, int]] = {
+    "status": ("int8", 3),
+    "selected_test_correct": ("int32", -1),
+    "test_pred": ("int16", -1),
+    "test_label": ("int16", -1),
+}
+FLOAT_DTYPE = "float32"
+
+# Per-pipeline settings (coordinates on the pipeline dim).
+PIPELINE_COORDS = ("optimizer", "lr", "batch_size", "momentum", "weight_decay", "schedule", "epochs")
+
+# Run status codes.
+OK, DIVERGED, FAILED, MISSING = 0, 1, 2, 3
+STATUS_NAMES = {OK: "ok", DIVERGED: "diverged", FAILED: "failed", MISSING: "missing"}
+
+GLOBAL_ATTRS = (
+    "schema", "n_test", "interp_threshold", "select", "grid", "dataset_fingerprint",
+    "initmem_version", "torch_version", "device", "created",
+)
+COMPRESSION = {"zlib": True, "complevel": 4}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a cube. ``code`` is a stable name tests and tools can match on."""
+
+    code: str
+    message: str
+    severity: str = "error"  # "error" makes the cube invalid; "warning" is reported only
+
+    def __str__(self) -> str:
+        return f"{self.severity}: {self.code}: {self.message}"
+
+
+def known_variables() -> tuple[str, ...]:
+    return tuple(EXPECTED_DIMS)
+
+
+# Validation -------------------------------------------------------------------------------
+
+def validate(ds: xr.Dataset) -> list[Problem]:
+    """Every problem found in ``ds`` (not only the first). An empty list means valid."""
+    problems: list[Problem] = []
+    add = lambda code, msg, sev="error": problems.append(Problem(code, msg, sev))  # noqa: E731
+
+    schema = ds.attrs.get("schema")
+    if schema != SCHEMA:
+        add("schema_attr", f"global attribute 'schema' is {schema!r}, expected {SCHEMA!r}")
+
+    for dim in REQUIRED_DIMS:
+        if dim not in ds.dims:
+            add("missing_dim", f"dimension '{dim}' is missing")
+
+    # Coordinates: present, right kind, no NaN, unique, sigma_w positive and ascending.
+    for dim in (PIPELINE, SIGMA, SEED, EPOCH, LAYER, EXAMPLE):
+        if dim not in ds.dims:
+            continue
+        if dim not in ds.coords:
+            add("missing_coord", f"dimension '{dim}' has no coordinate values")
+            continue
+        values = ds[dim].values
+        kind = values.dtype.kind
+        if dim in (PIPELINE, LAYER):
+            if kind not in "OUS":
+                add("wrong_dtype", f"coordinate '{dim}' must hold strings, found dtype {values.dtype}")
+            elif any(not isinstance(v, str) for v in values.tolist()):
+                add("nan_coord", f"coordinate '{dim}' holds a value that is not a string (NaN or None)")
+        elif dim == SIGMA:
+            if kind not in "fi":
+                add("wrong_dtype", f"coordinate 'sigma_w' must be numeric, found dtype {values.dtype}")
+            else:
+                vals = values.astype(float)
+                if np.isnan(vals).any():
+                    add("nan_coord", "coordinate 'sigma_w' contains NaN")
+                elif (vals <= 0).any():
+                    add("bad_coord", "coordinate 'sigma_w' must be positive")
+                elif (np.diff(vals) <= 0).any():
+                    add("bad_coord", "coordinate 'sigma_w' must be strictly ascending")
+        else:
+            if kind == "f":
+                if np.isnan(values).any():
+                    add("nan_coord", f"coordinate '{dim}' contains NaN")
+                else:
+                    add("wrong_dtype", f"coordinate '{dim}' must hold integers, found dtype {values.dtype}")
+            elif kind not in "iu":
+                add("wrong_dtype", f"coordinate '{dim}' must hold integers, found dtype {values.dtype}")
+        if kind != "f" and len(set(values.tolist())) != len(values):
+            add("duplicate_coord", f"coordinate '{dim}' has duplicate values")
+
+    # Variables: expected dims and dtypes.
+    present = [v for v in EXPECTED_DIMS if v in ds.data_vars]
+    run_like = [v for v in (*RUN_VARS, *CURVE_VARS) if v in ds.data_vars]
+    extra_metrics = [v for v in ds.data_vars if v not in EXPECTED_DIMS and set(CELL_DIMS) <= set(ds[v].dims)]
+    if not run_like and not extra_metrics:
+        add("no_variables", "the cube holds no run or curve variable")
+    for name in present:
+        var = ds[name]
+        want = EXPECTED_DIMS[name]
+        if tuple(var.dims) != want:
+            add("wrong_dims", f"variable '{name}' has dims {tuple(var.dims)}, expected {want}")
+        kind = var.dtype.kind
+        if name in INT_VARS:
+            if kind not in "iu":
+                add("wrong_dtype", f"variable '{name}' must be an integer array, found dtype {var.dtype}")
+        elif kind != "f":
+            add("wrong_dtype", f"variable '{name}' must be floating point, found dtype {var.dtype}")
+
+    if "status" in ds.data_vars and ds["status"].dtype.kind in "iu":
+        bad = ~np.isin(ds["status"].values, list(STATUS_NAMES))
+        if bad.any():
+            add("bad_status", f"variable 'status' holds {int(bad.sum())} value(s) outside {sorted(STATUS_NAMES)}")
+
+    if "selected_test_correct" in ds.data_vars and "n_test" not in ds.attrs:
+        add("missing_attr", "'selected_test_correct' needs the global attribute 'n_test'")
+
+    if not any(p.severity == "error" for p in problems):
+        for pipe, seeds in unpaired_seeds(ds).items():
+            add("unpaired_seed",
+                f"pipeline {pipe!r}: seed(s) {seeds} are observed at some sigma_w levels but not all",
+                "warning")
+    return problems
+
+
+def errors(ds: xr.Dataset) -> list[Problem]:
+    return [p for p in validate(ds) if p.severity == "error"]
+
+
+def observed(ds: xr.Dataset) -> xr.DataArray:
+    """Boolean (pipeline, sigma_w, seed): the cell has a result (status ok or diverged)."""
+    if "status" in ds.data_vars:
+        return ds["status"].isin([OK, DIVERGED])
+    metric = next(v for v in ds.data_vars if set(CELL_DIMS) <= set(ds[v].dims))
+    da = ds[metric]
+    extra = [d for d in da.dims if d not in CELL_DIMS]
+    return da.notnull().any(extra) if extra else da.notnull()
+
+
+def unpaired_seeds(ds: xr.Dataset) -> dict[str, list[int]]:
+    """Per pipeline, the seeds observed at some but not all sigma_w levels.
+
+    Seeds are common random numbers: the statistics treat a seed as one block shared by every
+    sigma_w, so a seed that is missing at some levels breaks the pairing.
+    """
+    if not set(CELL_DIMS) <= set(ds.dims):
+        return {}
+    try:
+        obs = observed(ds)
+    except StopIteration:
+        return {}
+    per_seed = obs.sum(SIGMA)
+    n_sigma = ds.sizes[SIGMA]
+    out: dict[str, list[int]] = {}
+    for pipe in ds[PIPELINE].values.tolist():
+        counts = per_seed.sel({PIPELINE: pipe})
+        bad = counts[(counts > 0) & (counts < n_sigma)][SEED].values.tolist()
+        if bad:
+            out[str(pipe)] = [int(s) for s in bad]
+    return out
+
+
+def status_counts(ds: xr.Dataset) -> dict[str, dict[str, int]]:
+    """Per pipeline, how many cells are ok / diverged / failed / missing."""
+    out: dict[str, dict[str, int]] = {}
+    if "status" not in ds.data_vars:
+        return out
+    for pipe in ds[PIPELINE].values.tolist():
+        vals = ds["status"].sel({PIPELINE: pipe}).values.ravel()
+        out[str(pipe)] = {name: int((vals == code).sum()) for code, name in STATUS_NAMES.items()}
+    return out
+
+
+def pipeline_settings(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
+    """Per pipeline, the settings stored as coordinates on the pipeline dim."""
+    names = [c for c in ds.coords if c != PIPELINE and ds[c].dims == (PIPELINE,)]
+    out: dict[str, dict[str, Any]] = {}
+    for i, pipe in enumerate(ds[PIPELINE].values.tolist()):
+        out[str(pipe)] = {c: _py(ds[c].values[i]) for c in names}
+    return out
+
+
+def _py(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and np.isnan(v):
+        return None
+    return v
+
+
+# Building ---------------------------------------------------------------------------------
+
+def canonicalize(ds: xr.Dataset) -> xr.Dataset:
+    """Cast a cube to its on-disk dtypes, so that writing and reading give back an equal Dataset.
+
+    Floats become float32, the integer variables their fixed width (NaN -> fill value), string
+    coordinates plain Python strings, and sigma_w float64 (levels like 1/8 stay exact).
+    """
+    ds = ds.copy()
+    for name in list(ds.data_vars):
+        var = ds[name]
+        if name in INT_VARS:
+            dtype, fill = INT_VARS[name]
+            vals = var.values
+            if vals.dtype.kind == "f":
+                vals = np.where(np.isnan(vals), fill, vals)
+            ds[name] = var.copy(data=vals.astype(dtype))
+        elif var.dtype.kind == "f" or var.dtype.kind in "iub" and name in EXPECTED_DIMS:
+            ds[name] = var.astype(FLOAT_DTYPE)
+    if SIGMA in ds.coords:
+        ds = ds.assign_coords({SIGMA: ds[SIGMA].values.astype("float64")})
+    for dim in (SEED, EPOCH, EXAMPLE):
+        if dim in ds.coords and ds[dim].dtype.kind in "iuf":
+            ds = ds.assign_coords({dim: ds[dim].values.astype("int64")})
+    for name in list(ds.coords):
+        if ds[name].dtype.kind in "US":
+            ds = ds.assign_coords({name: ds[name].values.astype(object)})
+    ds.attrs = {k: _attr(v) for k, v in ds.attrs.items()}
+    for name in ds.variables:
+        ds[name].attrs = {k: _attr(v) for k, v in ds[name].attrs.items()}
+    return ds
+
+
+def _attr(v: Any) -> Any:
+    """NetCDF attributes hold strings and numbers only; everything else is stored as JSON."""
+    if isinstance(v, bool | np.bool_):
+        return int(v)
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, str | int | float):
+        return v
+    if v is None:
+        return "null"
+    return json.dumps(v, sort_keys=True, default=_json_default)
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"cannot store {type(o).__name__} in a cube attribute")
+
+
+def json_attr(ds: xr.Dataset, name: str, default: Any = None) -> Any:
+    """Read an attribute that :func:`canonicalize` stored as JSON."""
+    raw = ds.attrs.get(name)
+    if raw is None:
+        return default
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return raw
+
+
+# Reading and writing ------------------------------------------------------------------------
+
+def _encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
+    enc: dict[str, dict[str, Any]] = {}
+    for name in ds.data_vars:
+        var = ds[name]
+        e: dict[str, Any] = dict(COMPRESSION) if var.dtype.kind in "iuf" else {}
+        if var.dtype.kind == "f":
+            e["_FillValue"] = np.float32(np.nan) if var.dtype == np.float32 else np.nan
+        elif var.dtype.kind in "iu":
+            e["_FillValue"] = None
+        enc[name] = e
+    for name in ds.coords:
+        if ds[name].dtype.kind == "f":
+            enc[name] = {"_FillValue": None}
+    return enc
+
+
+def write_cube(ds: xr.Dataset, path: str | os.PathLike, *, check: bool = True) -> Path:
+    """Write ``ds`` as NetCDF-4 (zlib, float32 curves), atomically: temporary name, then rename."""
+    ds = canonicalize(ds)
+    if check:
+        errs = errors(ds)
+        if errs:
+            raise ValueError("refusing to write an invalid cube: " + "; ".join(p.message for p in errs))
+    with atomic_path(path) as tmp:
+        ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=_encoding(ds))
+    return Path(path)
+
+
+def open_cube(path: str | os.PathLike, *, check: bool = True) -> xr.Dataset:
+    """Read a cube fully into memory (the file is closed again, so it can be replaced later).
+
+    Bad input (no such file, not NetCDF, an invalid cube when ``check``) raises ``UserError``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"no such cube file: {path}")
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as f:
+            ds = f.load()
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path} is not a readable NetCDF cube ({exc.__class__.__name__}: {exc})") from None
+    # Integer fill values were written without _FillValue, so no masking happens on read;
+    # restore the plain attribute dicts so a round trip is exact.
+    for name in ds.variables:
+        ds[name].encoding = {}
+    if check:
+        errs = errors(ds)
+        if errs:
+            raise UserError(f"{path} is not a valid cube: " + "; ".join(p.message for p in errs))
+    return ds
+
+
+def empty_cube(
+    pipelines: list[str],
+    sigma_w: list[float],
+    seeds: list[int],
+    *,
+    epochs: int | None = None,
+    attrs: dict[str, Any] | None = None,
+) -> xr.Dataset:
+    """A cube skeleton with the right coordinates, no variables, and the schema attribute."""
+    coords: dict[str, Any] = {
+        PIPELINE: np.array(pipelines, dtype=object),
+        SIGMA: np.asarray(sigma_w, dtype="float64"),
+        SEED: np.asarray(seeds, dtype="int64"),
+    }
+    if epochs is not None:
+        coords[EPOCH] = np.arange(epochs + 1, dtype="int64")
+    ds = xr.Dataset(coords=coords)
+    ds.attrs = {"schema": SCHEMA, **(attrs or {})}
+    return ds
+
+
+def describe(ds: xr.Dataset) -> dict[str, Any]:
+    """What ``initmem inspect`` prints: dims, pipelines, variables, statuses, pairing, problems."""
+    problems = validate(ds)
+    unpaired = unpaired_seeds(ds) if not any(p.severity == "error" for p in problems) else {}
+    return {
+        "schema": ds.attrs.get("schema"),
+        "dims": {str(k): int(v) for k, v in ds.sizes.items()},
+        "pipelines": pipeline_settings(ds) if PIPELINE in ds.coords else {},
+        "sigma_w": [float(s) for s in ds[SIGMA].values] if SIGMA in ds.coords else [],
+        "seeds": [_py(s) for s in ds[SEED].values] if SEED in ds.coords else [],
+        "variables": {
+            "curves": [v for v in CURVE_VARS + LAYER_VARS if v in ds.data_vars],
+            "runs": [v for v in RUN_VARS if v in ds.data_vars],
+            "predictions": [v for v in PRED_VARS + LABEL_VARS if v in ds.data_vars],
+            "other": sorted(str(v) for v in ds.data_vars if v not in EXPECTED_DIMS),
+        },
+        "status_counts": status_counts(ds),
+        "seeds_paired": not unpaired,
+        "unpaired_seeds": unpaired,
+        "attrs": {k: _py(v) for k, v in ds.attrs.items() if k != "grid"},
+        "problems": [asdict(p) for p in problems],
+        "valid": not any(p.severity == "error" for p in problems),
+    }

@@ -1,0 +1,39 @@
+# initmem: two commands on a fresh machine -- `make demo` and `make test`.
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+OUT    ?= runs/quick
+
+.PHONY: install demo test test-fast lint bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	@mkdir -p $(OUT)
+	$(VENV)/bin/initmem simulate --preset quick_like --curves --out $(OUT)/cube.nc
+	$(VENV)/bin/initmem inspect $(OUT)/cube.nc
+	@echo "demo output: $(OUT)/cube.nc"
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+# pytest exits 5 when it collects no test; that is a failure, never a success.
+test: lint
+	@rc=0; $(VENV)/bin/pytest -q || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
+
+test-fast: install
+	$(VENV)/bin/pytest -q -m "not slow and not browser"
+
+bench: install
+	@set -e; for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f; done
+
+clean:
+	rm -rf runs .pytest_cache .ruff_cache

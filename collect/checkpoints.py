@@ -1,0 +1,78 @@
+"""Per-pack training checkpoints under ``DIR/checkpoints/``, written atomically.
+
+The engine hands over its state (model, optimizer and scheduler state, RNG states, the
+position in the data order, the curves so far) as plain tensors, numbers, strings, lists and
+dicts; this module wraps it with the pack's identity and saves it with ``torch.save`` to a
+temporary name, then renames. Loading uses ``torch.load(weights_only=True)``: a checkpoint can
+never execute code. A checkpoint that does not load is reported and ignored (the pack then
+starts from scratch), never trusted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from initmem.atomic import atomic_path
+from initmem.collect.hooks import hook
+from initmem.collect.shards import Cell
+
+CKPT_FORMAT = "initmem.pack-checkpoint/1"
+
+
+def pack_id(pipeline: str, cells: list[tuple[float, int]]) -> str:
+    """A stable name for a pack: its pipeline and a hash of its sorted cells."""
+    key = json.dumps([pipeline, sorted([float(s), int(k)] for s, k in cells)])
+    return f"{pipeline}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
+
+
+def checkpoint_path(ckpt_dir: str | os.PathLike, pid: str) -> Path:
+    return Path(ckpt_dir) / f"{pid}.pt"
+
+
+def save(path: str | os.PathLike, *, pipeline: str, cells: list[tuple[float, int]], grid_hash: str,
+         epochs_done: int, state: dict[str, Any]) -> Path:
+    import torch
+
+    payload = {
+        "format": CKPT_FORMAT,
+        "pipeline": pipeline,
+        "cells": [[float(s), int(k)] for s, k in cells],
+        "grid_hash": grid_hash,
+        "epochs_done": int(epochs_done),
+        "state": state,
+    }
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
+        hook("checkpoint_write")
+    hook("checkpoint_saved")
+    return Path(path)
+
+
+def load(path: str | os.PathLike) -> tuple[dict[str, Any] | None, str]:
+    """(payload, "") or (None, why it is unusable)."""
+    import torch
+
+    path = Path(path)
+    if not path.exists():
+        return None, "no checkpoint"
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 -- a truncated or foreign file: start the pack anew
+        return None, f"{exc.__class__.__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    if not isinstance(payload, dict) or payload.get("format") != CKPT_FORMAT:
+        return None, "not an initmem pack checkpoint"
+    return payload, ""
+
+
+def cells_of(payload: dict[str, Any]) -> list[Cell]:
+    return [(str(payload["pipeline"]), float(s), int(k)) for s, k in payload["cells"]]
+
+
+def remove(path: str | os.PathLike) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        Path(path).unlink()

@@ -1,0 +1,136 @@
+"""Datasets as tensors: fixed train / validation / test splits that live on the training device.
+
+The split depends only on ``dataset.split_seed`` (never on a cell's seed), so every cell of a
+grid sees the same examples. Images are standardised with the training split's per-channel
+mean and standard deviation. Batches are gathered by index from these tensors (no DataLoader).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from initmem.collect.grid import DatasetSpec
+from initmem.errors import UserError
+
+HOW_TO_GET = (
+    "download it once with torchvision on a machine with network access, e.g. "
+    "python -c \"import torchvision; torchvision.datasets.{cls}('{root}', {kw}download=True)\", "
+    "and point dataset.root at that folder"
+)
+
+
+@dataclass(frozen=True)
+class Split:
+    """The three splits as float32 NCHW tensors plus int64 labels (on CPU until moved)."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_val: torch.Tensor
+    y_val: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    n_classes: int
+    fingerprint: str
+
+    @property
+    def in_channels(self) -> int:
+        return int(self.x_train.shape[1])
+
+    @property
+    def image_size(self) -> int:
+        return int(self.x_train.shape[-1])
+
+    def to(self, device: str) -> Split:
+        move = lambda t: t.to(device)  # noqa: E731
+        return Split(move(self.x_train), move(self.y_train), move(self.x_val), move(self.y_val),
+                     move(self.x_test), move(self.y_test), self.n_classes, self.fingerprint)
+
+
+def _fingerprint(*arrays: torch.Tensor) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        t = a.detach().cpu().contiguous()
+        h.update(str(tuple(t.shape)).encode())
+        h.update(str(t.dtype).encode())
+        h.update(t.numpy().tobytes())
+    return h.hexdigest()
+
+
+def _digits() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    x = (d.images.astype(np.float32) / 16.0)[:, None, :, :]
+    return x, d.target.astype(np.int64)
+
+
+def _torchvision(spec: DatasetSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    import torchvision.datasets as tvd
+
+    root = Path(str(spec.root)).expanduser()
+    cls, kw_train, kw_test = {
+        "cifar10": ("CIFAR10", {"train": True}, {"train": False}),
+        "cifar100": ("CIFAR100", {"train": True}, {"train": False}),
+        "fashion_mnist": ("FashionMNIST", {"train": True}, {"train": False}),
+        "svhn": ("SVHN", {"split": "train"}, {"split": "test"}),
+    }[spec.name]
+    kw_txt = "".join(f"{k}={v!r}, " for k, v in kw_train.items())
+    hint = HOW_TO_GET.format(cls=cls, root=root, kw=kw_txt)
+    if not root.is_dir():
+        raise UserError(f"dataset.root {root} does not exist: {hint}")
+    try:
+        train = getattr(tvd, cls)(str(root), download=False, **kw_train)
+        test = getattr(tvd, cls)(str(root), download=False, **kw_test)
+    except (RuntimeError, OSError, FileNotFoundError) as exc:
+        raise UserError(f"{spec.name} files not found or corrupt under {root} ({exc}): {hint}") from None
+
+    def arrays(ds) -> tuple[np.ndarray, np.ndarray]:
+        data = ds.data.numpy() if isinstance(ds.data, torch.Tensor) else np.asarray(ds.data)
+        labels = getattr(ds, "targets", None)
+        if labels is None:
+            labels = ds.labels
+        labels = labels.numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
+        if data.ndim == 3:                      # N H W (grayscale)
+            data = data[:, None]
+        elif data.shape[-1] in (1, 3):          # N H W C (CIFAR)
+            data = data.transpose(0, 3, 1, 2)
+        return data.astype(np.float32) / 255.0, labels.astype(np.int64)
+
+    xtr, ytr = arrays(train)
+    xte, yte = arrays(test)
+    n_classes = int(max(ytr.max(), yte.max()) + 1)
+    return xtr, ytr, xte, yte, n_classes
+
+
+@functools.lru_cache(maxsize=4)
+def load_split(spec: DatasetSpec) -> Split:
+    """The fixed split of ``spec`` (cached per process; tensors on CPU)."""
+    rng = np.random.default_rng(spec.split_seed)
+    if spec.name == "digits":
+        x, y = _digits()
+        perm = rng.permutation(len(y))
+        n_test = int(round(spec.test_fraction * len(y)))
+        test_idx, rest = perm[:n_test], perm[n_test:]
+        xte, yte = x[test_idx], y[test_idx]
+        xtr, ytr = x[rest], y[rest]
+        n_classes = 10
+    else:
+        xtr, ytr, xte, yte, n_classes = _torchvision(spec)
+    perm = rng.permutation(len(ytr))
+    n_val = int(round(spec.val_fraction * len(ytr)))
+    if n_val < 1 or n_val >= len(ytr):
+        raise UserError(f"dataset.val_fraction {spec.val_fraction} leaves an empty train or validation split")
+    val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+    xv, yv = xtr[val_idx], ytr[val_idx]
+    xt, yt = xtr[train_idx], ytr[train_idx]
+    mean = xt.mean(axis=(0, 2, 3), keepdims=True)
+    std = xt.std(axis=(0, 2, 3), keepdims=True) + 1e-6
+    norm = lambda a: torch.from_numpy(np.ascontiguousarray((a - mean) / std, dtype=np.float32))  # noqa: E731
+    lab = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.int64))  # noqa: E731
+    tensors = (norm(xt), lab(yt), norm(xv), lab(yv), norm(xte), lab(yte))
+    return Split(*tensors, n_classes=n_classes, fingerprint=_fingerprint(*tensors))

@@ -1,0 +1,489 @@
+"""The training engine: G cells of one pipeline trained as one packed model.
+
+Each member of a pack has its own init draws, data order, augmentation draws, BatchNorm
+statistics, loss (averaged over its own batch) and optimizer state; nothing couples members
+(no shared normalisation, no global gradient clipping). A member whose loss turns non-finite
+is marked diverged and frozen; its curves are NaN from that epoch on.
+
+Curves are recorded at epoch 0 (before any step) and at the end of every epoch; clocks are
+accumulated from the learning rate actually used at every step. The result is an
+``xarray.Dataset`` in the cube layout of :mod:`initmem.cube` with a pipeline dim of length 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import initmem
+import numpy as np
+import torch
+import torch.nn.functional as F
+import xarray as xr
+from initmem import cube
+from initmem.collect.data import Split, load_split
+from initmem.collect.devices import deterministic, device_kind, resolve_device
+from initmem.collect.grid import Grid, PipelineSpec
+from initmem.collect.nets import PackedNet, build_net, init_member, kernel_norms
+from initmem.collect.optim import PackedOptimizer, Schedule
+from initmem.errors import UserError
+
+STATE_VERSION = 1
+EVAL_VARS = ("train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc")
+CURVES = cube.CURVE_VARS
+# Independent random streams per seed: init draws, data order, augmentation draws.
+STREAM_INIT, STREAM_ORDER, STREAM_AUG = 0, 1, 2
+
+
+def seed_generator(seed: int, stream: int) -> torch.Generator:
+    """A CPU generator for one (seed, stream); identical at every sigma_w (common random numbers)."""
+    state = np.random.SeedSequence([int(seed), int(stream)]).generate_state(2, dtype=np.uint32)
+    g = torch.Generator(device="cpu")
+    g.manual_seed(int(state[0]) << 32 | int(state[1]))
+    return g
+
+
+def pipeline_coords(spec: PipelineSpec) -> dict[str, Any]:
+    """The per-pipeline settings stored as coordinates on the pipeline dim."""
+    return {
+        "optimizer": spec.optimizer, "lr": float(spec.lr), "batch_size": int(spec.batch_size),
+        "momentum": float(spec.momentum), "weight_decay": float(spec.weight_decay),
+        "schedule": spec.schedule, "epochs": int(spec.epochs),
+        "nesterov": int(spec.nesterov), "warmup_epochs": int(spec.warmup_epochs),
+        "l2": float(spec.coupled_l2), "decoupled_wd": float(spec.decoupled_wd),
+        "beta1": float(spec.betas[0]) if spec.optimizer != "sgd" else float("nan"),
+        "beta2": float(spec.betas[1]) if spec.optimizer != "sgd" else float("nan"),
+        "gamma": float(spec.gamma) if spec.schedule == "step" else float("nan"),
+        "milestones": ",".join(str(m) for m in spec.milestones),
+    }
+
+
+def cube_attrs(grid: Grid, device: str) -> dict[str, Any]:
+    """Global attributes of a cube made from ``grid`` on ``device`` (SPEC.md section 2)."""
+    from initmem.collect.grid import grid_hash
+
+    split = load_split(grid.dataset)
+    return {
+        "schema": cube.SCHEMA,
+        "n_test": int(split.y_test.numel()),
+        "interp_threshold": float(grid.eval.interp_threshold),
+        "select": grid.eval.select,
+        "grid": grid.to_yaml(),
+        "grid_hash": grid_hash(grid),
+        "grid_name": grid.name,
+        "dataset": grid.dataset.name,
+        "dataset_fingerprint": split.fingerprint,
+        "arch": grid.model.arch,
+        "norm": grid.model.norm,
+        "init_scale": grid.init.scale,
+        "augment": grid.dataset.augment,
+        "initmem_version": initmem.__version__,
+        "torch_version": torch.__version__,
+        "device": str(device),
+        "created": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def crop_flip(x: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor, flip: torch.Tensor, pad: int) -> torch.Tensor:
+    """Random crop (zero padding ``pad``) and horizontal flip of ``x [N, C, H, W]`` on its device."""
+    N, C, H, W = x.shape
+    xp = F.pad(x, (pad, pad, pad, pad))
+    rows = dy[:, None] + torch.arange(H, device=x.device)[None, :]          # N H
+    cols = dx[:, None] + torch.arange(W, device=x.device)[None, :]          # N W
+    cols = torch.where(flip[:, None], cols.flip(1), cols)
+    n = torch.arange(N, device=x.device)[:, None, None]
+    out = xp.permute(0, 2, 3, 1)[n, rows[:, :, None], cols[:, None, :]]     # N H W C
+    return out.permute(0, 3, 1, 2).contiguous()
+
+
+class PackTrainer:
+    """The packed model, its optimizer, schedule and per-member random streams."""
+
+    def __init__(self, grid: Grid, pipeline: str, cells: Sequence[tuple[float, int]], split: Split,
+                 device: str):
+        self.grid, self.pipeline, self.spec = grid, pipeline, grid.pipelines[pipeline]
+        self.cells = [(float(s), int(k)) for s, k in cells]
+        self.G = len(self.cells)
+        self.split, self.device = split, device
+        self.kind = device_kind(device)
+        n_train = int(split.y_train.numel())
+        if self.spec.batch_size > n_train:
+            raise UserError(f"pipelines.{pipeline}.batch_size: {self.spec.batch_size} is larger than the "
+                            f"training split ({n_train} examples)")
+        self.steps_per_epoch = n_train // self.spec.batch_size  # drop_last: every step sees b examples
+        self.schedule = Schedule(self.spec, self.steps_per_epoch)
+        net = build_net(grid.model.arch, self.G, split.in_channels, split.n_classes, grid.model.width,
+                        grid.model.norm)
+        for g, (sigma, seed) in enumerate(self.cells):
+            init_member(net, g, sigma, seed_generator(seed, STREAM_INIT), grid.init.scale)
+        self.net: PackedNet = net.to(device)
+        self.layers, _ = kernel_norms(self.net)
+        self.optimizer = PackedOptimizer([p for p in self.net.parameters() if p.requires_grad], self.spec)
+        self.gen_order = [seed_generator(seed, STREAM_ORDER) for _, seed in self.cells]
+        self.gen_aug = [seed_generator(seed, STREAM_AUG) for _, seed in self.cells]
+        self.aug_pad = max(1, split.image_size // 8) if grid.dataset.augment == "crop_flip" else 0
+        self.amp = self.kind == "cuda"
+        self.channels_last = self.kind == "cuda"
+        self.forward = self.net
+        if grid.engine.compile and self.kind == "cuda":
+            self.forward = torch.compile(self.net)
+        self.step = 0
+        self.frozen: list[int] = []
+        self.fail_injection = self._injected_failure()
+
+    def _injected_failure(self) -> str | None:
+        want = os.environ.get("INITMEM_FAIL_CELL")
+        if not want:
+            return None
+        for sigma, seed in self.cells:
+            if want == f"{self.pipeline}:{sigma:g}:{seed}":
+                return want
+        return None
+
+    # -- data ---------------------------------------------------------------------------------
+    def epoch_order(self) -> torch.Tensor:
+        """Each member's permutation of the training split for the next epoch, ``[G, N]``."""
+        n = int(self.split.y_train.numel())
+        perms = [torch.randperm(n, generator=g) for g in self.gen_order]
+        return torch.stack(perms).to(self.device)
+
+    def batch(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Gather ``idx [G, B]`` into the packed layout ``[B, G*C, H, W]`` and labels ``[B, G]``."""
+        G, B = idx.shape
+        x = self.split.x_train[idx]                      # G B C H W
+        if self.aug_pad:
+            p = self.aug_pad
+            draws = [(torch.randint(0, 2 * p + 1, (B,), generator=g), torch.randint(0, 2 * p + 1, (B,), generator=g),
+                      torch.randint(0, 2, (B,), generator=g).bool()) for g in self.gen_aug]
+            dy, dx, fl = (torch.cat([d[i] for d in draws]).to(self.device) for i in range(3))
+            x = crop_flip(x.flatten(0, 1), dy, dx, fl, p).view_as(x)
+        C, H, W = x.shape[2:]
+        x = x.transpose(0, 1).reshape(B, G * C, H, W)
+        if self.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        return x, self.split.y_train[idx].t()
+
+    # -- one optimizer step ---------------------------------------------------------------------
+    def train_step(self, idx: torch.Tensor) -> tuple[float, torch.Tensor]:
+        """One step of every member; returns the lr used and the per-member losses ``[G]``."""
+        if self.fail_injection:
+            raise RuntimeError(f"injected failure in cell {self.fail_injection}")
+        x, y = self.batch(idx)
+        self.net.train()
+        ctx = torch.autocast("cuda", dtype=torch.bfloat16) if self.amp else contextlib.nullcontext()
+        with ctx:
+            logits = self.forward(x)                         # B G K
+        B, G, K = logits.shape
+        losses = F.cross_entropy(logits.float().reshape(B * G, K), y.reshape(B * G),
+                                 reduction="none").view(B, G).mean(0)
+        bad = ~torch.isfinite(losses)
+        total = torch.where(bad, torch.zeros_like(losses), losses).sum()
+        for p in self.net.parameters():
+            p.grad = None
+        total.backward()
+        lr = self.schedule.lr(self.step)
+        newly = [g for g in torch.nonzero(bad).flatten().tolist() if g not in self.frozen]
+        self.optimizer.step(lr, self.frozen + newly)
+        self.frozen.extend(newly)
+        self.step += 1
+        return lr, losses.detach()
+
+    # -- evaluation -------------------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self, x: torch.Tensor, y: torch.Tensor, want_pred: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Mean loss and accuracy per member ``[G]`` on one split in eval mode (and predictions)."""
+        self.net.eval()
+        G = self.G
+        loss = torch.zeros(G, dtype=torch.float64, device=self.device)
+        correct = torch.zeros(G, dtype=torch.float64, device=self.device)
+        preds = []
+        bs = self.grid.engine.eval_batch_size
+        for i in range(0, x.shape[0], bs):
+            xb, yb = x[i:i + bs], y[i:i + bs]
+            xx = xb.repeat(1, G, 1, 1)
+            if self.channels_last:
+                xx = xx.contiguous(memory_format=torch.channels_last)
+            ctx = torch.autocast("cuda", dtype=torch.bfloat16) if self.amp else contextlib.nullcontext()
+            with ctx:
+                logits = self.forward(xx).float()              # n G K
+            n, _, K = logits.shape
+            yy = yb[:, None].expand(n, G)
+            ce = F.cross_entropy(logits.reshape(n * G, K), yy.reshape(-1), reduction="none").view(n, G)
+            loss += ce.sum(0).double()
+            pred = logits.argmax(-1)
+            correct += (pred == yy).sum(0).double()
+            if want_pred:
+                preds.append(pred)
+        N = x.shape[0]
+        out_pred = torch.cat(preds).t().cpu().numpy() if want_pred else None   # G N
+        return (loss / N).cpu().numpy(), (correct / N).cpu().numpy(), out_pred
+
+
+class Recorder:
+    """Curves and best-checkpoint bookkeeping of a pack, as numpy arrays (checkpointable)."""
+
+    def __init__(self, G: int, epochs: int, n_layers: int, n_test: int):
+        self.curves = {v: np.full((G, epochs + 1), np.nan) for v in CURVES}
+        self.layer_norm = np.full((G, epochs + 1, n_layers), np.nan)
+        self.diverged_epoch = np.full(G, -1, dtype=np.int64)
+        self.best_val = np.full(G, -np.inf)
+        self.tau_best = np.full(G, np.nan)
+        self.sel_val = np.full(G, np.nan)
+        self.sel_test = np.full(G, np.nan)
+        self.sel_correct = np.full(G, -1, dtype=np.int64)
+        self.test_pred = np.full((G, n_test), -1, dtype=np.int64)
+        self.clocks = {c: 0.0 for c in cube.CLOCKS}
+        self.wall = 0.0
+
+    def to_state(self) -> dict[str, Any]:
+        t = torch.from_numpy
+        return {
+            "curves": {k: t(v.copy()) for k, v in self.curves.items()},
+            "layer_norm": t(self.layer_norm.copy()), "diverged_epoch": t(self.diverged_epoch.copy()),
+            "best_val": t(self.best_val.copy()), "tau_best": t(self.tau_best.copy()),
+            "sel_val": t(self.sel_val.copy()), "sel_test": t(self.sel_test.copy()),
+            "sel_correct": t(self.sel_correct.copy()), "test_pred": t(self.test_pred.copy()),
+            "clocks": dict(self.clocks), "wall": float(self.wall),
+        }
+
+    def load_state(self, st: dict[str, Any]) -> None:
+        self.curves = {k: v.numpy().copy() for k, v in st["curves"].items()}
+        for name in ("layer_norm", "diverged_epoch", "best_val", "tau_best", "sel_val", "sel_test",
+                     "sel_correct", "test_pred"):
+            setattr(self, name, st[name].numpy().copy())
+        self.clocks = {k: float(v) for k, v in st["clocks"].items()}
+        self.wall = float(st["wall"])
+
+
+def _record_epoch(tr: PackTrainer, rec: Recorder, epoch: int, lr_now: float, select: str) -> None:
+    s = tr.split
+    train_l, train_a, _ = tr.evaluate(s.x_train, s.y_train)
+    val_l, val_a, _ = tr.evaluate(s.x_val, s.y_val)
+    test_l, test_a, pred = tr.evaluate(s.x_test, s.y_test, want_pred=True)
+    _, norms = kernel_norms(tr.net)
+    norms = norms.double().cpu().numpy()
+    n_test = s.y_test.numel()
+    values = {
+        "train_loss": train_l, "train_acc": train_a, "val_loss": val_l, "val_acc": val_a,
+        "test_loss": test_l, "test_acc": test_a, "kernel_norm": np.sqrt((norms ** 2).sum(1)),
+        "step": np.full(tr.G, float(tr.step)), "lr_now": np.full(tr.G, lr_now),
+        **{c: np.full(tr.G, rec.clocks[c]) for c in cube.CLOCKS},
+    }
+    for g in range(tr.G):
+        if g in tr.frozen:
+            if rec.diverged_epoch[g] < 0:
+                rec.diverged_epoch[g] = epoch
+            continue
+        for k, v in values.items():
+            rec.curves[k][g, epoch] = v[g]
+        rec.layer_norm[g, epoch] = norms[g]
+        if select == "last" or val_a[g] > rec.best_val[g]:
+            rec.best_val[g] = val_a[g]
+            rec.tau_best[g] = epoch
+            rec.sel_val[g] = val_a[g]
+            rec.sel_test[g] = test_a[g]
+            rec.sel_correct[g] = int(round(test_a[g] * n_test))
+            rec.test_pred[g] = pred[g]
+
+
+def _state(tr: PackTrainer, rec: Recorder, epoch: int) -> dict[str, Any]:
+    return {
+        "version": STATE_VERSION,
+        "pipeline": tr.pipeline,
+        "cells": [[float(s), int(k)] for s, k in tr.cells],
+        "epoch": int(epoch),
+        "step": int(tr.step),
+        "frozen": list(tr.frozen),
+        "model": {k: v.detach().cpu().clone() for k, v in tr.net.state_dict().items()},
+        "optimizer": tr.optimizer.state_dict(),
+        "gen_order": [g.get_state() for g in tr.gen_order],
+        "gen_aug": [g.get_state() for g in tr.gen_aug],
+        "recorder": rec.to_state(),
+    }
+
+
+def _restore(tr: PackTrainer, rec: Recorder, st: dict[str, Any]) -> int:
+    if int(st.get("version", -1)) != STATE_VERSION:
+        raise UserError(f"checkpoint state version {st.get('version')} is not {STATE_VERSION}")
+    cells = [(float(s), int(k)) for s, k in st["cells"]]
+    if st["pipeline"] != tr.pipeline or cells != tr.cells:
+        raise UserError("checkpoint state belongs to another pack (pipeline or cells differ)")
+    tr.net.load_state_dict({k: v.to(tr.device) for k, v in st["model"].items()})
+    tr.optimizer.load_state_dict(st["optimizer"])
+    for g, s in zip(tr.gen_order, st["gen_order"], strict=True):
+        g.set_state(s)
+    for g, s in zip(tr.gen_aug, st["gen_aug"], strict=True):
+        g.set_state(s)
+    tr.step = int(st["step"])
+    tr.frozen = [int(g) for g in st["frozen"]]
+    rec.load_state(st["recorder"])
+    return int(st["epoch"])
+
+
+def train_pack(grid: Grid, pipeline: str, cells: Sequence[tuple[float, int]], *, device: str = "cpu",
+               checkpoint: Callable[[dict], None] | None = None,
+               checkpoint_every_epochs: int = 1, checkpoint_every_seconds: float | None = None,
+               resume: dict | None = None,
+               progress: Callable[[int, int], None] | None = None,
+               ) -> xr.Dataset:
+    """Train the cells ``(sigma_w, seed)`` of one pipeline as one pack; return their cube slice."""
+    if pipeline not in grid.pipelines:
+        raise UserError(f"no pipeline {pipeline!r} in grid {grid.name}")
+    if not cells:
+        raise ValueError("train_pack needs at least one cell")
+    if len(set(cells)) != len(cells):
+        raise ValueError("train_pack got duplicate cells")
+    device = resolve_device(device)
+    spec = grid.pipelines[pipeline]
+    with deterministic(device):
+        split = load_split(grid.dataset).to(device)
+        tr = PackTrainer(grid, pipeline, cells, split, device)
+        rec = Recorder(tr.G, spec.epochs, len(tr.layers), int(split.y_test.numel()))
+        start_epoch = 0
+        if resume is not None:
+            start_epoch = _restore(tr, rec, resume)
+        t0 = time.perf_counter() - rec.wall
+        if start_epoch == 0:
+            _record_epoch(tr, rec, 0, tr.schedule.lr(0), grid.eval.select)
+        last_ckpt = time.perf_counter()
+        for epoch in range(start_epoch + 1, spec.epochs + 1):
+            order = tr.epoch_order()
+            b = spec.batch_size
+            lr = float("nan")
+            for i in range(tr.steps_per_epoch):
+                lr, _ = tr.train_step(order[:, i * b:(i + 1) * b])
+                rec.clocks["T_eta"] += lr
+                rec.clocks["T_sgd"] += lr * lr / b
+                rec.clocks["T_l2"] += spec.coupled_l2 * lr
+                rec.clocks["T_adapt"] += lr if spec.optimizer in ("adam", "adamw") else 0.0
+            _record_epoch(tr, rec, epoch, lr, grid.eval.select)
+            rec.wall = time.perf_counter() - t0
+            if progress is not None:
+                progress(epoch, spec.epochs)
+            if checkpoint is not None and epoch < spec.epochs:
+                due = epoch % max(checkpoint_every_epochs, 1) == 0
+                if checkpoint_every_seconds is not None and time.perf_counter() - last_ckpt >= checkpoint_every_seconds:
+                    due = True
+                if due:
+                    checkpoint(_state(tr, rec, epoch))
+                    last_ckpt = time.perf_counter()
+        rec.wall = time.perf_counter() - t0
+        return _to_dataset(grid, pipeline, tr, rec, device)
+
+
+def _to_dataset(grid: Grid, pipeline: str, tr: PackTrainer, rec: Recorder, device: str) -> xr.Dataset:
+    spec = grid.pipelines[pipeline]
+    sigmas = sorted({s for s, _ in tr.cells})
+    seeds = sorted({k for _, k in tr.cells})
+    S, K, E = len(sigmas), len(seeds), spec.epochs + 1
+    L = len(tr.layers)
+    n_test = int(tr.split.y_test.numel())
+    pos = [(sigmas.index(s), seeds.index(k)) for s, k in tr.cells]
+
+    def cell_array(fill: float, dtype: str, values: np.ndarray, extra: tuple[int, ...] = ()) -> np.ndarray:
+        out = np.full((1, S, K, *extra), fill, dtype=dtype)
+        for g, (i, j) in enumerate(pos):
+            out[0, i, j] = values[g]
+        return out
+
+    thr = grid.eval.interp_threshold
+    tau_interp = np.full(tr.G, np.nan)
+    for g in range(tr.G):
+        hit = np.nonzero(rec.curves["train_acc"][g] >= thr)[0]
+        if hit.size:
+            tau_interp[g] = float(hit[0])
+    status = np.where(rec.diverged_epoch >= 0, cube.DIVERGED, cube.OK)
+    final = rec.curves["test_acc"][:, -1]
+    per_member_wall = np.full(tr.G, rec.wall / tr.G)
+    cd, ed = cube.CELL_DIMS, (*cube.CELL_DIMS, cube.EPOCH)
+    data: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
+    for v in CURVES:
+        data[v] = (ed, cell_array(np.nan, "float32", rec.curves[v], (E,)))
+    data["layer_norm"] = ((*ed, cube.LAYER), cell_array(np.nan, "float32", rec.layer_norm, (E, L)))
+    run = {
+        "tau_interp": tau_interp, "tau_best": rec.tau_best, "selected_val_acc": rec.sel_val,
+        "selected_test_acc": rec.sel_test, "final_test_acc": final,
+        "init_kernel_norm": rec.curves["kernel_norm"][:, 0], "wall_seconds": per_member_wall,
+    }
+    data["status"] = (cd, cell_array(cube.MISSING, "int8", status))
+    for k, v in run.items():
+        data[k] = (cd, cell_array(np.nan, "float32", v))
+    data["selected_test_correct"] = (cd, cell_array(-1, "int32", rec.sel_correct))
+    data["test_pred"] = ((*cd, cube.EXAMPLE), cell_array(-1, "int16", rec.test_pred, (n_test,)))
+    data["test_label"] = ((cube.EXAMPLE,), tr.split.y_test.cpu().numpy().astype("int16"))
+    coords: dict[str, Any] = {
+        cube.PIPELINE: np.array([pipeline], dtype=object),
+        cube.SIGMA: np.asarray(sigmas, dtype="float64"),
+        cube.SEED: np.asarray(seeds, dtype="int64"),
+        cube.EPOCH: np.arange(E, dtype="int64"),
+        cube.LAYER: np.array(tr.layers, dtype=object),
+        cube.EXAMPLE: np.arange(n_test, dtype="int64"),
+    }
+    for k, v in pipeline_coords(spec).items():
+        coords[k] = (cube.PIPELINE, np.array([v], dtype=object if isinstance(v, str) else None))
+    ds = xr.Dataset({k: xr.Variable(d, a) for k, (d, a) in data.items()}, coords=coords)
+    ds.attrs = cube_attrs(grid, device)
+    return cube.canonicalize(ds)
+
+
+# -- several packs -------------------------------------------------------------------------------
+
+FILL = {name: fill for name, (_dtype, fill) in cube.INT_VARS.items()}
+
+
+def merge_packs(packs: Sequence[xr.Dataset]) -> xr.Dataset:
+    """Combine pack results (possibly several packs of one pipeline) into one cube."""
+    if not packs:
+        raise ValueError("no packs to merge")
+    sigmas = sorted({float(s) for p in packs for s in p[cube.SIGMA].values})
+    seeds = sorted({int(s) for p in packs for s in p[cube.SEED].values})
+    by_pipe: dict[str, xr.Dataset] = {}
+    order: list[str] = []
+    for p in packs:
+        name = str(p[cube.PIPELINE].values[0])
+        fill = {v: FILL.get(v, np.nan) for v in p.data_vars}
+        p = p.reindex({cube.SIGMA: sigmas, cube.SEED: seeds}, fill_value=fill)
+        if name not in by_pipe:
+            by_pipe[name] = p
+            order.append(name)
+            continue
+        cur = by_pipe[name]
+        have = p["status"] != cube.MISSING
+        for v in p.data_vars:
+            if cube.SIGMA in p[v].dims:
+                cur[v] = xr.where(have, p[v], cur[v]).astype(cur[v].dtype).transpose(*cur[v].dims)
+        cur["wall_seconds"] = cur["wall_seconds"]
+        by_pipe[name] = cur
+    parts = [by_pipe[n] for n in order]
+    if len(parts) == 1:
+        out = parts[0]
+    else:
+        out = xr.concat(parts, dim=cube.PIPELINE, join="outer", combine_attrs="drop_conflicts",
+                        data_vars="different", coords="different", compat="equals",
+                        fill_value={v: FILL.get(v, np.nan) for v in parts[0].data_vars})
+        out["test_label"] = parts[0]["test_label"]
+    out.attrs = dict(parts[0].attrs)
+    return cube.canonicalize(out)
+
+
+def collect_grid(grid: Grid, *, device: str = "cpu", pack_size: int | None = None,
+                 progress: Callable[[str, int, int], None] | None = None) -> xr.Dataset:
+    """Train every pack of ``grid`` one after another and merge them (for tests and benchmarks)."""
+    from initmem.collect.packing import plan_packs
+
+    device = resolve_device(device)
+    packs = []
+    for pipeline, cells in plan_packs(grid, device=device, pack_size=pack_size):
+        cb = (lambda e, n, _p=pipeline: progress(_p, e, n)) if progress else None
+        packs.append(train_pack(grid, pipeline, cells, device=device, progress=cb))
+    return merge_packs(packs)
+
+
+def _isnan(x: float) -> bool:
+    return isinstance(x, float) and math.isnan(x)

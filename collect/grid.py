@@ -1,0 +1,278 @@
+"""The grid file (SPEC.md section 1): parsed and validated with pydantic before anything trains.
+
+Every model forbids unknown keys, so a typo is refused instead of silently ignored. Errors are
+turned into one ``UserError`` line that names the field path and, where there is a closed set,
+the allowed values: ``grid file quick.yaml: pipelines.adam.optimizer: must be one of sgd, adam,
+adamw (got 'adamm')``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from initmem.errors import UserError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+DATASETS = ("digits", "cifar10", "cifar100", "fashion_mnist", "svhn")
+ARCH_PATTERN = re.compile(r"^(resnet_tiny|resnet9|resnet(\d+))$")
+OPTIMIZERS = ("sgd", "adam", "adamw")
+SCHEDULES = ("constant", "cosine", "step")
+INIT_SCALES = ("all_kernels", "normalized_kernels", "head")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatasetSpec(_Strict):
+    name: Literal["digits", "cifar10", "cifar100", "fashion_mnist", "svhn"] = "digits"
+    root: str | None = None
+    val_fraction: float = Field(0.2, gt=0, lt=1)
+    test_fraction: float = Field(0.25, gt=0, lt=1)
+    split_seed: int = Field(0, ge=0)
+    augment: Literal["none", "crop_flip"] = "none"
+
+
+class ModelSpec(_Strict):
+    arch: str = "resnet_tiny"
+    width: int | None = Field(None, ge=1, le=4096)
+    norm: Literal["batch", "none"] = "batch"
+
+    @field_validator("arch")
+    @classmethod
+    def _arch(cls, v: str) -> str:
+        m = ARCH_PATTERN.match(v)
+        if not m:
+            raise ValueError(f"must be one of resnet_tiny, resnet9, resnet20, resnet32, resnet56 or "
+                             f"resnet(6n+2) (got {v!r})")
+        if m.group(2) is not None:
+            depth = int(m.group(2))
+            if depth < 8 or (depth - 2) % 6 != 0:
+                raise ValueError(f"CIFAR ResNet depth must be 6n+2 with n >= 1, e.g. resnet20 (got {v!r})")
+        return v
+
+
+class InitSpec(_Strict):
+    scheme: Literal["kaiming_normal"] = "kaiming_normal"
+    scale: Literal["all_kernels", "normalized_kernels", "head"] = "all_kernels"
+
+
+class PipelineSpec(_Strict):
+    optimizer: Literal["sgd", "adam", "adamw"]
+    lr: float = Field(gt=0)
+    batch_size: int = Field(ge=1)
+    epochs: int = Field(ge=1)
+    momentum: float = Field(0.0, ge=0, lt=1)
+    nesterov: bool = False
+    weight_decay: float = Field(0.0, ge=0)
+    schedule: Literal["constant", "cosine", "step"] = "constant"
+    warmup_epochs: int = Field(0, ge=0)
+    milestones: list[int] = Field(default_factory=list)
+    gamma: float = Field(0.1, gt=0, le=1)
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = Field(1e-8, gt=0)
+
+    @field_validator("betas")
+    @classmethod
+    def _betas(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not all(0 <= b < 1 for b in v):
+            raise ValueError(f"both betas must lie in [0, 1) (got {list(v)})")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PipelineSpec:
+        if self.nesterov and (self.optimizer != "sgd" or self.momentum <= 0):
+            raise ValueError("nesterov: needs optimizer sgd with momentum > 0")
+        if self.optimizer != "sgd" and self.momentum != 0:
+            raise ValueError("momentum: only for optimizer sgd (Adam uses betas)")
+        if self.warmup_epochs >= self.epochs:
+            raise ValueError(f"warmup_epochs: must be smaller than epochs ({self.epochs})")
+        if self.milestones and self.schedule != "step":
+            raise ValueError("milestones: only for schedule step")
+        if self.schedule == "step":
+            if not self.milestones:
+                raise ValueError("milestones: schedule step needs a non-empty list of epochs")
+            if sorted(set(self.milestones)) != list(self.milestones) or not all(
+                    0 < m < self.epochs for m in self.milestones):
+                raise ValueError(f"milestones: must be increasing epochs in 1..{self.epochs - 1}")
+        return self
+
+    @property
+    def coupled_l2(self) -> float:
+        """The L2 coefficient added to the gradient (lambda in T_l2); 0 for AdamW."""
+        return 0.0 if self.optimizer == "adamw" else self.weight_decay
+
+    @property
+    def decoupled_wd(self) -> float:
+        """The decoupled weight-decay coefficient (AdamW); 0 for coupled L2."""
+        return self.weight_decay if self.optimizer == "adamw" else 0.0
+
+
+class EvalSpec(_Strict):
+    interp_threshold: float = Field(0.995, gt=0, le=1)
+    select: Literal["best_val_acc", "last"] = "best_val_acc"
+
+
+class SlurmSpec(_Strict):
+    partition: str | None = None
+    gpus_per_job: int = Field(1, ge=0)
+    time_min: int = Field(60, ge=1)
+    mem_gb: int = Field(16, ge=1)
+    array_parallelism: int = Field(16, ge=1)
+    cpus_per_task: int = Field(4, ge=1)
+
+
+class EngineSpec(_Strict):
+    """How the engine runs (never what it computes): pack size, torch.compile, eval batch."""
+
+    pack_size: int | None = Field(None, ge=1)
+    compile: bool = False
+    eval_batch_size: int = Field(1024, ge=1)
+
+
+class Grid(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    dataset: DatasetSpec = DatasetSpec()
+    model: ModelSpec = ModelSpec()
+    init: InitSpec = InitSpec()
+    sigma_w: list[float] = Field(min_length=1)
+    seeds: list[int] = Field(min_length=1)
+    pipelines: dict[str, PipelineSpec] = Field(min_length=1)
+    eval: EvalSpec = EvalSpec()
+    slurm: SlurmSpec | None = None
+    engine: EngineSpec = EngineSpec()
+
+    @field_validator("sigma_w")
+    @classmethod
+    def _sigma(cls, v: list[float]) -> list[float]:
+        bad = [s for s in v if not s > 0 or s != s or s == float("inf")]
+        if bad:
+            raise ValueError(f"every sigma_w must be a positive finite number (got {bad[0]})")
+        if len(set(v)) != len(v):
+            raise ValueError("sigma_w levels must be distinct")
+        return sorted(float(s) for s in v)
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, v: list[int]) -> list[int]:
+        if any(s < 0 for s in v):
+            raise ValueError("seeds must be non-negative integers")
+        if len(set(v)) != len(v):
+            raise ValueError("seeds must be distinct")
+        return sorted(v)
+
+    @field_validator("pipelines")
+    @classmethod
+    def _names(cls, v: dict[str, PipelineSpec]) -> dict[str, PipelineSpec]:
+        for name in v:
+            if not re.match(r"^[A-Za-z0-9_.-]+$", name):
+                raise ValueError(f"pipeline name {name!r} may only hold letters, digits, '_', '.', '-'")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Grid:
+        if self.init.scale == "normalized_kernels" and self.model.norm != "batch":
+            raise ValueError("init.scale: normalized_kernels needs model.norm: batch")
+        if self.dataset.name != "digits" and self.dataset.root is None:
+            raise ValueError(f"dataset.root: {self.dataset.name} needs a torchvision data folder")
+        if self.dataset.name == "digits" and self.model.arch != "resnet_tiny":
+            raise ValueError("model.arch: the 8x8 digits images need resnet_tiny")
+        return self
+
+    # ---------------------------------------------------------------------------------------
+    def cells(self, pipeline: str) -> list[tuple[float, int]]:
+        """Every (sigma_w, seed) of a pipeline, sigma_w-major, in ascending order."""
+        if pipeline not in self.pipelines:
+            raise UserError(f"no pipeline {pipeline!r} in grid {self.name} (has {', '.join(self.pipelines)})")
+        return [(s, k) for s in self.sigma_w for k in self.seeds]
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def to_yaml(self) -> str:
+        """Canonical YAML: every field explicit, keys in model order, so equal grids hash equal."""
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None, width=100)
+
+    @staticmethod
+    def resolve_preset(name_or_path: str | Path) -> Path:
+        return resolve_preset(name_or_path)
+
+
+PRESETS = ("quick", "paper")
+
+
+def resolve_preset(name_or_path: str | Path) -> Path:
+    """'quick' / 'paper' -> the packaged configs/*.yaml; anything else is taken as a path."""
+    if str(name_or_path) in PRESETS:
+        ref = resources.files("initmem").joinpath("configs", f"{name_or_path}.yaml")
+        return Path(str(ref))
+    path = Path(name_or_path)
+    if not path.exists():
+        raise UserError(f"no such grid file: {path} (presets: {', '.join(PRESETS)})")
+    return path
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if not (isinstance(p, str) and p in ("function-after", "function-before"))]
+    return ".".join(parts) if parts else "(top level)"
+
+
+def _one_line(err: dict[str, Any]) -> str:
+    loc = err.get("loc", ())
+    etype = err.get("type", "")
+    ctx = err.get("ctx") or {}
+    got = err.get("input")
+    path = _field_path(loc)
+    if etype == "extra_forbidden":
+        return f"{path}: unknown key (remove it or check its spelling)"
+    if etype == "missing":
+        return f"{path}: required field is missing"
+    if etype == "literal_error":
+        allowed = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
+        return f"{path}: must be one of {', '.join(allowed)} (got {got!r})"
+    if etype == "value_error":
+        msg = str(ctx.get("error", err.get("msg", "")))
+        # A model-level validator names its own field at the start of the message.
+        return f"{msg}" if re.match(r"^[a-z_.]+: ", msg) and not loc else f"{path}: {msg}"
+    msg = err.get("msg", "invalid value")
+    return f"{path}: {msg[0].lower() + msg[1:] if msg else msg} (got {got!r})"
+
+
+def parse_grid(data: Any, *, source: str = "grid") -> Grid:
+    """Validate a parsed grid mapping; raise ``UserError`` with one line naming the field."""
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: the grid file must be a YAML mapping, got {type(data).__name__}")
+    try:
+        return Grid.model_validate(data)
+    except ValidationError as exc:
+        errs = exc.errors()
+        first = _one_line(errs[0])
+        more = f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else ""
+        raise UserError(f"{source}: {first}{more}".replace("\n", " ")) from None
+
+
+def load_grid(path: str | Path) -> Grid:
+    """Read and validate a grid file (a preset name 'quick' / 'paper' works too)."""
+    path = resolve_preset(path)
+    source = f"grid file {path.name}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read grid file {path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise UserError(f"{source}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    return parse_grid(data, source=source)
+
+
+def grid_hash(grid: Grid) -> str:
+    """sha256 of the canonical YAML form."""
+    return hashlib.sha256(grid.to_yaml().encode("utf-8")).hexdigest()

@@ -1,0 +1,50 @@
+"""Pack planning: which cells of which pipeline train together as one packed model.
+
+A pack holds cells of one pipeline only (they share every hyper-parameter). Without an explicit
+size the pack is as large as free memory allows (estimated from parameter count and activation
+size of one member), capped, and then balanced so a pipeline's packs have near-equal sizes.
+"""
+
+from __future__ import annotations
+
+import math
+
+from initmem.collect.data import load_split
+from initmem.collect.devices import device_kind, free_memory_bytes
+from initmem.collect.grid import Grid
+from initmem.collect.nets import activation_elems_per_image, build_net
+
+MAX_PACK = {"cpu": 32, "mps": 64, "cuda": 256}
+MEMORY_FRACTION = 0.5
+
+
+def member_bytes(grid: Grid, batch_size: int) -> int:
+    """Rough training memory of one member: params, grads, two optimizer states, activations."""
+    split = load_split(grid.dataset)
+    net = build_net(grid.model.arch, 1, split.in_channels, split.n_classes, grid.model.width, grid.model.norm)
+    n_params = sum(p.numel() for p in net.parameters())
+    acts = activation_elems_per_image(net, split.in_channels, split.image_size)
+    return 4 * (4 * n_params + 3 * acts * max(batch_size, 256))
+
+
+def auto_pack_size(grid: Grid, pipeline: str, device: str) -> int:
+    kind = device_kind(device)
+    per = member_bytes(grid, grid.pipelines[pipeline].batch_size)
+    fit = int(MEMORY_FRACTION * free_memory_bytes(device) // max(per, 1))
+    return max(1, min(fit, MAX_PACK.get(kind, 32)))
+
+
+def plan_packs(grid: Grid, *, device: str, pack_size: int | None = None) -> list[tuple[str, list[tuple[float, int]]]]:
+    """(pipeline, cells) per pack, pipelines in grid order, cells sigma_w-major: deterministic."""
+    if pack_size is not None and pack_size < 1:
+        raise ValueError("pack_size must be >= 1")
+    size_opt = pack_size or grid.engine.pack_size
+    plans: list[tuple[str, list[tuple[float, int]]]] = []
+    for pipeline in grid.pipelines:
+        cells = grid.cells(pipeline)
+        cap = size_opt or auto_pack_size(grid, pipeline, device)
+        n_packs = math.ceil(len(cells) / cap)
+        size = math.ceil(len(cells) / n_packs)
+        for i in range(0, len(cells), size):
+            plans.append((pipeline, cells[i:i + size]))
+    return plans

@@ -1,0 +1,179 @@
+"""The run folder: its layout, its record (``run.json``), grid-change checks and its lock.
+
+    DIR/grid.yaml        the grid the run trains (canonical YAML, rewritten when extended)
+    DIR/run.json         schema, accepted grid hashes (one per extension), executor, Slurm jobs
+    DIR/shards/          one NetCDF shard per finished cell (shards/corrupt/: quarantined ones)
+    DIR/checkpoints/     one torch checkpoint per pack still in training
+    DIR/events.jsonl     the event log
+    DIR/cube.nc          the merge of all shards
+    DIR/slurm/           submitit's job folders (Slurm executor)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from initmem.atomic import leftover_temporaries, write_text
+from initmem.errors import UserError
+
+RUN_SCHEMA = "initmem.run/1"
+EXEMPT_FIELDS = ("slurm", "engine")  # how the grid runs, never what it computes
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: Path
+
+    @property
+    def grid_file(self) -> Path:
+        return self.root / "grid.yaml"
+
+    @property
+    def record_file(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def shards(self) -> Path:
+        return self.root / "shards"
+
+    @property
+    def corrupt(self) -> Path:
+        return self.root / "shards" / "corrupt"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def events(self) -> Path:
+        return self.root / "events.jsonl"
+
+    @property
+    def cube(self) -> Path:
+        return self.root / "cube.nc"
+
+    @property
+    def slurm(self) -> Path:
+        return self.root / "slurm"
+
+    def exists(self) -> bool:
+        return self.record_file.exists()
+
+    def read_record(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.record_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise UserError(f"{self.root} is not a collect run folder (no run.json)") from None
+        except (OSError, json.JSONDecodeError) as exc:
+            raise UserError(f"{self.record_file} is unreadable ({exc}); start anew with --force-new") from None
+
+    def write_record(self, record: dict[str, Any]) -> None:
+        write_text(self.record_file, json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+    def update_record(self, **changes: Any) -> dict[str, Any]:
+        rec = self.read_record()
+        rec.update(changes)
+        self.write_record(rec)
+        return rec
+
+    def accepted_hashes(self) -> set[str]:
+        return set(self.read_record().get("grid_hashes", []))
+
+    def load_grid(self) -> Any:
+        from initmem.collect.grid import load_grid
+
+        if not self.grid_file.exists():
+            raise UserError(f"{self.root} is not a collect run folder (no grid.yaml)")
+        return load_grid(self.grid_file)
+
+    def clean_temporaries(self) -> list[Path]:
+        """Remove temporaries a killed writer left behind (only while no writer runs)."""
+        removed = []
+        for p in leftover_temporaries(self.root):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+                removed.append(p)
+        return removed
+
+
+def fresh_folder(root: Path) -> Path:
+    """``root`` if it holds no run, else the first ``root-2``, ``root-3``... that does not."""
+    if not RunDir(root).exists():
+        return root
+    n = 2
+    while RunDir(root.with_name(f"{root.name}-{n}")).exists():
+        n += 1
+    return root.with_name(f"{root.name}-{n}")
+
+
+@contextlib.contextmanager
+def run_lock(run: RunDir) -> Iterator[None]:
+    """Exclusive lock on the run folder for the life of a local collect (freed if killed)."""
+    run.root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run.root / ".collect.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UserError(f"another initmem collect is running on {run.root}; wait for it to finish") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+# Grid changes ------------------------------------------------------------------------------
+
+def _diff(old: Any, new: Any, path: str, out: list[str]) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in list(old) + [k for k in new if k not in old]:
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in new:
+                out.append(f"{sub} (removed)")
+            elif key not in old:
+                out.append(f"{sub} (added)")
+            else:
+                _diff(old[key], new[key], sub, out)
+    elif old != new:
+        out.append(f"{path} ({_short(old)} -> {_short(new)})")
+
+
+def _short(v: Any) -> str:
+    text = json.dumps(v, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def grid_changes(old: Any, new: Any) -> tuple[list[str], dict[str, list[Any]]]:
+    """Compare two grids: (fields that differ in a way resume refuses, what was only added).
+
+    Adding pipelines, sigma_w levels or seeds is an extension (its new cells simply run);
+    anything else that differs, including removing a level, is a change that resume refuses.
+    The ``slurm`` and ``engine`` blocks say how to run, not what to compute, and are ignored.
+    """
+    a, b = old.to_dict(), new.to_dict()
+    for key in EXEMPT_FIELDS:
+        a.pop(key, None)
+        b.pop(key, None)
+    changed: list[str] = []
+    added: dict[str, list[Any]] = {"pipelines": [], "sigma_w": [], "seeds": []}
+    for key in ("sigma_w", "seeds"):
+        olds, news = a.pop(key), b.pop(key)
+        gone = [v for v in olds if v not in news]
+        if gone:
+            changed.append(f"{key} (removed {', '.join(f'{v:g}' if isinstance(v, float) else str(v) for v in gone)})")
+        added[key] = [v for v in news if v not in olds]
+    op, np_ = a.pop("pipelines"), b.pop("pipelines")
+    for name, cfg in op.items():
+        if name not in np_:
+            changed.append(f"pipelines.{name} (removed)")
+        else:
+            _diff(cfg, np_[name], f"pipelines.{name}", changed)
+    added["pipelines"] = [n for n in np_ if n not in op]
+    _diff(a, b, "", changed)
+    return changed, added

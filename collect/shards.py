@@ -1,0 +1,340 @@
+"""Shards: one small cube file per finished cell, and their deterministic merge into the cube.
+
+A shard is a valid cube (``initmem.cube`` writes and reads it) with one pipeline, one sigma_w
+and one seed. Besides the engine's data it carries, as global attributes, the grid hash it was
+trained under (``shard_grid_hash``), its cell key (``shard_cell``, JSON), its status
+(``shard_status``, mirrored by the ``status`` variable) and, for a failed cell, the error text
+(``shard_error``, with the traceback in ``shard_traceback``).
+
+Shards are written atomically (temporary name, then rename), so a shard that exists under its
+final name was complete when written. A shard that still does not read back (a truncated copy,
+a disk fault) is *corrupt*: the merge reports it by name and leaves its cell missing, and
+``--resume`` moves it to ``shards/corrupt/`` and trains the cell again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from initmem import cube
+from initmem.atomic import atomic_path
+from initmem.collect.hooks import hook
+from initmem.errors import UserError
+
+Cell = tuple[str, float, int]  # (pipeline, sigma_w, seed)
+
+SHARD_SUFFIX = ".nc"
+SHARD_ATTRS = ("shard_grid_hash", "shard_cell", "shard_status", "shard_error", "shard_traceback")
+
+
+def cell_label(cell: Cell) -> str:
+    """'pipeline:sigma_w:seed', the format of INITMEM_FAIL_CELL and of the failure table."""
+    pipe, sigma, seed = cell
+    return f"{pipe}:{sigma:g}:{seed}"
+
+
+def shard_name(cell: Cell) -> str:
+    """File name of a cell's shard; sigma_w by ``repr`` so distinct floats never collide."""
+    pipe, sigma, seed = cell
+    return f"{pipe}__sw{float(sigma)!r}__seed{int(seed)}{SHARD_SUFFIX}"
+
+
+def shard_path(shards_dir: str | os.PathLike, cell: Cell) -> Path:
+    return Path(shards_dir) / shard_name(cell)
+
+
+# Writing -----------------------------------------------------------------------------------
+
+def write_shard(ds: xr.Dataset, shards_dir: str | os.PathLike, cell: Cell, *, grid_hash: str,
+                error: str | None = None, traceback_text: str | None = None) -> Path:
+    """Write one cell's single-cell cube as its shard, atomically, with the shard attributes."""
+    pipe, sigma, seed = cell
+    if ds.sizes.get(cube.PIPELINE) != 1 or ds.sizes.get(cube.SIGMA) != 1 or ds.sizes.get(cube.SEED) != 1:
+        raise ValueError(f"a shard holds exactly one cell, got sizes {dict(ds.sizes)}")
+    status = int(np.asarray(ds["status"].values).ravel()[0])
+    ds = ds.copy()
+    ds.attrs = {**ds.attrs,
+                "shard_grid_hash": grid_hash,
+                "shard_cell": json.dumps([pipe, float(sigma), int(seed)]),
+                "shard_status": status,
+                "shard_error": error or "",
+                "shard_traceback": traceback_text or ""}
+    path = shard_path(shards_dir, cell)
+    with atomic_path(path) as tmp:
+        cube.write_cube(ds, tmp)
+        hook("shard_write")
+    hook("shard_written")
+    return path
+
+
+def split_pack(ds: xr.Dataset, cells: list[Cell]) -> dict[Cell, xr.Dataset]:
+    """Cut a pack's cube (engine layout: one pipeline, sorted sigma_w x seed) into one per cell."""
+    out: dict[Cell, xr.Dataset] = {}
+    for cell in cells:
+        pipe, sigma, seed = cell
+        one = ds.sel({cube.PIPELINE: [pipe], cube.SIGMA: [float(sigma)], cube.SEED: [int(seed)]})
+        out[cell] = one
+    return out
+
+
+def failed_cell(cell: Cell, *, attrs: dict[str, Any], pipeline_coords: dict[str, Any]) -> xr.Dataset:
+    """The single-cell cube of a cell that raised: status failed, nothing else observed."""
+    pipe, sigma, seed = cell
+    ds = cube.empty_cube([pipe], [float(sigma)], [int(seed)], attrs=attrs)
+    ds["status"] = ((cube.PIPELINE, cube.SIGMA, cube.SEED), np.full((1, 1, 1), cube.FAILED, dtype="int8"))
+    for name, value in pipeline_coords.items():
+        ds = ds.assign_coords({name: (cube.PIPELINE, np.asarray([value], dtype=object if isinstance(value, str)
+                                                                  else None))})
+    return ds
+
+
+# Reading -----------------------------------------------------------------------------------
+
+class CorruptShard(Exception):
+    """A shard file that does not read back as a valid single-cell shard."""
+
+
+@dataclass
+class ShardInfo:
+    path: Path
+    cell: Cell
+    status: int
+    grid_hash: str
+    error: str
+    ds: xr.Dataset | None = field(default=None, repr=False)
+
+
+def read_shard(path: str | os.PathLike, *, keep_data: bool = True) -> ShardInfo:
+    """Open and check a shard; raise :class:`CorruptShard` with the reason if it is unusable."""
+    path = Path(path)
+    try:
+        ds = cube.open_cube(path, check=True)
+    except UserError as exc:
+        raise CorruptShard(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 -- any decoder fault means the file is unusable
+        raise CorruptShard(f"{exc.__class__.__name__}: {exc}") from None
+    missing = [a for a in ("shard_grid_hash", "shard_cell", "shard_status") if a not in ds.attrs]
+    if missing:
+        raise CorruptShard(f"not a shard: attribute(s) {', '.join(missing)} missing")
+    try:
+        pipe, sigma, seed = json.loads(ds.attrs["shard_cell"])
+        cell: Cell = (str(pipe), float(sigma), int(seed))
+    except (ValueError, TypeError) as exc:
+        raise CorruptShard(f"bad shard_cell attribute: {exc}") from None
+    if "status" not in ds.data_vars or ds["status"].size != 1:
+        raise CorruptShard("no single status value")
+    status = int(ds["status"].values.ravel()[0])
+    coords = (str(ds[cube.PIPELINE].values[0]), float(ds[cube.SIGMA].values[0]), int(ds[cube.SEED].values[0]))
+    if coords != cell or status != int(ds.attrs["shard_status"]):
+        raise CorruptShard(f"shard attributes {cell}/{ds.attrs['shard_status']} disagree with its data "
+                           f"{coords}/{status}")
+    if path.name != shard_name(cell):
+        raise CorruptShard(f"file name does not match its cell {cell_label(cell)}")
+    return ShardInfo(path=path, cell=cell, status=status, grid_hash=str(ds.attrs["shard_grid_hash"]),
+                     error=str(ds.attrs.get("shard_error", "")), ds=ds if keep_data else None)
+
+
+def shard_files(shards_dir: str | os.PathLike) -> list[Path]:
+    """Shard files under their final names, sorted by name (temporaries are never listed)."""
+    d = Path(shards_dir)
+    if not d.is_dir():
+        return []
+    return sorted(p for p in d.iterdir() if p.is_file() and p.name.endswith(SHARD_SUFFIX)
+                  and not p.name.startswith("."))
+
+
+def scan_shards(shards_dir: str | os.PathLike, *, keep_data: bool = False
+                ) -> tuple[dict[Cell, ShardInfo], list[tuple[Path, str]]]:
+    """Read every shard: (cell -> info for the good ones, [(path, reason)] for the corrupt)."""
+    good: dict[Cell, ShardInfo] = {}
+    bad: list[tuple[Path, str]] = []
+    for path in shard_files(shards_dir):
+        try:
+            info = read_shard(path, keep_data=keep_data)
+        except CorruptShard as exc:
+            bad.append((path, str(exc)))
+            continue
+        good[info.cell] = info
+    return good, bad
+
+
+# Merging -----------------------------------------------------------------------------------
+
+@dataclass
+class MergeReport:
+    ds: xr.Dataset
+    n_shards: int
+    corrupt: list[tuple[Path, str]]
+    foreign: list[tuple[Path, str]]  # readable shards that do not belong to this grid / run
+    missing: list[Cell]
+
+
+def _var_order(names: set[str]) -> list[str]:
+    known = [v for v in (*cube.CURVE_VARS, *cube.LAYER_VARS, *cube.RUN_VARS, *cube.PRED_VARS, *cube.LABEL_VARS)
+             if v in names]
+    return known + sorted(names - set(known))
+
+
+def merge(infos: list[ShardInfo], *, pipelines: list[str], sigma_w: list[float], seeds: list[int],
+          attrs: dict[str, Any], pipeline_defaults: dict[str, dict[str, Any]]) -> xr.Dataset:
+    """Merge single-cell shard cubes into one cube over the full grid.
+
+    Deterministic: the result depends only on the set of shards, never on the order they are
+    given in (they are sorted by cell), so the same shards give identical data variables.
+    Cells without a shard get status missing and NaN / fill values. ``attrs`` become the
+    global attributes; ``pipeline_defaults`` supplies per-pipeline coordinates that no shard
+    of a pipeline carries (a pipeline whose every cell failed).
+    """
+    infos = sorted(infos, key=lambda i: (pipelines.index(i.cell[0]), i.cell[1], i.cell[2]))
+    p_idx = {p: i for i, p in enumerate(pipelines)}
+    s_idx = {float(s): i for i, s in enumerate(sigma_w)}
+    k_idx = {int(k): i for i, k in enumerate(seeds)}
+    shape = (len(pipelines), len(sigma_w), len(seeds))
+
+    # Extra dims (epoch, layer, example): epochs as the union, the others must agree.
+    epochs: set[int] = set()
+    fixed: dict[str, np.ndarray] = {}
+    var_dims: dict[str, tuple[str, ...]] = {}
+    var_dtype: dict[str, np.dtype] = {}
+    pipe_coord_names: set[str] = set()
+    for info in infos:
+        ds = info.ds
+        assert ds is not None
+        if cube.EPOCH in ds.coords:
+            epochs.update(int(e) for e in ds[cube.EPOCH].values)
+        for dim in (cube.LAYER, cube.EXAMPLE):
+            if dim in ds.coords:
+                vals = ds[dim].values
+                if dim not in fixed:
+                    fixed[dim] = vals
+                elif len(vals) != len(fixed[dim]) or not (vals == fixed[dim]).all():
+                    raise ValueError(f"shard {info.path.name}: its '{dim}' coordinate differs from other shards")
+        for name in ds.data_vars:
+            dims = tuple(ds[name].dims)
+            if name in var_dims and var_dims[name] != dims:
+                raise ValueError(f"shard {info.path.name}: variable '{name}' has dims {dims}, others {var_dims[name]}")
+            var_dims[name] = dims
+            var_dtype.setdefault(name, ds[name].dtype)
+        pipe_coord_names.update(c for c in ds.coords if c != cube.PIPELINE and ds[c].dims == (cube.PIPELINE,))
+    coords: dict[str, Any] = {
+        cube.PIPELINE: np.array(pipelines, dtype=object),
+        cube.SIGMA: np.asarray(sigma_w, dtype="float64"),
+        cube.SEED: np.asarray(seeds, dtype="int64"),
+    }
+    if epochs:
+        coords[cube.EPOCH] = np.asarray(sorted(epochs), dtype="int64")
+    coords.update(fixed)
+    sizes = {cube.PIPELINE: shape[0], cube.SIGMA: shape[1], cube.SEED: shape[2],
+             **{d: len(v) for d, v in coords.items() if d not in cube.CELL_DIMS}}
+
+    arrays: dict[str, np.ndarray] = {}
+    for name in _var_order(set(var_dims)):
+        dims = var_dims[name]
+        if name in cube.INT_VARS:
+            dtype, fill = cube.INT_VARS[name]
+            arrays[name] = np.full([sizes[d] for d in dims], fill, dtype=dtype)
+        elif np.issubdtype(var_dtype[name], np.floating) or name in cube.EXPECTED_DIMS:
+            arrays[name] = np.full([sizes[d] for d in dims], np.nan, dtype=cube.FLOAT_DTYPE)
+        else:
+            raise ValueError(f"variable '{name}' of dtype {var_dtype[name]} cannot be merged")
+    if "status" not in arrays:
+        arrays["status"] = np.full(shape, cube.MISSING, dtype="int8")
+        var_dims["status"] = cube.CELL_DIMS
+
+    pipe_values: dict[str, list[Any]] = {c: [None] * shape[0] for c in sorted(pipe_coord_names)}
+    for info in infos:
+        ds = info.ds
+        assert ds is not None
+        pipe, sigma, seed = info.cell
+        ip, isg, isd = p_idx[pipe], s_idx[float(sigma)], k_idx[int(seed)]
+        for name, da in ds.data_vars.items():
+            dims = var_dims[name]
+            vals = np.asarray(da.values)
+            if dims == (cube.EXAMPLE,) or cube.PIPELINE not in dims:
+                index: list[Any] = [slice(None)] * len(dims)
+                if name in cube.LABEL_VARS and name in arrays and (arrays[name] != cube.INT_VARS[name][1]).any():
+                    if not np.array_equal(arrays[name], vals.astype(arrays[name].dtype)):
+                        raise ValueError(f"shard {info.path.name}: '{name}' differs from other shards")
+                arrays[name][...] = vals
+                continue
+            index = []
+            for d in dims:
+                if d == cube.PIPELINE:
+                    index.append(ip)
+                elif d == cube.SIGMA:
+                    index.append(isg)
+                elif d == cube.SEED:
+                    index.append(isd)
+                elif d == cube.EPOCH:
+                    index.append(np.searchsorted(coords[cube.EPOCH], ds[cube.EPOCH].values))
+                else:
+                    index.append(slice(None))
+            sub = vals[tuple(0 if d in cube.CELL_DIMS else slice(None) for d in dims)]
+            target = arrays[name]
+            if name in cube.INT_VARS:
+                sub = sub.astype(target.dtype)
+            # scalars for the cell axes + an index array for epochs: one broadcast advanced index
+            target[tuple(index)] = sub
+        for c in pipe_values:
+            if c in ds.coords and pipe_values[c][ip] is None:
+                pipe_values[c][ip] = cube._py(ds[c].values[0])
+
+    out = xr.Dataset(coords=coords)
+    for name, arr in arrays.items():
+        out[name] = (var_dims[name], arr)
+    for c, vals in pipe_values.items():
+        filled = [v if v is not None else pipeline_defaults.get(p, {}).get(c) for p, v in zip(pipelines, vals, strict=True)]
+        if any(isinstance(v, str) for v in filled):
+            arr = np.array(["" if v is None else str(v) for v in filled], dtype=object)
+        else:
+            arr = np.array([np.nan if v is None else v for v in filled])
+        out = out.assign_coords({c: (cube.PIPELINE, arr)})
+    out.attrs = dict(attrs)
+    return out
+
+
+def merge_dir(shards_dir: str | os.PathLike, out_path: str | os.PathLike, *, pipelines: list[str],
+              sigma_w: list[float], seeds: list[int], accepted_hashes: set[str], attrs: dict[str, Any],
+              pipeline_defaults: dict[str, dict[str, Any]]) -> MergeReport:
+    """Read every shard under ``shards_dir``, merge, and write the cube atomically."""
+    good, corrupt = scan_shards(shards_dir, keep_data=True)
+    wanted = {(p, float(s), int(k)) for p in pipelines for s in sigma_w for k in seeds}
+    foreign: list[tuple[Path, str]] = []
+    infos: list[ShardInfo] = []
+    for cell, info in sorted(good.items(), key=lambda kv: kv[1].path.name):
+        if cell not in wanted:
+            foreign.append((info.path, f"cell {cell_label(cell)} is not in the grid"))
+        elif info.grid_hash not in accepted_hashes:
+            foreign.append((info.path, f"trained under grid hash {info.grid_hash[:12]}, not this run's grid"))
+        else:
+            infos.append(info)
+    merged_attrs = dict(attrs)
+    first = next((i for i in sorted(infos, key=lambda i: i.path.name) if i.status in (cube.OK, cube.DIVERGED)),
+                 None)
+    if first is not None and first.ds is not None:
+        base = {k: v for k, v in first.ds.attrs.items() if k not in SHARD_ATTRS}
+        merged_attrs = {**base, **attrs}
+    devices = sorted({str(i.ds.attrs.get("device")) for i in infos if i.ds is not None and "device" in i.ds.attrs})
+    if devices:
+        merged_attrs["device"] = ",".join(devices)
+    failures = [{"pipeline": i.cell[0], "sigma_w": i.cell[1], "seed": i.cell[2], "error": i.error}
+                for i in sorted(infos, key=lambda i: i.path.name) if i.status == cube.FAILED]
+    merged_attrs["failed_cells"] = json.dumps(failures)
+    merged_attrs["corrupt_shards"] = json.dumps([p.name for p, _ in corrupt])
+    merged_attrs["created"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    merged_attrs["schema"] = cube.SCHEMA
+    ds = merge(infos, pipelines=pipelines, sigma_w=sigma_w, seeds=seeds, attrs=merged_attrs,
+               pipeline_defaults=pipeline_defaults)
+    with atomic_path(out_path) as tmp:
+        cube.write_cube(ds, tmp)
+        hook("merge")
+    have = {i.cell for i in infos}
+    missing = sorted(wanted - have, key=lambda c: (pipelines.index(c[0]), c[1], c[2]))
+    return MergeReport(ds=ds, n_shards=len(infos), corrupt=corrupt, foreign=foreign, missing=missing)

@@ -1,0 +1,104 @@
+"""Every ArviZ call of initmem lives here (reading, writing, convergence diagnostics, LOO).
+
+Keeping ArviZ behind one small module means a change in its API (the 0.x -> 1.x transition
+is under way) touches one file, and the rest of the code works on plain numpy / xarray.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import arviz as az
+import numpy as np
+import xarray as xr
+
+from initmem.atomic import atomic_path
+from initmem.errors import UserError
+
+InferenceData = az.InferenceData
+
+
+def to_netcdf(idata: az.InferenceData, path: str | os.PathLike) -> Path:
+    """Write the InferenceData atomically (temporary name in the same folder, then rename)."""
+    with atomic_path(path) as tmp:
+        idata.to_netcdf(str(tmp))
+    return Path(path)
+
+
+def from_netcdf(path: str | os.PathLike) -> az.InferenceData:
+    """Read an InferenceData fully into memory; a missing or unreadable file is a UserError."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"no posterior at {path}: run 'initmem analyze' first")
+    try:
+        idata = az.from_netcdf(str(path))
+        for group in idata.groups():
+            idata[group].load()
+        return idata
+    except (OSError, ValueError, KeyError) as exc:
+        raise UserError(f"{path} is not a readable posterior ({exc.__class__.__name__}: {exc})") from None
+
+
+def with_posterior_vars(idata: az.InferenceData, extra: dict[str, xr.DataArray]) -> az.InferenceData:
+    """Add derived quantities (dims chain, draw, ...) to the posterior group, in place."""
+    post = idata.posterior
+    for name, da in extra.items():
+        post[name] = da
+    idata.posterior = post
+    return idata
+
+
+def rhat_ess(idata: az.InferenceData, var_names: list[str]) -> dict[str, xr.DataArray]:
+    """Rank-normalised split R-hat and bulk ESS of each variable (dims as in the posterior)."""
+    ds = idata.posterior[var_names]
+    rhat = az.rhat(ds, method="rank")
+    ess = az.ess(ds, method="bulk")
+    return {"rhat": rhat, "ess_bulk": ess}
+
+
+def divergences(idata: az.InferenceData) -> int:
+    """Number of divergent transitions after warm-up (0 when the sampler does not report them)."""
+    stats = getattr(idata, "sample_stats", None)
+    if stats is None:
+        return 0
+    for name in ("diverging", "divergences"):
+        if name in stats:
+            return int(np.asarray(stats[name]).astype(bool).sum())
+    return 0
+
+
+def loo(idata: az.InferenceData, var_name: str | None = None) -> dict[str, Any]:
+    """PSIS-LOO of a fit with a log_likelihood group, as plain numbers."""
+    res = az.loo(idata, var_name=var_name, pointwise=True)
+    k = np.asarray(res.pareto_k)
+    return {
+        "elpd_loo": float(res.elpd_loo),
+        "se": float(res.se),
+        "p_loo": float(res.p_loo),
+        "n_pareto_k_gt_0.7": int((k > 0.7).sum()),
+    }
+
+
+def compare(fits: dict[str, az.InferenceData]) -> list[dict[str, Any]]:
+    """LOO comparison of several fits of the same data, best first (ArviZ's compare table)."""
+    table = az.compare(fits, ic="loo")
+    rows = []
+    for name, row in table.iterrows():
+        rows.append({
+            "model": str(name),
+            "rank": int(row["rank"]),
+            "elpd_loo": float(row["elpd_loo"]),
+            "p_loo": float(row["p_loo"]),
+            "elpd_diff": float(row["elpd_diff"]),
+            "dse": float(row["dse"]),
+            "se": float(row["se"]),
+            "weight": float(row["weight"]),
+            "warning": bool(row["warning"]),
+        })
+    return rows
+
+
+def version() -> str:
+    return az.__version__

@@ -1,0 +1,404 @@
+"""Cubes with a known truth.
+
+The analysis can only be trusted if it recovers what we put in. This module draws cubes from
+the memory model of METHODS.md section 1 (sigma_w-level effects, seed effects shared across
+sigma_w, a residual; binomial counts or a gaussian metric) and, optionally, training curves
+whose radial memory decays along a chosen time axis, with forgetting clocks computed exactly
+from each pipeline's learning-rate schedule. The truth goes into the cube's ``truth``
+attribute (JSON), so tests, users and ``initmem plan`` can read it back.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+import xarray as xr
+
+from initmem import __version__, cube
+from initmem.errors import UserError
+
+SIGMA_RANGE = (0.25, 8.0)
+N_CLASSES = 10
+ADAPTIVE = ("adam", "adamw")
+TRUTH_AXES = ("epoch", "T_sgd", "T_l2", "T_adapt")
+
+
+@dataclass(frozen=True)
+class SimPipeline:
+    """One simulated pipeline: variance components, design size and training settings.
+
+    The standard deviations live on the model's scale: logit for binomial, outcome units for
+    gaussian. ``baseline`` is the intercept on that scale.
+    """
+
+    name: str
+    sigma_sd: float = 0.3
+    seed_sd: float = 0.1
+    residual_sd: float = 0.1
+    family: str = "binomial"
+    n_sigma: int = 6
+    n_seed: int = 4
+    baseline: float = 1.5
+    optimizer: str = "sgd"
+    lr: float = 0.01
+    batch_size: int = 32
+    weight_decay: float = 0.0
+    momentum: float = 0.0
+    schedule: str = "constant"
+    epochs: int | None = None  # horizon; None uses simulate_cube's ``epochs``
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.family not in ("binomial", "gaussian"):
+            raise UserError(f"pipeline {self.name!r}: family must be binomial or gaussian, not {self.family!r}")
+        for name in ("sigma_sd", "seed_sd", "residual_sd"):
+            if getattr(self, name) < 0:
+                raise UserError(f"pipeline {self.name!r}: {name} must be >= 0")
+        if self.n_sigma < 1 or self.n_seed < 1:
+            raise UserError(f"pipeline {self.name!r}: n_sigma and n_seed must be >= 1")
+        if self.optimizer not in ("sgd", *ADAPTIVE):
+            raise UserError(f"pipeline {self.name!r}: optimizer must be sgd, adam or adamw")
+        if self.schedule not in ("constant", "cosine", "step"):
+            raise UserError(f"pipeline {self.name!r}: schedule must be constant, cosine or step")
+        if self.lr <= 0 or self.batch_size < 1 or self.weight_decay < 0:
+            raise UserError(f"pipeline {self.name!r}: lr and batch_size must be positive, weight_decay >= 0")
+
+    @property
+    def coupled_l2(self) -> float:
+        """lambda of T_l2: the coupled L2 coefficient (AdamW's decay is decoupled, so 0)."""
+        return 0.0 if self.optimizer == "adamw" else self.weight_decay
+
+
+def _quick_like() -> list[SimPipeline]:
+    # lr, batch size, weight decay and optimizer vary independently, so the clocks differ.
+    return [
+        SimPipeline("sgd_low_lr", sigma_sd=0.6, optimizer="sgd", lr=0.01, batch_size=32),
+        SimPipeline("sgd_l2", sigma_sd=0.05, optimizer="sgd", lr=0.1, batch_size=32, weight_decay=5e-4,
+                    momentum=0.9, schedule="cosine"),
+        SimPipeline("sgd_mom_wd", sigma_sd=0.1, optimizer="sgd", lr=0.05, batch_size=64, weight_decay=2e-3,
+                    momentum=0.9, schedule="cosine"),
+        SimPipeline("adam", sigma_sd=0.05, optimizer="adam", lr=1e-3, batch_size=32, weight_decay=1e-4),
+        SimPipeline("adamw", sigma_sd=0.05, optimizer="adamw", lr=2e-3, batch_size=64, weight_decay=0.05),
+        SimPipeline("sgd_b128", sigma_sd=0.2, optimizer="sgd", lr=0.2, batch_size=128, weight_decay=1e-4),
+    ]
+
+
+def _degenerate() -> list[SimPipeline]:
+    # eta proportional to b and one lambda: every clock is proportional to the epoch.
+    return [
+        SimPipeline(f"sgd_b{b}", sigma_sd=0.2, optimizer="sgd", lr=0.01 * b / 32, batch_size=b, weight_decay=5e-4)
+        for b in (16, 32, 64, 128, 256, 512)
+    ]
+
+
+def _contrast() -> list[SimPipeline]:
+    return [
+        SimPipeline("sgd_low_lr", sigma_sd=0.5, seed_sd=0.1, residual_sd=0.1, lr=0.01),
+        SimPipeline("sgd_l2", sigma_sd=0.0, seed_sd=0.1, residual_sd=0.1, lr=0.1, weight_decay=5e-4,
+                    momentum=0.9, schedule="cosine"),
+        SimPipeline("adam", sigma_sd=0.0, seed_sd=0.1, residual_sd=0.1, optimizer="adam", lr=1e-3),
+    ]
+
+
+def _null() -> list[SimPipeline]:
+    return [SimPipeline(f"null{i}", sigma_sd=0.0, seed_sd=0.15, residual_sd=0.1, n_seed=6) for i in range(3)]
+
+
+PRESETS: dict[str, tuple[str, callable]] = {
+    "contrast": ("3 pipelines: low-LR SGD remembers, SGD+L2 and Adam forget (sigma_sd = 0)", _contrast),
+    "quick_like": ("6 pipelines with the quick preset's design (clocks identifiable)", _quick_like),
+    "degenerate": ("6 SGD pipelines with eta proportional to b and one lambda (clocks collinear)", _degenerate),
+    "null": ("3 pipelines without any initialization memory (sigma_sd = 0, 6 seeds)", _null),
+}
+
+
+def preset_pipelines(name: str) -> list[SimPipeline]:
+    if name not in PRESETS:
+        raise UserError(f"unknown simulation preset {name!r}; choose one of {', '.join(PRESETS)}")
+    return PRESETS[name][1]()
+
+
+def sigma_levels(n: int) -> np.ndarray:
+    """n log-spaced sigma_w levels from 1/4 to 8 (a single level is sigma_w = 1)."""
+    if n == 1:
+        return np.array([1.0])
+    return np.geomspace(*SIGMA_RANGE, n)
+
+
+# Learning-rate schedules and clocks --------------------------------------------------------
+
+def lr_per_step(p: SimPipeline, epochs: int, steps_per_epoch: int) -> np.ndarray:
+    """The learning rate used at every optimizer step (same rules as the engine's schedules)."""
+    total = epochs * steps_per_epoch
+    k = np.arange(total, dtype=float)
+    if p.schedule == "constant":
+        return np.full(total, p.lr)
+    if p.schedule == "cosine":
+        return p.lr * 0.5 * (1.0 + np.cos(np.pi * k / total))
+    # step: x0.1 at 50% and at 75% of the horizon
+    return p.lr * np.where(k < 0.5 * total, 1.0, np.where(k < 0.75 * total, 0.1, 0.01))
+
+
+def clocks(p: SimPipeline, epochs: int, n_train: int) -> dict[str, np.ndarray]:
+    """Cumulative clocks at the end of each epoch (index 0 = before the first step)."""
+    spe = math.ceil(n_train / p.batch_size)
+    eta = lr_per_step(p, epochs, spe)
+    ends = np.arange(epochs + 1) * spe
+
+    def cum(x: np.ndarray) -> np.ndarray:
+        return np.concatenate([[0.0], np.cumsum(x)])[ends]
+
+    t_eta = cum(eta)
+    lr_now = np.concatenate([[eta[0]], eta[ends[1:] - 1]])
+    return {
+        "step": ends.astype(float),
+        "lr_now": lr_now,
+        "T_eta": t_eta,
+        "T_sgd": cum(eta**2) / p.batch_size,
+        "T_l2": p.coupled_l2 * t_eta,
+        "T_adapt": t_eta if p.optimizer in ADAPTIVE else np.zeros_like(t_eta),
+    }
+
+
+# The outcome-scale truth -----------------------------------------------------------------
+
+_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(40)
+_GH_W = _GH_W / _GH_W.sum()
+
+
+def expected_metric(alpha: float, u: np.ndarray, noise_sd: float, family: str) -> np.ndarray:
+    """E over seeds and residuals of the metric at each level: the seed-averaged curve.
+
+    For the binomial the inverse logit is averaged over N(0, seed_sd^2 + residual_sd^2) by
+    Gauss-Hermite quadrature; for the gaussian the average is the linear predictor itself.
+    """
+    eta = alpha + np.asarray(u, dtype=float)
+    if family == "gaussian":
+        return eta
+    z = eta[:, None] + noise_sd * _GH_X[None, :]
+    return (1.0 / (1.0 + np.exp(-z))) @ _GH_W
+
+
+# The cube --------------------------------------------------------------------------------
+
+def simulate_cube(
+    pipelines: list[SimPipeline],
+    *,
+    n_test: int = 450,
+    curves: bool = False,
+    truth_axis: str = "T_sgd",
+    epochs: int = 30,
+    seed: int = 0,
+    n_train: int = 1000,
+    decay_scale: float | None = None,
+    noise: float = 0.02,
+) -> xr.Dataset:
+    """Draw a cube with known truth.
+
+    Every pipeline shares one sigma_w grid (log-spaced, the largest ``n_sigma`` asked for); a
+    pipeline with fewer levels or seeds gets the rest as status 3 (missing). One seed draws one
+    seed effect shared by every sigma_w level: seeds are paired, as in collected grids.
+    """
+    if not pipelines:
+        raise UserError("simulate needs at least one pipeline")
+    names = [p.name for p in pipelines]
+    if len(set(names)) != len(names):
+        raise UserError("pipeline names must be unique")
+    if curves and truth_axis not in TRUTH_AXES:
+        raise UserError(f"truth axis must be one of {', '.join(TRUTH_AXES)}, not {truth_axis!r}")
+    rng = np.random.default_rng(seed)
+    n_sig = max(p.n_sigma for p in pipelines)
+    n_sd = max(p.n_seed for p in pipelines)
+    levels = sigma_levels(n_sig)
+    seeds = np.arange(n_sd)
+    pipes = [replace(p, epochs=p.epochs or epochs) for p in pipelines]
+    horizon = max(p.epochs for p in pipes)
+    shape = (len(pipes), n_sig, n_sd)
+
+    status = np.full(shape, cube.MISSING, dtype="int8")
+    correct = np.full(shape, -1, dtype="int32")
+    acc = np.full(shape, np.nan)
+    eta_cell = np.full(shape, np.nan)
+    truth: dict = {"pipelines": {}, "seed": seed, "n_test": n_test}
+
+    for a, p in enumerate(pipes):
+        idx = _subset(n_sig, p.n_sigma)
+        u = rng.normal(0.0, p.sigma_sd, p.n_sigma)
+        v = rng.normal(0.0, p.seed_sd, p.n_seed)
+        e = rng.normal(0.0, p.residual_sd, (p.n_sigma, p.n_seed))
+        eta = p.baseline + u[:, None] + v[None, :] + e
+        status[a, idx, : p.n_seed] = cube.OK
+        eta_cell[a, idx, : p.n_seed] = eta
+        if p.family == "binomial":
+            k = rng.binomial(n_test, 1.0 / (1.0 + np.exp(-eta)))
+            correct[a, idx, : p.n_seed] = k
+            acc[a, idx, : p.n_seed] = k / n_test
+        else:
+            acc[a, idx, : p.n_seed] = eta
+        expected = expected_metric(p.baseline, u, math.hypot(p.seed_sd, p.residual_sd), p.family)
+        total_var = p.sigma_sd**2 + p.seed_sd**2 + p.residual_sd**2
+        truth["pipelines"][p.name] = {
+            **{k_: v_ for k_, v_ in asdict(p).items() if k_ != "extra"},
+            "alpha": p.baseline,
+            "sigma_w": levels[idx].tolist(),
+            "u": u.tolist(),
+            "v": v.tolist(),
+            "expected": expected.tolist(),
+            "spread": float(expected.max() - expected.min()) if p.n_sigma > 1 else 0.0,
+            "memory_share": p.sigma_sd**2 / total_var if total_var > 0 else 0.0,
+        }
+
+    dims = cube.CELL_DIMS
+    ds = cube.empty_cube(names, levels.tolist(), seeds.tolist())
+    ds["status"] = (dims, status)
+    ds["selected_test_acc"] = (dims, acc)
+    if any(p.family == "binomial" for p in pipes):
+        ds["selected_test_correct"] = (dims, correct)
+    ds = ds.assign_coords(
+        optimizer=("pipeline", np.array([p.optimizer for p in pipes], dtype=object)),
+        lr=("pipeline", np.array([p.lr for p in pipes])),
+        batch_size=("pipeline", np.array([p.batch_size for p in pipes], dtype="int64")),
+        momentum=("pipeline", np.array([p.momentum for p in pipes])),
+        weight_decay=("pipeline", np.array([p.weight_decay for p in pipes])),
+        schedule=("pipeline", np.array([p.schedule for p in pipes], dtype=object)),
+        epochs=("pipeline", np.array([p.epochs for p in pipes], dtype="int64")),
+        family=("pipeline", np.array([p.family for p in pipes], dtype=object)),
+    )
+    if curves:
+        _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_train, decay_scale, noise)
+    if any(p.family == "binomial" for p in pipes):
+        _add_predictions(ds, correct, rng, n_test)
+    ds.attrs.update({
+        "n_test": n_test,
+        "interp_threshold": 0.995,
+        "select": "best_val_acc",
+        "grid": "",
+        "dataset_fingerprint": f"simulated:seed={seed}",
+        "initmem_version": __version__,
+        "torch_version": "none (simulated)",
+        "device": "simulated",
+        "created": "simulated",
+        "source": "initmem simulate",
+        "truth": truth,
+    })
+    return cube.canonicalize(ds)
+
+
+def _subset(n_total: int, n: int) -> np.ndarray:
+    """Indices of n levels spread evenly over the common grid."""
+    return np.unique(np.round(np.linspace(0, n_total - 1, n)).astype(int))
+
+
+def _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_train, decay_scale, noise) -> None:
+    """Training curves whose radial memory decays along ``truth_axis``.
+
+    log kernel_norm = log K0 + rho_p(t) log sigma_w + drift_p(t) + seed effect + noise, with
+    rho_p(t) = exp(-A_p(t) / scale) and A the truth axis, so the log-log slope of the kernel
+    norm on sigma_w is exactly rho_p(t) in expectation.
+    """
+    n_p, n_sig, n_sd = status.shape
+    n_ep = horizon + 1
+    levels = ds[cube.SIGMA].values
+    clock = {name: np.full((n_p, n_ep), np.nan) for name in ("step", "lr_now", *cube.CLOCKS)}
+    for a, p in enumerate(pipes):
+        c = clocks(p, p.epochs, n_train)
+        for name in clock:
+            clock[name][a, : p.epochs + 1] = c[name]
+    axis = np.tile(np.arange(n_ep, dtype=float), (n_p, 1)) if truth_axis == "epoch" else clock[truth_axis]
+    for a, p in enumerate(pipes):  # NaN past each pipeline's horizon
+        axis[a, p.epochs + 1 :] = np.nan
+    if decay_scale is None:
+        finals = np.array([axis[a, p.epochs] for a, p in enumerate(pipes)])
+        positive = finals[finals > 0]
+        decay_scale = float(np.median(positive) / 2.0) if positive.size else 1.0
+    rho = np.exp(-axis / decay_scale)  # (pipeline, epoch)
+
+    t = np.arange(n_ep, dtype=float)
+    progress = 1.0 - np.exp(-np.outer(1.0 / np.array([max(p.epochs, 1) / 4 for p in pipes]), t))  # (p, epoch)
+    log_sigma = np.log(levels)
+    seed_fx = rng.normal(0.0, 0.05, (1, 1, n_sd, 1))
+    drift = 0.3 * progress[:, None, None, :]
+    log_kn = (np.log(10.0) + rho[:, None, None, :] * log_sigma[None, :, None, None] + drift + seed_fx
+              + rng.normal(0.0, noise, (n_p, n_sig, n_sd, n_ep)))
+
+    # Accuracy curves: rise towards the cell's final logit; train accuracy overshoots to interpolate.
+    final = np.nan_to_num(eta_cell, nan=0.0)[..., None]
+    chance = math.log(1 / (N_CLASSES - 1))
+    val_logit = chance + (final - chance) * progress[:, None, None, :] + rng.normal(0, 0.05, (n_p, n_sig, n_sd, n_ep))
+    train_logit = chance + (final + 5.5 - chance) * progress[:, None, None, :]
+    sig = lambda x: 1.0 / (1.0 + np.exp(-x))  # noqa: E731
+    val_acc, train_acc = sig(val_logit), sig(train_logit)
+    test_acc = sig(val_logit + rng.normal(0, 0.03, val_logit.shape))
+
+    missing = (status == cube.MISSING)[..., None] | np.isnan(rho)[:, None, None, :]
+    def put(name: str, arr: np.ndarray) -> None:
+        arr = np.where(missing, np.nan, np.broadcast_to(arr, missing.shape))
+        ds[name] = (cube.CURVE_DIMS, arr)
+
+    ds.coords[cube.EPOCH] = np.arange(n_ep)
+    put("kernel_norm", np.exp(log_kn))
+    put("train_acc", train_acc)
+    put("val_acc", val_acc)
+    put("test_acc", test_acc)
+    put("train_loss", -np.log(train_acc))
+    put("val_loss", -np.log(val_acc))
+    put("test_loss", -np.log(test_acc))
+    for name, arr in clock.items():
+        put(name, arr[:, None, None, :])
+
+    kn = ds["kernel_norm"]
+    ds["init_kernel_norm"] = kn.isel({cube.EPOCH: 0}, drop=True)
+    tau_best = val_acc.argmax(axis=-1).astype(float)
+    interp = train_acc >= 0.995
+    tau_interp = np.where(interp.any(-1), interp.argmax(-1), np.nan).astype(float)
+    obs = status != cube.MISSING
+    ds["tau_best"] = (cube.CELL_DIMS, np.where(obs, tau_best, np.nan))
+    ds["tau_interp"] = (cube.CELL_DIMS, np.where(obs, tau_interp, np.nan))
+    sel_val = np.take_along_axis(val_acc, tau_best.astype(int)[..., None], -1)[..., 0]
+    ds["selected_val_acc"] = (cube.CELL_DIMS, np.where(obs, sel_val, np.nan))
+    ds["final_test_acc"] = (cube.CELL_DIMS, np.where(obs, test_acc[..., -1], np.nan))
+    truth["curves"] = {
+        "truth_axis": truth_axis,
+        "decay_scale": decay_scale,
+        "n_train": n_train,
+        "rho_final": {p.name: float(rho[a, p.epochs]) for a, p in enumerate(pipes)},
+    }
+
+
+def _add_predictions(ds: xr.Dataset, correct: np.ndarray, rng: np.random.Generator, n_test: int) -> None:
+    """Test predictions consistent with the counts, with structure shared by level and by seed.
+
+    Which examples a cell gets right follows example difficulty plus a level-specific and a
+    seed-specific perturbation, so predictions differ more across sigma_w in pipelines with
+    more memory, as they do in real grids.
+    """
+    n_p, n_sig, n_sd = correct.shape
+    labels = rng.integers(0, N_CLASSES, n_test)
+    difficulty = rng.normal(0, 1, n_test)
+    level_fx = rng.normal(0, 1, (n_p, n_sig, 1, n_test))
+    seed_fx = rng.normal(0, 1, (n_p, 1, n_sd, n_test))
+    score = difficulty + 0.5 * level_fx + 0.5 * seed_fx + 0.3 * rng.normal(0, 1, (n_p, n_sig, n_sd, n_test))
+    order = np.argsort(-score, axis=-1)
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(n_test)[None, None, None, :], -1)
+    is_right = rank < correct[..., None]
+    wrong = (labels + rng.integers(1, N_CLASSES, (n_p, n_sig, n_sd, n_test))) % N_CLASSES
+    pred = np.where(is_right, labels, wrong)
+    pred = np.where((correct < 0)[..., None], -1, pred)
+    ds.coords[cube.EXAMPLE] = np.arange(n_test)
+    ds["test_pred"] = ((*cube.CELL_DIMS, cube.EXAMPLE), pred.astype("int16"))
+    ds["test_label"] = ((cube.EXAMPLE,), labels.astype("int16"))
+
+
+def read_truth(ds: xr.Dataset) -> dict:
+    """The truth a simulated cube was drawn from (raises UserError for a cube that has none)."""
+    truth = cube.json_attr(ds, "truth")
+    if not isinstance(truth, dict):
+        raise UserError("this cube was not simulated: it has no 'truth' attribute")
+    return truth
+
+
+__all__ = ["PRESETS", "SimPipeline", "clocks", "expected_metric", "preset_pipelines", "read_truth",
+           "sigma_levels", "simulate_cube"]

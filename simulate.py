@@ -269,7 +269,7 @@ def simulate_cube(
     if curves:
         _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_train, decay_scale, noise)
     if any(p.family == "binomial" for p in pipes):
-        _add_predictions(ds, correct, rng, n_test)
+        _add_predictions(ds, correct, rng, n_test, np.array([p.sigma_sd for p in pipes]))
     ds.attrs.update({
         "n_test": n_test,
         "interp_threshold": 0.995,
@@ -367,19 +367,21 @@ def _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_
     }
 
 
-def _add_predictions(ds: xr.Dataset, correct: np.ndarray, rng: np.random.Generator, n_test: int) -> None:
+def _add_predictions(ds: xr.Dataset, correct: np.ndarray, rng: np.random.Generator, n_test: int,
+                     sigma_sd: np.ndarray) -> None:
     """Test predictions consistent with the counts, with structure shared by level and by seed.
 
     Which examples a cell gets right follows example difficulty plus a level-specific and a
-    seed-specific perturbation, so predictions differ more across sigma_w in pipelines with
-    more memory, as they do in real grids.
+    seed-specific perturbation. The level perturbation scales with the pipeline's sigma_sd, so
+    predictions differ more across sigma_w in pipelines with more memory, and a pipeline without
+    memory disagrees across levels no more than across seeds.
     """
     n_p, n_sig, n_sd = correct.shape
     labels = rng.integers(0, N_CLASSES, n_test)
     difficulty = rng.normal(0, 1, n_test)
     level_fx = rng.normal(0, 1, (n_p, n_sig, 1, n_test))
     seed_fx = rng.normal(0, 1, (n_p, 1, n_sd, n_test))
-    score = difficulty + 0.5 * level_fx + 0.5 * seed_fx + 0.3 * rng.normal(0, 1, (n_p, n_sig, n_sd, n_test))
+    score = difficulty + sigma_sd[:, None, None, None] * level_fx + 0.5 * seed_fx + 0.3 * rng.normal(0, 1, (n_p, n_sig, n_sd, n_test))
     order = np.argsort(-score, axis=-1)
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.arange(n_test)[None, None, None, :], -1)

@@ -1,0 +1,275 @@
+"""Memory curves over training time (METHODS section 3), with paired seed-bootstrap intervals.
+
+Per pipeline and epoch:
+
+- radial memory rho(t): the slope of the seed-mean log kernel_norm on log sigma_w (1 at t = 0
+  when the init only scales the kernels, 0 when the norm has forgotten the init scale);
+- functional memory: the spread (max - min over sigma_w) of the seed-mean val_acc, and the share
+  of val_acc's variance that the sigma_w levels account for (expected-mean-square estimators);
+- function-space memory at the selected checkpoint: how often two runs at *different* sigma_w
+  disagree on a test prediction, minus how often two runs at the *same* sigma_w do. Both terms
+  compare runs of different seeds, so the difference isolates sigma_w from seed noise (same-seed
+  pairs share the init direction and data order and would bias the first term down).
+
+Seeds are the replication unit: intervals come from a bootstrap over seeds that uses the same
+seed draw at every sigma_w (the pairing of SPEC section 0). The result is an ``xarray.Dataset``
+on (pipeline, epoch) that ``analysis`` stores as ``DIR/curves.nc`` for the report.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from initmem import cube
+from initmem.atomic import atomic_path
+from initmem.stats.resample import seed_bootstrap, take_seeds
+
+__all__ = ["memory_curves", "seed_bootstrap", "write_curves", "curve_array", "radial_slope",
+           "functional_spread", "functional_share", "seed_mean_clocks"]
+
+QUANTILES = (0.05, 0.95)
+
+
+# Arrays ------------------------------------------------------------------------------------
+
+def has_curve(ds: xr.Dataset, var: str) -> bool:
+    return var in ds.data_vars and cube.EPOCH in ds[var].dims and set(cube.CELL_DIMS) <= set(ds[var].dims)
+
+
+def ok_mask(ds: xr.Dataset) -> np.ndarray:
+    """(pipeline, sigma_w, seed) True where the run finished ok (or no status is recorded)."""
+    if "status" in ds.data_vars:
+        return ds["status"].transpose(*cube.CELL_DIMS).values == cube.OK
+    return np.ones([ds.sizes[d] for d in cube.CELL_DIMS], bool)
+
+
+def curve_array(ds: xr.Dataset, var: str) -> np.ndarray:
+    """``ds[var]`` as float64 (pipeline, sigma_w, seed, epoch), NaN outside ok cells."""
+    arr = ds[var].transpose(*cube.CURVE_DIMS).values.astype(float)
+    return np.where(ok_mask(ds)[..., None], arr, np.nan)
+
+
+def _nanmean(a: np.ndarray, axis) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(a, axis=axis)
+
+
+def radial_slope(log_kn: np.ndarray, log_sigma: np.ndarray, sigma_axis: int = -3, seed_axis: int = -2) -> np.ndarray:
+    """OLS slope of the seed-mean log kernel norm on log sigma_w (NaN-aware, vectorised).
+
+    ``log_kn`` has a sigma_w axis and a seed axis (default (..., sigma_w, seed, epoch)); both are
+    reduced. Levels without data are left out of the regression; fewer than 2 levels give NaN.
+    """
+    sig_ax = _axis_after_reduce(log_kn.ndim, sigma_axis, seed_axis)
+    y = _nanmean(log_kn, axis=seed_axis)
+    y = np.moveaxis(y, sig_ax, -1)  # (..., epoch, sigma_w)
+    return _slope_last(y, log_sigma)
+
+
+def _axis_after_reduce(ndim: int, axis: int, reduced: int) -> int:
+    """Where ``axis`` sits once ``reduced`` is removed (both may be negative)."""
+    axis, reduced = axis % ndim, reduced % ndim
+    return axis if axis < reduced else axis - 1
+
+
+def _slope_last(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Slope of y on x along the last axis, ignoring NaN entries of y."""
+    m = np.isfinite(y)
+    n = m.sum(-1)
+    xw = np.where(m, x, 0.0)
+    yw = np.where(m, y, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        xbar = xw.sum(-1, keepdims=True) / n[..., None]
+        ybar = yw.sum(-1, keepdims=True) / n[..., None]
+        dx = np.where(m, x - xbar, 0.0)
+        sxx = (dx**2).sum(-1)
+        out = (dx * (yw - ybar)).sum(-1) / sxx
+    return np.where((n >= 2) & (sxx > 0), out, np.nan)
+
+
+def functional_spread(acc: np.ndarray, sigma_axis: int = -3, seed_axis: int = -2) -> np.ndarray:
+    """max - min over sigma_w of the seed-mean accuracy (NaN-aware)."""
+    sig_ax = _axis_after_reduce(acc.ndim, sigma_axis, seed_axis)
+    y = _nanmean(acc, axis=seed_axis)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmax(y, axis=sig_ax) - np.nanmin(y, axis=sig_ax)
+
+
+def functional_share(acc: np.ndarray) -> np.ndarray:
+    """Share of the variance of acc (..., sigma_w, seed, epoch) due to sigma_w levels.
+
+    Method-of-moments variance components of the levels x seeds block at each epoch (exact for
+    balanced data; missing cells are skipped in the means), negative components set to 0:
+    share = s2_level / (s2_level + s2_seed + s2_e).
+    """
+    y = np.moveaxis(acc, -1, 0)  # (epoch, ..., sigma, seed)
+    fin = np.isfinite(y)
+    n_lev = fin.any(-1).sum(-1).astype(float)
+    n_seed = fin.any(-2).sum(-1).astype(float)
+    lev_m = _nanmean(y, axis=-1)
+    seed_m = _nanmean(y, axis=-2)
+    grand = _nanmean(y, axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ms_a = n_seed * np.nansum((lev_m - grand[..., None]) ** 2, -1) / (n_lev - 1)
+        ms_s = n_lev * np.nansum((seed_m - grand[..., None]) ** 2, -1) / (n_seed - 1)
+        resid = y - lev_m[..., None] - seed_m[..., None, :] + grand[..., None, None]
+        ms_e = np.nansum(resid**2, (-2, -1)) / ((n_lev - 1) * (n_seed - 1))
+        s2_a = np.maximum(0.0, (ms_a - ms_e) / n_seed)
+        s2_s = np.maximum(0.0, (ms_s - ms_e) / n_lev)
+        total = s2_a + s2_s + ms_e
+        share = np.where(total > 0, s2_a / total, 0.0)
+    share = np.where((n_lev >= 2) & (n_seed >= 2), share, np.nan)
+    return np.moveaxis(share, 0, -1)
+
+
+def seed_mean_clocks(ds: xr.Dataset) -> dict[str, np.ndarray]:
+    """Per (pipeline, epoch): the epoch index and every clock, averaged over sigma_w and seeds.
+
+    Clocks depend only on the pipeline's schedule, so the average is a copy; it is NaN past a
+    pipeline's horizon (where no run has data).
+    """
+    n_p, n_t = ds.sizes[cube.PIPELINE], ds.sizes[cube.EPOCH]
+    present = np.zeros((n_p, n_t), bool)
+    for var in ("kernel_norm", "val_acc", *cube.CLOCKS, "step"):
+        if has_curve(ds, var):
+            present |= np.isfinite(curve_array(ds, var)).any(axis=(1, 2))
+    out = {"epoch_axis": np.where(present, ds[cube.EPOCH].values.astype(float)[None, :], np.nan)}
+    for var in ("step", *cube.CLOCKS):
+        if has_curve(ds, var):
+            out[var] = _nanmean(curve_array(ds, var), axis=(1, 2))
+        else:
+            out[var] = np.full((n_p, n_t), np.nan)
+    return out
+
+
+# Function-space memory ----------------------------------------------------------------------
+
+def _disagreement(pred: np.ndarray) -> np.ndarray:
+    """Pairwise disagreement rates (sigma, seed, sigma, seed) of one pipeline's predictions."""
+    n_lev, n_seed, n_ex = pred.shape
+    flat = pred.reshape(n_lev * n_seed, n_ex)
+    agree = np.zeros((flat.shape[0], flat.shape[0]))
+    for k in np.unique(flat[flat >= 0]):
+        onehot = (flat == k).astype(float)
+        agree += onehot @ onehot.T
+    return (1.0 - agree / n_ex).reshape(n_lev, n_seed, n_lev, n_seed)
+
+
+def fs_memory_draws(pred: np.ndarray, valid: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Function-space memory for each row of seed ``counts`` (n_draw, seeds).
+
+    A bootstrap draw enters as multiplicity weights on the original seeds; pairs of a seed with
+    itself are never used (they would be the same run, not two seeds).
+    """
+    d = _disagreement(pred)
+    v = valid.astype(float)
+    n_lev = pred.shape[0]
+    diff_lev = 1.0 - np.eye(n_lev)
+    w = counts[:, :, None] * counts[:, None, :] * (1.0 - np.eye(counts.shape[1]))[None]  # (b, s, t)
+    vv = v[:, :, None, None] * v[None, None, :, :]  # (i, s, j, t)
+    between_w = np.einsum("bst,isjt,ij->b", w, vv, diff_lev)
+    between = np.einsum("bst,isjt,ij,isjt->b", w, vv, diff_lev, d)
+    within_w = np.einsum("bst,isjt,ij->b", w, vv, np.eye(n_lev))
+    within = np.einsum("bst,isjt,ij,isjt->b", w, vv, np.eye(n_lev), d)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((between_w > 0) & (within_w > 0), between / between_w - within / within_w, np.nan)
+
+
+# The curves -------------------------------------------------------------------------------
+
+def _quantiles(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        q = np.nanquantile(draws, QUANTILES, axis=0)
+    return q[0], q[1]
+
+
+def memory_curves(ds: xr.Dataset, *, n_boot: int = 200, seed: int = 0) -> xr.Dataset | None:
+    """Radial, functional and function-space memory per (pipeline, epoch) with 90% intervals.
+
+    Returns None when the cube has neither a kernel_norm nor a val_acc curve. A curve whose
+    source variable is missing is all-NaN and named in the ``skipped`` attribute.
+    """
+    has_kn, has_val = has_curve(ds, "kernel_norm"), has_curve(ds, "val_acc")
+    if not (has_kn or has_val):
+        return None
+    rng = np.random.default_rng(seed)
+    n_p, n_t = ds.sizes[cube.PIPELINE], ds.sizes[cube.EPOCH]
+    seeds = ds[cube.SEED].values
+    idx = seed_bootstrap(seeds, n_boot, rng)  # (B, S): the same draw at every sigma_w
+    log_sigma = np.log(ds[cube.SIGMA].values.astype(float))
+    nan_pt = np.full((n_p, n_t), np.nan)
+    out: dict[str, tuple] = {}
+    skipped: list[str] = []
+    pe = (cube.PIPELINE, cube.EPOCH)
+
+    if has_kn:
+        kn = curve_array(ds, "kernel_norm")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_kn = np.where(kn > 0, np.log(kn), np.nan)
+        rho = radial_slope(log_kn, log_sigma)
+        boot = radial_slope(take_seeds(log_kn, idx, 2), log_sigma, sigma_axis=1, seed_axis=3)  # (P, B, T)
+        lo, hi = _quantiles(np.moveaxis(boot, 1, 0)) if n_boot else (nan_pt, nan_pt)
+        out.update(rho=(pe, rho), rho_q05=(pe, lo), rho_q95=(pe, hi))
+    else:
+        skipped.append("rho (no kernel_norm curve)")
+        out.update(rho=(pe, nan_pt), rho_q05=(pe, nan_pt), rho_q95=(pe, nan_pt))
+
+    if has_val:
+        acc = curve_array(ds, "val_acc")
+        spread = functional_spread(acc)
+        boot = functional_spread(take_seeds(acc, idx, 2), sigma_axis=1, seed_axis=3)
+        lo, hi = _quantiles(np.moveaxis(boot, 1, 0)) if n_boot else (nan_pt, nan_pt)
+        out.update(func_spread=(pe, spread), func_spread_q05=(pe, lo), func_spread_q95=(pe, hi),
+                   func_share=(pe, functional_share(acc)))
+    else:
+        skipped.append("func_spread, func_share (no val_acc curve)")
+        out.update(func_spread=(pe, nan_pt), func_spread_q05=(pe, nan_pt), func_spread_q95=(pe, nan_pt),
+                   func_share=(pe, nan_pt))
+
+    if "test_pred" in ds.data_vars:
+        pred = ds["test_pred"].transpose(*cube.CELL_DIMS, cube.EXAMPLE).values.astype(int)
+        valid = ok_mask(ds) & (pred >= 0).all(-1)
+        counts = np.concatenate([np.ones((1, len(seeds))),
+                                 np.stack([np.bincount(r, minlength=len(seeds)) for r in idx])
+                                 if n_boot else np.zeros((0, len(seeds)))]).astype(float)
+        fs = np.full(n_p, np.nan)
+        fs_lo, fs_hi = np.full(n_p, np.nan), np.full(n_p, np.nan)
+        for p in range(n_p):  # one disagreement matrix per pipeline; draws are vectorised
+            draws = fs_memory_draws(pred[p], valid[p], counts)
+            fs[p] = draws[0]
+            if n_boot and np.isfinite(draws[1:]).any():
+                fs_lo[p], fs_hi[p] = np.nanquantile(draws[1:], QUANTILES)
+        out.update(fs_memory=((cube.PIPELINE,), fs), fs_memory_q05=((cube.PIPELINE,), fs_lo),
+                   fs_memory_q95=((cube.PIPELINE,), fs_hi))
+    else:
+        skipped.append("fs_memory (no test_pred)")
+
+    for name, arr in seed_mean_clocks(ds).items():
+        out[name] = (pe, arr)
+    res = xr.Dataset(
+        {k: v for k, v in out.items()},
+        coords={cube.PIPELINE: ds[cube.PIPELINE].values, cube.EPOCH: ds[cube.EPOCH].values},
+    )
+    res.attrs = {
+        "schema": "initmem.curves/1",
+        "n_boot": int(n_boot),
+        "bootstrap": "seeds resampled with replacement, the same draw at every sigma_w",
+        "interval": "5% and 95% bootstrap quantiles",
+        "skipped": "; ".join(skipped),
+    }
+    return res
+
+
+def write_curves(curves: xr.Dataset, path: str | os.PathLike) -> Path:
+    """Write the curves as NetCDF atomically (temporary name, then rename)."""
+    with atomic_path(path) as tmp:
+        curves.to_netcdf(tmp)
+    return Path(path)

@@ -1,0 +1,442 @@
+"""Frequentist cross-checks of the memory model, one pipeline at a time (METHODS section 2).
+
+Each pipeline is a randomized complete block design: treatment sigma_w, block seed (seeds are
+common random numbers shared by every sigma_w). For every pipeline we report
+
+- REML variance components of y ~ 1 + (1|sigma_w) + (1|seed), crossed (statsmodels MixedLM
+  with variance components in one all-covering group), as standard deviations;
+- a repeated-measures ANOVA (pingouin, within = sigma_w, subject = seed) with generalized eta
+  squared, and the rank-based Friedman test;
+- two one-sided tests (TOST) that the spread over the grid lies inside +-delta, and the mirror
+  minimum-effect test that it exceeds delta;
+- Holm corrections across pipelines, a frequentist verdict, and an agreement flag against the
+  Bayesian verdict with every disagreement explained in words.
+
+Why both: the Bayesian model pools pipelines and models the binomial test-set noise; the
+classical tests do neither. When the two agree the reader can trust the verdict without trusting
+the sampler; when they differ the reason is usually one of a few (few seeds, a binomial floor,
+an outlier seed, a spread close to delta) and we say which.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy import stats
+
+from initmem import cube
+from initmem.errors import UserError
+from initmem.stats import effects
+
+ALPHA = 0.05
+VERDICTS = ("remembers", "forgets", "inconclusive")
+
+
+# Data --------------------------------------------------------------------------------------
+
+def cell_values(ds: xr.Dataset, metric: str) -> xr.DataArray:
+    """``ds[metric]`` on (pipeline, sigma_w, seed) with every cell that is not status ok as NaN."""
+    if metric not in ds.data_vars:
+        raise UserError(f"the cube has no variable {metric!r}; choose one of {', '.join(map(str, ds.data_vars))}")
+    da = ds[metric]
+    if set(da.dims) != set(cube.CELL_DIMS):
+        raise UserError(
+            f"metric {metric!r} has dims {tuple(da.dims)}; the cross-checks need one value per "
+            "(pipeline, sigma_w, seed) cell, e.g. selected_test_acc")
+    da = da.transpose(*cube.CELL_DIMS).astype(float)
+    if "status" in ds.data_vars:
+        da = da.where(ds["status"].transpose(*cube.CELL_DIMS) == cube.OK)
+    return da
+
+
+def _long_table(da: xr.DataArray) -> pd.DataFrame:
+    sig = da[cube.SIGMA].values
+    seeds = da[cube.SEED].values
+    y = da.values
+    ii, ss = np.nonzero(np.isfinite(y))
+    return pd.DataFrame({"sigma_w": sig[ii], "seed": seeds[ss], "y": y[ii, ss]})
+
+
+def complete_block(y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The largest complete (level x seed) table the classical RCBD tests can use.
+
+    Levels without any value are dropped first; then the seeds observed at every remaining level
+    are kept. Returns (table, kept level mask, kept seed mask).
+    """
+    fin = np.isfinite(y)
+    lev = fin.any(axis=1)
+    seeds = fin[lev].all(axis=0) if lev.any() else np.zeros(y.shape[1], bool)
+    return y[np.ix_(lev, seeds)], lev, seeds
+
+
+# Closed-form two-way ANOVA (one value per cell) ------------------------------------------------
+
+def rcbd_anova(table: np.ndarray) -> dict[str, float]:
+    """Sums of squares and mean squares of a complete levels x seeds table without replication.
+
+    The expected mean squares give the ANOVA (method of moments) variance components:
+    E[MS_level] = s2_e + J s2_level, E[MS_seed] = s2_e + I s2_seed, E[MS_e] = s2_e.
+    """
+    n_lev, n_seed = table.shape
+    grand = table.mean()
+    lev_m = table.mean(axis=1)
+    seed_m = table.mean(axis=0)
+    ss_lev = n_seed * ((lev_m - grand) ** 2).sum()
+    ss_seed = n_lev * ((seed_m - grand) ** 2).sum()
+    resid = table - lev_m[:, None] - seed_m[None, :] + grand
+    ss_e = (resid**2).sum()
+    df_lev, df_seed = n_lev - 1, n_seed - 1
+    df_e = df_lev * df_seed
+    ms_lev = ss_lev / df_lev if df_lev else math.nan
+    ms_seed = ss_seed / df_seed if df_seed else math.nan
+    ms_e = ss_e / df_e if df_e else math.nan
+    return {
+        "I": n_lev, "J": n_seed, "ss_level": ss_lev, "ss_seed": ss_seed, "ss_e": ss_e,
+        "ss_total": ((table - grand) ** 2).sum(), "df_level": df_lev, "df_seed": df_seed, "df_e": df_e,
+        "ms_level": ms_lev, "ms_seed": ms_seed, "ms_e": ms_e,
+        "s2_level": (ms_lev - ms_e) / n_seed, "s2_seed": (ms_seed - ms_e) / n_lev, "s2_e": ms_e,
+    }
+
+
+# REML --------------------------------------------------------------------------------------
+
+def reml_components(df: pd.DataFrame) -> dict[str, float]:
+    """REML standard deviations of y ~ 1 + (1|sigma_w) + (1|seed), crossed.
+
+    statsmodels fits crossed random effects as variance components inside a single group that
+    covers every row; unbalanced and incomplete tables are fine. Raises ValueError when the
+    data cannot identify the model (fewer than 2 levels or seeds, constant y).
+    """
+    if df["sigma_w"].nunique() < 2 or df["seed"].nunique() < 2:
+        raise ValueError("REML needs at least 2 sigma_w levels and 2 seeds")
+    if len(df) <= df["sigma_w"].nunique() + df["seed"].nunique() - 1:
+        raise ValueError("REML needs more cells than levels + seeds - 1 (no residual degrees of freedom)")
+    if np.ptp(df["y"].to_numpy()) == 0:
+        raise ValueError("the metric is constant over the pipeline's cells")
+    import statsmodels.api as sm  # heavy import kept local
+
+    data = df.assign(group=0, sig=df["sigma_w"].astype(str), sd=df["seed"].astype(str))
+    # Scale y so the optimizer works on unit-size variances; SDs scale back linearly.
+    scale = float(data["y"].std(ddof=0)) or 1.0
+    data["z"] = (data["y"] - data["y"].mean()) / scale
+    model = sm.MixedLM.from_formula(
+        "z ~ 1", groups="group", re_formula="0",
+        vc_formula={"sigma_w": "0 + C(sig)", "seed": "0 + C(sd)"}, data=data)
+    best = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for method in ("lbfgs", "bfgs", "powell"):
+            try:
+                res = model.fit(reml=True, method=[method])
+            except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+                continue
+            if not np.all(np.isfinite(res.vcomp)) or not math.isfinite(res.scale):
+                continue
+            if best is None or res.llf > best.llf + 1e-9:
+                best = res
+            if res.converged:
+                break
+    if best is None:
+        raise ValueError("the REML optimizer failed for every method tried")
+    names = list(best.model.exog_vc.names)
+    vc = dict(zip(names, np.sqrt(np.maximum(best.vcomp, 0.0)) * scale, strict=True))
+    return {"sigma_sd": float(vc["sigma_w"]), "seed_sd": float(vc["seed"]),
+            "residual_sd": float(math.sqrt(max(best.scale, 0.0)) * scale)}
+
+
+# Classical tests on the complete block ----------------------------------------------------------
+
+def rm_anova(table: np.ndarray) -> dict[str, float]:
+    """pingouin's repeated-measures ANOVA (within sigma_w, subject seed) with generalized eta^2."""
+    import pingouin as pg  # heavy import kept local
+
+    n_lev, n_seed = table.shape
+    long = pd.DataFrame({
+        "y": table.ravel(),
+        "level": np.repeat([f"l{i}" for i in range(n_lev)], n_seed),
+        "seed": np.tile(np.arange(n_seed), n_lev),
+    })
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        aov = pg.rm_anova(data=long, dv="y", within="level", subject="seed", detailed=True, effsize="ng2")
+    row = aov.iloc[0]
+    out = {"F": float(row["F"]), "p": float(row["p_unc"] if "p_unc" in row else row["p-unc"]),
+           "ng2": float(row["ng2"])}
+    for key in ("p_GG_corr", "p-GG-corr"):
+        if key in row and pd.notna(row[key]):
+            out["p_gg"] = float(row[key])
+    return out
+
+
+def friedman(table: np.ndarray) -> dict[str, float]:
+    """Friedman's rank test (levels ranked within each seed), with the tie correction.
+
+    Written out rather than calling scipy so that two sigma_w levels work too (scipy wants 3);
+    for >= 3 levels it equals scipy.stats.friedmanchisquare.
+    """
+    n_lev, n_seed = table.shape
+    ranks = stats.rankdata(table, axis=0)
+    rsum = ranks.sum(axis=1)
+    q = 12.0 / (n_seed * n_lev * (n_lev + 1)) * (rsum**2).sum() - 3.0 * n_seed * (n_lev + 1)
+    ties = 0.0
+    for j in range(n_seed):
+        _, counts = np.unique(table[:, j], return_counts=True)
+        ties += (counts**3 - counts).sum()
+    corr = 1.0 - ties / (n_seed * (n_lev**3 - n_lev))
+    if corr <= 0:
+        return {"Q": 0.0, "p": 1.0}
+    q /= corr
+    return {"Q": float(q), "p": float(stats.chi2.sf(q, n_lev - 1))}
+
+
+def spread_tests(table: np.ndarray, delta: float) -> dict[str, float]:
+    """TOST (spread < delta) and the minimum-effect test (spread > delta).
+
+    The spread is below delta iff every pairwise level difference lies in (-delta, delta): an
+    intersection-union test, so its p-value is the largest pairwise TOST p-value, which is the
+    one of the pair that sets the spread: t.sf((delta - spread) / se, df). Differences use the
+    block residual mean square (paired by seed), se = sqrt(2 MS_e / J) on (I-1)(J-1) df.
+    The spread exceeds delta iff some pairwise |difference| does; under that null the studentized
+    range bounds the maximum error, so p = P(Q_range > (spread - delta) / sqrt(MS_e / J)).
+    """
+    a = rcbd_anova(table)
+    n_lev, n_seed, df_e = a["I"], a["J"], a["df_e"]
+    lev_m = table.mean(axis=1)
+    spread = float(lev_m.max() - lev_m.min())
+    ms_e = max(a["ms_e"], 1e-300)
+    se_diff = math.sqrt(2.0 * ms_e / n_seed)
+    p_tost = float(stats.t.sf((delta - spread) / se_diff, df_e))
+    q = (spread - delta) / math.sqrt(ms_e / n_seed)
+    if q <= 0:
+        p_min = 1.0
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            p_min = float(stats.studentized_range.sf(q, n_lev, df_e))
+        p_min = min(max(p_min, 0.0), 1.0)
+    return {"spread": spread, "se_diff": se_diff, "df": df_e, "tost_p": min(max(p_tost, 0.0), 1.0),
+            "min_effect_p": p_min}
+
+
+def holm(pvals: dict[str, float]) -> dict[str, float]:
+    """Holm step-down adjusted p-values over the finite entries (NaN stays NaN)."""
+    keys = [k for k, p in pvals.items() if p is not None and math.isfinite(p)]
+    out = {k: math.nan for k in pvals}
+    if not keys:
+        return out
+    from statsmodels.stats.multitest import multipletests
+
+    adj = multipletests([pvals[k] for k in keys], method="holm")[1]
+    out.update({k: float(v) for k, v in zip(keys, adj, strict=True)})
+    return out
+
+
+def json_safe(obj: Any) -> Any:
+    """A copy of ``obj`` that ``json.dumps(..., allow_nan=False)`` accepts: NaN/inf -> None,
+    numpy scalars and arrays -> Python values. crosscheck returns NaN for what it could not
+    compute; writers of summary.json pass its output through this."""
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_safe(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+# Per pipeline ------------------------------------------------------------------------------
+
+def _analyse_pipeline(da: xr.DataArray, delta: float) -> dict[str, Any]:
+    """Everything that does not need the other pipelines (no Holm yet)."""
+    y = da.values
+    df = _long_table(da)
+    res: dict[str, Any] = {"notes": [], "n_sigma": int(df["sigma_w"].nunique()), "n_seed": int(df["seed"].nunique())}
+    try:
+        res["reml"] = reml_components(df)
+    except ValueError as exc:
+        res["reml"] = {"sigma_sd": math.nan, "seed_sd": math.nan, "residual_sd": math.nan}
+        res["notes"].append(f"REML not fitted: {exc}")
+    table, lev, seeds = complete_block(y)
+    res["table"] = table
+    res["seed_labels"] = da[cube.SEED].values[seeds]
+    res["n_complete_seed"], res["n_complete_sigma"] = int(table.shape[1]), int(table.shape[0])
+    dropped = int(np.isfinite(y).sum() - table.size)
+    if dropped:
+        res["notes"].append(
+            f"{dropped} cell(s) of seeds not observed at every sigma_w level left out of the ANOVA, "
+            "Friedman and TOST (they need complete seed blocks); REML uses every cell")
+    if table.shape[0] < 2 or table.shape[1] < 2:
+        res["notes"].append(
+            f"classical tests refused: {table.shape[1]} seed(s) observed at all {table.shape[0]} "
+            "sigma_w level(s); they need >= 2 seeds at >= 2 levels")
+        res["rm"] = {"F": math.nan, "p": math.nan, "ng2": math.nan}
+        res["fr"] = {"Q": math.nan, "p": math.nan}
+        res["sp"] = {"spread": math.nan, "se_diff": math.nan, "df": 0, "tost_p": math.nan, "min_effect_p": math.nan}
+        return res
+    if np.ptp(table) == 0:
+        res["notes"].append("the metric is identical in every complete cell: no sigma_w effect is measurable")
+        res["rm"] = {"F": math.nan, "p": 1.0, "ng2": 0.0}
+        res["fr"] = {"Q": 0.0, "p": 1.0}
+    else:
+        try:
+            res["rm"] = rm_anova(table)
+        except Exception as exc:  # noqa: BLE001 - pingouin raises many kinds; we report, not crash
+            res["rm"] = {"F": math.nan, "p": math.nan, "ng2": math.nan}
+            res["notes"].append(f"rm_anova failed ({exc.__class__.__name__}: {exc})")
+        res["fr"] = friedman(table)
+    res["sp"] = spread_tests(table, delta)
+    return res
+
+
+def _verdict(p_min_holm: float, p_tost_holm: float) -> str:
+    if math.isfinite(p_min_holm) and p_min_holm < ALPHA:
+        return "remembers"
+    if math.isfinite(p_tost_holm) and p_tost_holm < ALPHA:
+        return "forgets"
+    return "inconclusive"
+
+
+def crosscheck(ds: xr.Dataset, metric: str, delta: float, bayes: dict[str, dict]) -> dict[str, dict]:
+    """Frequentist cross-checks, effect sizes and agreement with the Bayesian verdict, per pipeline.
+
+    ``bayes[p]`` is the Bayesian summary of pipeline p (SPEC section 3 keys); it may be missing or
+    empty, in which case there is nothing to disagree with. Cells whose status is not ok are left
+    out. Never raises for thin or unbalanced data: what cannot be computed is NaN and a note says
+    why. NaN values are returned as float('nan'); callers writing JSON should map them to null.
+    """
+    if not (isinstance(delta, int | float) and math.isfinite(delta) and delta > 0):
+        raise UserError(f"delta must be a positive number, not {delta!r}")
+    da = cell_values(ds, metric)
+    bayes = bayes or {}
+    pipes = [str(p) for p in da[cube.PIPELINE].values.tolist()]
+    raw = {p: _analyse_pipeline(da.sel({cube.PIPELINE: p}), delta) for p in pipes}
+
+    p_adj = {
+        name: holm({p: raw[p][sec][key] for p in pipes})
+        for name, sec, key in (("rm", "rm", "p"), ("fr", "fr", "p"), ("tost", "sp", "tost_p"),
+                               ("min", "sp", "min_effect_p"))
+    }
+    scale = effects.points_scale(metric, da)
+    n_test = ds.attrs.get("n_test")
+    out: dict[str, dict] = {}
+    for i, p in enumerate(pipes):
+        r = raw[p]
+        verdict = _verdict(p_adj["min"][p], p_adj["tost"][p])
+        freq = {
+            "reml": r["reml"],
+            "rm_anova": {**r["rm"], "p_holm": p_adj["rm"][p]},
+            "friedman": {**r["fr"], "p_holm": p_adj["fr"][p]},
+            "tost": {"p": r["sp"]["tost_p"], "equivalent": bool(p_adj["tost"][p] < ALPHA), "p_holm": p_adj["tost"][p],
+                     "delta": float(delta)},
+            "min_effect": {"p": r["sp"]["min_effect_p"], "p_holm": p_adj["min"][p], "delta": float(delta)},
+            "spread": r["sp"]["spread"],
+            "n_sigma": r["n_sigma"],
+            "n_seed": r["n_seed"],
+            "n_complete_seed": r["n_complete_seed"],
+            "verdict": verdict,
+        }
+        eff = effects.effect_sizes(r["table"], scale=scale, rng=np.random.default_rng(1000 + i))
+        bay = bayes.get(p) or {}
+        agreement, reasons, notes = explain(p, freq, r, bay, delta=delta, scale=scale,
+                                           metric=metric, n_test=n_test, p_adj=p_adj)
+        out[p] = {"frequentist": freq, "agreement": agreement, "disagreements": reasons,
+                  "effect_sizes": eff, "notes": r["notes"] + notes}
+    return out
+
+
+# Agreement ---------------------------------------------------------------------------------
+
+def _loso_verdicts(table: np.ndarray, delta: float, n_tests: int) -> list[str]:
+    """Frequentist verdict with each seed left out (Bonferroni-approximate Holm for n_tests)."""
+    out = []
+    for j in range(table.shape[1]):
+        sub = np.delete(table, j, axis=1)
+        if sub.shape[1] < 2:
+            out.append("inconclusive")
+            continue
+        sp = spread_tests(sub, delta)
+        out.append(_verdict(min(1.0, sp["min_effect_p"] * n_tests), min(1.0, sp["tost_p"] * n_tests)))
+    return out
+
+
+def explain(pipe: str, freq: dict, raw: dict, bay: dict, *, delta: float, scale: float, metric: str,
+            n_test: Any, p_adj: dict) -> tuple[bool, list[str], list[str]]:
+    """(agreement, disagreements, notes): compare the verdicts and name the likely causes."""
+    notes: list[str] = []
+    b_verdict = bay.get("verdict")
+    f_verdict = freq["verdict"]
+    rm_p = freq["rm_anova"]["p_holm"]
+    fr_p = freq["friedman"]["p_holm"]
+    if isinstance(rm_p, float) and isinstance(fr_p, float) and math.isfinite(rm_p) and math.isfinite(fr_p):
+        if (rm_p < ALPHA) != (fr_p < ALPHA):
+            notes.append(f"the ANOVA (Holm p={rm_p:.3g}) and the rank-based Friedman test (Holm p={fr_p:.3g}) "
+                         "disagree on whether sigma_w matters at all: non-normal errors or an outlier seed")
+    if f_verdict == "forgets" and math.isfinite(rm_p) and rm_p < ALPHA:
+        notes.append("a sigma_w effect is detectable (ANOVA) but smaller than delta: negligible memory, not none")
+    if b_verdict not in VERDICTS:
+        notes.append("no Bayesian verdict for this pipeline: nothing to compare with")
+        return True, [], notes
+    if b_verdict == f_verdict:
+        return True, [], notes
+
+    reasons: list[str] = []
+    table = raw["table"]
+    n_seed, n_lev = raw["n_complete_seed"], raw["n_complete_sigma"]
+    if n_seed < 2 or n_lev < 2:
+        reasons.append("the frequentist tests could not run (too few complete seed blocks), so their verdict is "
+                       "inconclusive by default; the Bayesian model still uses every cell and borrows strength")
+        return False, reasons, notes
+    sp = raw["sp"]
+    if n_seed < 5:
+        reasons.append(f"few seeds: only {n_seed} seeds at every sigma_w, so the tests have {sp['df']} residual "
+                       "degrees of freedom and little power; the Bayesian model borrows strength across "
+                       "pipelines through its hyper-prior")
+    res_sd = freq["reml"]["residual_sd"]
+    mean_acc = float(np.nanmean(table))
+    if isinstance(n_test, int | float | np.integer | np.floating) and n_test and 0 < mean_acc < 1 and \
+            metric in cube.ACCURACY_VARS:
+        floor = math.sqrt(mean_acc * (1 - mean_acc) / float(n_test))
+        if math.isfinite(res_sd) and res_sd <= 1.5 * floor:
+            reasons.append(f"binomial floor: the residual SD ({res_sd * scale:.3g} points) is about the test-set "
+                           f"sampling SD of an accuracy of {mean_acc:.3f} on {int(n_test)} examples "
+                           f"({floor * scale:.3g} points); the Bayesian binomial model attributes that noise "
+                           "to the test set, the gaussian tests cannot")
+    if n_seed >= 3:
+        loso = _loso_verdicts(table, delta, max(1, sum(math.isfinite(v) for v in p_adj["tost"].values())))
+        flips = [(raw["seed_labels"][j], v) for j, v in enumerate(loso) if v != f_verdict]
+        if flips and len(flips) <= max(1, n_seed // 3):
+            s, v = flips[0]
+            reasons.append(f"outlier seed: leaving out seed {s} turns the frequentist verdict into {v!r}")
+        seed_means = table.mean(axis=0)
+        med = np.median(seed_means)
+        mad = 1.4826 * np.median(np.abs(seed_means - med))
+        if mad > 0:
+            z = np.abs(seed_means - med) / mad
+            j = int(np.argmax(z))
+            if z[j] > 3.5:
+                reasons.append(f"outlier seed: seed {raw['seed_labels'][j]} lies {z[j]:.1f} robust SDs from "
+                               "the other seeds")
+    spread = sp["spread"]
+    if math.isfinite(spread) and math.isfinite(sp["se_diff"]) and abs(spread - delta) < 2 * sp["se_diff"]:
+        reasons.append(f"the spread ({spread * scale:.3g}) is within two standard errors of delta "
+                       f"({delta * scale:.3g}): both analyses sit near the decision boundary")
+    bsp = bay.get("spread") or {}
+    if isinstance(bsp, dict) and all(isinstance(bsp.get(k), int | float) for k in ("q05", "q95")):
+        if math.isfinite(spread) and not (bsp["q05"] <= spread <= bsp["q95"]):
+            reasons.append(f"the observed spread ({spread * scale:.3g}) lies outside the Bayesian 90% interval "
+                           f"({bsp['q05'] * scale:.3g} to {bsp['q95'] * scale:.3g}): partial pooling shrinks "
+                           "this pipeline towards the others")
+    if not reasons:
+        reasons.append(f"no specific cause found: the Bayesian rule (posterior probability >= 0.95) and the "
+                       f"Holm-corrected tests at {ALPHA} draw the line in different places "
+                       f"(Bayesian {b_verdict!r}, frequentist {f_verdict!r})")
+    return False, reasons, notes

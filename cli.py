@@ -145,9 +145,187 @@ def simulate(out: Path, preset: str | None, list_presets: bool, pipelines: int, 
 
 # --- collect (issues 3-4) ------------------------------------------------------------------
 
+@app.command()
+@click.argument("grid_file", metavar="GRID.yaml", required=False)
+@click.option("--out", "-o", "out", metavar="DIR", type=click.Path(path_type=Path), default=None,
+              help="Run folder: shards, checkpoints, events.jsonl and cube.nc go here.")
+@click.option("--resume", is_flag=True, help="Continue the run in DIR: train only unfinished cells.")
+@click.option("--force-new", is_flag=True, help="If DIR holds a run, start a new run folder DIR-N.")
+@click.option("--retry-failed", is_flag=True, help="Resume, and train failed cells again.")
+@click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True,
+              help="Worker processes here, or a Slurm job array (submitit).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True)
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="CPU worker processes (with GPUs: one worker per visible GPU).")
+@click.option("--pack-size", type=click.IntRange(min=1), default=None, help="Cells per packed model.")
+@click.option("--checkpoint-every", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Checkpoint each pack every N epochs.")
+@click.option("--checkpoint-minutes", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Also checkpoint when M minutes passed since the last checkpoint.")
+@click.option("--status", "status_dir", metavar="DIR", type=click.Path(path_type=Path), default=None,
+              help="Show the progress of the run in DIR and exit.")
+@click.option("--merge", "merge_dir", metavar="DIR", type=click.Path(path_type=Path), default=None,
+              help="Merge the shards of the run in DIR into DIR/cube.nc and exit.")
+@click.option("--partition", default=None, help="Slurm partition (overrides the grid's slurm: block).")
+@click.option("--gpus-per-job", type=click.IntRange(min=0), default=None, help="Slurm GPUs per array task.")
+@click.option("--time-min", type=click.IntRange(min=1), default=None, help="Slurm time limit per task (minutes).")
+@click.option("--mem-gb", type=click.IntRange(min=1), default=None, help="Slurm memory per task (GB).")
+@click.option("--cpus-per-task", type=click.IntRange(min=1), default=None, help="Slurm CPUs per task.")
+@click.option("--array-parallelism", type=click.IntRange(min=1), default=None,
+              help="Slurm: at most this many array tasks at once.")
+@click.option("--no-wait", is_flag=True, help="Slurm: return after submitting (the last task merges).")
+@click.option("--quiet", "-q", "quiet_here", is_flag=True, help="No progress bars or tables (batch jobs).")
+def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bool, retry_failed: bool,
+            executor: str, device: str, jobs: int, pack_size: int | None, checkpoint_every: int,
+            checkpoint_minutes: float | None, status_dir: Path | None, merge_dir: Path | None,
+            partition: str | None, gpus_per_job: int | None, time_min: int | None, mem_gb: int | None,
+            cpus_per_task: int | None, array_parallelism: int | None, no_wait: bool, quiet_here: bool) -> None:
+    """Train a grid into DIR (shards, resumable); write DIR/cube.nc.
+
+    \b
+    initmem collect GRID.yaml --out DIR [--resume] [--executor local|slurm] ...
+    initmem collect --status DIR
+    initmem collect --merge DIR
+    """
+    if quiet_here:
+        Verbosity.level = 0
+    if status_dir is not None or merge_dir is not None:
+        if status_dir is not None and merge_dir is not None:
+            raise UserError("--status and --merge exclude each other")
+        if grid_file is not None or out is not None:
+            raise UserError("--status DIR and --merge DIR take no GRID.yaml or --out")
+        from initmem.collect.rundir import RunDir
+        from initmem.collect.runner import corrupt_error, merge_run, print_summary
+        from initmem.collect.status import render_status, run_status
+
+        if status_dir is not None:
+            click.echo(render_status(run_status(status_dir)))
+            return
+        report = merge_run(merge_dir)
+        print_summary(report, RunDir(merge_dir), is_quiet())
+        if report.corrupt:
+            raise corrupt_error(report, RunDir(merge_dir))
+        return
+    if grid_file is None or out is None:
+        raise UserError("collect needs GRID.yaml and --out DIR (or --status DIR / --merge DIR)")
+    from initmem.collect.runner import collect as run_collect
+
+    slurm = {"partition": partition, "gpus_per_job": gpus_per_job, "time_min": time_min, "mem_gb": mem_gb,
+             "cpus_per_task": cpus_per_task, "array_parallelism": array_parallelism}
+    run_collect(grid_file, out, resume=resume, force_new=force_new, retry_failed=retry_failed,
+                executor=executor, device=device, jobs=jobs, pack_size=pack_size, quiet=is_quiet(),
+                checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, slurm=slurm,
+                wait=not no_wait)
+
+
 # --- analyze and plan (issues 5-6) ---------------------------------------------------------
 
+@app.command()
+@click.argument("cube_path", metavar="CUBE.nc", type=click.Path(path_type=Path))
+@click.option("--out", "-o", "out_dir", required=True, metavar="DIR", type=click.Path(path_type=Path),
+              help="Analysis folder for posterior.nc and summary.json.")
+@click.option("--metric", default=None, help="Run variable to analyze (default: selected_test_acc).")
+@click.option("--family", type=click.Choice(["binomial", "gaussian", "student_t"]), default=None,
+              help="Likelihood (default: binomial when test counts exist, else gaussian).")
+@click.option("--delta", type=float, default=0.01, show_default=True,
+              help="Smallest spread that matters, in outcome units (0.01 = 1 accuracy point).")
+@click.option("--sampler", type=click.Choice(["nutpie", "pymc"]), default="nutpie", show_default=True)
+@click.option("--draws", type=click.IntRange(min=1), default=1000, show_default=True, help="Draws per chain.")
+@click.option("--tune", type=click.IntRange(min=0), default=1000, show_default=True, help="Tuning steps per chain.")
+@click.option("--chains", type=click.IntRange(min=2), default=4, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed (reproducible results).")
+@click.option("--memory", type=click.Choice(["radial", "functional"]), default="radial", show_default=True,
+              help="Memory curve used by the collapse test.")
+@click.option("--trend", is_flag=True, help="Also fit a smooth trend over log sigma_w and compare by LOO.")
+def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | None, delta: float, sampler: str,
+            draws: int, tune: int, chains: int, seed: int, memory: str, trend: bool) -> None:
+    """Fit the hierarchical memory model; write DIR/posterior.nc and DIR/summary.json."""
+    from initmem.analysis import analyze_cube
+
+    summary = analyze_cube(cube_path, out_dir, metric=metric, family=family, delta=delta, sampler=sampler,
+                           draws=draws, tune=tune, chains=chains, seed=seed, memory=memory,
+                           progress=not is_quiet(), trend=trend, command=["initmem", *sys.argv[1:]])
+    d = summary["diagnostics"]
+    echo(f"{summary['metric']} ({summary['family']}), delta = {summary['delta']:g}; sampler {d['sampler']}: "
+         f"compile {d['compile_seconds']:.1f} s, sampling {d['sampling_seconds']:.1f} s"
+         + (" (retried)" if d["retried"] else ""))
+    for pipe, p in summary["pipelines"].items():
+        sp = p["spread"]
+        echo(f"  {pipe:<20} {p['verdict']:<13} spread {sp['median']:.4g} [{sp['q05']:.4g}, {sp['q95']:.4g}]  "
+             f"P(spread > delta) = {p['p_spread_gt_delta']:.3f}")
+    for pipe, reason in summary["skipped"].items():
+        echo(f"  {pipe:<20} skipped: {reason}")
+    if d["flags"]:
+        echo("diagnostics FAILED: " + "; ".join(d["flags"]), err=True)
+    click.echo(str(Path(out_dir) / "summary.json"))
+
+
+@app.command()
+@click.argument("analysis_dir", metavar="DIR", type=click.Path(path_type=Path))
+@click.option("--delta", type=float, default=None, help="Smallest spread that matters (default: the analysis's).")
+@click.option("--n-sim", type=click.IntRange(min=10), default=400, show_default=True,
+              help="Simulated experiments per seed count.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def plan(analysis_dir: Path, delta: float | None, n_sim: int, seed: int, as_json: bool) -> None:
+    """Seeds per cell needed for a decisive verdict (80% probability), per pipeline."""
+    from initmem.models.plan import plan as make_plan
+    from initmem.models.plan import render_table
+
+    result = make_plan(analysis_dir, delta, n_sim=n_sim, seed=seed)
+    click.echo(json.dumps(result, indent=2) if as_json else render_table(result))
+
+
 # --- report and run (issue 7) --------------------------------------------------------------
+
+@app.command()
+@click.argument("analysis_dir", metavar="DIR", type=click.Path(path_type=Path))
+@click.option("--out", "-o", "out_file", metavar="FILE", type=click.Path(path_type=Path), default=None,
+              help="Where to write the HTML report (default DIR/report.html).")
+def report(analysis_dir: Path, out_file: Path | None) -> None:
+    """Write the self-contained HTML report of an analysis folder; print its path."""
+    from initmem.reports.html import build_report
+
+    click.echo(str(build_report(analysis_dir, out_file)))
+
+
+@app.command("run")
+@click.argument("grid_file", metavar="GRID.yaml", required=False)
+@click.option("--preset", default=None, metavar="NAME",
+              help="A packaged grid instead of GRID.yaml: quick (default) or paper.")
+@click.option("--out", "-o", "out", metavar="DIR", type=click.Path(path_type=Path), default=None,
+              help="Run folder for cube.nc, analysis/ and report.html (default runs/<grid name>).")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="CPU worker processes.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True)
+@click.option("--reanalyze", is_flag=True, help="Redo the analysis even if it is newer than the cube.")
+@click.option("--draws", type=click.IntRange(min=50), default=None, help="Posterior draws per chain.")
+@click.option("--chains", type=click.IntRange(min=1), default=None, help="Sampler chains.")
+def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int, device: str, reanalyze: bool,
+         draws: int | None, chains: int | None) -> None:
+    """Collect (resumably), analyze and report in one go; print where the report is.
+
+    \b
+    initmem run --preset quick
+    initmem run GRID.yaml --out runs/mine
+    """
+    from rich.console import Console
+
+    from initmem.reports.html import default_command
+    from initmem.run_all import resolve_grid, run_all
+
+    console = Console(highlight=False, soft_wrap=True)
+
+    def say(msg: str) -> None:
+        if not is_quiet():
+            console.print(msg, style="bold" if msg.startswith("[") else None, markup=False)
+
+    options = {k: v for k, v in (("draws", draws), ("chains", chains)) if v is not None}
+    result = run_all(resolve_grid(grid_file, preset), out, jobs=jobs, device=device, reanalyze=reanalyze,
+                     analyze_options=options, quiet=is_quiet(), say=say, command=default_command())
+    total = sum(result.seconds.values())
+    echo("stage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in result.seconds.items()) + f"; total {total:.1f}")
+    click.echo(str(result.report))
+
 
 
 def main(argv: list[str] | None = None) -> int:

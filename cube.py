@@ -318,8 +318,10 @@ def _encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
             e["_FillValue"] = None
         enc[name] = e
     for name in ds.coords:
+        e = dict(COMPRESSION) if ds[name].dtype.kind in "iuf" and ds[name].size > 1 else {}
         if ds[name].dtype.kind == "f":
-            enc[name] = {"_FillValue": None}
+            e["_FillValue"] = None
+        enc[name] = e
     return enc
 
 

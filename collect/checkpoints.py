@@ -34,6 +34,40 @@ def checkpoint_path(ckpt_dir: str | os.PathLike, pid: str) -> Path:
     return Path(ckpt_dir) / f"{pid}.pt"
 
 
+def manifest_path(ckpt_dir: str | os.PathLike, pid: str) -> Path:
+    return Path(ckpt_dir) / f"{pid}.json"
+
+
+def write_manifest(ckpt_dir: str | os.PathLike, pid: str, pipeline: str, cells: list[tuple[float, int]]) -> Path:
+    """Record a pack's composition when it starts, so a resume rebuilds the very same pack.
+
+    The engine trains the members of a pack jointly, so a resumed run must keep each pack's
+    cells together (a checkpoint only fits its own pack, and bit-identical curves need the same
+    packing). The manifest lives until the pack's shards are all written.
+    """
+    from initmem.atomic import write_text
+
+    body = {"format": CKPT_FORMAT, "pack": pid, "pipeline": pipeline,
+            "cells": [[float(s), int(k)] for s, k in cells]}
+    return write_text(manifest_path(ckpt_dir, pid), json.dumps(body) + "\n")
+
+
+def read_manifests(ckpt_dir: str | os.PathLike) -> list[tuple[str, list[Cell]]]:
+    """(pack id, cells) of every pack that started and has not finished; unreadable ones skipped."""
+    d = Path(ckpt_dir)
+    out: list[tuple[str, list[Cell]]] = []
+    if not d.is_dir():
+        return out
+    for p in sorted(d.glob("*.json")):
+        try:
+            body = json.loads(p.read_text(encoding="utf-8"))
+            cells = [(str(body["pipeline"]), float(s), int(k)) for s, k in body["cells"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        out.append((p.stem, cells))
+    return out
+
+
 def save(path: str | os.PathLike, *, pipeline: str, cells: list[tuple[float, int]], grid_hash: str,
          epochs_done: int, state: dict[str, Any]) -> Path:
     import torch
@@ -76,3 +110,9 @@ def cells_of(payload: dict[str, Any]) -> list[Cell]:
 def remove(path: str | os.PathLike) -> None:
     with contextlib.suppress(FileNotFoundError):
         Path(path).unlink()
+
+
+def finish(ckpt_dir: str | os.PathLike, pid: str) -> None:
+    """Drop a finished (or abandoned) pack's checkpoint, then its manifest."""
+    remove(checkpoint_path(ckpt_dir, pid))
+    remove(manifest_path(ckpt_dir, pid))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
 from initmem.collect.grid import DatasetSpec
 from initmem.errors import UserError
 

@@ -10,6 +10,8 @@ import contextlib
 from collections.abc import Iterator
 
 import torch
+import torch.utils.deterministic
+
 from initmem.errors import UserError
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -44,18 +46,29 @@ def device_kind(device: str) -> str:
 
 
 @contextlib.contextmanager
-def deterministic(device: str) -> Iterator[None]:
-    """On CPU, switch torch to deterministic algorithms for the block (and restore after)."""
+def deterministic(device: str, threads: int | None = None) -> Iterator[None]:
+    """On CPU, switch torch to deterministic algorithms (and ``threads`` intra-op threads, if
+    given) for the block, and restore both after. Same grid, same thread count: same numbers."""
     if device_kind(device) != "cpu":
         yield
         return
     before = torch.are_deterministic_algorithms_enabled()
     warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    threads_before = torch.get_num_threads()
+    fill_before = torch.utils.deterministic.fill_uninitialized_memory
     torch.use_deterministic_algorithms(True)
+    # Filling every new tensor with NaN is a debugging aid that costs a full write pass per
+    # allocation; the engine never reads uninitialised memory, so it stays off.
+    torch.utils.deterministic.fill_uninitialized_memory = False
+    if threads:
+        torch.set_num_threads(threads)
     try:
         yield
     finally:
         torch.use_deterministic_algorithms(before, warn_only=warn_only)
+        torch.utils.deterministic.fill_uninitialized_memory = fill_before
+        if threads:
+            torch.set_num_threads(threads_before)
 
 
 def free_memory_bytes(device: str) -> int:

@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import math
 import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import initmem
 import numpy as np
 import torch
 import torch.nn.functional as F
 import xarray as xr
+
+import initmem
 from initmem import cube
 from initmem.collect.data import Split, load_split
 from initmem.collect.devices import deterministic, device_kind, resolve_device
@@ -128,6 +128,8 @@ class PackTrainer:
         self.gen_aug = [seed_generator(seed, STREAM_AUG) for _, seed in self.cells]
         self.aug_pad = max(1, split.image_size // 8) if grid.dataset.augment == "crop_flip" else 0
         self.amp = self.kind == "cuda"
+        if self.kind == "cuda":
+            torch.backends.cudnn.benchmark = True   # fixed shapes: let cuDNN pick its fastest kernels
         self.channels_last = self.kind == "cuda"
         self.forward = self.net
         if grid.engine.compile and self.kind == "cuda":
@@ -203,7 +205,8 @@ class PackTrainer:
         loss = torch.zeros(G, dtype=torch.float64, device=self.device)
         correct = torch.zeros(G, dtype=torch.float64, device=self.device)
         preds = []
-        bs = self.grid.engine.eval_batch_size
+        # eval_batch_size counts model-images per forward (images x members), at least 32 images.
+        bs = max(32, self.grid.engine.eval_batch_size // G)
         for i in range(0, x.shape[0], bs):
             xb, yb = x[i:i + bs], y[i:i + bs]
             xx = xb.repeat(1, G, 1, 1)
@@ -341,7 +344,7 @@ def train_pack(grid: Grid, pipeline: str, cells: Sequence[tuple[float, int]], *,
         raise ValueError("train_pack got duplicate cells")
     device = resolve_device(device)
     spec = grid.pipelines[pipeline]
-    with deterministic(device):
+    with deterministic(device, grid.engine.cpu_threads):
         split = load_split(grid.dataset).to(device)
         tr = PackTrainer(grid, pipeline, cells, split, device)
         rec = Recorder(tr.G, spec.epochs, len(tr.layers), int(split.y_test.numel()))
@@ -458,7 +461,6 @@ def merge_packs(packs: Sequence[xr.Dataset]) -> xr.Dataset:
         for v in p.data_vars:
             if cube.SIGMA in p[v].dims:
                 cur[v] = xr.where(have, p[v], cur[v]).astype(cur[v].dtype).transpose(*cur[v].dims)
-        cur["wall_seconds"] = cur["wall_seconds"]
         by_pipe[name] = cur
     parts = [by_pipe[n] for n in order]
     if len(parts) == 1:
@@ -484,6 +486,3 @@ def collect_grid(grid: Grid, *, device: str = "cpu", pack_size: int | None = Non
         packs.append(train_pack(grid, pipeline, cells, device=device, progress=cb))
     return merge_packs(packs)
 
-
-def _isnan(x: float) -> bool:
-    return isinstance(x, float) and math.isnan(x)

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from initmem.errors import UserError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from initmem.errors import UserError
 
 DATASETS = ("digits", "cifar10", "cifar100", "fashion_mnist", "svhn")
 ARCH_PATTERN = re.compile(r"^(resnet_tiny|resnet9|resnet(\d+))$")
@@ -128,11 +129,12 @@ class SlurmSpec(_Strict):
 
 
 class EngineSpec(_Strict):
-    """How the engine runs (never what it computes): pack size, torch.compile, eval batch."""
+    """How the engine runs (never what it computes): pack size, torch.compile, eval batch, CPU threads."""
 
     pack_size: int | None = Field(None, ge=1)
     compile: bool = False
-    eval_batch_size: int = Field(1024, ge=1)
+    eval_batch_size: int = Field(4096, ge=1)  # model-images (images x pack members) per eval forward
+    cpu_threads: int | None = Field(None, ge=1)
 
 
 class Grid(_Strict):

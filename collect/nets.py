@@ -108,10 +108,10 @@ class BasicBlock(nn.Module):
             self.shortcut = nn.Sequential(PConv(G, cin, cout, 1, stride, normalized=bn), _norm(G, cout, norm))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = F.relu(self.bn1(self.conv1(x)))
+        out = F.relu(self.bn1(self.conv1(x)), inplace=True)
         out = self.bn2(self.conv2(out))
         sc = x if self.shortcut is None else self.shortcut(x)
-        return F.relu(out + sc)
+        return F.relu(out + sc, inplace=True)
 
 
 class PackedNet(nn.Module):
@@ -143,7 +143,7 @@ class ResNetTiny(PackedNet):
         self.head = PLinear(G, 2 * width, n_classes)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
-        x = F.relu(self.stem_bn(self.stem(x)))
+        x = F.relu(self.stem_bn(self.stem(x)), inplace=True)
         x = self.block2(self.block1(x))
         return x.mean((2, 3))
 
@@ -167,7 +167,7 @@ class ResNetCifar(PackedNet):
         self.head = PLinear(G, cin, n_classes)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
-        x = F.relu(self.stem_bn(self.stem(x)))
+        x = F.relu(self.stem_bn(self.stem(x)), inplace=True)
         return self.blocks(x).mean((2, 3))
 
 
@@ -179,7 +179,7 @@ class ConvBN(nn.Module):
         self.pool = pool
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = F.relu(self.bn(self.conv(x)))
+        x = F.relu(self.bn(self.conv(x)), inplace=True)
         return F.max_pool2d(x, 2) if self.pool else x
 
 

@@ -21,8 +21,10 @@ from initmem.collect.events import EventLog, cell_dict
 from initmem.collect.hooks import hook
 from initmem.collect.rundir import RunDir
 from initmem.collect.shards import Cell
+from initmem.errors import UserError
 
 TrainFn = Callable[..., Any]
+EPOCH_EVENT_SECONDS = 10.0  # an "epoch" event at most this often per pack (and at the last epoch)
 
 
 @dataclass(frozen=True)
@@ -78,11 +80,16 @@ def run_pack(task: PackTask, ctx: PackContext, *, isolate: bool = True) -> list[
     cells = [(float(s), int(k)) for s, k in task.cells]
     ctx.events.emit("pack_start", pack=pid, pipeline=task.pipeline, cells=[list(c) for c in cells],
                     device=ctx.device, resumed_from_epoch=epochs_resumed)
-    last = {"done": epochs_resumed or 0}
+    checkpoints.write_manifest(ctx.run.checkpoints, pid, task.pipeline, cells)
+    last = {"done": epochs_resumed or 0, "logged": 0.0}
     t0 = time.monotonic()
 
     def progress(done: int, total: int) -> None:
         last["done"] = int(done)
+        now = time.monotonic()
+        if done >= total or now - last["logged"] >= EPOCH_EVENT_SECONDS:
+            ctx.events.emit("epoch", pack=pid, pipeline=task.pipeline, epochs_done=int(done), total=int(total))
+            last["logged"] = now
         if ctx.on_progress is not None:
             ctx.on_progress(pid, task.label(), int(done), int(total))
         hook("epoch")
@@ -97,11 +104,13 @@ def run_pack(task: PackTask, ctx: PackContext, *, isolate: bool = True) -> list[
         ds = ctx.train_fn(ctx.grid, task.pipeline, cells, device=ctx.device, checkpoint=save_checkpoint,
                           checkpoint_every_epochs=ctx.checkpoint_every,
                           checkpoint_every_seconds=ctx.checkpoint_seconds, resume=state, progress=progress)
+    except UserError:
+        raise  # bad configuration (e.g. a missing dataset) is for the user to fix, not a cell's fault
     except Exception as exc:  # noqa: BLE001 -- any fault of a cell (OOM included) is a result
         err = f"{exc.__class__.__name__}: {exc}"
         tb = traceback.format_exc()
         _free_accelerator_memory()
-        checkpoints.remove(ckpt_file)
+        checkpoints.finish(ctx.run.checkpoints, pid)
         ctx.events.emit("pack_failed", pack=pid, pipeline=task.pipeline, error=err,
                         seconds=round(time.monotonic() - t0, 3))
         if isolate and len(cells) > 1:
@@ -128,7 +137,7 @@ def run_pack(task: PackTask, ctx: PackContext, *, isolate: bool = True) -> list[
         if ctx.on_cell is not None:
             ctx.on_cell(cell, status)
         results.append((cell, status))
-    checkpoints.remove(ckpt_file)
+    checkpoints.finish(ctx.run.checkpoints, pid)
     ctx.events.emit("pack_end", pack=pid, pipeline=task.pipeline, seconds=round(time.monotonic() - t0, 3),
                     statuses={shards.cell_label(c): cube.STATUS_NAMES.get(s, str(s)) for c, s in results})
     return results

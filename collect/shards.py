@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+
 from initmem import cube
 from initmem.atomic import atomic_path
 from initmem.collect.hooks import hook

@@ -1,0 +1,132 @@
+"""Training throughput of the packed engine: G models in one pack versus one model alone.
+
+Prints, from one run: the machine's fp32 GEMM peak (GFLOP/s), the network's training FLOPs per
+image, model-images per second and utilisation (achieved FLOP/s over GEMM peak) for each pack
+size G, all through the same engine (``PackTrainer.train_step``), and last the packed-over-
+single ratio of per-model throughput.
+
+    python benchmarks/train_throughput.py                       # quick preset net, CPU, G = 1,4,16
+    python benchmarks/train_throughput.py --device cuda --arch resnet9 --G 1,8,32,64
+
+FLOPs count multiply-adds of convolutions and the head as 2 FLOPs, times 3 for forward plus
+backward (the usual convention); BatchNorm, ReLU, pooling and the optimizer are not counted,
+so utilisation is a lower bound on how busy the arithmetic units are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from initmem.collect.data import Split, load_split
+from initmem.collect.devices import deterministic, device_kind, resolve_device
+from initmem.collect.engine import PackTrainer
+from initmem.collect.grid import load_grid, parse_grid
+from initmem.collect.nets import count_train_flops_per_image
+
+
+def _sync(device: str) -> None:
+    if device_kind(device) == "cuda":
+        torch.cuda.synchronize()
+
+
+def gemm_peak(device: str, n: int, seconds: float) -> float:
+    """Best fp32 (tf32 off) matmul rate in GFLOP/s for n x n matrices."""
+    if device_kind(device) == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+    a = torch.randn(n, n, device=device)
+    b = torch.randn(n, n, device=device)
+    c = torch.empty(n, n, device=device)
+    for _ in range(3):
+        torch.mm(a, b, out=c)
+    _sync(device)
+    best = 0.0
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        t = time.perf_counter()
+        for _ in range(4):
+            torch.mm(a, b, out=c)
+        _sync(device)
+        best = max(best, 4 * 2 * n ** 3 / (time.perf_counter() - t) / 1e9)
+    return best
+
+
+def synthetic_split(in_ch: int, size: int, n: int, n_classes: int = 10) -> Split:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(n, in_ch, size, size, generator=g)
+    y = torch.randint(0, n_classes, (n,), generator=g)
+    return Split(x, y, x[:256], y[:256], x[:256], y[:256], n_classes, "synthetic")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cpu", help="cpu | cuda | mps | auto")
+    ap.add_argument("--arch", default=None, help="resnet_tiny (quick preset, digits) | resnet20 | resnet9 | ...")
+    ap.add_argument("--width", type=int, default=None)
+    ap.add_argument("--G", default="1,4,16", help="pack sizes, comma separated")
+    ap.add_argument("--batch-size", type=int, default=None, help="default: the quick preset's sgd_low_lr")
+    ap.add_argument("--seconds", type=float, default=4.0, help="timed seconds per pack size")
+    ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
+    ap.add_argument("--gemm-n", type=int, default=1024)
+    args = ap.parse_args()
+
+    device = resolve_device(args.device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    quick = load_grid("quick")
+    pipe = next(iter(quick.pipelines))
+    d = quick.to_dict()
+    arch = args.arch or quick.model.arch
+    d["model"] = {**d["model"], "arch": arch, "width": args.width or (quick.model.width if arch == "resnet_tiny" else None)}
+    if args.batch_size:
+        d["pipelines"][pipe]["batch_size"] = args.batch_size
+    if arch != "resnet_tiny":
+        d["dataset"] = {"name": "cifar10", "root": "synthetic"}
+    d["engine"] = {**d["engine"], "cpu_threads": None}
+    grid = parse_grid(d)
+    b = grid.pipelines[pipe].batch_size
+    split = load_split(grid.dataset) if arch == "resnet_tiny" else synthetic_split(3, 32, 4096)
+    split = split.to(device)
+    sizes = [int(g) for g in args.G.split(",")]
+
+    with deterministic(device):
+        peak = gemm_peak(device, args.gemm_n, 2.0)
+        probe = PackTrainer(grid, pipe, [(1.0, 0)], split, device)
+        flops = count_train_flops_per_image(probe.net, split.in_channels, split.image_size)
+        print(f"device {device}, threads {torch.get_num_threads()}, arch {arch} width {grid.model.width or 'default'}, "
+              f"batch {b}")
+        print(f"fp32 GEMM peak ({args.gemm_n}^3): {peak:.1f} GFLOP/s")
+        print(f"training FLOPs per image: {flops / 1e6:.3f} MFLOP")
+        rates: dict[int, float] = {}
+        for G in sizes:
+            tr = PackTrainer(grid, pipe, [(1.0, s) for s in range(G)], split, device)
+            order = tr.epoch_order()
+            steps = tr.steps_per_epoch
+
+            def run(i: int, _tr=tr, _order=order, _steps=steps) -> None:
+                j = i % _steps
+                if j == 0 and i:
+                    _order.copy_(_tr.epoch_order())
+                _tr.train_step(_order[:, j * b:(j + 1) * b])
+
+            for i in range(3):
+                run(i)
+            _sync(device)
+            n, t0 = 0, time.perf_counter()
+            while time.perf_counter() - t0 < args.seconds or n < 3:
+                run(3 + n)
+                n += 1
+            _sync(device)
+            dt = time.perf_counter() - t0
+            rates[G] = G * b * n / dt
+            util = rates[G] * flops / (peak * 1e9)
+            print(f"G={G:3d}: {rates[G]:10.0f} model-images/s  {rates[G] * flops / 1e9:8.2f} GFLOP/s  "
+                  f"utilisation {100 * util:5.1f}% of GEMM peak  ({dt / n * 1e3:.1f} ms/step)")
+        big, small = max(sizes), min(sizes)
+        print(f"packed-over-single per-model throughput (G={big} vs G={small}): {rates[big] / rates[small]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""The local executor: packs run in worker processes, one per visible GPU or ``--jobs N`` on CPU.
+
+Each GPU worker sees only its own GPU (``CUDA_VISIBLE_DEVICES`` set per worker before it
+starts). With a single worker and nothing to hide, packs run in the calling process instead
+(same code path, no pickling, and a kill of the command stops the training with it).
+
+Workers write shards, checkpoints and events themselves, so nothing is lost if the parent
+dies; the parent only draws progress from their messages. A worker checks that its parent is
+alive at every epoch and exits if it is gone, so a killed command leaves no orphan trainers.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import traceback
+from pathlib import Path
+from typing import Any
+
+from initmem.collect.packrun import PackContext, PackTask, TrainFn, run_pack
+from initmem.collect.progress import ProgressView
+from initmem.collect.rundir import RunDir
+from initmem.collect.shards import Cell
+
+
+def visible_gpus() -> list[str]:
+    """The GPU ids this process may use, as CUDA_VISIBLE_DEVICES entries."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def worker_plan(device: str, jobs: int) -> list[dict[str, str]]:
+    """One environment overlay per worker: one per visible GPU, else ``jobs`` CPU workers."""
+    kind = device.split(":", 1)[0]
+    if kind == "cuda" and ":" not in device:
+        gpus = visible_gpus()
+        if len(gpus) > 1:
+            return [{"CUDA_VISIBLE_DEVICES": g} for g in gpus]
+        return [{}]
+    if kind != "cpu":  # one named GPU ('cuda:1') or Apple's mps: one worker
+        return [{}]
+    return [{} for _ in range(max(1, jobs))]
+
+
+def run_local(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash: str, device: str, jobs: int,
+              train_fn: TrainFn, checkpoint_every: int, checkpoint_seconds: float | None,
+              view: ProgressView) -> list[str]:
+    """Run every task; return one line per pack that was lost (its worker died)."""
+    plan = worker_plan(device, jobs)
+    if len(plan) == 1 and not plan[0]:
+        ctx = PackContext(run, grid, grid_hash, device, train_fn, checkpoint_every, checkpoint_seconds,
+                          on_progress=view.pack, on_cell=lambda _c, _s: view.cell_done())
+        for task in tasks:
+            run_pack(task, ctx)
+            view.pack_done(task.pack_id)
+        return []
+    return _run_workers(tasks, run, plan, grid=grid, grid_hash=grid_hash, device=device, train_fn=train_fn,
+                        checkpoint_every=checkpoint_every, checkpoint_seconds=checkpoint_seconds, view=view)
+
+
+def _run_workers(tasks: list[PackTask], run: RunDir, plan: list[dict[str, str]], *, grid: Any, grid_hash: str,
+                 device: str, train_fn: TrainFn, checkpoint_every: int, checkpoint_seconds: float | None,
+                 view: ProgressView) -> list[str]:
+    mpctx = mp.get_context("spawn")
+    task_q: Any = mpctx.Queue()
+    msg_q: Any = mpctx.Queue()
+    for t in tasks:
+        task_q.put(t)
+    for _ in plan:
+        task_q.put(None)
+    threads = max(1, (os.cpu_count() or 1) // len(plan))
+    procs = []
+    for i, overlay in enumerate(plan):
+        saved = {k: os.environ.get(k) for k in overlay}
+        os.environ.update(overlay)  # a spawned child inherits the environment at start
+        try:
+            p = mpctx.Process(target=_worker, name=f"initmem-worker-{i}", daemon=True,
+                              args=(i, str(run.root), grid, grid_hash, device, train_fn, checkpoint_every,
+                                    checkpoint_seconds, threads, os.getpid(), task_q, msg_q))
+            p.start()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        procs.append(p)
+    running: dict[int, PackTask] = {}
+    lost: list[str] = []
+    while True:
+        try:
+            msg = msg_q.get(timeout=0.5)
+        except queue.Empty:
+            msg = None
+        if msg is not None:
+            kind = msg[0]
+            if kind == "start":
+                running[msg[1]] = msg[2]
+            elif kind == "progress":
+                view.pack(*msg[1:])
+            elif kind == "cell":
+                view.cell_done()
+            elif kind == "done":
+                running.pop(msg[1], None)
+                view.pack_done(msg[2].pack_id)
+            elif kind == "error":
+                running.pop(msg[1], None)
+                lost.append(f"pack {msg[2].pack_id}: internal error in worker: {msg[3]}")
+            continue
+        if all(not p.is_alive() for p in procs):
+            break
+    for i, p in enumerate(procs):
+        p.join()
+        if p.exitcode != 0 and i in running:
+            lost.append(f"pack {running[i].pack_id}: worker {i} died with exit code {p.exitcode}")
+    return lost
+
+
+def _worker(index: int, root: str, grid: Any, grid_hash: str, device: str, train_fn: TrainFn,
+            checkpoint_every: int, checkpoint_seconds: float | None, threads: int, parent: int,
+            task_q: Any, msg_q: Any) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+    def on_progress(pid: str, label: str, done: int, total: int) -> None:
+        if os.getppid() != parent:  # the command was killed: stop, the checkpoint is on disk
+            os._exit(3)
+        msg_q.put(("progress", pid, label, done, total))
+
+    def on_cell(cell: Cell, status: int) -> None:
+        msg_q.put(("cell", cell, status))
+
+    ctx = PackContext(RunDir(Path(root)), grid, grid_hash, device, train_fn,
+                      checkpoint_every, checkpoint_seconds, on_progress=on_progress, on_cell=on_cell)
+    while True:
+        task = task_q.get()
+        if task is None:
+            break
+        msg_q.put(("start", index, task))
+        try:
+            run_pack(task, ctx)
+        except Exception as exc:  # noqa: BLE001 -- report, keep serving other packs
+            traceback.print_exc()
+            msg_q.put(("error", index, task, f"{exc.__class__.__name__}: {exc}"))
+            continue
+        msg_q.put(("done", index, task))

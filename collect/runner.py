@@ -1,0 +1,326 @@
+"""``initmem collect``: train a grid into shards, resumably, and merge them into ``DIR/cube.nc``.
+
+The flow of one call:
+
+1. prepare the run folder: a new run, or (``resume``) the same run, refusing a changed grid
+   except for pure extensions (new pipelines, sigma_w levels or seeds);
+2. scan the shards: finished cells are skipped, corrupt shards are quarantined and rerun,
+   failed cells are rerun with ``retry_failed``;
+3. plan packs: packs that had started keep their composition (their manifest) and resume
+   from their checkpoint; the other unfinished cells are packed by the engine's planner;
+4. execute on the local executor (worker processes) or the Slurm executor (submitit array);
+5. merge all shards into the cube and print the table of failed and diverged cells.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from initmem import cube
+from initmem.collect import checkpoints
+from initmem.collect.events import EventLog, cell_dict, now_iso
+from initmem.collect.packrun import PackTask, TrainFn, default_train_fn
+from initmem.collect.progress import ProgressView
+from initmem.collect.rundir import RUN_SCHEMA, RunDir, fresh_folder, grid_changes, run_lock
+from initmem.collect.shards import Cell, MergeReport, merge_dir, scan_shards
+from initmem.errors import UserError
+
+EXECUTORS = ("local", "slurm")
+
+
+def _say(msg: str, quiet: bool) -> None:
+    if not quiet:
+        import click
+
+        click.echo(msg)
+
+
+def _load_grid(grid_path_or_grid: Any) -> Any:
+    from initmem.collect.grid import Grid, load_grid
+
+    if isinstance(grid_path_or_grid, Grid):
+        return grid_path_or_grid
+    return load_grid(grid_path_or_grid)
+
+
+def all_cells(grid: Any) -> list[Cell]:
+    return [(p, float(s), int(k)) for p in grid.pipelines for s, k in grid.cells(p)]
+
+
+# Preparing the run folder ------------------------------------------------------------------
+
+def prepare_run(run: RunDir, grid: Any, *, resume: bool, executor: str, quiet: bool) -> dict[str, Any]:
+    """Create the run folder or check that ``grid`` may continue it; return what was added."""
+    from initmem.collect.grid import grid_hash
+
+    h = grid_hash(grid)
+    events = EventLog(run.events)
+    if run.exists():
+        if not resume:
+            raise UserError(f"{run.root} already holds a collect run; add --resume to continue it "
+                            f"or --force-new to start a new run folder")
+        old = run.load_grid()
+        changed, added = grid_changes(old, grid)
+        if changed:
+            raise UserError(f"cannot resume {run.root}: the grid file differs from the run's grid in "
+                            f"{'; '.join(changed)} (only adding pipelines, sigma_w levels or seeds is "
+                            f"allowed; use --force-new for a new run folder)")
+        removed = run.clean_temporaries()
+        rec = run.read_record()
+        hashes = list(rec.get("grid_hashes", []))
+        if h not in hashes:
+            hashes.append(h)
+        from initmem.atomic import write_text
+
+        write_text(run.grid_file, grid.to_yaml())
+        run.update_record(grid_hashes=hashes, resumed=now_iso())
+        extended = {k: v for k, v in added.items() if v}
+        events.emit("resume_run", grid_hash=h, extended=extended, removed_temporaries=[p.name for p in removed])
+        if extended:
+            _say("grid extended: " + "; ".join(f"{k} +{', '.join(map(str, v))}" for k, v in extended.items())
+                 + " (only the new cells run)", quiet)
+        return extended
+    run.root.mkdir(parents=True, exist_ok=True)
+    from initmem.atomic import write_text
+
+    write_text(run.grid_file, grid.to_yaml())
+    run.write_record({"schema": RUN_SCHEMA, "grid_name": grid.name, "grid_hashes": [h], "created": now_iso(),
+                      "executor": executor, "slurm_jobs": []})
+    events.emit("run_start", grid=grid.name, grid_hash=h, executor=executor)
+    return {}
+
+
+def finished_cells(run: RunDir, grid: Any, *, retry_failed: bool, quiet: bool) -> dict[Cell, int]:
+    """Cells with a usable shard of this run (cell -> status); quarantines corrupt shards."""
+    events = EventLog(run.events)
+    good, corrupt = scan_shards(run.shards)
+    for path, why in corrupt:
+        run.corrupt.mkdir(parents=True, exist_ok=True)
+        dest = run.corrupt / f"{path.name}.{now_iso().replace(':', '')}"
+        shutil.move(str(path), dest)
+        events.emit("corrupt_shard", shard=path.name, reason=why, moved_to=str(dest.relative_to(run.root)))
+        _say(f"warning: corrupt shard {path.name} ({why}): moved to {dest.relative_to(run.root)}, "
+             f"its cell trains again", quiet)
+    accepted = run.accepted_hashes()
+    wanted = set(all_cells(grid))
+    done: dict[Cell, int] = {}
+    for cell, info in good.items():
+        if cell not in wanted or info.grid_hash not in accepted:
+            continue
+        if retry_failed and info.status == cube.FAILED:
+            events.emit("retry", cell=cell_dict(*cell), reason="--retry-failed", error=info.error)
+            continue
+        done[cell] = info.status
+    return done
+
+
+def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_size: int | None) -> list[PackTask]:
+    """Started packs (manifests) first, in their original composition; then the rest, packed anew."""
+    from initmem.collect.packing import plan_packs
+
+    tasks: list[PackTask] = []
+    covered: set[Cell] = set()
+    wanted = set(all_cells(grid))
+    for pid, cells in checkpoints.read_manifests(run.checkpoints):
+        pending = [c for c in cells if c in todo and c not in covered]
+        if not pending or not set(cells) <= wanted:
+            checkpoints.finish(run.checkpoints, pid)  # stale: all its shards exist, or its grid is gone
+            continue
+        pipe = cells[0][0]
+        tasks.append(PackTask(pipe, tuple((s, k) for _, s, k in cells), tuple((s, k) for _, s, k in pending)))
+        covered.update(pending)
+    rest = todo - covered
+    if rest:
+        for pipe, cells in plan_packs(grid, device=device, pack_size=pack_size):
+            sub = tuple((float(s), int(k)) for s, k in cells if (pipe, float(s), int(k)) in rest)
+            if sub:
+                tasks.append(PackTask(pipe, sub))
+    return tasks
+
+
+# Merging -----------------------------------------------------------------------------------
+
+def merge_run(run_dir: str | os.PathLike, *, grid: Any = None) -> MergeReport:
+    """Merge every shard of a run folder into ``DIR/cube.nc`` (atomically, re-runnable)."""
+    from initmem.collect.engine import pipeline_coords
+    from initmem.collect.grid import grid_hash
+
+    run = RunDir(Path(run_dir))
+    if not run.exists():
+        raise UserError(f"{run.root} is not a collect run folder (no run.json)")
+    grid = grid if grid is not None else run.load_grid()
+    report = merge_dir(
+        run.shards, run.cube, pipelines=list(grid.pipelines), sigma_w=[float(s) for s in grid.sigma_w],
+        seeds=[int(k) for k in grid.seeds], accepted_hashes=run.accepted_hashes(),
+        attrs={"grid": grid.to_yaml(), "grid_hash": grid_hash(grid), "grid_name": grid.name},
+        pipeline_defaults={p: pipeline_coords(spec) for p, spec in grid.pipelines.items()})
+    EventLog(run.events).emit("merge", cube=str(run.cube), shards=report.n_shards,
+                              corrupt=[p.name for p, _ in report.corrupt],
+                              foreign=[p.name for p, _ in report.foreign], missing=len(report.missing))
+    return report
+
+
+def corrupt_error(report: MergeReport, run: RunDir) -> UserError:
+    names = ", ".join(p.name for p, _ in report.corrupt)
+    return UserError(f"{len(report.corrupt)} corrupt shard(s) in {run.shards}: {names}; their cells are marked "
+                     f"missing in {run.cube}; rerun with --resume to train them again")
+
+
+def problem_rows(ds: Any) -> list[dict[str, Any]]:
+    """Failed and diverged cells of a merged cube, with the error text or divergence epoch."""
+    import json
+
+    rows: list[dict[str, Any]] = []
+    if "status" not in ds.data_vars:
+        return rows
+    errors = {(f["pipeline"], float(f["sigma_w"]), int(f["seed"])): f["error"]
+              for f in json.loads(ds.attrs.get("failed_cells", "[]") or "[]")}
+    st = ds["status"].values
+    for ip, pipe in enumerate(ds[cube.PIPELINE].values.tolist()):
+        for i, s in enumerate(ds[cube.SIGMA].values.tolist()):
+            for j, k in enumerate(ds[cube.SEED].values.tolist()):
+                code = int(st[ip, i, j])
+                if code == cube.FAILED:
+                    rows.append({"pipeline": pipe, "sigma_w": s, "seed": k, "status": "failed",
+                                 "detail": errors.get((pipe, float(s), int(k)), "")})
+                elif code == cube.DIVERGED:
+                    detail = ""
+                    if "train_loss" in ds.data_vars and cube.EPOCH in ds.dims:
+                        curve = ds["train_loss"].values[ip, i, j]
+                        finite = np.nonzero(np.isfinite(curve))[0]
+                        if finite.size:
+                            detail = f"curves kept up to epoch {int(ds[cube.EPOCH].values[finite[-1]])}"
+                    rows.append({"pipeline": pipe, "sigma_w": s, "seed": k, "status": "diverged", "detail": detail})
+    return rows
+
+
+def print_summary(report: MergeReport, run: RunDir, quiet: bool) -> None:
+    if quiet:
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not console.is_terminal:  # logs and pipes: do not wrap error texts at 80 columns
+        console = Console(width=200)
+    counts = {name: 0 for name in cube.STATUS_NAMES.values()}
+    vals = report.ds["status"].values.ravel()
+    for code, name in cube.STATUS_NAMES.items():
+        counts[name] = int((vals == code).sum())
+    rows = problem_rows(report.ds)
+    if rows:
+        table = Table(title="failed and diverged cells")
+        for col in ("pipeline", "sigma_w", "seed", "status", "detail"):
+            table.add_column(col)
+        for r in rows:
+            detail = r["detail"].splitlines()[0] if r["detail"] else ""
+            table.add_row(r["pipeline"], f"{r['sigma_w']:g}", str(r["seed"]), r["status"], detail[:120])
+        console.print(table)
+    console.print(f"wrote {run.cube}: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v or k == "ok"),
+                  markup=False, highlight=False)
+    for path, why in report.foreign:
+        console.print(f"note: ignored shard {path.name}: {why}", markup=False, highlight=False)
+
+
+# The entry point ---------------------------------------------------------------------------
+
+def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool = False, force_new: bool = False,
+            retry_failed: bool = False, executor: str = "local", device: str = "auto", jobs: int = 1,
+            pack_size: int | None = None, quiet: bool = False, progress: bool = True,
+            checkpoint_every: int = 1, checkpoint_minutes: float | None = None,
+            slurm: dict[str, Any] | None = None, slurm_cluster: str | None = None, wait: bool = True,
+            train_fn: TrainFn | None = None) -> Path:
+    """Train every unfinished cell of a grid into shards under ``out_dir`` and merge them.
+
+    Returns the path of ``DIR/cube.nc``; with ``force_new`` and an existing run, DIR is the new
+    folder ``out_dir-N``. With the Slurm executor and ``wait=False`` it returns right after
+    submission (the last array task merges; or ``initmem collect --merge DIR``).
+    """
+    from initmem.cli import is_quiet
+    from initmem.collect.devices import resolve_device
+    from initmem.collect.grid import grid_hash
+
+    quiet = quiet or is_quiet()
+    if executor not in EXECUTORS:
+        raise UserError(f"--executor must be one of {', '.join(EXECUTORS)} (got {executor!r})")
+    if jobs < 1:
+        raise UserError(f"--jobs must be at least 1 (got {jobs})")
+    if pack_size is not None and pack_size < 1:
+        raise UserError(f"--pack-size must be at least 1 (got {pack_size})")
+    if checkpoint_every < 1:
+        raise UserError(f"--checkpoint-every must be at least 1 epoch (got {checkpoint_every})")
+    if checkpoint_minutes is not None and checkpoint_minutes <= 0:
+        raise UserError(f"--checkpoint-minutes must be positive (got {checkpoint_minutes})")
+    grid = _load_grid(grid_path_or_grid)
+    root = Path(out_dir)
+    resume = resume or retry_failed  # retrying failed cells only makes sense on an existing run
+    if force_new:
+        new_root = fresh_folder(root)
+        if new_root != root:
+            _say(f"{root} holds a run; starting a new run folder {new_root}", quiet)
+        root, resume = new_root, False
+    run = RunDir(root)
+    train_fn = train_fn or default_train_fn()
+    h = grid_hash(grid)
+    checkpoint_seconds = checkpoint_minutes * 60 if checkpoint_minutes is not None else None
+
+    with run_lock(run):
+        prepare_run(run, grid, resume=resume, executor=executor, quiet=quiet)
+        done = finished_cells(run, grid, retry_failed=retry_failed, quiet=quiet)
+        cells = all_cells(grid)
+        todo = {c for c in cells if c not in done}
+        events = EventLog(run.events)
+        if executor == "slurm":
+            from initmem.collect.slurm_exec import submit_and_wait
+
+            plan_device = "cuda" if device in ("auto", "cuda") and _slurm_gpus(grid, slurm) > 0 else "cpu"
+            if device == "cpu":
+                plan_device = "cpu"
+            if plan_device == "cuda" and pack_size is None and grid.engine.pack_size is None:
+                import torch
+
+                if not torch.cuda.is_available():
+                    raise UserError("--executor slurm on GPUs needs --pack-size (or engine.pack_size in the grid "
+                                    "file): this machine has no GPU to size the packs by")
+            tasks = plan_tasks(run, grid, todo, device=plan_device, pack_size=pack_size)
+            events.emit("plan", executor="slurm", packs=len(tasks), cells_todo=len(todo), cells_done=len(done))
+            finished = submit_and_wait(tasks, run, grid=grid, grid_hash=h, device=device, train_fn=train_fn,
+                                       checkpoint_every=checkpoint_every, checkpoint_seconds=checkpoint_seconds,
+                                       slurm=slurm or {}, cluster=slurm_cluster, wait=wait, quiet=quiet,
+                                       progress=progress and not quiet, total=len(cells), done=len(done))
+            if not finished:
+                _say(f"submitted; follow it with `initmem collect --status {run.root}`, merge with "
+                     f"`initmem collect --merge {run.root}`", quiet)
+                return run.cube
+            lost: list[str] = []
+        else:
+            from initmem.collect.local_exec import run_local
+
+            dev = resolve_device(device)
+            tasks = plan_tasks(run, grid, todo, device=dev, pack_size=pack_size)
+            events.emit("plan", executor="local", device=dev, packs=len(tasks), cells_todo=len(todo),
+                        cells_done=len(done))
+            with ProgressView(len(cells), len(done), enabled=progress and not quiet) as view:
+                lost = run_local(tasks, run, grid=grid, grid_hash=h, device=dev, jobs=jobs, train_fn=train_fn,
+                                 checkpoint_every=checkpoint_every, checkpoint_seconds=checkpoint_seconds,
+                                 view=view)
+        report = merge_run(run.root, grid=grid)
+        events.emit("run_end", cells=len(cells), missing=len(report.missing), lost=lost)
+        print_summary(report, run, quiet)
+        for line in lost:
+            _say(f"warning: {line}; rerun with --resume", quiet)
+        if report.corrupt:
+            raise corrupt_error(report, run)
+    return run.cube
+
+
+def _slurm_gpus(grid: Any, slurm: dict[str, Any] | None) -> int:
+    opts = dict(slurm or {})
+    if opts.get("gpus_per_job") is not None:
+        return int(opts["gpus_per_job"])
+    return int(grid.slurm.gpus_per_job) if grid.slurm is not None else 1

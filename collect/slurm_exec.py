@@ -1,0 +1,241 @@
+"""The Slurm executor: one job-array task per pack, submitted through submitit.
+
+Each array task is a :class:`PackJob`, a ``submitit.helpers.Checkpointable``: when Slurm
+preempts it or its time runs out, submitit calls :meth:`PackJob.checkpoint`, which requeues
+the same job; the requeued task resumes the pack from its last epoch checkpoint in
+``DIR/checkpoints/`` (the training state lives there, not in the pickle). A task writes its
+shards itself; the task that finds every cell of the grid finished merges the cube, so the
+cube appears when the array finishes even if the submitting shell is gone. ``initmem collect
+--status DIR`` shows progress, ``initmem collect --merge DIR`` merges on demand.
+
+Resources come from, in order of precedence: command-line options, the grid file's ``slurm:``
+block, the defaults of ``SlurmSpec`` (partition, gpus_per_job, time_min, mem_gb,
+array_parallelism, cpus_per_task).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import submitit
+
+from initmem.collect.events import EventLog, read_events
+from initmem.collect.packrun import PackContext, PackTask, TrainFn, run_pack
+from initmem.collect.progress import ProgressView
+from initmem.collect.rundir import RunDir
+from initmem.collect.shards import shard_files, shard_name
+from initmem.errors import UserError
+
+CLUSTER_ENV = "INITMEM_SUBMITIT_CLUSTER"  # "local" runs the array with submitit's LocalExecutor
+SLURM_KEYS = ("partition", "gpus_per_job", "time_min", "mem_gb", "array_parallelism", "cpus_per_task")
+
+
+def slurm_options(grid: Any, overrides: dict[str, Any]) -> dict[str, Any]:
+    from initmem.collect.grid import SlurmSpec
+
+    base = (grid.slurm or SlurmSpec()).model_dump()
+    base.update({k: v for k, v in overrides.items() if v is not None and k in SLURM_KEYS})
+    return base
+
+
+class PackJob(submitit.helpers.Checkpointable):
+    """One pack as a Slurm array task; requeued from its checkpoint when preempted."""
+
+    def __init__(self, root: str, task: PackTask, grid: Any, grid_hash: str, device: str, train_fn: TrainFn,
+                 checkpoint_every: int, checkpoint_seconds: float | None) -> None:
+        self.root, self.task, self.grid, self.grid_hash = root, task, grid, grid_hash
+        self.device, self.train_fn = device, train_fn
+        self.checkpoint_every, self.checkpoint_seconds = checkpoint_every, checkpoint_seconds
+
+    def __call__(self) -> list[tuple[tuple[str, float, int], int]]:
+        from initmem.collect.devices import resolve_device
+
+        run = RunDir(Path(self.root))
+        events = EventLog(run.events)
+        job_id = os.environ.get("SLURM_JOB_ID") or os.environ.get("SUBMITIT_LOCAL_JOB_ID") or ""
+        events.emit("job_start", pack=self.task.pack_id, job_id=job_id)
+        ctx = PackContext(run, self.grid, self.grid_hash, resolve_device(self.device), self.train_fn,
+                          self.checkpoint_every, self.checkpoint_seconds)
+        results = run_pack(self.task, ctx)
+        maybe_merge(run, self.grid)
+        return results
+
+    def checkpoint(self, *args: Any, **kwargs: Any) -> submitit.helpers.DelayedSubmission:
+        EventLog(RunDir(Path(self.root)).events).emit(
+            "requeue", pack=self.task.pack_id, reason="preempted or timed out; resumes from its checkpoint")
+        return super().checkpoint(*args, **kwargs)
+
+
+def maybe_merge(run: RunDir, grid: Any) -> bool:
+    """Merge if every cell of the grid has a shard (the last array task to finish does this)."""
+    from initmem.collect.runner import all_cells, merge_run
+
+    have = {p.name for p in shard_files(run.shards)}
+    if not all(shard_name(c) in have for c in all_cells(grid)):
+        return False
+    merge_run(run.root, grid=grid)
+    return True
+
+
+def make_executor(run: RunDir, grid: Any, opts: dict[str, Any], cluster: str | None) -> Any:
+    cluster = cluster or os.environ.get(CLUSTER_ENV) or None
+    if cluster is None:
+        if shutil.which("sbatch") is None:
+            raise UserError("--executor slurm needs Slurm (sbatch not found on PATH); use --executor local")
+        cluster = "slurm"
+    ex = submitit.AutoExecutor(folder=run.slurm / "%j", cluster=cluster)
+    gpus = int(opts["gpus_per_job"])
+    if cluster == "local":
+        from initmem.collect.local_exec import visible_gpus
+
+        gpus = min(gpus, len(visible_gpus()))
+    params: dict[str, Any] = {
+        "name": f"initmem-{grid.name}", "timeout_min": int(opts["time_min"]), "mem_gb": int(opts["mem_gb"]),
+        "gpus_per_node": gpus, "cpus_per_task": int(opts["cpus_per_task"]), "tasks_per_node": 1, "nodes": 1,
+        "slurm_array_parallelism": int(opts["array_parallelism"]),
+    }
+    if opts.get("partition"):
+        params["slurm_partition"] = opts["partition"]
+    ex.update_parameters(**params)
+    return ex
+
+
+def submit_and_wait(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash: str, device: str,
+                    train_fn: TrainFn, checkpoint_every: int, checkpoint_seconds: float | None,
+                    slurm: dict[str, Any], cluster: str | None, wait: bool, quiet: bool, progress: bool,
+                    total: int, done: int) -> bool:
+    """Submit one array task per pack; with ``wait``, follow them until all end (True)."""
+    events = EventLog(run.events)
+    opts = slurm_options(grid, slurm)
+    if not tasks:
+        return True
+    ex = make_executor(run, grid, opts, cluster)
+    if logging.getLogger().level > logging.DEBUG:
+        logging.getLogger("submitit").setLevel(logging.ERROR)  # no sacct warnings without accounting
+    jobs_in = [PackJob(str(run.root), t, grid, grid_hash, device, train_fn, checkpoint_every, checkpoint_seconds)
+               for t in tasks]
+    with ex.batch():
+        jobs = [ex.submit(j) for j in jobs_in]
+    with contextlib.suppress(OSError):
+        (run.slurm / "%j").rmdir()  # submitit makes the folder pattern itself; it stays empty
+    records = [{"job_id": str(j.job_id), "pack": t.pack_id, "cells": len(t.wanted)} for j, t in zip(jobs, tasks,
+                                                                                                   strict=True)]
+    rec = run.read_record()
+    run.update_record(slurm_jobs=list(rec.get("slurm_jobs", [])) + records, slurm_options=opts,
+                      slurm_cluster=ex.cluster)
+    events.emit("submit", cluster=ex.cluster, jobs=records, options=opts)
+    if not quiet:
+        import click
+
+        click.echo(f"submitted {len(jobs)} pack(s) as a {ex.cluster} job array "
+                   f"({records[0]['job_id'].split('_')[0]}); job folders under {run.slurm}")
+    if not wait:
+        return False
+    tracker = _Tracker(ex.cluster)
+    with ProgressView(total, done, enabled=progress) as view:
+        while not tracker.all_done(jobs):
+            _refresh(view, run)
+            time.sleep(1.0)
+        _refresh(view, run)
+    for j, t in zip(jobs, tasks, strict=True):
+        try:
+            if not j.paths.result_pickle.exists() and ex.cluster == "slurm":
+                raise RuntimeError("the job left the Slurm queue without a result (cancelled or its node failed)")
+            j.result()
+        except Exception as exc:  # noqa: BLE001 -- report a lost task; its cells stay unfinished
+            events.emit("job_lost", job_id=str(j.job_id), pack=t.pack_id, error=f"{exc.__class__.__name__}: {exc}")
+            if not quiet:
+                import click
+
+                click.echo(f"warning: job {j.job_id} (pack {t.pack_id}) ended without finishing: "
+                           f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else exc.__class__.__name__}; "
+                           f"its cells stay unfinished, rerun with --resume")
+    return True
+
+
+def squeue_states() -> dict[str, str] | None:
+    """Job (array task) id -> Slurm state for every job in the queue; None if squeue fails.
+
+    Used instead of submitit's sacct polling, which needs Slurm accounting (slurmdbd): a job
+    that is neither in the queue nor has a result pickle has ended without a result.
+    """
+    try:
+        out = subprocess.run(["squeue", "-h", "-r", "-o", "%i %T"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    states = {}
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            states[parts[0]] = parts[1]
+    return states
+
+
+class _Tracker:
+    """Whether submitted jobs have ended: a result pickle, else (Slurm) absent from squeue twice."""
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.absent: dict[str, int] = {}
+        self.last = 0.0
+
+    def all_done(self, jobs: list[Any]) -> bool:
+        if self.cluster != "slurm":
+            return all(j.done() for j in jobs)
+        pending = [j for j in jobs if not j.paths.result_pickle.exists()]
+        if not pending:
+            return True
+        now = time.monotonic()
+        if now - self.last >= 10:
+            self.last = now
+            states = squeue_states()
+            if states is not None:
+                for j in pending:
+                    jid = str(j.job_id)
+                    self.absent[jid] = 0 if jid in states else self.absent.get(jid, 0) + 1
+        return all(self.absent.get(str(j.job_id), 0) >= 2 for j in pending)
+
+
+def _refresh(view: ProgressView, run: RunDir) -> None:
+    if not view.enabled:
+        return
+    view.set_done(len(shard_files(run.shards)))
+    for pid, info in pack_progress(run).items():
+        if info.get("ended"):
+            view.pack_done(pid)
+        elif info.get("total"):
+            view.pack(pid, info["pipeline"], info["done"], info["total"])
+
+
+def pack_progress(run: RunDir) -> dict[str, dict[str, Any]]:
+    """Per pack, from the event log: pipeline, epochs done / total, started, ended, requeues."""
+    out: dict[str, dict[str, Any]] = {}
+    for ev in read_events(run.events):
+        pid = ev.get("pack")
+        if not pid:
+            continue
+        info = out.setdefault(pid, {"pipeline": ev.get("pipeline", pid.rsplit("-", 1)[0]), "done": 0, "total": 0,
+                                    "ended": False, "failed": False, "requeues": 0})
+        kind = ev.get("event")
+        if kind == "pack_start":
+            info["ended"] = False
+            info["done"] = int(ev.get("resumed_from_epoch") or 0)
+        elif kind == "epoch":
+            info["done"], info["total"] = int(ev["epochs_done"]), int(ev["total"])
+        elif kind == "checkpoint":
+            info["done"] = max(info["done"], int(ev["epochs_done"]))
+        elif kind in ("pack_end", "pack_failed"):
+            info["ended"] = True
+            info["failed"] = kind == "pack_failed"
+        elif kind == "requeue":
+            info["requeues"] += 1
+    return out

@@ -1,0 +1,77 @@
+"""Helpers shared by the collector tests: tiny grids, a subprocess runner, cube comparison."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import xarray as xr
+
+from initmem import cube
+from initmem.atomic import leftover_temporaries
+
+TESTS = Path(__file__).resolve().parent
+
+FAKE_GRID = """\
+name: fake
+sigma_w: [0.5, 1, 2]
+seeds: [0, 1]
+pipelines:
+  sgd: {optimizer: sgd, lr: 0.1, batch_size: 32, epochs: 4}
+  adam: {optimizer: adam, lr: 0.01, batch_size: 32, epochs: 3}
+"""
+
+REAL_GRID = """\
+name: tinyreal
+dataset: {name: digits}
+model: {arch: resnet_tiny, width: 4}
+sigma_w: [0.5, 2]
+seeds: [0]
+pipelines:
+  sgd: {optimizer: sgd, lr: 0.05, batch_size: 128, epochs: 2}
+"""
+
+
+def write_grid(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def run_collect_subprocess(grid: Path, out: Path, *, fake: bool = True, resume: bool = False,
+                           env: dict[str, str] | None = None, pack_size: int = 3,
+                           timeout: float = 300) -> subprocess.CompletedProcess:
+    """``collect(...)`` in a fresh interpreter (so a test hook can SIGKILL it)."""
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(TESTS)!r})
+        from initmem.collect.runner import collect
+        train_fn = None
+        if {fake!r}:
+            from _collect_fake import fake_train_pack as train_fn
+        collect({str(grid)!r}, {str(out)!r}, resume={resume!r}, device="cpu", progress=False, quiet=True,
+                pack_size={pack_size!r}, train_fn=train_fn)
+    """)
+    full_env = {**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env,
+                          timeout=timeout)
+
+
+def comparable(path: Path) -> xr.Dataset:
+    """A cube without what legitimately differs between two runs (wall time, creation time)."""
+    ds = cube.open_cube(path)
+    ds = ds.drop_vars([v for v in ("wall_seconds",) if v in ds.data_vars])
+    ds.attrs = {k: v for k, v in ds.attrs.items() if k != "created"}
+    return ds
+
+
+def assert_same_cube(a: Path, b: Path) -> None:
+    xr.testing.assert_identical(comparable(a), comparable(b))
+
+
+def assert_clean(run: Path) -> None:
+    """No temporary file survives; no checkpoint or manifest is left once every cell finished."""
+    assert leftover_temporaries(run) == []
+    assert sorted(p.name for p in (run / "checkpoints").glob("*")) == []

@@ -1,0 +1,90 @@
+"""The Slurm executor end to end on submitit's local executor: real subprocesses, real pickling,
+real job folders, a job array, and one simulated preemption that requeues and resumes (with the
+real engine: tests/test_runner_engine.py).
+
+The preemption is the real mechanism: a test hook makes the task send itself submitit's
+preemption signal (SIGUSR2) right after its first epoch checkpoint; submitit's handler calls
+``PackJob.checkpoint`` and requeues the task, which resumes the pack from that checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from initmem.collect.events import read_events
+from initmem.collect.runner import collect
+from initmem.collect.status import render_status, run_status
+
+TESTS = Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS))
+from _collect_fake import fake_train_pack  # noqa: E402
+from _collect_util import FAKE_GRID, assert_clean, assert_same_cube, write_grid  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+def preempt_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("INITMEM_TEST_HOOK", "checkpoint_saved:1:preempt")
+    monkeypatch.setenv("INITMEM_TEST_HOOK_ONCE", str(tmp_path / "preempted"))
+    # the array tasks unpickle the stand-in engine by module name
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+
+
+def check_preempted_once(run: Path) -> None:
+    events = read_events(run / "events.jsonl")
+    kinds = Counter(e["event"] for e in events)
+    assert kinds["requeue"] == 1
+    resumed = [e for e in events if e["event"] == "resume"]
+    assert len(resumed) == 1 and resumed[0]["epochs_done"] == 1
+    requeued = next(e["pack"] for e in events if e["event"] == "requeue")
+    assert sum(1 for e in events if e["event"] == "job_start" and e["pack"] == requeued) == 2
+    assert (run / "slurm").is_dir() and any((run / "slurm").iterdir())
+
+
+def test_slurm_array_on_local_executor_with_preemption(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    base = collect(grid, tmp_path / "base", device="cpu", progress=False, quiet=True, pack_size=6,
+                   train_fn=fake_train_pack)
+    preempt_once(monkeypatch, tmp_path)
+    out = collect(grid, tmp_path / "run", executor="slurm", slurm_cluster="local", device="cpu", pack_size=6,
+                  progress=False, quiet=True, train_fn=fake_train_pack)
+    assert (tmp_path / "preempted").exists()
+    assert_same_cube(out, base)
+    check_preempted_once(tmp_path / "run")
+    assert_clean(tmp_path / "run")
+    rec = (tmp_path / "run" / "run.json").read_text()
+    assert '"slurm_cluster": "local"' in rec and rec.count('"job_id"') == 2  # an array of 2 packs
+    st = run_status(tmp_path / "run")
+    assert st["counts"]["ok"] == 12 and st["requeues"] == 1
+    assert "12/12 cells finished" in render_status(st)
+
+
+@pytest.mark.skipif(os.environ.get("INITMEM_REAL_SLURM") != "1" or shutil.which("sbatch") is None,
+                    reason="needs a running Slurm cluster (set INITMEM_REAL_SLURM=1; see docs/collect-runs.md)")
+def test_real_slurm_cluster_with_requeue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a real (single-node) Slurm: an array of 2 tasks, one preempted and requeued by
+    ``scontrol requeue`` through submitit, equals an uninterrupted local run exactly."""
+    from _collect_util import REAL_GRID
+
+    grid = write_grid(tmp_path / "grid.yaml", REAL_GRID)
+    base = collect(grid, tmp_path / "base", device="cpu", progress=False, quiet=True, pack_size=1)
+    preempt_once(monkeypatch, tmp_path)
+    out = collect(grid, tmp_path / "run", executor="slurm", device="cpu", pack_size=1, progress=False, quiet=True,
+                  slurm={"gpus_per_job": 0, "mem_gb": 1, "cpus_per_task": 1, "time_min": 10})
+    assert_same_cube(out, base)
+    check_preempted_once(tmp_path / "run")
+    assert '"slurm_cluster": "slurm"' in (tmp_path / "run" / "run.json").read_text()
+    st = run_status(tmp_path / "run")
+    assert st["counts"]["ok"] == 2 and len(st["job_states"]) == 2
+    for _ in range(60):  # a task that wrote its result may still be in Slurm's epilog for a moment
+        if set(run_status(tmp_path / "run")["job_states"].values()) == {"ENDED"}:
+            break
+        time.sleep(1)
+    assert set(run_status(tmp_path / "run")["job_states"].values()) == {"ENDED"}

@@ -1,0 +1,427 @@
+"""The training engine: exact clock identities, common random numbers across sigma_w, packing
+that changes nothing, divergence isolation, checkpoint selection, resume, determinism, and the
+memory phenomenon on a reduced quick grid."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pytest
+import torch
+import xarray as xr
+
+from initmem import cube
+from initmem.collect.data import load_split
+from initmem.collect.devices import resolve_device
+from initmem.collect.engine import PackTrainer, collect_grid, train_pack
+from initmem.collect.grid import load_grid, parse_grid
+from initmem.collect.nets import PBatchNorm, build_net, scaled_kernels
+from initmem.collect.optim import PackedOptimizer
+from initmem.collect.packing import plan_packs
+from initmem.errors import UserError
+
+
+def tiny(pipelines: dict, *, sigma=(0.5, 1.0, 2.0), seeds=(0, 1), width=4, norm="batch", scale="all_kernels",
+         augment="none", select="best_val_acc", threshold=0.995) -> object:
+    return parse_grid({
+        "name": "tiny", "dataset": {"name": "digits", "augment": augment},
+        "model": {"arch": "resnet_tiny", "width": width, "norm": norm}, "init": {"scale": scale},
+        "sigma_w": list(sigma), "seeds": list(seeds), "pipelines": pipelines,
+        "eval": {"select": select, "interp_threshold": threshold},
+        "engine": {"cpu_threads": 1},   # the test machine's 2 cores are shared: no oversubscription
+    })
+
+
+SGD = {"optimizer": "sgd", "lr": 0.05, "batch_size": 128, "epochs": 2}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tests that drive PackTrainer directly run outside train_pack's thread setting."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def strip_volatile(ds: xr.Dataset) -> xr.Dataset:
+    ds = ds.drop_vars("wall_seconds")
+    ds.attrs = {k: v for k, v in ds.attrs.items() if k != "created"}
+    return ds
+
+
+# -- clocks ----------------------------------------------------------------------------------------
+
+def hand_lr(k: int, *, base: float, spe: int, epochs: int, warmup: int, schedule: str,
+            milestones=(), gamma=0.1) -> float:
+    """The schedule written out independently of the engine."""
+    W, K = warmup * spe, epochs * spe
+    if k < W:
+        return base * (k + 1) / W
+    if schedule == "cosine":
+        return base * 0.5 * (1 + math.cos(math.pi * (k - W) / (K - W)))
+    if schedule == "step":
+        return base * gamma ** sum(k // spe >= m for m in milestones)
+    return base
+
+
+def test_clocks_are_exact_sums_of_the_lr_used_at_every_step():
+    pipes = {
+        "sgd_cos": {"optimizer": "sgd", "lr": 0.2, "batch_size": 100, "momentum": 0.9, "weight_decay": 0.003,
+                    "epochs": 4, "schedule": "cosine", "warmup_epochs": 1},
+        "adam_step": {"optimizer": "adam", "lr": 0.002, "batch_size": 200, "weight_decay": 0.01, "epochs": 4,
+                      "schedule": "step", "milestones": [2, 3], "gamma": 0.5, "warmup_epochs": 1},
+        "adamw": {"optimizer": "adamw", "lr": 0.003, "batch_size": 256, "weight_decay": 0.05, "epochs": 3},
+    }
+    g = tiny(pipes, sigma=(1.0,), seeds=(0,))
+    ds = collect_grid(g)
+    n_train = load_split(g.dataset).y_train.numel()
+    for name, p in g.pipelines.items():
+        spe = n_train // p.batch_size
+        lrs = np.array([hand_lr(k, base=p.lr, spe=spe, epochs=p.epochs, warmup=p.warmup_epochs,
+                                schedule=p.schedule, milestones=p.milestones, gamma=p.gamma)
+                        for k in range(p.epochs * spe)])
+        lam = p.weight_decay if p.optimizer != "adamw" else 0.0
+        adaptive = p.optimizer in ("adam", "adamw")
+        run = ds.sel(pipeline=name, sigma_w=1.0, seed=0)
+        for e in range(p.epochs + 1):
+            used = lrs[: e * spe]
+            want = {"T_eta": used.sum(), "T_sgd": (used ** 2).sum() / p.batch_size, "T_l2": lam * used.sum(),
+                    "T_adapt": used.sum() if adaptive else 0.0, "step": e * spe}
+            for clock, value in want.items():
+                np.testing.assert_allclose(float(run[clock].sel(epoch=e)), value, rtol=1e-6, atol=1e-12,
+                                           err_msg=f"{name} {clock} epoch {e}")
+            if e > 0:
+                np.testing.assert_allclose(float(run["lr_now"].sel(epoch=e)), lrs[e * spe - 1], rtol=1e-6)
+    # the decoupled decay is recorded separately from the coupled L2 coefficient
+    assert float(ds["l2"].sel(pipeline="adamw")) == 0.0
+    assert float(ds["decoupled_wd"].sel(pipeline="adamw")) == 0.05
+    assert float(ds["l2"].sel(pipeline="adam_step")) == 0.01
+    assert not cube.errors(ds)
+
+
+# -- common random numbers ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("scale", ["all_kernels", "normalized_kernels", "head"])
+def test_kernels_at_sigma_2_are_exactly_twice_those_at_sigma_1(scale):
+    g = tiny({"a": SGD}, sigma=(1.0, 2.0), seeds=(3,), scale=scale)
+    tr = PackTrainer(g, "a", [(1.0, 3), (2.0, 3), (1.0, 4)], load_split(g.dataset), "cpu")
+    chosen = scaled_kernels(tr.net, scale)
+    assert chosen, scale
+    for name, mod in tr.net.kernels():
+        w1, w2, other = mod.weight[0], mod.weight[1], mod.weight[2]
+        factor = 2.0 if name in chosen else 1.0
+        assert torch.equal(w2, w1 * factor), name
+        assert not torch.equal(w1, other), name   # another seed: other draws
+    if scale == "head":
+        assert chosen == {"head"}
+    if scale == "normalized_kernels":
+        assert "head" not in chosen and len(chosen) == len(list(tr.net.kernels())) - 1
+
+
+def test_data_order_and_augmentation_are_the_same_at_every_sigma():
+    g = tiny({"a": SGD}, augment="crop_flip")
+    split = load_split(g.dataset)
+    tr = PackTrainer(g, "a", [(0.5, 7), (4.0, 7), (1.0, 8)], split, "cpu")
+    alone = PackTrainer(g, "a", [(2.0, 7)], split, "cpu")
+    for _ in range(2):
+        order, order_alone = tr.epoch_order(), alone.epoch_order()
+        assert torch.equal(order[0], order[1]) and torch.equal(order[0], order_alone[0])
+        assert not torch.equal(order[0], order[2])
+        x, _ = tr.batch(order[:, :16])
+        xa, _ = alone.batch(order_alone[:, :16])
+        C = split.in_channels
+        assert torch.equal(x[:, 0:C], x[:, C:2 * C]) and torch.equal(x[:, 0:C], xa)
+        assert not torch.equal(x[:, 0:C], split.x_train[order[0, :16]])   # augmentation did something
+
+
+# -- packing changes nothing ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("opt", [
+    {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.001},
+    {"optimizer": "adam", "lr": 0.003, "weight_decay": 0.001},
+])
+def test_member_of_a_pack_equals_the_same_cell_trained_alone(opt):
+    g = tiny({"a": {**opt, "batch_size": 32, "epochs": 1}}, width=6)
+    split = load_split(g.dataset)
+    cells = [(0.5, 0), (2.0, 1), (1.0, 2)]
+    pack = PackTrainer(g, "a", cells, split, "cpu")
+    alone = [PackTrainer(g, "a", [c], split, "cpu") for c in cells]
+    order = pack.epoch_order()
+    orders = [a.epoch_order() for a in alone]
+    for i in range(6):
+        pack.train_step(order[:, 32 * i:32 * (i + 1)])
+        for a, o in zip(alone, orders, strict=True):
+            a.train_step(o[:, 32 * i:32 * (i + 1)])
+    xs = split.x_test[:64]
+    pack.net.eval()
+    with torch.no_grad():
+        logits = pack.net(xs.repeat(1, len(cells), 1, 1))
+        for gi, a in enumerate(alone):
+            a.net.eval()
+            la = a.net(xs)[:, 0]
+            torch.testing.assert_close(logits[:, gi], la, rtol=1e-5, atol=1e-5 * la.abs().max().item())
+            for (name, p), (_, q) in zip(pack.net.named_parameters(), a.net.named_parameters(), strict=True):
+                torch.testing.assert_close(p[gi], q[0], rtol=1e-5, atol=1e-5 * q.abs().max().item(), msg=name)
+            for m, ma in zip(pack.net.modules(), a.net.modules(), strict=True):
+                if isinstance(m, PBatchNorm):   # own BatchNorm statistics
+                    torch.testing.assert_close(m.running_mean[gi], ma.running_mean[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("spec", [
+    {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01},
+    {"optimizer": "sgd", "lr": 0.1, "momentum": 0.0, "weight_decay": 0.01},
+    {"optimizer": "adam", "lr": 0.01, "weight_decay": 0.01},
+    {"optimizer": "adamw", "lr": 0.01, "weight_decay": 0.1},
+])
+def test_packed_optimizer_matches_torch_optim(spec):
+    g = tiny({"a": {**spec, "batch_size": 32, "epochs": 1}})
+    p = g.pipelines["a"]
+    torch.manual_seed(0)
+    ours = [torch.nn.Parameter(torch.randn(3, 5, 4))]
+    ref = [torch.nn.Parameter(ours[0].detach().clone())]
+    opt = PackedOptimizer(ours, p)
+    kw = {"lr": p.lr, "weight_decay": p.weight_decay}
+    if p.optimizer == "sgd":
+        tref = torch.optim.SGD(ref, momentum=p.momentum, nesterov=p.nesterov, **kw)
+    else:
+        tref = getattr(torch.optim, {"adam": "Adam", "adamw": "AdamW"}[p.optimizer])(ref, betas=p.betas, eps=p.eps, **kw)
+    for _ in range(5):
+        grad = torch.randn(3, 5, 4)
+        ours[0].grad, ref[0].grad = grad.clone(), grad.clone()
+        opt.step(p.lr)
+        tref.step()
+    torch.testing.assert_close(ours[0].detach(), ref[0].detach(), rtol=1e-6, atol=1e-7)
+    # a frozen member is left untouched, the others move exactly as before
+    before = ours[0].detach().clone()
+    ours[0].grad = torch.randn(3, 5, 4)
+    opt.step(p.lr, frozen=[1])
+    assert torch.equal(ours[0][1], before[1]) and not torch.equal(ours[0][0], before[0])
+
+
+def test_a_diverging_member_does_not_disturb_the_others():
+    pipes = {"hot": {"optimizer": "sgd", "lr": 2.0, "batch_size": 128, "epochs": 3}}
+    g = tiny(pipes, sigma=(1.0, 2.0, 64.0), seeds=(0,), norm="none")
+    diverging = train_pack(g, "hot", [(1.0, 0), (64.0, 0)])
+    calm = train_pack(g, "hot", [(1.0, 0), (2.0, 0)])
+    st = diverging["status"].sel(pipeline="hot", seed=0)
+    assert int(st.sel(sigma_w=64.0)) == cube.DIVERGED
+    assert int(st.sel(sigma_w=1.0)) == cube.OK
+    bad = diverging.sel(pipeline="hot", sigma_w=64.0, seed=0)
+    assert np.isfinite(float(bad["train_loss"].sel(epoch=0)))            # kept up to divergence
+    assert np.isnan(bad["train_loss"].sel(epoch=3)).item()                # NaN after
+    assert np.isfinite(float(bad["selected_val_acc"]))                    # selected before divergence
+    a = diverging.sel(pipeline="hot", sigma_w=1.0, seed=0)
+    b = calm.sel(pipeline="hot", sigma_w=1.0, seed=0)
+    for v in (*cube.CURVE_VARS, "layer_norm", "selected_test_acc", "test_pred"):
+        np.testing.assert_array_equal(a[v].values, b[v].values, err_msg=v)
+
+
+# -- run variables ----------------------------------------------------------------------------------
+
+def test_tau_interp_tau_best_and_selection_follow_the_curves():
+    pipes = {"fit": {"optimizer": "adam", "lr": 0.01, "batch_size": 64, "epochs": 6}}
+    g = tiny(pipes, sigma=(0.5, 8.0), seeds=(0,), width=8, threshold=0.9)
+    ds = train_pack(g, "fit", g.cells("fit"))
+    n_test = ds.attrs["n_test"]
+    seen_never = False
+    for s in (0.5, 8.0):
+        r = ds.sel(pipeline="fit", sigma_w=s, seed=0)
+        tr_acc, val = r["train_acc"].values, r["val_acc"].values
+        hit = np.nonzero(tr_acc >= 0.9)[0]
+        if hit.size:
+            assert float(r["tau_interp"]) == hit[0]
+        else:
+            seen_never = True
+            assert np.isnan(float(r["tau_interp"]))
+        best = int(np.argmax(val))                          # argmax: the earliest of ties
+        assert float(r["tau_best"]) == best
+        assert float(r["selected_val_acc"]) == val[best]
+        assert float(r["selected_test_acc"]) == r["test_acc"].values[best]
+        assert int(r["selected_test_correct"]) == round(float(r["test_acc"].values[best]) * n_test)
+        correct = int((r["test_pred"].values == ds["test_label"].values).sum())
+        assert correct == int(r["selected_test_correct"])   # predictions are those of the selected epoch
+        assert float(r["final_test_acc"]) == r["test_acc"].values[-1]
+        assert float(r["init_kernel_norm"]) == r["kernel_norm"].values[0]
+        np.testing.assert_allclose(r["kernel_norm"].values, np.sqrt((r["layer_norm"].values ** 2).sum(-1)),
+                                   rtol=1e-5)
+    assert float(ds["tau_interp"].sel(sigma_w=0.5).squeeze()) <= 6
+    del seen_never
+    last = train_pack(tiny(pipes, sigma=(0.5,), seeds=(0,), width=8, select="last"), "fit", [(0.5, 0)])
+    r = last.sel(pipeline="fit", sigma_w=0.5, seed=0)
+    assert float(r["tau_best"]) == 6 and float(r["selected_test_acc"]) == float(r["final_test_acc"])
+
+
+def test_pack_output_is_a_valid_cube_with_missing_cells():
+    g = tiny({"a": SGD})
+    ds = train_pack(g, "a", [(2.0, 1), (0.5, 0)])
+    assert not cube.errors(ds), cube.errors(ds)
+    assert list(ds.sigma_w.values) == [0.5, 2.0] and list(ds.seed.values) == [0, 1]
+    st = ds["status"].sel(pipeline="a")
+    assert int(st.sel(sigma_w=0.5, seed=0)) == cube.OK and int(st.sel(sigma_w=2.0, seed=1)) == cube.OK
+    assert int(st.sel(sigma_w=0.5, seed=1)) == cube.MISSING
+    assert np.isnan(ds["train_acc"].sel(pipeline="a", sigma_w=2.0, seed=0)).all()
+    assert ds.sizes["epoch"] == 3 and ds["train_acc"].sel(epoch=0).notnull().sum() == 2
+    for key in cube.GLOBAL_ATTRS:
+        assert key in ds.attrs, key
+    assert ds.attrs["grid"] == g.to_yaml() and len(ds.attrs["dataset_fingerprint"]) == 64
+    for c in (*cube.PIPELINE_COORDS, "nesterov", "decoupled_wd", "warmup_epochs"):
+        assert c in ds.coords, c
+    assert (ds["test_label"].values == load_split(g.dataset).y_test.numpy()).all()
+
+
+# -- determinism, resume, failures ---------------------------------------------------------------------
+
+def test_cpu_runs_are_deterministic_and_resume_is_bit_identical():
+    pipes = {"m": {"optimizer": "sgd", "lr": 0.05, "batch_size": 128, "momentum": 0.9, "epochs": 4,
+                   "schedule": "cosine", "warmup_epochs": 1}}
+    g = tiny(pipes, sigma=(0.5, 2.0), seeds=(0,), augment="crop_flip")
+    states = []
+
+    def keep(state: dict) -> None:
+        buf = io.BytesIO()
+        torch.save(state, buf)
+        buf.seek(0)
+        states.append(torch.load(buf, weights_only=True))
+
+    full = train_pack(g, "m", g.cells("m"), checkpoint=keep, checkpoint_every_epochs=1)
+    again = train_pack(g, "m", g.cells("m"))
+    xr.testing.assert_identical(strip_volatile(full), strip_volatile(again))
+    assert [s["epoch"] for s in states] == [1, 2, 3]
+    resumed = train_pack(g, "m", g.cells("m"), resume=states[1])
+    xr.testing.assert_identical(strip_volatile(full), strip_volatile(resumed))
+    with pytest.raises(UserError, match="another pack"):
+        train_pack(g, "m", [(0.5, 0)], resume=states[1])
+
+
+def test_injected_failure_raises(monkeypatch):
+    g = tiny({"a": SGD}, sigma=(1.0, 0.125), seeds=(0,))
+    monkeypatch.setenv("INITMEM_FAIL_CELL", "a:0.125:0")
+    with pytest.raises(RuntimeError, match="injected failure in cell a:0.125:0"):
+        train_pack(g, "a", g.cells("a"))
+    monkeypatch.setenv("INITMEM_FAIL_CELL", "a:4:0")   # not in this pack: trains
+    assert int(train_pack(g, "a", [(1.0, 0)])["status"].item()) == cube.OK
+
+
+def test_plan_packs_covers_every_cell_deterministically():
+    g = tiny({"a": SGD, "b": {**SGD, "lr": 0.01}}, sigma=(0.5, 1.0, 2.0), seeds=(0, 1, 2))
+    plan = plan_packs(g, device="cpu", pack_size=4)
+    assert plan == plan_packs(g, device="cpu", pack_size=4)
+    assert [p for p, _ in plan] == ["a", "a", "a", "b", "b", "b"]
+    assert all(len(c) == 3 for _, c in plan)    # 9 cells in 3 balanced packs of <= 4
+    for pipe in ("a", "b"):
+        assert sorted(c for p, cells in plan if p == pipe for c in cells) == sorted(g.cells(pipe))
+    auto = plan_packs(g, device="cpu")
+    assert sum(len(c) for _, c in auto) == 18
+
+
+def test_collect_grid_merges_several_packs_of_one_pipeline():
+    g = tiny({"a": {**SGD, "epochs": 1}, "b": {**SGD, "epochs": 2, "optimizer": "adam", "lr": 0.003}},
+             sigma=(0.5, 2.0), seeds=(0, 1))
+    ds = collect_grid(g, pack_size=3)
+    assert not cube.errors(ds)
+    assert (ds["status"] == cube.OK).all()
+    assert ds.sizes["epoch"] == 3
+    assert np.isnan(ds["train_acc"].sel(pipeline="a", epoch=2)).all()     # past the horizon
+    assert ds["train_acc"].sel(pipeline="a", epoch=1).notnull().all()
+
+
+# -- models, devices, data -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("arch,n_kernels", [("resnet9", 9), ("resnet20", 22), ("resnet32", 34)])
+def test_architectures_build_and_run(arch, n_kernels):
+    net = build_net(arch, 2, 3, 10, 4, "batch")
+    assert len(list(net.kernels())) == n_kernels
+    out = net(torch.randn(2, 6, 32, 32))
+    assert out.shape == (2, 2, 10)
+
+
+def test_devices_and_missing_data_are_user_errors(tmp_path):
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") in ("cuda", "mps", "cpu")
+    with pytest.raises(UserError, match="must be one of"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(UserError, match="no CUDA"):
+            resolve_device("cuda")
+    g = parse_grid({"name": "c", "dataset": {"name": "cifar10", "root": str(tmp_path / "nowhere")},
+                    "model": {"arch": "resnet20"}, "sigma_w": [1], "seeds": [0],
+                    "pipelines": {"a": SGD}})
+    with pytest.raises(UserError, match="download=True"):
+        load_split(g.dataset)
+    (tmp_path / "empty").mkdir()
+    g2 = parse_grid({**g.to_dict(), "dataset": {**g.to_dict()["dataset"], "root": str(tmp_path / "empty")}})
+    with pytest.raises(UserError, match="not found or corrupt"):
+        load_split(g2.dataset)
+
+
+def test_splits_are_fixed_by_split_seed():
+    g = tiny({"a": SGD})
+    a, b = load_split(g.dataset), load_split(g.dataset.model_copy(update={"split_seed": 1}))
+    assert a.fingerprint != b.fingerprint
+    assert a.y_train.numel() + a.y_val.numel() + a.y_test.numel() == 1797
+    assert a.x_train.shape[1:] == (1, 8, 8)
+
+
+# -- the phenomenon ------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_reduced_quick_grid_shows_low_lr_sgd_remembers_more_than_adam_and_sgd_l2():
+    quick = load_grid("quick")
+    keep = ("sgd_low_lr", "sgd_l2", "adam")
+    d = quick.to_dict()
+    d["pipelines"] = {k: {**d["pipelines"][k], "epochs": 8} for k in keep}
+    d["sigma_w"] = [0.25, 8.0]
+    d["seeds"] = [0, 1]
+    d["engine"]["cpu_threads"] = 1
+    ds = collect_grid(parse_grid(d))
+    spread = {}
+    for p in keep:
+        m = ds["selected_test_acc"].sel(pipeline=p).mean("seed").values
+        spread[p] = float(m.max() - m.min())
+    assert spread["sgd_low_lr"] > spread["adam"] + 0.12, spread
+    assert spread["sgd_low_lr"] > spread["sgd_l2"] + 0.12, spread
+
+
+def _plain_tiny(x: torch.Tensor, p: dict[str, torch.Tensor]) -> torch.Tensor:
+    """ResNet-tiny written with plain (ungrouped) torch ops for one member: the reference."""
+    import torch.nn.functional as F
+
+    def bn(h, name):
+        return F.batch_norm(h, None, None, p[f"{name}.weight"], p[f"{name}.bias"], True, 0.1, 1e-5)
+
+    def block(h, pre, stride):
+        out = F.relu(bn(F.conv2d(h, p[f"{pre}.conv1.weight"], stride=stride, padding=1), f"{pre}.bn1"))
+        out = bn(F.conv2d(out, p[f"{pre}.conv2.weight"], padding=1), f"{pre}.bn2")
+        sc = h
+        if f"{pre}.shortcut.0.weight" in p:
+            sc = bn(F.conv2d(h, p[f"{pre}.shortcut.0.weight"], stride=stride), f"{pre}.shortcut.1")
+        return F.relu(out + sc)
+
+    h = F.relu(bn(F.conv2d(x, p["stem.weight"], padding=1), "stem_bn"))
+    h = block(block(h, "block1", 1), "block2", 2)
+    return F.linear(h.mean((2, 3)), p["head.weight"], p["head.bias"])
+
+
+def test_packed_net_equals_a_plain_reference_per_member():
+    G, B = 3, 16
+    torch.manual_seed(0)
+    net = build_net("resnet_tiny", G, 1, 10, 4, "batch")
+    with torch.no_grad():
+        for prm in net.parameters():
+            prm.copy_(torch.randn_like(prm) * 0.5)
+    xs = torch.randn(G, B, 1, 8, 8)
+    ys = torch.randint(0, 10, (G, B))
+    net.train()
+    logits = net(xs.transpose(0, 1).reshape(B, G, 8, 8))          # B G K
+    loss = sum(torch.nn.functional.cross_entropy(logits[:, g], ys[g]) for g in range(G))
+    loss.backward()
+    for g in range(G):
+        ref = {n: prm[g].detach().clone().requires_grad_(True) for n, prm in net.named_parameters()}
+        out = _plain_tiny(xs[g], ref)
+        torch.testing.assert_close(logits[:, g], out, rtol=1e-5, atol=1e-5)
+        torch.nn.functional.cross_entropy(out, ys[g]).backward()
+        for n, prm in net.named_parameters():
+            torch.testing.assert_close(prm.grad[g], ref[n].grad, rtol=1e-4, atol=1e-5, msg=n)

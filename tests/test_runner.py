@@ -1,0 +1,266 @@
+"""The collector: shards, resume after kills, grid changes, failures, corrupt shards, CLI.
+
+These tests drive ``initmem.collect.runner.collect`` with a small deterministic stand-in for
+the training engine (tests/_collect_fake.py, same contract) so every crash point can be hit
+in seconds; tests/test_runner_engine.py repeats the essentials with the real engine.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from initmem import cube
+from initmem.atomic import leftover_temporaries
+from initmem.collect.events import read_events
+from initmem.collect.runner import collect
+from initmem.collect.shards import shard_files, shard_name
+from initmem.errors import UserError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _collect_fake import fake_train_pack  # noqa: E402
+from _collect_util import FAKE_GRID, assert_clean, assert_same_cube, run_collect_subprocess, write_grid  # noqa: E402
+from conftest import assert_user_error, run_cli  # noqa: E402
+
+CELLS = [(p, s, k) for p in ("sgd", "adam") for s in (0.5, 1.0, 2.0) for k in (0, 1)]
+
+
+def run(grid: Path, out: Path, **kw) -> Path:
+    kw.setdefault("pack_size", 3)
+    return collect(grid, out, device="cpu", progress=False, quiet=True, train_fn=fake_train_pack, **kw)
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("baseline")
+    return run(write_grid(d / "grid.yaml", FAKE_GRID), d / "run")
+
+
+def test_uninterrupted_run_writes_one_shard_per_cell(baseline: Path) -> None:
+    run_dir = baseline.parent
+    assert sorted(p.name for p in shard_files(run_dir / "shards")) == sorted(shard_name(c) for c in CELLS)
+    ds = cube.open_cube(baseline)
+    assert (ds["status"].values == cube.OK).all()
+    assert list(ds["pipeline"].values) == ["sgd", "adam"]
+    # adam's horizon is 3 epochs: its epoch-4 curve entries are NaN, sgd's are not
+    assert np.isnan(ds["train_loss"].sel(pipeline="adam", epoch=4)).all()
+    assert np.isfinite(ds["train_loss"].sel(pipeline="sgd", epoch=4)).all()
+    events = read_events(run_dir / "events.jsonl")
+    kinds = Counter(e["event"] for e in events)
+    assert kinds["pack_start"] == kinds["pack_end"] == 4
+    assert kinds["cell"] == len(CELLS)
+    assert kinds["checkpoint"] > 0
+    assert_clean(run_dir)
+
+
+# Kill and resume ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("point", ["epoch:3", "checkpoint_write:2", "shard_write:2", "shard_written:4", "merge:1"])
+def test_kill_then_resume_gives_the_uninterrupted_cube(tmp_path: Path, baseline: Path, point: str) -> None:
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    out = tmp_path / "run"
+    proc = run_collect_subprocess(grid, out, env={"INITMEM_TEST_HOOK": f"{point}:kill"})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    if point.startswith(("checkpoint_write", "shard_write", "merge")):
+        assert leftover_temporaries(out), "the kill should land while a temporary exists"
+    assert not (out / "cube.nc").exists()
+    run(grid, out, resume=True)
+    assert_same_cube(out / "cube.nc", baseline)
+    assert_clean(out)
+    events = read_events(out / "events.jsonl")
+    written = Counter((e["cell"]["pipeline"], e["cell"]["sigma_w"], e["cell"]["seed"])
+                      for e in events if e["event"] == "cell")
+    # every cell has exactly one shard and is in the cube; none was written twice (a kill between a
+    # shard's rename and its log line can drop that one line, never the shard)
+    assert sorted(p.name for p in shard_files(out / "shards")) == sorted(shard_name(c) for c in CELLS)
+    assert (cube.open_cube(out / "cube.nc")["status"].values == cube.OK).all()
+    assert max(written.values()) == 1 and len(written) >= len(CELLS) - 1, "a cell missing or duplicated"
+    if point == "epoch:3":  # killed in epoch 3 of the first pack: it resumed from its epoch-2 checkpoint
+        assert [e["epochs_done"] for e in events if e["event"] == "resume"] == [2]
+
+
+# Failures ---------------------------------------------------------------------------------------
+
+def test_failing_cell_is_isolated_and_kept_with_its_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          baseline: Path, capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.setenv("INITMEM_FAIL_CELL", "sgd:1:0")
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    out = run(grid, tmp_path / "run")
+    ds = cube.open_cube(out)
+    st = ds["status"].sel(pipeline="sgd")
+    assert int(st.sel(sigma_w=1.0, seed=0)) == cube.FAILED
+    assert int((ds["status"] == cube.OK).sum()) == len(CELLS) - 1
+    failed = json.loads(ds.attrs["failed_cells"])
+    assert failed == [{"pipeline": "sgd", "sigma_w": 1.0, "seed": 0, "error": "RuntimeError: injected failure "
+                                                                              "in cell sgd:1:0"}]
+    shard = cube.open_cube(tmp_path / "run" / "shards" / shard_name(("sgd", 1.0, 0)))
+    assert shard.attrs["shard_error"] == "RuntimeError: injected failure in cell sgd:1:0"
+    assert "Traceback" in shard.attrs["shard_traceback"]
+    # the culprit's pack mates were rerun alone and equal the uninterrupted run exactly
+    base = cube.open_cube(baseline)
+    ok = ds["status"] == cube.OK
+    np.testing.assert_array_equal(ds["train_loss"].where(ok).values, base["train_loss"].where(ok).values)
+    events = read_events(tmp_path / "run" / "events.jsonl")
+    assert sum(e["event"] == "retry" for e in events) == 3  # the failing pack of 3 rerun cell by cell
+    # --resume keeps the failed cell; --retry-failed trains it again (now without the fault)
+    run(grid, tmp_path / "run", resume=True)
+    assert int(cube.open_cube(out)["status"].sel(pipeline="sgd", sigma_w=1.0, seed=0)) == cube.FAILED
+    monkeypatch.delenv("INITMEM_FAIL_CELL")
+    run(grid, tmp_path / "run", resume=True, retry_failed=True)
+    assert (cube.open_cube(out)["status"].values == cube.OK).all()
+
+
+def test_failure_table_is_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.setenv("INITMEM_FAIL_CELL", "adam:2:1")
+    text = FAKE_GRID.replace("sigma_w: [0.5, 1, 2]", "sigma_w: [0.5, 2, 100]")
+    grid = write_grid(tmp_path / "grid.yaml", text)
+    collect(grid, tmp_path / "run", device="cpu", progress=False, quiet=False, train_fn=fake_train_pack,
+            pack_size=3)
+    out = capsys.readouterr().out
+    assert "failed and diverged cells" in out
+    assert "RuntimeError: injected failure in cell adam:2:1" in out
+    # sigma_w = 100 diverges at epoch 2 in the stand-in: a result with curves up to epoch 1
+    assert out.count("diverged") >= 4 and "curves kept up to epoch 1" in out
+    ds = cube.open_cube(tmp_path / "run" / "cube.nc")
+    div = ds["status"].sel(sigma_w=100.0) == cube.DIVERGED
+    assert bool(div.all())
+    assert np.isfinite(ds["train_loss"].sel(sigma_w=100.0, epoch=1)).all()
+    assert np.isnan(ds["train_loss"].sel(sigma_w=100.0, epoch=2)).all()
+
+
+# Grid changes -----------------------------------------------------------------------------------
+
+def test_resume_refuses_a_changed_grid_and_names_the_fields(tmp_path: Path, baseline: Path) -> None:
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    run(grid, tmp_path / "run")
+    changed = write_grid(tmp_path / "changed.yaml",
+                         FAKE_GRID.replace("lr: 0.1,", "lr: 0.2,").replace("seeds: [0, 1]", "seeds: [0]"))
+    with pytest.raises(UserError) as exc:
+        run(changed, tmp_path / "run", resume=True)
+    msg = str(exc.value)
+    assert "pipelines.sgd.lr (0.1 -> 0.2)" in msg and "seeds (removed 1)" in msg
+    with pytest.raises(UserError, match="--resume"):  # without --resume an existing run is refused
+        run(grid, tmp_path / "run")
+    # --force-new starts a new folder next to it
+    new = run(changed, tmp_path / "run", force_new=True)
+    assert new == tmp_path / "run-2" / "cube.nc" and new.exists()
+
+
+def test_resume_of_an_extended_grid_runs_only_the_new_cells(tmp_path: Path) -> None:
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    run(grid, tmp_path / "run")
+    ext_text = (FAKE_GRID.replace("sigma_w: [0.5, 1, 2]", "sigma_w: [0.5, 1, 2, 4]")
+                + "  adamw: {optimizer: adamw, lr: 0.01, batch_size: 32, epochs: 2}\n")
+    ext = write_grid(tmp_path / "ext.yaml", ext_text)
+    before = {p.name: p.stat().st_mtime_ns for p in shard_files(tmp_path / "run" / "shards")}
+    run(ext, tmp_path / "run", resume=True)
+    after = {p.name: p.stat().st_mtime_ns for p in shard_files(tmp_path / "run" / "shards")}
+    assert {k: after[k] for k in before} == before, "finished shards must not be rewritten"
+    assert len(after) == 2 * 4 * 2 + 4 * 2
+    ds = cube.open_cube(tmp_path / "run" / "cube.nc")
+    assert list(ds["pipeline"].values) == ["sgd", "adam", "adamw"]
+    assert (ds["status"].values == cube.OK).all()
+    # an extended run equals a fresh run of the extended grid
+    fresh = run(ext, tmp_path / "fresh")
+    a, b = cube.open_cube(fresh), ds
+    for v in a.data_vars:
+        if v != "wall_seconds":
+            np.testing.assert_array_equal(a[v].values, b[v].values)
+
+
+# Corrupt shards ---------------------------------------------------------------------------------
+
+def test_corrupt_shard_is_reported_at_merge_and_rerun_on_resume(tmp_path: Path, baseline: Path) -> None:
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    out = run(grid, tmp_path / "run")
+    victim = tmp_path / "run" / "shards" / shard_name(("adam", 2.0, 1))
+    data = victim.read_bytes()
+    victim.write_bytes(data[: len(data) // 2])  # truncated, e.g. by a failed copy
+    proc = run_cli("collect", "--merge", tmp_path / "run")
+    assert_user_error(proc, victim.name)
+    assert victim.name in proc.stderr and "--resume" in proc.stderr
+    ds = cube.open_cube(out)
+    assert int(ds["status"].sel(pipeline="adam", sigma_w=2.0, seed=1)) == cube.MISSING
+    assert json.loads(ds.attrs["corrupt_shards"]) == [victim.name]
+    run(grid, tmp_path / "run", resume=True)
+    assert_same_cube(out, baseline)
+    assert len(list((tmp_path / "run" / "shards" / "corrupt").iterdir())) == 1  # kept for inspection
+    assert any(e["event"] == "corrupt_shard" for e in read_events(tmp_path / "run" / "events.jsonl"))
+
+
+def test_merge_is_deterministic_and_rerunnable(tmp_path: Path, baseline: Path) -> None:
+    from initmem.collect.runner import merge_run
+
+    run_dir = baseline.parent
+    first = cube.open_cube(baseline)
+    merge_run(run_dir)
+    again = cube.open_cube(baseline)
+    for v in first.data_vars:
+        assert first[v].values.tobytes() == again[v].values.tobytes(), v
+    assert leftover_temporaries(run_dir) == []
+
+
+def test_merge_does_not_depend_on_the_order_of_shards(baseline: Path) -> None:
+    from initmem.collect.grid import load_grid
+    from initmem.collect.shards import merge, scan_shards
+
+    run_dir = baseline.parent
+    grid = load_grid(run_dir / "grid.yaml")
+    good, corrupt = scan_shards(run_dir / "shards", keep_data=True)
+    assert not corrupt
+    infos = list(good.values())
+    kw = dict(pipelines=list(grid.pipelines), sigma_w=grid.sigma_w, seeds=grid.seeds, attrs={},
+              pipeline_defaults={})
+    a = merge(infos, **kw)
+    b = merge(infos[::-1], **kw)
+    on_disk = cube.open_cube(baseline)
+    for v in on_disk.data_vars:
+        assert a[v].values.tobytes() == b[v].values.tobytes(), v
+        np.testing.assert_array_equal(cube.canonicalize(a)[v].values, on_disk[v].values)
+
+
+# Command line -----------------------------------------------------------------------------------
+
+def test_cli_bad_grid_exits_2_with_one_line(tmp_path: Path) -> None:
+    bad = write_grid(tmp_path / "bad.yaml", FAKE_GRID.replace("lr: 0.1,", "lr: -1,"))
+    proc = run_cli("collect", bad, "--out", tmp_path / "run")
+    assert_user_error(proc)
+    assert "lr" in proc.stderr
+    assert_user_error(run_cli("collect", "--out", tmp_path / "run"))
+    assert_user_error(run_cli("collect", "--status", tmp_path / "nothing"))
+
+
+def test_cli_status_and_merge(tmp_path: Path, baseline: Path) -> None:
+    proc = run_cli("collect", "--status", baseline.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert "12/12 cells finished (12 ok, 0 diverged, 0 failed, 0 to go)" in proc.stdout
+    proc = run_cli("collect", "--merge", baseline.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert "12 ok" in proc.stdout
+
+
+def test_local_executor_with_worker_processes_gives_the_same_cube(tmp_path: Path, baseline: Path) -> None:
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    out = run(grid, tmp_path / "run", jobs=2)
+    assert_same_cube(out, baseline)
+    pids = {e["pid"] for e in read_events(tmp_path / "run" / "events.jsonl") if e["event"] == "pack_start"}
+    assert len(pids) == 2, "two worker processes should have trained the packs"
+    assert_clean(tmp_path / "run")
+
+
+def test_local_workers_one_per_visible_gpu_or_jobs_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from initmem.collect.local_exec import worker_plan
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,3")
+    assert worker_plan("cuda", 1) == [{"CUDA_VISIBLE_DEVICES": g} for g in ("0", "1", "3")]
+    assert worker_plan("cuda:1", 4) == [{}]  # an explicit device index: one worker on that GPU
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
+    assert worker_plan("cuda", 4) == [{}]  # one GPU: run in the calling process
+    assert worker_plan("cpu", 3) == [{}, {}, {}]

@@ -16,10 +16,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: install
-	@mkdir -p $(OUT)
-	$(VENV)/bin/initmem simulate --preset quick_like --curves --out $(OUT)/cube.nc
-	$(VENV)/bin/initmem inspect $(OUT)/cube.nc
-	@echo "demo output: $(OUT)/cube.nc"
+	$(VENV)/bin/initmem run --preset quick --out $(OUT)
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,10 +37,15 @@ FAMILIES = ("binomial", "gaussian", "student_t")
 SAMPLERS = ("nutpie", "pymc")
 LEVEL_MODELS = ("exchangeable", "trend")
 REPORTED = ("sigma_sd", "seed_sd", "residual_sd", "memory_share", "spread", "expected")
+DEFAULT_TARGET_ACCEPT, RETRY_TARGET_ACCEPT = 0.95, 0.99
 COUNT_METRICS = ("selected_test_acc", "selected_test_correct")
 NOT_METRICS = ("status", "tau_interp", "tau_best", "wall_seconds")
 RHAT_MAX, ESS_MIN = 1.01, 400.0
 DECISION = 0.95
+
+# PyTensor warns at import that it found no BLAS for its C backend; nutpie compiles with numba
+# and does not use it, so the warning is noise on every analyze.
+warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS installation")
 
 _GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(40)
 _GH_W = _GH_W / _GH_W.sum()
@@ -216,24 +222,25 @@ class MemoryModel:
             y = pm.Data("y", d.y, dims="obs")
             alpha = pm.Normal("alpha", pr.alpha_mu, pr.alpha_sd, dims="pipeline")
             mu_log_sd = pm.Normal("mu_log_sd", pr.log_sd_mu, pr.log_sd_mu_sd, dims="component")
-            tau_log_sd = pm.HalfNormal("tau_log_sd", pr.log_sd_tau_sd, dims="component")
+            tau_log_sd = pm.Gamma("tau_log_sd", alpha=2.0, beta=pr.log_sd_tau_rate, dims="component")
             z_log_sd = pm.Normal("z_log_sd", 0.0, 1.0, dims=("pipeline", "component"))
             sd = pt.exp(mu_log_sd[None, :] + tau_log_sd[None, :] * z_log_sd)
             sigma_sd = pm.Deterministic("sigma_sd", sd[:, 0], dims="pipeline")
             seed_sd = pm.Deterministic("seed_sd", sd[:, 1], dims="pipeline")
             residual_sd = pm.Deterministic("residual_sd", sd[:, 2], dims="pipeline")
 
-            z_u = pm.Normal("z_u", 0.0, 1.0, dims=("pipeline", "sigma_w"))
             if self.levels == "exchangeable":
+                z_u = pm.ZeroSumNormal("z_u", 1.0, dims=("pipeline", "sigma_w"))
                 u = pm.Deterministic("u", sigma_sd[:, None] * z_u, dims=("pipeline", "sigma_w"))
             else:
+                z_u = pm.Normal("z_u", 0.0, 1.0, dims=("pipeline", "sigma_w"))
                 # Random walk over log sigma_w: increments with variance proportional to the gap,
                 # so sigma_sd is the SD per unit log sigma_w; centred over levels (alpha is the mean).
                 logs = np.log(d.sigma_w)
                 gaps = np.sqrt(np.diff(logs, prepend=logs[0] - (np.median(np.diff(logs)) if logs.size > 1 else 1.0)))
                 walk = pt.cumsum(sigma_sd[:, None] * z_u * gaps[None, :], axis=1)
                 u = pm.Deterministic("u", walk - walk.mean(axis=1, keepdims=True), dims=("pipeline", "sigma_w"))
-            z_v = pm.Normal("z_v", 0.0, 1.0, dims=("pipeline", "seed"))
+            z_v = pm.ZeroSumNormal("z_v", 1.0, dims=("pipeline", "seed"))
             v = pm.Deterministic("v", seed_sd[:, None] * z_v, dims=("pipeline", "seed"))
 
             eta = alpha[d.p_idx] + u[d.p_idx, d.i_idx] + v[d.p_idx, d.s_idx]
@@ -287,7 +294,7 @@ class MemoryModel:
 
     # fitting ----------------------------------------------------------------------------
     def fit(self, *, sampler: str = "nutpie", draws: int = 1000, tune: int = 1000, chains: int = 4,
-            seed: int = 0, target_accept: float = 0.8, progress: bool = True) -> Any:
+            seed: int = 0, target_accept: float = DEFAULT_TARGET_ACCEPT, progress: bool = True) -> Any:
         """Sample the posterior; returns (and keeps) an ArviZ InferenceData.
 
         nutpie (compiled with numba once per model) by default; PyMC's NUTS as the option and as
@@ -352,9 +359,8 @@ class MemoryModel:
         """Outcome-scale and share quantities per posterior draw, added to the posterior."""
         post = self.idata.posterior
         d = self.data
-        alpha = post["alpha"].values                       # (chain, draw, P)
-        u = post["u"].values                               # (chain, draw, P, L)
         sig, sd_seed, sd_res = (post[n].values for n in ("sigma_sd", "seed_sd", "residual_sd"))
+        alpha, u = self.population_effects()
         exp_ = expected_metric(alpha, u, np.hypot(sd_seed, sd_res), d.family)
         mask = d.level_mask[None, None, :, :]
         hi = np.where(mask, exp_, -np.inf).max(axis=-1)
@@ -369,12 +375,38 @@ class MemoryModel:
             return xr.DataArray(x, dims=dims, coords={k: coords[k] for k in dims})
 
         return {
+            "alpha_pop": da(alpha, (*cd, "pipeline")),
+            "u_pop": da(u, (*cd, "pipeline", "sigma_w")),
             "expected": da(exp_masked, (*cd, "pipeline", "sigma_w")),
             "spread": da(hi - lo, (*cd, "pipeline")),
             "memory_share": da(sig**2 / total, (*cd, "pipeline")),
             "seed_share": da(sd_seed**2 / total, (*cd, "pipeline")),
             "residual_share": da(sd_res**2 / total, (*cd, "pipeline")),
         }
+
+    def population_effects(self, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Population intercept and level effects, per draw: (chain, draw, P), (chain, draw, P, L).
+
+        The level and seed effects are sampled as zero-sum (centred) effects, which removes the
+        ridge between the intercept and their means that the data cannot resolve. That is a
+        reparameterisation of the iid model: given the SDs, the means of the iid effects are
+        independent of the centred effects and distributed N(0, sd^2 / n) a priori, and the
+        likelihood does not see them. We restore them here by drawing them from that
+        distribution (the intercept prior is wide, so this is the iid model's posterior), so
+        the population intercept excludes the observed seeds' mean effect and outcome-scale
+        summaries average over new seeds, as the simulator's truth does.
+        """
+        post = self.idata.posterior
+        rng = np.random.default_rng(seed)
+        alpha = post["alpha"].values
+        u = post["u"].values
+        n_lev, n_seed = u.shape[-1], post["v"].shape[-1]
+        v_bar = rng.standard_normal(alpha.shape) * post["seed_sd"].values / np.sqrt(n_seed)
+        if self.levels == "exchangeable":
+            u_bar = rng.standard_normal(alpha.shape) * post["sigma_sd"].values / np.sqrt(n_lev)
+        else:
+            u_bar = np.zeros_like(alpha)
+        return alpha - u_bar - v_bar, u + u_bar[..., None]
 
     def add_derived(self) -> None:
         arviz_io.with_posterior_vars(self.idata, self.derived())
@@ -426,9 +458,11 @@ class MemoryModel:
         """
         rng = np.random.default_rng(seed)
         d = self.data
+        if "alpha_pop" not in self.idata.posterior:
+            self.add_derived()
         post = self.idata.posterior
         flat = lambda name: post[name].values.reshape(-1, *post[name].shape[2:])  # noqa: E731
-        alpha, u, sig_seed, sig_res = flat("alpha"), flat("u"), flat("seed_sd"), flat("residual_sd")
+        alpha, u, sig_seed, sig_res = flat("alpha_pop"), flat("u_pop"), flat("seed_sd"), flat("residual_sd")
         take = rng.choice(alpha.shape[0], size=min(n_draws, alpha.shape[0]), replace=False)
         out: dict[str, dict[str, dict[str, float]]] = {}
         y_out = d.outcome()
@@ -438,11 +472,13 @@ class MemoryModel:
             cells[d.i_idx[sel], d.s_idx[sel]] = True
             obs = np.full(cells.shape, np.nan)
             obs[d.i_idx[sel], d.s_idx[sel]] = y_out[sel]
+            lev, sds = d.level_mask[a], d.seed_mask[a]
+            cells, obs = cells[lev][:, sds], obs[lev][:, sds]
             t_spread, t_seed = _spread_and_seed_sd(obs[None])
             m = take.size
             v = rng.normal(size=(m, 1, cells.shape[1])) * sig_seed[take, a][:, None, None]
             e = rng.normal(size=(m, *cells.shape)) * sig_res[take, a][:, None, None]
-            eta = alpha[take, a][:, None, None] + u[take, a][:, :, None] + v
+            eta = alpha[take, a][:, None, None] + u[take, a][:, lev][:, :, None] + v
             if d.family == "binomial":
                 p = 1.0 / (1.0 + np.exp(-(eta + e)))
                 rep = rng.binomial(d.n_test, p) / d.n_test

@@ -24,7 +24,7 @@ class Priors:
     alpha_sd: float          # spread of the intercepts around it
     log_sd_mu: float         # log of the data scale s0: centre of every component's log SD
     log_sd_mu_sd: float      # uncertainty about that centre (per component)
-    log_sd_tau_sd: float     # half-normal scale of the between-pipeline SD of log SDs
+    log_sd_tau_rate: float   # between-pipeline SD of log SDs ~ Gamma(2, rate): boundary-avoiding
     nu_rate: float = 0.1     # Student-t degrees of freedom ~ Gamma(2, nu_rate) (Juarez & Steel 2010)
 
     def as_dict(self) -> dict[str, float | str]:
@@ -40,12 +40,16 @@ class Priors:
             "mu_log_sd[component]": f"Normal(log {s0:.3g}, {self.log_sd_mu_sd:g}): the typical log SD of each "
                                     f"component (sigma_w levels, seeds, residual), centred on the data scale "
                                     f"s0 = {s0:.3g} (pooled within-pipeline SD on the {scale} scale)",
-            "tau_log_sd[component]": f"HalfNormal({self.log_sd_tau_sd:g}): how much a component's log SD varies "
-                                     "between pipelines (partial pooling; large values let one pipeline "
-                                     "have no memory while another has a lot)",
+            "tau_log_sd[component]": f"Gamma(2, {self.log_sd_tau_rate:g}) (mean {2 / self.log_sd_tau_rate:g}): how "
+                                     "much a component's log SD varies between pipelines; boundary-avoiding "
+                                     "(zero density at 0) because with few pipelines a tau near 0 would "
+                                     "force every pipeline to share one SD and makes the sampler diverge; "
+                                     "large values let one pipeline have no memory while another has a lot",
             "log_sd[pipeline, component]": "mu_log_sd + tau_log_sd * z, z ~ Normal(0, 1) (non-centred)",
-            "u[pipeline, sigma_w]": "sigma_sd * z, z ~ Normal(0, 1) (non-centred)",
-            "v[pipeline, seed]": "seed_sd * z, z ~ Normal(0, 1) (non-centred, shared by every sigma_w)",
+            "u[pipeline, sigma_w]": "sigma_sd * z, z iid Normal(0, 1), sampled as a zero-sum (centred) vector "
+                                    "with the mean restored from its prior afterwards (non-centred)",
+            "v[pipeline, seed]": "seed_sd * z, z iid Normal(0, 1), shared by every sigma_w; zero-sum like u "
+                                 "(non-centred)",
         }
         if self.family == "binomial":
             out["e[cell]"] = "residual_sd * z, z ~ Normal(0, 1) (non-centred, one per cell, logit scale)"
@@ -60,7 +64,7 @@ def default_priors(family: str, y: np.ndarray, n: np.ndarray | None, p_idx: np.n
     s0 is the root-mean-square over pipelines of the within-pipeline SD of the data on the
     model's scale (empirical logits for counts), floored so that a degenerate pipeline cannot
     collapse the scale. Every component's log SD is centred on log s0 with SD 1 and may vary
-    between pipelines by a HalfNormal(1) amount: together roughly a factor 20 either way.
+    between pipelines by a Gamma(2, 2) amount (mean 1): together roughly a factor 20 either way.
     """
     if family == "binomial":
         z = np.log((y + 0.5) / (n - y + 0.5))
@@ -82,4 +86,4 @@ def default_priors(family: str, y: np.ndarray, n: np.ndarray | None, p_idx: np.n
     between = float(np.std(means, ddof=1)) if len(means) > 1 else 0.0
     alpha_sd = max(2.5 * between, 2.5 * s0, 1.5 if family == "binomial" else 0.0)
     return Priors(family=family, alpha_mu=alpha_mu, alpha_sd=float(alpha_sd), log_sd_mu=float(np.log(s0)),
-                  log_sd_mu_sd=1.0, log_sd_tau_sd=1.0)
+                  log_sd_mu_sd=1.0, log_sd_tau_rate=2.0)

@@ -14,6 +14,7 @@ import xarray as xr
 from matplotlib import colormaps
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import BoundaryNorm, ListedColormap, LogNorm, Normalize
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from initmem import cube as C
 from initmem.reports.load import Analysis, finite, ok_mask
@@ -57,8 +58,17 @@ def _sigma_colorbar(fig, axes, sig: np.ndarray, norm, cmap, shrink: float) -> No
     bounds = BoundaryNorm(np.arange(len(sig) + 1) - 0.5, len(sig))
     cb = fig.colorbar(ScalarMappable(norm=bounds, cmap=colours), ax=axes, label="σ_w", shrink=shrink, pad=0.02,
                       aspect=30, ticks=np.arange(len(sig)))
-    cb.ax.set_yticklabels([f"{s:g}" for s in sig])
+    cb.ax.set_yticklabels([f"{s:.3g}" for s in sig])
     cb.solids.set_rasterized(False)
+
+
+def _plain_log(ax, axis: str = "x", ticks: np.ndarray | None = None) -> None:
+    """Log-axis tick labels as plain numbers (mathtext is off so user strings stay literal)."""
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    if ticks is not None:
+        target.set_ticks(ticks)
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+    target.set_minor_formatter(NullFormatter())
 
 
 def _metric_label(a: Analysis) -> str:
@@ -108,11 +118,13 @@ def metric_vs_sigma(a: Analysis) -> Figure:
                                 color=col, alpha=0.25, lw=0, zorder=1)
                 ax.plot(xs, np.asarray(exp["median"], float) * scale, color=col, lw=2.0, zorder=3)
             ax.set_xscale("log", base=2)
+            _plain_log(ax, "x", a.cube[C.SIGMA].values if has_cells else None)
             ax.set_title(p, color="#111111", loc="left")
             sp = info.get("spread", {})
             verdict = str(info.get("verdict", "?"))
-            ax.text(0.02, 0.03, f"{verdict}: spread {_q(sp) * scale:.1f} [{_q(sp, 'q05') * scale:.1f}, "
-                    f"{_q(sp, 'q95') * scale:.1f}]", transform=ax.transAxes, fontsize=7,
+            dg = a.digits
+            ax.text(0.02, 0.03, f"{verdict}: spread {_q(sp) * scale:.{dg}f} [{_q(sp, 'q05') * scale:.{dg}f}, "
+                    f"{_q(sp, 'q95') * scale:.{dg}f}]", transform=ax.transAxes, fontsize=7,
                     color=VERDICT_COLOURS.get(verdict, "#333333"))
             ax.set_xlabel("σ_w (log scale)")
             if i % ncols == 0:
@@ -122,7 +134,7 @@ def metric_vs_sigma(a: Analysis) -> Figure:
     parts = []
     for p in pipes:
         sp = a.summary["pipelines"][p].get("spread", {})
-        parts.append(f"{p}: {a.summary['pipelines'][p].get('verdict', '?')}, spread {_q(sp) * scale:.1f} {unit}")
+        parts.append(f"{p}: {a.summary['pipelines'][p].get('verdict', '?')}, spread {_q(sp) * scale:.{a.digits}f} {unit}")
     caption = (f"{_metric_label(a).capitalize()} against σ_w, one panel per pipeline. Grey dots are single runs, "
                "joined by seed (one seed shares its initial direction, data order and augmentation across σ_w). "
                "The coloured line and band are the posterior median and 90% interval of the expected metric "
@@ -202,10 +214,11 @@ def spread_forest(a: Analysis) -> Figure:
                f"in {unit}. The green band marks spreads below δ = {delta:g} {unit}. A pipeline 'remembers' when "
                f"P(spread > δ) ≥ 0.95, 'forgets' when P(spread < δ) ≥ 0.95, and is 'inconclusive' otherwise: "
                "absence of evidence is not forgetting.")
+    dg = a.digits
     alt = "Forest plot of spreads: " + "; ".join(
-        f"{p} median {_q(a.summary['pipelines'][p].get('spread')) * scale:.1f} "
-        f"[{_q(a.summary['pipelines'][p].get('spread'), 'q05') * scale:.1f}, "
-        f"{_q(a.summary['pipelines'][p].get('spread'), 'q95') * scale:.1f}] {unit}" for p in pipes) + "."
+        f"{p} median {_q(a.summary['pipelines'][p].get('spread')) * scale:.{dg}f} "
+        f"[{_q(a.summary['pipelines'][p].get('spread'), 'q05') * scale:.{dg}f}, "
+        f"{_q(a.summary['pipelines'][p].get('spread'), 'q95') * scale:.{dg}f}] {unit}" for p in pipes) + "."
     return figure_to_svg(fig, "spread-forest", caption, alt)
 
 
@@ -334,10 +347,11 @@ def kernel_norms(a: Analysis) -> Figure:
                 if ok.any():
                     ax.plot(ep[ok], yv[ok], color=cmap(norm(s)), lw=1.1)
             ax.set_yscale("log")
+            _plain_log(ax, "y")
             ax.set_title(p, loc="left")
             ax.set_xlabel("epoch")
             if i % ncols == 0:
-                ax.set_ylabel("kernel norm ‖W_t‖ (seed geometric mean)")
+                ax.set_ylabel("kernel norm ‖W_t‖")
         _hide_unused(axes, len(pipes))
         fig.tight_layout()
         _sigma_colorbar(fig, axes, sig, norm, cmap, shrink=0.7)
@@ -421,9 +435,10 @@ def clock_panels(a: Analysis) -> Figure:
                 ax.plot(xv[ok], yv[ok], color=colour(i), lw=1.2, label=p if k == 0 else None)
             if name != "epoch":
                 ax.set_xscale("log")
+                _plain_log(ax, "x")
             title = name
             d = vs.get(name)
-            if isinstance(d, dict) and "D" in d:
+            if isinstance(d, dict) and np.isfinite(_q(d, "D")):
                 title += f"   D = {_q(d, 'D'):.2f} [{_q(d, 'q05'):.2f}, {_q(d, 'q95'):.2f}]"
             ax.set_title(title, loc="left", fontweight="bold" if name == best else "normal")
             ax.set_xlabel(AXIS_LABELS.get(name, name) + ("" if name == "epoch" else " (log)"))
@@ -437,9 +452,54 @@ def clock_panels(a: Analysis) -> Figure:
                "side. If a clock is the right time axis, the curves of all pipelines fall onto one master curve in "
                "its panel. Panel titles give the collapse gain D over epochs with its 90% interval (bold: the best "
                "axis). Clock axes are logarithmic, so points where a clock is still 0 are left out.")
+    if "T_fit" in ((a.collapse or {}).get("axes") or {}):
+        caption += (" T_fit, whose weights are refitted inside every training fold, has no single axis to draw; "
+                    "its scores are in the table below.")
     if omitted:
         caption += " Left out because the clock is 0 throughout: " + "; ".join(
             f"{n}: {', '.join(ps)}" for n, ps in omitted.items()) + "."
     alt = (f"{len(axes_avail)} panels of {label} for {len(pipes)} pipelines, plotted against "
            f"{', '.join(axes_avail)}." + (f" Best axis: {best}." if best else ""))
     return figure_to_svg(fig, "clocks", caption, alt)
+
+
+# (8) posterior predictive checks ---------------------------------------------------------------
+
+def ppc_intervals(a: Analysis) -> Figure:
+    pipes = a.pipelines
+    stats = (("spread", "spread of the seed-mean metric over σ_w"), ("seed_sd", "SD of the seed means"))
+    have = [p for p in pipes if all(isinstance(((a.summary["pipelines"][p].get("ppc") or {}).get(k) or {}).get("q05"),
+                                               int | float) for k, _ in stats)]
+    if not have:
+        raise Skip("summary.json holds no posterior predictive intervals")
+    scale = 100.0 if a.is_accuracy else 1.0
+    unit = "points" if a.is_accuracy else "units"
+    outside: list[str] = []
+    with style():
+        fig, axes = new_figure(7.0, 0.42 * len(have) + 1.2, 1, 2, sharey=True)
+        y = np.arange(len(have))[::-1]
+        for ax, (key, label) in zip(axes[0], stats, strict=True):
+            for yi, p in zip(y, have, strict=True):
+                d = a.summary["pipelines"][p]["ppc"][key]
+                pv = _q(d, "p_value")
+                bad = np.isfinite(pv) and not 0.025 <= pv <= 0.975
+                ax.plot([_q(d, "q05") * scale, _q(d, "q95") * scale], [yi, yi], color="#9a9a9a", lw=3,
+                        solid_capstyle="butt")
+                ax.plot([_q(d, "observed") * scale], [yi], "D", ms=5, color="#b91c1c" if bad else "#111111")
+                if bad:
+                    outside.append(f"{p} ({key.replace('_', ' ')})")
+            ax.set_xlabel(f"{label} ({unit})")
+            ax.grid(axis="y", visible=False)
+        axes[0, 0].set_yticks(y, have)
+        axes[0, 0].plot([], [], color="#9a9a9a", lw=3, label="replicated data, 90% interval")
+        axes[0, 0].plot([], [], "D", color="#111111", label="observed")
+        axes[0, 0].legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2)
+        fig.tight_layout()
+    caption = ("Posterior predictive checks: for each pipeline the observed spread over σ_w and SD of the seed means "
+               "(diamonds) against the 90% interval of the same statistic in data replicated from the posterior "
+               "(grey). A red diamond has a predictive p-value outside [0.025, 0.975]: the model does not reproduce "
+               "that feature of the data.")
+    alt = (f"Two-panel interval plot of posterior predictive checks for {len(have)} pipelines. "
+           + (f"Outside the predictive range: {', '.join(outside)}." if outside else
+              "Every observed statistic lies within its predictive range."))
+    return figure_to_svg(fig, "ppc", caption, alt)

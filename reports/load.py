@@ -52,6 +52,14 @@ class Analysis:
     def delta(self) -> float:
         return float(self.summary.get("delta", 0.01))
 
+    @property
+    def digits(self) -> int:
+        """Decimals that resolve delta in the shown unit (1 for points with delta = 1 point)."""
+        import math
+
+        shown = self.delta * (100.0 if self.is_accuracy else 1.0)
+        return max(1, 1 - math.floor(math.log10(shown))) if shown > 0 else 2
+
     def cube_has(self, *names: str) -> bool:
         return self.cube is not None and all(n in self.cube.data_vars for n in names)
 

@@ -85,7 +85,7 @@ def figure_to_svg(fig: plt.Figure, key: str, caption: str, alt: str) -> Figure:
     """Render ``fig`` to an inline ``<svg>`` with a ``<title>`` (alt text) and close the figure."""
     buf = io.StringIO()
     try:
-        with matplotlib.rc_context({"svg.hashsalt": f"initmem-{key}"}):
+        with matplotlib.rc_context({**STYLE, "svg.hashsalt": f"initmem-{key}"}):
             fig.savefig(buf, format="svg", bbox_inches="tight", pad_inches=0.04, metadata={"Date": None})
     finally:
         plt.close(fig)
@@ -97,6 +97,11 @@ def figure_to_svg(fig: plt.Figure, key: str, caption: str, alt: str) -> Figure:
     text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.DOTALL)
     # Namespace declarations are names, not loads; keep only the SVG one (xlink is needed for <use>).
     check_svg(re.sub(r'xmlns(:xlink)?="http://www\.w3\.org/[^"]*"', "", text))
+    # Every figure names its groups axes_1, patch_1, ...: prefix all ids and the references to them.
+    prefix = f"{key}-"
+    text = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}{m.group(1)}"', text)
+    text = re.sub(r'(href="#)([^"]+)"', lambda m: f'{m.group(1)}{prefix}{m.group(2)}"', text)
+    text = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})", text)
     title_id = f"fig-{key}-title"
     text = re.sub(
         r"<svg\b",

@@ -547,7 +547,9 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
             ratio = _log_ratio(r.err["epoch"], r.err[a])[pb]
             boot_d[a].append(float(np.mean(ratio[np.isfinite(ratio)])) if np.isfinite(ratio).any() else math.nan)
 
-    out = _assemble(names, memory, base, boot_d, identifiable, collinear, cands, notes, n_boot)
+    defined = {a: int(np.isfinite(x_by_axis[a]).any(-1).sum()) for a in FIXED_AXES}
+    defined["T_fit"] = int(np.isfinite(x_fit).any(-1).any(0).sum())
+    out = _assemble(names, memory, base, boot_d, identifiable, collinear, cands, notes, n_boot, defined)
     out["separation"] = separation
     out["method"]["bootstrap"] = (
         "pipelines refitted (copies held out together), seeds resampled within each" if refit_pipelines else
@@ -598,7 +600,8 @@ def _d_raw(e_epoch: np.ndarray, e_axis: np.ndarray) -> float:
     return float(np.mean(e_epoch[both] - e_axis[both])) if both.any() else math.nan
 
 
-def _assemble(names, memory, base: _Result, boot_d, identifiable, collinear, cands, notes, n_boot) -> dict:
+def _assemble(names, memory, base: _Result, boot_d, identifiable, collinear, cands, notes, n_boot,
+              defined: dict[str, int]) -> dict:
     c_pipes = len(names)
     axes: dict[str, dict] = {}
     for a in AXES:
@@ -616,8 +619,8 @@ def _assemble(names, memory, base: _Result, boot_d, identifiable, collinear, can
             entry["note"] = (f"scored only where defined (T > 0 after epoch 0): {int(scored.sum())} of "
                              f"{c_pipes} pipelines")
         if scored.sum() < MIN_UNITS:
-            entry["note"] = (f"defined for {int(scored.sum())} pipeline(s): a leave-one-pipeline-out test needs "
-                             f">= {MIN_UNITS}; not scored")
+            entry["note"] = (f"defined (T > 0 after epoch 0) for {defined[a]} of {c_pipes} pipeline(s): a "
+                             f"leave-one-pipeline-out test needs >= {MIN_UNITS}; not scored")
         axes[a] = entry
     if axes["epoch"]["n_points"] == 0:
         notes.append("no scorable epoch >= 1 with memory values: nothing to compare")

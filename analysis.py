@@ -1,0 +1,222 @@
+"""``initmem analyze``: fit the memory model to a cube and write the analysis folder.
+
+One function, :func:`analyze_cube`, runs the whole analysis of SPEC.md section 3: the
+hierarchical Bayesian memory model (with one automatic, visible retry when the sampler's
+diagnostics fail), the frequentist cross-checks, memory curves and the collapse test, and
+writes ``posterior.nc``, ``summary.json`` (and ``curves.nc`` / ``collapse.json`` when the cube
+has curves), each atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from initmem import cube
+from initmem.atomic import atomic_path, write_text
+from initmem.errors import UserError
+from initmem.models import arviz_io
+from initmem.models.memory import (
+    DEFAULT_TARGET_ACCEPT,
+    FAMILIES,
+    RETRY_TARGET_ACCEPT,
+    SAMPLERS,
+    MemoryModel,
+    prepare_data,
+    versions,
+)
+
+SUMMARY_SCHEMA = "initmem.summary/1"
+MEMORY_KINDS = ("radial", "functional")
+
+
+def warn(msg: str) -> None:
+    """Diagnostics problems go to stderr as well as into summary.json: never hidden."""
+    print(f"initmem: warning: {msg}", file=sys.stderr)
+
+
+def fit_checked(model: MemoryModel, *, sampler: str, draws: int, tune: int, chains: int, seed: int,
+                progress: bool, label: str = "") -> dict[str, Any]:
+    """Fit, check R-hat / ESS / divergences, and retry once (target_accept 0.99, twice the tuning)
+    when any check fails. Returns the diagnostics of the final fit plus the retry record."""
+    attempts = []
+    target = DEFAULT_TARGET_ACCEPT
+    t_sampling = 0.0
+    for attempt in range(2):
+        model.fit(sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed + attempt,
+                  target_accept=target, progress=progress)
+        t_sampling += model.sampling_seconds
+        diag = model.diagnostics()
+        attempts.append({"target_accept": target, "tune": tune, "draws": draws, "flags": diag["flags"],
+                         "sampling_seconds": model.sampling_seconds})
+        if not diag["flags"] or attempt == 1:
+            break
+        for flag in diag["flags"]:
+            warn(f"{label}{flag}; retrying with target_accept={RETRY_TARGET_ACCEPT} and tune={2 * tune}")
+        target, tune = RETRY_TARGET_ACCEPT, 2 * tune
+    for flag in diag["flags"]:
+        warn(f"{label}{flag} (after {len(attempts)} attempt(s)); the results are reported but flagged")
+    diag.update({
+        "sampler": model.sampler_used,
+        "compile_seconds": model.compile_seconds,
+        "sampling_seconds": t_sampling,
+        "seconds": model.compile_seconds + t_sampling,
+        "retried": len(attempts) > 1,
+        "attempts": attempts,
+        "target_accept": target,
+        "draws": draws, "tune": tune, "chains": chains, "seed": seed,
+    })
+    if getattr(model, "fallback_reason", None):
+        diag["flags"].append(model.fallback_reason)
+        warn(model.fallback_reason)
+    return diag
+
+
+def analyze_cube(
+    cube_path: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    metric: str | None = None,
+    family: str | None = None,
+    delta: float = 0.01,
+    sampler: str = "nutpie",
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    seed: int = 0,
+    memory: str = "radial",
+    progress: bool = True,
+    trend: bool = False,
+    command: list[str] | None = None,
+) -> dict[str, Any]:
+    """Analyze one metric of a cube; writes DIR/posterior.nc and DIR/summary.json (and the
+    curve outputs when present) and returns the summary dict."""
+    if not (isinstance(delta, int | float) and math.isfinite(delta) and delta > 0):
+        raise UserError(f"--delta must be a positive number, not {delta!r}")
+    if sampler not in SAMPLERS:
+        raise UserError(f"--sampler must be one of {', '.join(SAMPLERS)}, not {sampler!r}")
+    if family is not None and family not in FAMILIES:
+        raise UserError(f"--family must be one of {', '.join(FAMILIES)}, not {family!r}")
+    if memory not in MEMORY_KINDS:
+        raise UserError(f"--memory must be one of {', '.join(MEMORY_KINDS)}, not {memory!r}")
+    if draws < 1 or chains < 1 or tune < 0:
+        raise UserError("--draws and --chains must be >= 1 and --tune >= 0")
+    if chains < 2:
+        raise UserError("--chains must be >= 2: R-hat needs several chains")
+    out = Path(out_dir)
+    ds = cube.open_cube(cube_path)
+    data = prepare_data(ds, metric, family)
+    for pipe, reason in data.skipped.items():
+        warn(f"pipeline {pipe!r} skipped: {reason}")
+
+    model = MemoryModel(data)
+    diag = fit_checked(model, sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress)
+    pipelines = model.summarize(delta)
+    ppc = model.ppc(seed=seed)
+    for pipe, entry in pipelines.items():
+        entry["ppc"] = ppc[pipe]
+        entry["diagnostics"] = diag["per_pipeline"][pipe]
+
+    from initmem.stats.frequentist import crosscheck
+
+    freq = crosscheck(ds, data.metric, float(delta), pipelines)
+    for pipe, extra in freq.items():
+        if pipe in pipelines:
+            pipelines[pipe].update(extra)
+
+    summary: dict[str, Any] = {
+        "schema": SUMMARY_SCHEMA,
+        "metric": data.metric,
+        "family": data.family,
+        "delta": float(delta),
+        "n_test": data.n_test,
+        "pipelines": pipelines,
+        "skipped": data.skipped,
+        "n_excluded": data.n_excluded,
+        "priors": model.priors.describe(),
+        "prior_values": model.priors.as_dict(),
+        "model": model.describe(),
+        "verdict_rule": ("remembers if P(spread > delta) >= 0.95, forgets if P(spread < delta) >= 0.95, "
+                         "else inconclusive; spread = max - min over the sigma_w grid of the expected "
+                         "metric with seed and residual effects averaged out, in outcome units"),
+        "diagnostics": {k: v for k, v in diag.items() if k != "per_pipeline"},
+        "cube": str(Path(cube_path)),
+        "command": list(command) if command is not None else list(sys.argv),
+        "versions": versions(),
+    }
+
+    if trend:
+        summary["trend"] = _trend_comparison(model, sampler=sampler, draws=draws, tune=tune, chains=chains,
+                                             seed=seed, progress=progress, summary=summary)
+
+    from initmem.stats.collapse import collapse_test
+    from initmem.stats.curves import memory_curves
+
+    curves = memory_curves(ds, n_boot=200, seed=seed)
+    if curves is not None:
+        with atomic_path(out / "curves.nc") as tmp:
+            curves.to_netcdf(tmp)
+    collapse = collapse_test(ds, memory=memory, n_boot=200, seed=seed)
+    if collapse is not None:
+        write_text(out / "collapse.json", json.dumps(_clean(collapse), indent=2) + "\n")
+    summary["outputs"] = {"posterior": "posterior.nc", "curves": "curves.nc" if curves is not None else None,
+                          "collapse": "collapse.json" if collapse is not None else None}
+
+    arviz_io.to_netcdf(model.idata, out / "posterior.nc")
+    summary = _clean(summary)
+    write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _trend_comparison(model: MemoryModel, *, sampler: str, draws: int, tune: int, chains: int, seed: int,
+                      progress: bool, summary: dict[str, Any]) -> dict[str, Any]:
+    """Fit the smooth-trend variant and compare it with exchangeable levels by PSIS-LOO."""
+    trend_model = MemoryModel(model.data, levels="trend", priors=model.priors)
+    t0 = time.perf_counter()
+    diag = fit_checked(trend_model, sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed,
+                       progress=progress, label="trend model: ")
+    model.add_log_likelihood()
+    trend_model.add_log_likelihood()
+    rows = arviz_io.compare({"exchangeable": model.idata, "trend": trend_model.idata})
+    trend_summary = trend_model.summarize(summary["delta"])
+    summary["diagnostics"]["flags"] = summary["diagnostics"]["flags"] + [f"trend model: {f}" for f in diag["flags"]]
+    best = rows[0]["model"]
+    worse = rows[1]
+    decisive = worse["elpd_diff"] > 2 * max(worse["dse"], 1e-12)
+    return {
+        "comparison": rows,
+        "preferred": best if decisive else "neither (difference within 2 standard errors)",
+        "pareto_k_warning": any(r["warning"] for r in rows),
+        "note": ("LOO is pointwise over cells; for the binomial the residual is a per-cell effect, so "
+                 "high Pareto k values are expected and the comparison is indicative only."
+                 if model.data.family == "binomial" else "PSIS-LOO over cells."),
+        "spread": {p: v["spread"] for p, v in trend_summary.items()},
+        "verdict": {p: v["verdict"] for p, v in trend_summary.items()},
+        "diagnostics": {"max_rhat": diag["max_rhat"], "min_ess_bulk": diag["min_ess_bulk"],
+                        "divergences": diag["divergences"], "seconds": time.perf_counter() - t0},
+    }
+
+
+def _clean(obj: Any) -> Any:
+    """JSON-safe: numpy scalars to Python, NaN and infinities to null."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _clean(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+__all__ = ["analyze_cube", "fit_checked"]

@@ -1,0 +1,154 @@
+"""``initmem run``: collect, analyze and report in one go, with a progress line per stage.
+
+The three stages write into one folder: ``DIR/cube.nc`` (collect, resumable: rerunning the
+command trains only unfinished cells), ``DIR/analysis/`` (analyze; reused while the cube's contents
+and the analysis options are unchanged) and ``DIR/report.html``. Stage timings go to ``DIR/timings.json`` so
+``benchmarks/end_to_end.py`` can report seconds per stage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from initmem.atomic import write_text
+from initmem.errors import UserError
+
+STAGES = ("collect", "analyze", "report")
+
+
+@dataclass
+class RunResult:
+    """Where everything went and how long each stage took (seconds)."""
+
+    out_dir: Path
+    cube: Path
+    analysis_dir: Path
+    report: Path
+    seconds: dict[str, float] = field(default_factory=dict)
+    reused: dict[str, bool] = field(default_factory=dict)
+
+
+def resolve_grid(grid_file: str | None, preset: str | None) -> Path:
+    """GRID.yaml or --preset NAME (exactly one; neither means the quick preset)."""
+    from initmem.collect.grid import resolve_preset
+
+    if grid_file is not None and preset is not None:
+        raise UserError("give either GRID.yaml or --preset NAME, not both")
+    if grid_file is None:
+        return resolve_preset(preset or "quick")
+    path = Path(grid_file)
+    if not path.is_file():
+        raise UserError(f"no such grid file: {path}")
+    return path
+
+
+STATE_FILE = "run_state.json"
+
+
+def cube_digest(cube_path: Path) -> str:
+    """SHA-256 of a cube's contents (coordinates, variables, attributes but 'created').
+
+    Collecting again re-merges the cube even when nothing new trained, so the file's time and
+    bytes may change while its contents do not; this digest only changes with the contents.
+    """
+    from initmem.cube import open_cube
+
+    ds = open_cube(cube_path, check=False)
+    h = hashlib.sha256()
+    for name in sorted(map(str, ds.variables)):
+        var = ds[name]
+        h.update(f"{name}{var.dims}{var.dtype}".encode())
+        values = var.values
+        h.update(("\x1f".join(map(str, values.ravel().tolist()))).encode() if values.dtype.kind == "O"
+                 else np.ascontiguousarray(values).tobytes())
+    for k in sorted(ds.attrs):
+        if k != "created":
+            h.update(f"{k}={ds.attrs[k]!r}".encode())
+    return h.hexdigest()
+
+
+def analysis_is_current(out_dir: Path, cube_path: Path, options: dict[str, Any]) -> bool:
+    """The analysis in DIR/analysis was made from this very cube with these options."""
+    state_path = out_dir / STATE_FILE
+    if not (out_dir / "analysis" / "summary.json").is_file() or not state_path.is_file():
+        return False
+    try:
+        state = json.loads(state_path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return state.get("cube_sha256") == cube_digest(cube_path) and state.get("analyze_options") == options
+
+
+def run_all(
+    grid_path: Path,
+    out_dir: Path | None = None,
+    *,
+    jobs: int = 1,
+    device: str = "auto",
+    reanalyze: bool = False,
+    analyze_options: dict[str, Any] | None = None,
+    quiet: bool = False,
+    say: Callable[[str], None] | None = None,
+    command: str | None = None,
+    train_fn: Callable[..., Any] | None = None,
+) -> RunResult:
+    """Collect (resumably), analyze and report ``grid_path`` into ``out_dir`` (default runs/NAME).
+
+    ``train_fn`` replaces the training engine (tests use a fast deterministic stand-in).
+    """
+    from initmem.collect.grid import load_grid
+
+    grid = load_grid(grid_path)
+    out = Path(out_dir) if out_dir is not None else Path("runs") / grid.name
+    analysis_dir = out / "analysis"
+    report_path = out / "report.html"
+    say = say or (lambda _msg: None)
+    seconds: dict[str, float] = {}
+    reused: dict[str, bool] = {}
+
+    def stage(i: int, name: str, what: str) -> float:
+        say(f"[{i}/3] {name}: {what}")
+        return time.perf_counter()
+
+    t0 = stage(1, "collect", f"training grid '{grid.name}' into {out} (resumable)")
+    from initmem.collect.runner import collect
+
+    cube_path = Path(collect(grid, out, resume=True, device=device, jobs=jobs, quiet=quiet, progress=not quiet,
+                             train_fn=train_fn))
+    seconds["collect"] = time.perf_counter() - t0
+    say(f"      collect done in {seconds['collect']:.1f} s: {cube_path}")
+
+    options = dict(analyze_options or {})
+    if not reanalyze and analysis_is_current(out, cube_path, options):
+        say(f"[2/3] analyze: {analysis_dir} was made from this cube; reusing it (--reanalyze to redo)")
+        seconds["analyze"] = 0.0
+        reused["analyze"] = True
+    else:
+        t0 = stage(2, "analyze", f"fitting the memory model and the collapse test into {analysis_dir}")
+        from initmem.analysis import analyze_cube
+
+        analyze_cube(cube_path, analysis_dir, progress=not quiet, **options)
+        write_text(out / STATE_FILE, json.dumps({"cube_sha256": cube_digest(cube_path), "analyze_options": options},
+                                                indent=2) + "\n")
+        seconds["analyze"] = time.perf_counter() - t0
+        reused["analyze"] = False
+        say(f"      analyze done in {seconds['analyze']:.1f} s")
+
+    t0 = stage(3, "report", f"writing {report_path}")
+    from initmem.reports.html import build_report
+
+    build_report(analysis_dir, report_path, command=command)
+    seconds["report"] = time.perf_counter() - t0
+    say(f"      report done in {seconds['report']:.1f} s")
+
+    write_text(out / "timings.json", json.dumps({"seconds": seconds, "reused": reused}, indent=2) + "\n")
+    return RunResult(out_dir=out, cube=cube_path, analysis_dir=analysis_dir, report=report_path,
+                     seconds=seconds, reused=reused)

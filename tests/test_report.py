@@ -1,0 +1,341 @@
+"""The HTML report: sections, escaping, partial analyses, failures, self-containment (no browser)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import os
+import re
+import stat
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report_fixture import small_cube, write_analysis  # noqa: E402
+from conftest import assert_user_error, run_cli  # noqa: E402
+
+from initmem.errors import UserError  # noqa: E402
+from initmem.reports import svg as S  # noqa: E402
+from initmem.reports.html import build_report, collapse_sentence, render_html  # noqa: E402
+from initmem.reports.load import load_analysis  # noqa: E402
+
+XSS = "<script>alert(1)</script>"
+GRID_YAML = """name: tiny
+dataset: {name: digits, val_fraction: 0.2, split_seed: 0, augment: none}
+model: {arch: resnet_tiny, width: 8, norm: batch}
+init: {scheme: kaiming_normal, scale: all_kernels}
+sigma_w: [0.25, 1.0, 4.0, 8.0]
+seeds: [0, 1, 2]
+pipelines:
+  remembering: {optimizer: sgd, lr: 0.01, batch_size: 32, epochs: 8}
+  forgetting: {optimizer: adam, lr: 0.02, batch_size: 32, epochs: 8}
+eval: {interp_threshold: 0.995, select: best_val_acc}
+"""
+
+
+class Doc(HTMLParser):
+    """Collects what the tests look at: tags with attributes, figures, summary-table pipelines."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.stack: list[str] = []
+        self.figures = 0
+        self.captions: list[str] = []
+        self.svg_titles: list[str] = []
+        self.summary_names: list[str] = []
+        self.section_ids: list[str] = []
+        self._text: list[str] | None = None
+        self._in_summary = False
+        self._cap = False
+        self._title = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.append((tag, a))
+        if tag == "section" and a.get("id"):
+            self.section_ids.append(a["id"])
+        if tag == "figure":
+            self.figures += 1
+        if tag == "figcaption":
+            self._cap, self._text = True, []
+        if tag == "title" and "svg" in self.stack:
+            self._title, self._text = True, []
+        if tag == "table" and a.get("id") == "summary-table":
+            self._in_summary = True
+        if tag == "th" and self._in_summary and a.get("scope") == "row":
+            self._text = []
+        self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if self.stack and self.stack[-1] == tag:
+            self.stack.pop()
+        if tag == "figcaption" and self._cap:
+            self.captions.append("".join(self._text or []))
+            self._cap, self._text = False, None
+        elif tag == "title" and self._title:
+            self.svg_titles.append("".join(self._text or []))
+            self._title, self._text = False, None
+        elif tag == "th" and self._in_summary and self._text is not None:
+            self.summary_names.append("".join(self._text).strip())
+            self._text = None
+        elif tag == "table":
+            self._in_summary = False
+
+    def handle_data(self, data):
+        if self._text is not None:
+            self._text.append(data)
+
+
+def parse(text: str) -> Doc:
+    d = Doc()
+    d.feed(text)
+    return d
+
+
+@pytest.fixture(scope="module")
+def full_report(tmp_path_factory) -> tuple[Path, str]:
+    root = tmp_path_factory.mktemp("full")
+    analysis = write_analysis(small_cube(grid_yaml=GRID_YAML), root,
+                              verdicts={"remembering": "remembers", "forgetting": "forgets"})
+    out = build_report(analysis, root / "report.html", command="initmem report analysis")
+    return out, out.read_text(encoding="utf-8")
+
+
+def test_full_report_has_every_section_and_figure(full_report):
+    path, text = full_report
+    doc = parse(text)
+    for sec in ("summary", "metric", "variance", "training", "radial", "clocks", "frequentist", "diagnostics",
+                "methods", "provenance"):
+        assert f"sec-{sec}" in doc.section_ids
+    # metric, shares, forest, training curves, tau, kernel norms, rho, clocks, posterior predictive checks
+    assert doc.figures == 9
+    assert len(doc.captions) == 9 and all(len(c) > 40 for c in doc.captions)
+    assert len(doc.svg_titles) == 9 and all(len(t) > 20 for t in doc.svg_titles)
+    assert doc.summary_names == ["remembering", "forgetting"]
+    assert "Section skipped" not in text
+    assert 'class="alert alert-fail"' not in text  # clean diagnostics: no red banner
+
+
+def test_verdicts_are_badges_matching_the_summary(full_report):
+    _, text = full_report
+    assert re.search(r'<th scope="row" class="pipeline" data-sort="remembering">remembering</th>\s*'
+                     r'<td class="badge-cell" data-sort="remembers"><span class="badge badge-remembers">', text)
+    assert re.search(r'data-sort="forgetting">forgetting</th>\s*<td class="badge-cell" data-sort="forgets">'
+                     r'<span class="badge badge-forgets">', text)
+    assert "remembering remembers the initialization; forgetting forgets it" in text
+
+
+def test_report_is_self_contained(full_report):
+    _, text = full_report
+    doc = parse(text)
+    for tag, attrs in doc.tags:
+        assert "src" not in attrs, (tag, attrs)
+        href = attrs.get("href") or attrs.get("xlink:href")
+        if href is not None:
+            assert href.startswith("#") or href == "data:,", (tag, href)
+        assert tag not in ("iframe", "object", "embed", "img", "foreignobject")
+    assert "@import" not in text and "url(http" not in text
+    # One script, allowed by its hash in the Content-Security-Policy; nothing else may run or load.
+    scripts = re.findall(r"<script>(.*?)</script>", text, flags=re.DOTALL)
+    assert len(scripts) == 1
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', text).group(1)
+    assert f"script-src 'sha256-{digest}'" in csp and "default-src 'none'" in csp
+
+
+def test_figure_ids_do_not_collide(full_report):
+    _, text = full_report
+    ids = re.findall(r'\bid="([^"]+)"', text)
+    dup = {i for i in ids if ids.count(i) > 1}
+    assert not dup
+
+
+def test_methods_and_provenance_come_from_the_grid(full_report):
+    _, text = full_report
+    methods = text[text.index('id="sec-methods"'):text.index('id="sec-provenance"')]
+    assert "resnet_tiny" in methods and "digits" in methods
+    assert "{0.25, 1, 4, 8} (4 levels), each with 3 seeds" in methods
+    assert "remembering (SGD, lr 0.01, batch 32, 8 epochs)" in methods
+    prov = text[text.index('id="sec-provenance"'):]
+    assert "simulated:seed=1" in prov  # the dataset fingerprint
+    assert html.escape("name: tiny") in prov and "initmem report analysis" in prov
+
+
+def test_pipeline_names_cannot_inject_markup(tmp_path):
+    ds = small_cube(names=(XSS, "plain"), curves=True)
+    analysis = write_analysis(ds, tmp_path)
+    text = render_html(load_analysis(analysis))
+    assert XSS not in text
+    assert "<script>alert" not in text.lower()
+    doc = parse(text)
+    assert doc.summary_names == [XSS, "plain"]  # shown as text
+    # matplotlib wrote the name into the SVG as escaped text, too
+    assert html.escape(XSS, quote=False) in text[text.index("<svg"):]
+
+
+def test_svg_check_refuses_script_and_outside_loads():
+    with pytest.raises(S.UnsafeSVG):
+        S.check_svg('<svg><script>alert(1)</script></svg>')
+    with pytest.raises(S.UnsafeSVG):
+        S.check_svg('<svg><image xlink:href="http://example.com/x.png"/></svg>')
+    with pytest.raises(S.UnsafeSVG):
+        S.check_svg('<svg><g onload="x()"></g></svg>')
+    S.check_svg('<svg><g clip-path="url(#p1)"><use xlink:href="#m1"/><text>&lt;script&gt; onload=</text></g></svg>')
+
+
+def test_partial_cube_without_curves_skips_sections_with_reasons(tmp_path):
+    ds = small_cube(curves=False)
+    analysis = write_analysis(ds, tmp_path)
+    assert not (analysis / "curves.nc").exists() and not (analysis / "collapse.json").exists()
+    text = build_report(analysis).read_text()
+    doc = parse(text)
+    assert doc.figures == 4  # metric vs sigma_w, shares, forest, posterior predictive checks
+    for title in ("Training curves", "Radial memory", "Forgetting clocks"):
+        assert f"Section “{title}” skipped:" in text
+    assert "the cube has no training curves" in text
+    assert "curves.nc is absent" in text
+    assert "not run (the cube has no training curves)" in text
+    assert doc.summary_names == ["remembering", "forgetting"]
+
+
+def test_missing_cube_still_reports_from_the_summary(tmp_path):
+    analysis = write_analysis(small_cube(), tmp_path)
+    (tmp_path / "cube.nc").unlink()
+    text = build_report(analysis).read_text()
+    assert "was not found" in text
+    assert parse(text).figures >= 4  # posterior band, shares, forest, rho, clocks still apply
+
+
+def test_fit_failures_are_red_at_the_top(tmp_path):
+    analysis = write_analysis(small_cube(curves=False), tmp_path,
+                              diagnostics={"max_rhat": 1.08, "min_ess_bulk": 120.0, "divergences": 7})
+    s = json.loads((analysis / "summary.json").read_text())
+    del s["diagnostics"]["flags"]  # an analysis that did not check: the report checks the numbers itself
+    s["pipelines"]["forgetting"]["ppc"]["spread"]["p_value"] = 0.004
+    (analysis / "summary.json").write_text(json.dumps(s))
+    text = build_report(analysis).read_text()
+    banner = text[text.index('class="alert alert-fail"'):text.index('id="sec-summary"')]
+    assert "max R-hat is 1.080" in banner and "min bulk ESS is 120" in banner
+    assert "7 divergent transition(s)" in banner
+    assert "forgetting: posterior predictive check of the spread fails (p = 0.004)" in banner
+    assert text.index('class="alert alert-fail"') < text.index('id="sec-summary"')
+
+    # The analysis' own flags (it checks every reported quantity per pipeline) are shown verbatim.
+    s["diagnostics"]["flags"] = ["remembering: bulk ESS 105 < 400 on a reported quantity"]
+    s["diagnostics"]["retried"] = True
+    (analysis / "summary.json").write_text(json.dumps(s))
+    text = build_report(analysis).read_text()
+    banner = text[text.index('class="alert alert-fail"'):text.index('id="sec-summary"')]
+    assert "Sampler: remembering: bulk ESS 105 &lt; 400 on a reported quantity" in banner
+    assert "forgetting: posterior predictive check of the spread fails" in banner
+    assert "was rerun" in text[:text.index('id="sec-summary"')]
+
+
+@pytest.mark.parametrize("verdict,needle", [
+    ("clock_better", "T_sgd collapses the memory curves better than epochs (D = 0.30, 90% interval 0.05 to 0.60"),
+    ("epoch_better", "Epochs collapse the memory curves better than every clock"),
+    ("no_difference", "No clock collapses the memory curves detectably better than epochs"),
+    ("not_identifiable", "cannot tell the clocks apart"),
+])
+def test_collapse_sentence(tmp_path, verdict, needle):
+    analysis = write_analysis(small_cube(), tmp_path)
+    c = json.loads((analysis / "collapse.json").read_text())
+    c["verdict"] = verdict
+    (analysis / "collapse.json").write_text(json.dumps(c))
+    sentence = collapse_sentence(load_analysis(analysis))
+    assert needle in sentence
+    # 2 pipelines: the smallest two-sided sign-flip p-value is 2^(1-2) = 0.5, and the report says so
+    assert "smallest attainable p-value is 0.5, so no verdict can be significant at 0.05" in sentence
+
+
+def test_bad_analysis_folders_are_user_errors(tmp_path):
+    with pytest.raises(UserError, match="no such analysis folder"):
+        load_analysis(tmp_path / "nope")
+    with pytest.raises(UserError, match="has no summary.json"):
+        load_analysis(tmp_path)
+    (tmp_path / "summary.json").write_text("{not json")
+    with pytest.raises(UserError, match="not valid JSON"):
+        load_analysis(tmp_path)
+    (tmp_path / "summary.json").write_text(json.dumps({"schema": "other"}))
+    with pytest.raises(UserError, match="schema"):
+        load_analysis(tmp_path)
+
+
+def test_cli_report(tmp_path):
+    analysis = write_analysis(small_cube(curves=False), tmp_path)
+    proc = run_cli("report", str(analysis), "-o", str(tmp_path / "r.html"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == str(tmp_path / "r.html")
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    assert not list(tmp_path.glob("*.initmem-tmp"))
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "r.html").stat().st_mode) == 0o666 & ~umask  # shareable, not 0600
+    assert_user_error(run_cli("report", str(tmp_path / "missing")), "no such analysis folder")
+
+
+def test_cli_run_refuses_both_grid_and_preset(tmp_path):
+    grid = tmp_path / "g.yaml"
+    grid.write_text(GRID_YAML)
+    assert_user_error(run_cli("run", str(grid), "--preset", "quick"), "not both")
+    assert_user_error(run_cli("run", str(tmp_path / "none.yaml")), "no such grid file")
+
+
+def test_run_all_collects_analyzes_reports_and_resumes(tmp_path, monkeypatch):
+    """The orchestration of `initmem run`: stages in order into one folder, resumable, analysis reused.
+
+    The trainer is the collector tests' deterministic stand-in and the analysis is replaced by the
+    fixture writer (both have their own tests); what is checked here is the wiring.
+    """
+    from _collect_fake import fake_train_pack
+    from _collect_util import FAKE_GRID
+
+    import initmem.analysis
+    from initmem.cube import open_cube
+    from initmem.run_all import run_all
+
+    calls = []
+
+    def fake_analyze(cube_path, out_dir, **kw):
+        calls.append((Path(cube_path), Path(out_dir), kw))
+        write_analysis(open_cube(cube_path), Path(out_dir).parent, with_curves=False, write_cube=False)
+
+    monkeypatch.setattr(initmem.analysis, "analyze_cube", fake_analyze)
+    grid = tmp_path / "fake.yaml"
+    grid.write_text(FAKE_GRID)
+    said: list[str] = []
+    out = tmp_path / "run"
+    res = run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack,
+                  analyze_options={"draws": 100})
+    assert res.cube == out / "cube.nc" and res.cube.is_file()
+    assert res.report == out / "report.html" and "<!DOCTYPE html>" in res.report.read_text()[:20]
+    assert calls == [(out / "cube.nc", out / "analysis", {"progress": False, "draws": 100})]
+    assert [s[:5] for s in said if s.startswith("[")] == ["[1/3]", "[2/3]", "[3/3]"]
+    timings = json.loads((out / "timings.json").read_text())
+    assert set(timings["seconds"]) == {"collect", "analyze", "report"} and timings["reused"] == {"analyze": False}
+    # Second run: nothing left to train, the analysis is newer than the cube and is reused.
+    said.clear()
+    res2 = run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack,
+                   analyze_options={"draws": 100})
+    assert len(calls) == 1 and res2.reused == {"analyze": True}
+    assert any("reusing it" in s for s in said)
+    # Other analysis options: analyze again.
+    run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, analyze_options={"draws": 200})
+    assert len(calls) == 2
+    # --reanalyze forces a new analysis.
+    run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, reanalyze=True,
+            analyze_options={"draws": 200})
+    assert len(calls) == 3
+
+
+def test_a_figure_without_its_data_is_skipped_with_the_reason(tmp_path):
+    ds = small_cube(curves=True).drop_vars(["tau_interp", "tau_best"])
+    text = build_report(write_analysis(ds, tmp_path)).read_text()
+    assert "Figure “Training curves: tau scatter” not drawn: the cube has no tau_interp and tau_best" in text
+    assert parse(text).figures == 8

@@ -9,7 +9,6 @@ has curves), each atomically.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -17,11 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from initmem import cube
-from initmem.atomic import atomic_path, write_text
+from initmem.atomic import atomic_path
 from initmem.errors import UserError
+from initmem.jsonio import json_safe, write_json
 from initmem.models import arviz_io
 from initmem.models.memory import (
     DEFAULT_TARGET_ACCEPT,
@@ -165,13 +163,13 @@ def analyze_cube(
             curves.to_netcdf(tmp)
     collapse = collapse_test(ds, memory=memory, n_boot=200, seed=seed)
     if collapse is not None:
-        write_text(out / "collapse.json", json.dumps(_clean(collapse), indent=2) + "\n")
+        write_json(out / "collapse.json", collapse)
     summary["outputs"] = {"posterior": "posterior.nc", "curves": "curves.nc" if curves is not None else None,
                           "collapse": "collapse.json" if collapse is not None else None}
 
     arviz_io.to_netcdf(model.idata, out / "posterior.nc")
-    summary = _clean(summary)
-    write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    summary = json_safe(summary)
+    write_json(out / "summary.json", summary)
     return summary
 
 
@@ -202,21 +200,6 @@ def _trend_comparison(model: MemoryModel, *, sampler: str, draws: int, tune: int
         "diagnostics": {"max_rhat": diag["max_rhat"], "min_ess_bulk": diag["min_ess_bulk"],
                         "divergences": diag["divergences"], "seconds": time.perf_counter() - t0},
     }
-
-
-def _clean(obj: Any) -> Any:
-    """JSON-safe: numpy scalars to Python, NaN and infinities to null."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _clean(obj.tolist())
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 __all__ = ["analyze_cube", "fit_checked"]

@@ -236,23 +236,6 @@ def holm(pvals: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def json_safe(obj: Any) -> Any:
-    """A copy of ``obj`` that ``json.dumps(..., allow_nan=False)`` accepts: NaN/inf -> None,
-    numpy scalars and arrays -> Python values. crosscheck returns NaN for what it could not
-    compute; writers of summary.json pass its output through this."""
-    if isinstance(obj, dict):
-        return {str(k): json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [json_safe(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return json_safe(obj.tolist())
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
 # Per pipeline ------------------------------------------------------------------------------
 
 def _analyse_pipeline(da: xr.DataArray, delta: float) -> dict[str, Any]:

@@ -66,13 +66,14 @@ def test_slurm_array_on_local_executor_with_preemption(tmp_path: Path, monkeypat
     assert "12/12 cells finished" in render_status(st)
 
 
-@pytest.mark.skipif(os.environ.get("INITMEM_REAL_SLURM") != "1" or shutil.which("sbatch") is None,
-                    reason="needs a running Slurm cluster (set INITMEM_REAL_SLURM=1; see docs/collect-runs.md)")
+@pytest.mark.skipif(os.environ.get("INITMEM_REAL_SLURM") != "1",
+                    reason="needs a running Slurm cluster (bash .ci/slurm-up, then INITMEM_REAL_SLURM=1; CI does both)")
 def test_real_slurm_cluster_with_requeue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """On a real (single-node) Slurm: an array of 2 tasks, one preempted and requeued by
     ``scontrol requeue`` through submitit, equals an uninterrupted local run exactly."""
     from _collect_util import REAL_GRID
 
+    assert shutil.which("sbatch"), "INITMEM_REAL_SLURM=1 but there is no sbatch: run bash .ci/slurm-up first"
     grid = write_grid(tmp_path / "grid.yaml", REAL_GRID)
     base = collect(grid, tmp_path / "base", device="cpu", progress=False, quiet=True, pack_size=1)
     preempt_once(monkeypatch, tmp_path)

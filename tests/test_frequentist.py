@@ -190,7 +190,7 @@ def test_crosscheck_refuses_bad_input_clearly():
 def test_json_safe_output():
     import json
 
-    from initmem.stats.frequentist import json_safe
+    from initmem.jsonio import json_safe
 
     ds = _gaussian_cube({"a": np.full((4, 3), np.nan), "b": np.random.default_rng(0).normal(size=(4, 3))})
     out = crosscheck(ds, "metric", 0.5, {})

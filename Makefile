@@ -30,7 +30,7 @@ test-fast: install
 	$(VENV)/bin/pytest -q -m "not slow and not browser"
 
 bench: install
-	@set -e; for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f; done
+	@set -e; for f in benchmarks/[!_]*.py; do echo "== $$f"; $(PY) $$f; done
 
 clean:
 	rm -rf runs .pytest_cache .ruff_cache

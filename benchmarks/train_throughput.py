@@ -70,6 +70,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=4.0, help="timed seconds per pack size")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
     ap.add_argument("--gemm-n", type=int, default=1024)
+    ap.add_argument("--channels-last", action=argparse.BooleanOptionalAction, default=None,
+                    help="engine.channels_last (default: the engine's, i.e. on CUDA only)")
     args = ap.parse_args()
 
     device = resolve_device(args.device)
@@ -84,7 +86,7 @@ def main() -> None:
         d["pipelines"][pipe]["batch_size"] = args.batch_size
     if arch != "resnet_tiny":
         d["dataset"] = {"name": "cifar10", "root": "synthetic"}
-    d["engine"] = {**d["engine"], "cpu_threads": None}
+    d["engine"] = {**d["engine"], "cpu_threads": None, "channels_last": args.channels_last}
     grid = parse_grid(d)
     b = grid.pipelines[pipe].batch_size
     split = load_split(grid.dataset) if arch == "resnet_tiny" else synthetic_split(3, 32, 4096)
@@ -96,7 +98,7 @@ def main() -> None:
         probe = PackTrainer(grid, pipe, [(1.0, 0)], split, device)
         flops = count_train_flops_per_image(probe.net, split.in_channels, split.image_size)
         print(f"device {device}, threads {torch.get_num_threads()}, arch {arch} width {grid.model.width or 'default'}, "
-              f"batch {b}")
+              f"batch {b}, channels_last {probe.channels_last}")
         print(f"fp32 GEMM peak ({args.gemm_n}^3): {peak:.1f} GFLOP/s")
         print(f"training FLOPs per image: {flops / 1e6:.3f} MFLOP")
         rates: dict[int, float] = {}

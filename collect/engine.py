@@ -130,7 +130,8 @@ class PackTrainer:
         self.amp = self.kind == "cuda"
         if self.kind == "cuda":
             torch.backends.cudnn.benchmark = True   # fixed shapes: let cuDNN pick its fastest kernels
-        self.channels_last = self.kind == "cuda"
+        cl = grid.engine.channels_last  # None: CUDA only (see EngineSpec.channels_last)
+        self.channels_last = self.kind == "cuda" if cl is None else cl
         self.forward = self.net
         if grid.engine.compile and self.kind == "cuda":
             self.forward = torch.compile(self.net)

@@ -435,7 +435,7 @@ class MemoryModel:
             flags.append(f"{div} divergent transition(s)")
         for pipe, s in per.items():
             if s["max_rhat"] > RHAT_MAX:
-                flags.append(f"{pipe}: R-hat {s['max_rhat']:.3f} > {RHAT_MAX} on a reported quantity")
+                flags.append(f"{pipe}: R-hat {s['max_rhat']:.4f} > {RHAT_MAX} on a reported quantity")
             if s["min_ess_bulk"] < ESS_MIN:
                 flags.append(f"{pipe}: bulk ESS {s['min_ess_bulk']:.0f} < {ESS_MIN:.0f} on a reported quantity")
         for pipe in per:

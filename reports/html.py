@@ -283,7 +283,7 @@ def failures(a: Analysis) -> list[str]:
         out.append(f"Sampler: {int(div)} divergent transition(s); the posterior may be biased.")
     for r in diagnostics_rows(a):
         if math.isfinite(r["rhat"]) and r["rhat"] > RHAT_MAX:
-            out.append(f"{r['name']}: R-hat {r['rhat']:.3f} > {RHAT_MAX}.")
+            out.append(f"{r['name']}: R-hat {r['rhat']:.4f} > {RHAT_MAX}.")
         if math.isfinite(r["ess"]) and r["ess"] < ESS_MIN:
             out.append(f"{r['name']}: bulk ESS {r['ess']:.0f} < {ESS_MIN:.0f}.")
         if math.isfinite(r["div"]) and r["div"] > 0:

@@ -95,8 +95,8 @@ def import_(table: Path, out: Path, n_test: int | None) -> None:
 # --- simulate ----------------------------------------------------------------------------
 
 @app.command()
-@click.option("--out", "-o", required=True, metavar="CUBE.nc", type=click.Path(path_type=Path),
-              help="Where to write the simulated cube.")
+@click.option("--out", "-o", default=None, metavar="CUBE.nc", type=click.Path(path_type=Path),
+              help="Where to write the simulated cube (required unless --list-presets).")
 @click.option("--preset", default=None, help="A named scenario (see --list-presets).")
 @click.option("--list-presets", is_flag=True, help="List the presets and exit.")
 @click.option("--pipelines", type=click.IntRange(min=1), default=3, show_default=True,
@@ -121,7 +121,7 @@ def import_(table: Path, out: Path, n_test: int | None) -> None:
 @click.option("--epochs", type=click.IntRange(min=1), default=30, show_default=True,
               help="Epochs of simulated curves.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the simulation.")
-def simulate(out: Path, preset: str | None, list_presets: bool, pipelines: int, n_sigma: int, n_seed: int,
+def simulate(out: Path | None, preset: str | None, list_presets: bool, pipelines: int, n_sigma: int, n_seed: int,
              sigma_sd: float, seed_sd: float, residual_sd: float, family: str, n_test: int, curves: bool,
              truth_axis: str, epochs: int, seed: int) -> None:
     """Make a cube with a known truth (stored in its 'truth' attribute)."""
@@ -132,6 +132,8 @@ def simulate(out: Path, preset: str | None, list_presets: bool, pipelines: int, 
         for name, (desc, _) in PRESETS.items():
             click.echo(f"{name:<16} {desc}")
         return
+    if out is None:
+        raise UserError("simulate needs --out CUBE.nc (where to write the cube)")
     if preset is not None:
         specs = preset_pipelines(preset)
     else:

@@ -108,7 +108,7 @@ def _null() -> list[SimPipeline]:
 
 PRESETS: dict[str, tuple[str, callable]] = {
     "contrast": ("3 pipelines: low-LR SGD remembers, SGD+L2 and Adam forget (sigma_sd = 0)", _contrast),
-    "quick_like": ("6 pipelines with the quick preset's design (clocks identifiable)", _quick_like),
+    "quick_like": ("6 pipelines with a design like the quick preset's (clocks identifiable)", _quick_like),
     "degenerate": ("6 SGD pipelines with eta proportional to b and one lambda (clocks collinear)", _degenerate),
     "null": ("3 pipelines without any initialization memory (sigma_sd = 0, 6 seeds)", _null),
 }

@@ -70,3 +70,9 @@ def test_internal_fault_exits_1(tmp_path, monkeypatch):
     monkeypatch.setattr("initmem.simulate.simulate_cube", boom)
     assert cli.main(["simulate", "--out", str(tmp_path / "s.nc")]) == 1
     assert not (tmp_path / "s.nc").exists()
+
+
+def test_simulate_lists_presets_without_out_and_needs_out_otherwise():
+    proc = run_cli("simulate", "--list-presets")
+    assert proc.returncode == 0 and "quick_like" in proc.stdout and "contrast" in proc.stdout
+    assert_user_error(run_cli("simulate"), "--out")

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from initmem.atomic import write_text
 from initmem.errors import UserError
+from initmem.jsonio import write_json
 
 STAGES = ("collect", "analyze", "report")
 
@@ -136,8 +136,7 @@ def run_all(
         from initmem.analysis import analyze_cube
 
         analyze_cube(cube_path, analysis_dir, progress=not quiet, **options)
-        write_text(out / STATE_FILE, json.dumps({"cube_sha256": cube_digest(cube_path), "analyze_options": options},
-                                                indent=2) + "\n")
+        write_json(out / STATE_FILE, {"cube_sha256": cube_digest(cube_path), "analyze_options": options})
         seconds["analyze"] = time.perf_counter() - t0
         reused["analyze"] = False
         say(f"      analyze done in {seconds['analyze']:.1f} s")
@@ -149,6 +148,6 @@ def run_all(
     seconds["report"] = time.perf_counter() - t0
     say(f"      report done in {seconds['report']:.1f} s")
 
-    write_text(out / "timings.json", json.dumps({"seconds": seconds, "reused": reused}, indent=2) + "\n")
+    write_json(out / "timings.json", {"seconds": seconds, "reused": reused})
     return RunResult(out_dir=out, cube=cube_path, analysis_dir=analysis_dir, report=report_path,
                      seconds=seconds, reused=reused)

@@ -25,6 +25,25 @@ class Verbosity:
     level: int = 1
 
 
+class JobsType(click.ParamType):
+    """``--jobs``: a positive worker count, or ``auto``."""
+
+    name = "N|auto"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
+        if isinstance(value, int) and value >= 1:
+            return value
+        text = str(value).strip().lower()
+        if text == "auto":
+            return "auto"
+        if text.isdigit() and int(text) >= 1:
+            return int(text)
+        self.fail(f"{value!r} is neither 'auto' nor a whole number of at least 1", param, ctx)
+
+
+JOBS = JobsType()
+
+
 def is_quiet() -> bool:
     return Verbosity.level == 0
 
@@ -157,8 +176,8 @@ def simulate(out: Path | None, preset: str | None, list_presets: bool, pipelines
 @click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True,
               help="Worker processes here, or a Slurm job array (submitit).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True)
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="CPU worker processes (with GPUs: one worker per visible GPU).")
+@click.option("--jobs", type=JOBS, metavar="N|auto", default="auto", show_default=True,
+              help="CPU worker processes, or auto: one per engine.cpu_threads cores (with GPUs: one per GPU).")
 @click.option("--pack-size", type=click.IntRange(min=1), default=None, help="Cells per packed model.")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), default=1, show_default=True,
               help="Checkpoint each pack every N epochs.")
@@ -178,7 +197,7 @@ def simulate(out: Path | None, preset: str | None, list_presets: bool, pipelines
 @click.option("--no-wait", is_flag=True, help="Slurm: return after submitting (the last task merges).")
 @click.option("--quiet", "-q", "quiet_here", is_flag=True, help="No progress bars or tables (batch jobs).")
 def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bool, retry_failed: bool,
-            executor: str, device: str, jobs: int, pack_size: int | None, checkpoint_every: int,
+            executor: str, device: str, jobs: int | str, pack_size: int | None, checkpoint_every: int,
             checkpoint_minutes: float | None, status_dir: Path | None, merge_dir: Path | None,
             partition: str | None, gpus_per_job: int | None, time_min: int | None, mem_gb: int | None,
             cpus_per_task: int | None, array_parallelism: int | None, no_wait: bool, quiet_here: bool) -> None:
@@ -297,12 +316,13 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
               help="A packaged grid instead of GRID.yaml: quick (default) or paper.")
 @click.option("--out", "-o", "out", metavar="DIR", type=click.Path(path_type=Path), default=None,
               help="Run folder for cube.nc, analysis/ and report.html (default runs/<grid name>).")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="CPU worker processes.")
+@click.option("--jobs", type=JOBS, metavar="N|auto", default="auto", show_default=True,
+              help="CPU worker processes, or auto: one per engine.cpu_threads cores.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True)
 @click.option("--reanalyze", is_flag=True, help="Redo the analysis even if it is newer than the cube.")
 @click.option("--draws", type=click.IntRange(min=50), default=None, help="Posterior draws per chain.")
 @click.option("--chains", type=click.IntRange(min=1), default=None, help="Sampler chains.")
-def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int, device: str, reanalyze: bool,
+def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int | str, device: str, reanalyze: bool,
          draws: int | None, chains: int | None) -> None:
     """Collect (resumably), analyze and report in one go; print where the report is.
 

@@ -91,7 +91,7 @@ def run_all(
     grid_path: Path,
     out_dir: Path | None = None,
     *,
-    jobs: int = 1,
+    jobs: int | str = 1,
     device: str = "auto",
     reanalyze: bool = False,
     analyze_options: dict[str, Any] | None = None,

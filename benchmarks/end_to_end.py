@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="quick")
     ap.add_argument("--grid", default=None, help="a grid file instead of --preset")
-    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--jobs", default="auto", help="N or auto (the command line default)")
     ap.add_argument("--keep", default=None, help="run into this folder and keep it (default: a temp folder)")
     args = ap.parse_args(argv)
 

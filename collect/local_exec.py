@@ -34,6 +34,30 @@ def visible_gpus() -> list[str]:
     return [str(i) for i in range(torch.cuda.device_count())]
 
 
+def usable_cores() -> int:
+    """CPU cores this process may run on (its affinity mask, not the machine's total)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS has no affinity masks
+        return os.cpu_count() or 1
+
+
+def auto_jobs(grid: Any, device: str, n_packs: int) -> int:
+    """``--jobs auto``: CPU workers that fill the cores without oversubscribing them.
+
+    A grid that pins ``engine.cpu_threads`` gets one worker per that many cores (the quick preset
+    pins 1 thread, so a 2-core machine trains two packs at once); a grid that leaves torch its
+    default threading gets one worker using every core. Never more workers than packs. On a GPU
+    the worker plan is one per visible GPU regardless, so this is 1.
+    """
+    if device.split(":", 1)[0] != "cpu":
+        return 1
+    threads = grid.engine.cpu_threads
+    if not threads:
+        return 1
+    return max(1, min(n_packs, usable_cores() // threads))
+
+
 def worker_plan(device: str, jobs: int) -> list[dict[str, str]]:
     """One environment overlay per worker: one per visible GPU, else ``jobs`` CPU workers."""
     kind = device.split(":", 1)[0]
@@ -73,7 +97,7 @@ def _run_workers(tasks: list[PackTask], run: RunDir, plan: list[dict[str, str]],
         task_q.put(t)
     for _ in plan:
         task_q.put(None)
-    threads = max(1, (os.cpu_count() or 1) // len(plan))
+    threads = max(1, usable_cores() // len(plan))
     procs = []
     for i, overlay in enumerate(plan):
         saved = {k: os.environ.get(k) for k in overlay}

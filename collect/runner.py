@@ -230,7 +230,7 @@ def print_summary(report: MergeReport, run: RunDir, quiet: bool) -> None:
 # The entry point ---------------------------------------------------------------------------
 
 def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool = False, force_new: bool = False,
-            retry_failed: bool = False, executor: str = "local", device: str = "auto", jobs: int = 1,
+            retry_failed: bool = False, executor: str = "local", device: str = "auto", jobs: int | str = 1,
             pack_size: int | None = None, quiet: bool = False, progress: bool = True,
             checkpoint_every: int = 1, checkpoint_minutes: float | None = None,
             slurm: dict[str, Any] | None = None, slurm_cluster: str | None = None, wait: bool = True,
@@ -248,8 +248,8 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
     quiet = quiet or is_quiet()
     if executor not in EXECUTORS:
         raise UserError(f"--executor must be one of {', '.join(EXECUTORS)} (got {executor!r})")
-    if jobs < 1:
-        raise UserError(f"--jobs must be at least 1 (got {jobs})")
+    if jobs != "auto" and (not isinstance(jobs, int) or jobs < 1):
+        raise UserError(f"--jobs must be 'auto' or at least 1 (got {jobs!r})")
     if pack_size is not None and pack_size < 1:
         raise UserError(f"--pack-size must be at least 1 (got {pack_size})")
     if checkpoint_every < 1:
@@ -299,12 +299,14 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
                 return run.cube
             lost: list[str] = []
         else:
-            from initmem.collect.local_exec import run_local
+            from initmem.collect.local_exec import auto_jobs, run_local
 
             dev = resolve_device(device)
             tasks = plan_tasks(run, grid, todo, device=dev, pack_size=pack_size)
+            if jobs == "auto":
+                jobs = auto_jobs(grid, dev, len(tasks))
             events.emit("plan", executor="local", device=dev, packs=len(tasks), cells_todo=len(todo),
-                        cells_done=len(done))
+                        cells_done=len(done), jobs=jobs)
             with ProgressView(len(cells), len(done), enabled=progress and not quiet) as view:
                 lost = run_local(tasks, run, grid=grid, grid_hash=h, device=dev, jobs=jobs, train_fn=train_fn,
                                  checkpoint_every=checkpoint_every, checkpoint_seconds=checkpoint_seconds,

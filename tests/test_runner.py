@@ -264,3 +264,28 @@ def test_local_workers_one_per_visible_gpu_or_jobs_on_cpu(monkeypatch: pytest.Mo
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
     assert worker_plan("cuda", 4) == [{}]  # one GPU: run in the calling process
     assert worker_plan("cpu", 3) == [{}, {}, {}]
+
+
+def test_jobs_auto_fills_the_cores_without_oversubscribing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from initmem.collect import local_exec
+    from initmem.collect.grid import load_grid, parse_grid
+
+    quick = load_grid("quick")                       # pins engine.cpu_threads: 1
+    assert quick.engine.cpu_threads == 1
+    monkeypatch.setattr(local_exec, "usable_cores", lambda: 2)
+    assert local_exec.auto_jobs(quick, "cpu", n_packs=7) == 2
+    assert local_exec.auto_jobs(quick, "cpu", n_packs=1) == 1        # never more workers than packs
+    assert local_exec.auto_jobs(quick, "cuda", n_packs=7) == 1       # GPUs: one worker per GPU anyway
+    monkeypatch.setattr(local_exec, "usable_cores", lambda: 16)
+    four = parse_grid({**quick.to_dict(), "engine": {**quick.to_dict()["engine"], "cpu_threads": 4}})
+    assert local_exec.auto_jobs(four, "cpu", n_packs=7) == 4
+    unpinned = parse_grid({**quick.to_dict(), "engine": {**quick.to_dict()["engine"], "cpu_threads": None}})
+    assert local_exec.auto_jobs(unpinned, "cpu", n_packs=7) == 1    # torch's own threading uses every core
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "two", "1.5"])
+def test_bad_jobs_is_a_one_line_error(tmp_path: Path, bad: str) -> None:
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    proc = run_cli("collect", grid, "--out", tmp_path / "run", "--jobs", bad)
+    assert_user_error(proc, "--jobs")
+    assert not (tmp_path / "run").exists()

@@ -29,7 +29,7 @@ from initmem import cube
 from initmem.collect.data import Split, load_split
 from initmem.collect.devices import deterministic, device_kind, resolve_device
 from initmem.collect.grid import Grid, PipelineSpec
-from initmem.collect.nets import PackedNet, build_net, init_member, kernel_norms
+from initmem.collect.nets import PackedNet, build_net, init_member, kernel_norms, use_channels_last
 from initmem.collect.optim import PackedOptimizer, Schedule
 from initmem.errors import UserError
 
@@ -132,6 +132,7 @@ class PackTrainer:
             torch.backends.cudnn.benchmark = True   # fixed shapes: let cuDNN pick its fastest kernels
         cl = grid.engine.channels_last  # None: CUDA only (see EngineSpec.channels_last)
         self.channels_last = self.kind == "cuda" if cl is None else cl
+        use_channels_last(self.net, self.channels_last)
         self.forward = self.net
         if grid.engine.compile and self.kind == "cuda":
             self.forward = torch.compile(self.net)

@@ -32,6 +32,7 @@ class PConv(nn.Module):
         super().__init__()
         self.G, self.cin, self.cout, self.k, self.stride, self.pad = G, cin, cout, k, stride, k // 2
         self.normalized = normalized  # followed by BatchNorm (scale-invariant kernel)
+        self.channels_last = False    # activation layout; set for the whole net by use_channels_last
         self.weight = nn.Parameter(torch.empty(G, cout, cin, k, k))
 
     @property
@@ -42,7 +43,26 @@ class PConv(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.weight.reshape(self.G * self.cout, self.cin, self.k, self.k)
+        if self.G == 1 and x.device.type == "cpu":
+            return self._alone(x, w)
         return F.conv2d(x, w, None, self.stride, self.pad, 1, self.G)
+
+    def _alone(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        """A lone model's convolution, run as a 2-group convolution with an all-zero shadow group.
+
+        oneDNN computes each group of a grouped convolution the same way whatever the number of
+        groups, but a 1-group (dense) convolution goes to other kernels that round differently.
+        The shadow makes a lone model take the grouped kernels too, so a cell's numbers are
+        bitwise the same alone and in any pack; its outputs are dropped and its gradients are
+        exact zeros, so it changes nothing else. It doubles the convolution cost of packs of one,
+        on CPU only: GPU kernels (autotuned, bf16) promise no bitwise reproducibility anyway.
+        """
+        # The layout is the engine's choice, not read off x: a 1-channel input fits both layouts.
+        fmt = torch.channels_last if self.channels_last else torch.contiguous_format
+        x2 = torch.cat([x, torch.zeros_like(x)], 1).contiguous(memory_format=fmt)
+        w2 = torch.cat([w, torch.zeros_like(w)], 0)
+        # A dense copy of the kept half: later ops take other code paths on a strided view.
+        return F.conv2d(x2, w2, None, self.stride, self.pad, 1, 2)[:, :self.cout].contiguous(memory_format=fmt)
 
     def macs_per_image(self, h: int, w: int) -> tuple[int, int, int]:
         ho, wo = (h + 2 * self.pad - self.k) // self.stride + 1, (w + 2 * self.pad - self.k) // self.stride + 1
@@ -91,6 +111,13 @@ class PLinear(nn.Module):
         return z * self.scale if self.scale != 1.0 else z
 
 
+def use_channels_last(net: nn.Module, flag: bool) -> None:
+    """Tell every packed convolution which activation layout the engine feeds it."""
+    for m in net.modules():
+        if isinstance(m, PConv):
+            m.channels_last = flag
+
+
 def _norm(G: int, C: int, norm: str) -> nn.Module:
     return PBatchNorm(G, C) if norm == "batch" else nn.Identity()
 
@@ -112,6 +139,16 @@ class BasicBlock(nn.Module):
         out = self.bn2(self.conv2(out))
         sc = x if self.shortcut is None else self.shortcut(x)
         return F.relu(out + sc, inplace=True)
+
+
+def global_mean_pool(x: torch.Tensor) -> torch.Tensor:
+    """Mean over the spatial dims, summed in the same order for every member.
+
+    On a channels_last tensor torch's reduction order depends on the channel count, so a member
+    would pool differently in packs of different sizes; the NCHW reduction does not, and the
+    copy is small at the end of the network.
+    """
+    return x.contiguous().mean((2, 3))
 
 
 class PackedNet(nn.Module):
@@ -144,8 +181,7 @@ class ResNetTiny(PackedNet):
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         x = F.relu(self.stem_bn(self.stem(x)), inplace=True)
-        x = self.block2(self.block1(x))
-        return x.mean((2, 3))
+        return global_mean_pool(self.block2(self.block1(x)))
 
 
 class ResNetCifar(PackedNet):
@@ -168,7 +204,7 @@ class ResNetCifar(PackedNet):
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         x = F.relu(self.stem_bn(self.stem(x)), inplace=True)
-        return self.blocks(x).mean((2, 3))
+        return global_mean_pool(self.blocks(x))
 
 
 class ConvBN(nn.Module):

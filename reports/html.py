@@ -208,10 +208,13 @@ def collapse_sentence(a: Analysis) -> str | None:
                  f"p = {fmt_p(d.get('p_value'))})")
     floor = _num(((c.get("axes") or {}).get(best) or {}).get("floor_ratio"))
     floor_txt = ""
-    if math.isfinite(floor):
-        floor_txt = (f"; its held-out error is {floor:.1f} times the seed-noise floor"
-                     + (", so it is less bad than epochs rather than a collapse within noise" if floor > 2 else ""))
     verdict = c.get("verdict")
+    if math.isfinite(floor):
+        times = f"{floor:,.0f}" if floor >= 100 else f"{floor:.1f}"
+        floor_txt = f"; its held-out error is {times} times the seed-noise floor"
+        if floor > 2:  # what "beyond the floor" means depends on whether the clock won
+            floor_txt += (", so it is less bad than epochs rather than a collapse within noise"
+                          if verdict == "clock_better" else ", so no axis collapses the curves within noise")
     if verdict == "clock_better":
         s = f"{best} collapses the memory curves better than epochs{stats}{floor_txt}."
     elif verdict == "epoch_better":

@@ -339,3 +339,19 @@ def test_a_figure_without_its_data_is_skipped_with_the_reason(tmp_path):
     text = build_report(write_analysis(ds, tmp_path)).read_text()
     assert "Figure “Training curves: tau scatter” not drawn: the cube has no tau_interp and tau_best" in text
     assert parse(text).figures == 8
+
+
+@pytest.mark.parametrize("verdict,floor,needle,absent", [
+    ("clock_better", 12.5, "12.5 times the seed-noise floor, so it is less bad than epochs", "no axis collapses"),
+    ("no_difference", 3674.4, "3,674 times the seed-noise floor, so no axis collapses the curves within noise",
+     "less bad than epochs"),
+    ("no_difference", 1.3, "1.3 times the seed-noise floor.", "within noise"),
+])
+def test_collapse_sentence_reads_the_noise_floor_by_verdict(tmp_path, verdict, floor, needle, absent):
+    analysis = write_analysis(small_cube(), tmp_path)
+    c = json.loads((analysis / "collapse.json").read_text())
+    c["verdict"] = verdict
+    c["axes"][c["best"]]["floor_ratio"] = floor
+    (analysis / "collapse.json").write_text(json.dumps(c))
+    sentence = collapse_sentence(load_analysis(analysis))
+    assert needle in sentence and absent not in sentence

@@ -220,7 +220,7 @@ class PackTrainer:
             n, _, K = logits.shape
             yy = yb[:, None].expand(n, G)
             ce = F.cross_entropy(logits.reshape(n * G, K), yy.reshape(-1), reduction="none").view(n, G)
-            loss += ce.sum(0).double()
+            loss += ce.double().sum(0)   # in float64: the sum order over members cannot show
             pred = logits.argmax(-1)
             correct += (pred == yy).sum(0).double()
             if want_pred:

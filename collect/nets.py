@@ -103,11 +103,24 @@ class PLinear(nn.Module):
         return self.cin
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B = x.shape[0]
-        z = torch.bmm(x.view(B, self.G, self.cin).transpose(0, 1), self.weight.transpose(1, 2))  # G B out
-        z = z.transpose(0, 1)
-        if self.bias is not None:
-            z = z + self.bias
+        """One batched matmul, laid out so that every member's GEMM is the same whatever G.
+
+        MKL's result depends on the shape and the memory alignment of each member's matrices,
+        and autograd would hand the weight-gradient GEMM member blocks at G-dependent offsets.
+        So x gets a column of ones (the bias is one more weight row, and its gradient comes out
+        of the same GEMM rather than from a sum over B in a G-dependent order), both inner
+        sizes are zero-padded to multiples of 16 floats (64-byte aligned member blocks), and
+        the product is sliced back. Packs of any size then round identically; the padding
+        costs nothing that matters in a layer this small.
+        """
+        B, G, cin, cout = x.shape[0], self.G, self.cin, self.cout
+        k_pad, n_pad = _round16(cin + 1), _round16(cout)
+        xg = torch.cat([x.view(B, G, cin).transpose(0, 1), x.new_ones(G, B, 1),
+                        x.new_zeros(G, B, k_pad - cin - 1)], 2)                            # G B k_pad
+        bias = self.bias if self.bias is not None else self.weight.new_zeros(G, cout)
+        w = torch.cat([self.weight.transpose(1, 2), bias[:, None, :],
+                       self.weight.new_zeros(G, k_pad - cin - 1, cout)], 1)              # G k_pad out
+        z = torch.bmm(xg, F.pad(w, (0, n_pad - cout)))[:, :, :cout].transpose(0, 1)    # B G out
         return z * self.scale if self.scale != 1.0 else z
 
 
@@ -116,6 +129,10 @@ def use_channels_last(net: nn.Module, flag: bool) -> None:
     for m in net.modules():
         if isinstance(m, PConv):
             m.channels_last = flag
+
+
+def _round16(n: int) -> int:
+    return -(-n // 16) * 16
 
 
 def _norm(G: int, C: int, norm: str) -> nn.Module:
@@ -294,12 +311,17 @@ def init_member(net: PackedNet, g: int, sigma_w: float, generator: torch.Generat
 
 
 def kernel_norms(net: PackedNet) -> tuple[list[str], torch.Tensor]:
-    """Per member, the Frobenius norm of each trainable kernel: names and ``[G, L]``."""
+    """Per member, the Frobenius norm of each trainable kernel: names and ``[G, L]``.
+
+    One norm per member over its own contiguous kernel, so the value does not depend on how
+    many members share the tensor (a row-wise norm of ``[G, n]`` sums in a G-dependent order).
+    """
     names, cols = [], []
     with torch.no_grad():
         for name, mod in net.kernels():
             names.append(name)
-            cols.append(mod.weight.detach().float().flatten(1).norm(dim=1))
+            w = mod.weight.detach().float()
+            cols.append(torch.stack([w[g].norm() for g in range(w.shape[0])]))
     return names, torch.stack(cols, dim=1)
 
 

@@ -349,6 +349,17 @@ def test_collect_grid_merges_several_packs_of_one_pipeline():
     assert ds["train_acc"].sel(pipeline="a", epoch=1).notnull().all()
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_the_cube_does_not_depend_on_the_pack_size(channels_last):
+    """Whole cube, every variable, through collect_grid: one pack of 4 per pipeline, packs of
+    3 + 1 (so one pack of one, shadow group and all), and packs of one."""
+    g = tiny({"a": {**SGD, "epochs": 2, "momentum": 0.9}, "b": {**SGD, "epochs": 2, "optimizer": "adam", "lr": 0.003}},
+             sigma=(0.5, 2.0), seeds=(0, 1), width=8, augment="crop_flip", channels_last=channels_last)
+    cubes = [strip_volatile(collect_grid(g, pack_size=n)) for n in (4, 3, 1)]
+    for other in cubes[1:]:
+        xr.testing.assert_identical(cubes[0], other)
+
+
 # -- models, devices, data -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("arch,n_kernels", [("resnet9", 9), ("resnet20", 22), ("resnet32", 34)])

@@ -34,6 +34,15 @@ from initmem.collect.grid import Grid, load_grid, parse_grid
 from initmem.collect.nets import PConv, count_train_flops_per_image
 
 
+def _free(device: str) -> None:
+    """Return a finished pack's memory so the next pack size starts clean."""
+    import gc
+
+    gc.collect()
+    if device_kind(device) == "cuda":
+        torch.cuda.empty_cache()
+
+
 def _sync(device: str) -> None:
     if device_kind(device) == "cuda":
         torch.cuda.synchronize()
@@ -138,8 +147,15 @@ def main() -> None:
         print(f"training FLOPs per image: {flops / 1e6:.3f} MFLOP")
         rates: dict[int, float] = {}
         for G in sizes:
-            rates[G] = model_images_per_second(grid, pipe, G, split, device, args.seconds)
+            try:
+                rates[G] = model_images_per_second(grid, pipe, G, split, device, args.seconds)
+            except torch.OutOfMemoryError:
+                print(f"G={G:3d}: out of device memory at batch {b}; larger packs skipped")
+                _free(device)
+                break
             report(f"G={G:3d}", rates[G], G, flops, peak, peak_dnnl, b)
+            _free(device)
+        sizes = sorted(rates)
         big, small = max(sizes), min(sizes)
         print(f"packed-over-single per-model throughput (G={big} vs G={small}): {rates[big] / rates[small]:.2f}x")
         if small == 1 and device_kind(device) == "cpu":

@@ -159,15 +159,15 @@ def main() -> None:
         big, small = max(sizes), min(sizes)
         print(f"packed-over-single per-model throughput (G={big} vs G={small}): {rates[big] / rates[small]:.2f}x")
         if small == 1 and device_kind(device) == "cpu":
-            # A CPU pack of one pays for the shadow group that keeps it bitwise equal to a pack
-            # member (nets.PConv._alone). Measure the plain dense single model too, so the ratio
-            # is not flattered by that cost.
-            exact_alone = PConv._alone
-            PConv._alone = lambda self, x, w: F.conv2d(x, w, None, self.stride, self.pad, 1, 1)
+            # A CPU pack of one pays for the shadow groups that keep it bitwise equal to a pack
+            # member (nets.PConv._with_shadows). Measure the plain dense single model too, so the
+            # ratio is not flattered by that cost.
+            exact = PConv._with_shadows
+            PConv._with_shadows = lambda self, x, w, groups: F.conv2d(x, w, None, self.stride, self.pad, 1, self.G)
             try:
                 dense = model_images_per_second(grid, pipe, 1, split, device, args.seconds)
             finally:
-                PConv._alone = exact_alone
+                PConv._with_shadows = exact
             report("G=  1 dense, no shadow", dense, 1, flops, peak, peak_dnnl, b)
             print(f"packed-over-single per-model throughput (G={big} vs dense G=1): {rates[big] / dense:.2f}x")
 

@@ -23,6 +23,9 @@ from torch import nn
 
 BN_MOMENTUM = 0.1
 BN_EPS = 1e-5
+# On CPU a packed convolution runs with at least 2 groups and this many input channels in all
+# (zero shadow groups make up the rest): see PConv._with_shadows.
+SHADOW_MIN_CHANNELS = 8
 
 
 class PConv(nn.Module):
@@ -43,26 +46,33 @@ class PConv(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.weight.reshape(self.G * self.cout, self.cin, self.k, self.k)
-        if self.G == 1 and x.device.type == "cpu":
-            return self._alone(x, w)
+        if x.device.type == "cpu":
+            groups = max(self.G, 2, -(-SHADOW_MIN_CHANNELS // self.cin))
+            if groups > self.G:
+                return self._with_shadows(x, w, groups)
         return F.conv2d(x, w, None, self.stride, self.pad, 1, self.G)
 
-    def _alone(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        """A lone model's convolution, run as a 2-group convolution with an all-zero shadow group.
+    def _with_shadows(self, x: torch.Tensor, w: torch.Tensor, groups: int) -> torch.Tensor:
+        """This convolution with all-zero shadow groups appended, so that it runs as ``groups``
+        groups.
 
         oneDNN computes each group of a grouped convolution the same way whatever the number of
-        groups, but a 1-group (dense) convolution goes to other kernels that round differently.
-        The shadow makes a lone model take the grouped kernels too, so a cell's numbers are
-        bitwise the same alone and in any pack; its outputs are dropped and its gradients are
-        exact zeros, so it changes nothing else. It doubles the convolution cost of packs of one,
-        on CPU only: GPU kernels (autotuned, bf16) promise no bitwise reproducibility anyway.
+        groups, with two exceptions that it handles with other kernels, which round differently:
+        one group (a dense convolution) and too few input channels in all (a 3-channel RGB stem
+        in 2 groups, seen at 32x32). Shadows lift a lone model and small packs out of both, so
+        a cell's numbers are bitwise the same in a pack of any size. Their outputs are dropped
+        and their gradients are exact zeros, so they change nothing else. They cost a pack of one
+        2x or more in convolution time, on CPU only: GPU kernels (autotuned, bf16) promise no
+        bitwise reproducibility anyway.
         """
         # The layout is the engine's choice, not read off x: a 1-channel input fits both layouts.
         fmt = torch.channels_last if self.channels_last else torch.contiguous_format
-        x2 = torch.cat([x, torch.zeros_like(x)], 1).contiguous(memory_format=fmt)
-        w2 = torch.cat([w, torch.zeros_like(w)], 0)
-        # A dense copy of the kept half: later ops take other code paths on a strided view.
-        return F.conv2d(x2, w2, None, self.stride, self.pad, 1, 2)[:, :self.cout].contiguous(memory_format=fmt)
+        pad = groups - self.G
+        x2 = torch.cat([x, x.new_zeros(x.shape[0], pad * self.cin, *x.shape[2:])], 1)
+        w2 = torch.cat([w, w.new_zeros(pad * self.cout, *w.shape[1:])], 0)
+        y = F.conv2d(x2.contiguous(memory_format=fmt), w2, None, self.stride, self.pad, 1, groups)
+        # A dense copy of the kept part: later ops take other code paths on a strided view.
+        return y[:, :self.G * self.cout].contiguous(memory_format=fmt)
 
     def macs_per_image(self, h: int, w: int) -> tuple[int, int, int]:
         ho, wo = (h + 2 * self.pad - self.k) // self.stride + 1, (w + 2 * self.pad - self.k) // self.stride + 1

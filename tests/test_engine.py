@@ -13,7 +13,7 @@ import torch
 import xarray as xr
 
 from initmem import cube
-from initmem.collect.data import load_split
+from initmem.collect.data import Split, load_split
 from initmem.collect.devices import deterministic, resolve_device
 from initmem.collect.engine import PackTrainer, collect_grid, train_pack
 from initmem.collect.grid import load_grid, parse_grid
@@ -141,10 +141,10 @@ def test_data_order_and_augmentation_are_the_same_at_every_sigma():
 # -- packing changes nothing ----------------------------------------------------------------------------
 
 def assert_pack_is_bitwise_alone(g, pipeline: str, cells: list[tuple[float, int]], steps: int,
-                                 check: list[int] | None = None) -> None:
+                                 check: list[int] | None = None, split=None) -> None:
     """Train ``cells`` as one pack and each checked cell alone, under the engine's CPU settings;
     parameters, BatchNorm statistics and eval logits must be bitwise equal (``torch.equal``)."""
-    split = load_split(g.dataset)
+    split = split if split is not None else load_split(g.dataset)
     b = g.pipelines[pipeline].batch_size
     with deterministic("cpu", 1):
         pack = PackTrainer(g, pipeline, cells, split, "cpu")
@@ -182,6 +182,22 @@ def test_member_of_a_pack_is_bitwise_the_same_cell_trained_alone(opt, layout):
     g = tiny({"a": {**opt, "batch_size": 32, "epochs": 1}}, width=8 if cl else 6, augment="crop_flip",
              channels_last=cl)
     assert_pack_is_bitwise_alone(g, "a", [(0.5, 0), (2.0, 1), (1.0, 2)], steps=6)
+
+
+@pytest.mark.parametrize("arch", ["resnet20", "resnet9"])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_rgb_architectures_pack_bitwise_too(arch, channels_last):
+    """32x32 RGB inputs: a 3-channel stem in few groups is where oneDNN switches kernels."""
+    g = parse_grid({
+        "name": "rgb", "dataset": {"name": "cifar10", "root": "unused", "augment": "crop_flip"},
+        "model": {"arch": arch, "width": 8}, "sigma_w": [0.5, 1.0], "seeds": [0, 1],
+        "pipelines": {"a": {"optimizer": "sgd", "lr": 0.02, "momentum": 0.9, "batch_size": 16, "epochs": 1}},
+        "engine": {"cpu_threads": 1, "channels_last": channels_last}})
+    gen = torch.Generator().manual_seed(0)
+    x, y = torch.randn(256, 3, 32, 32, generator=gen), torch.randint(0, 10, (256,), generator=gen)
+    split = Split(x, y, x[:64], y[:64], x[:64], y[:64], 10, "synthetic")
+    assert_pack_is_bitwise_alone(g, "a", [(0.5, 0), (1.0, 1), (0.5, 1), (1.0, 0)], steps=2, check=[0, 3], split=split)
+    assert_pack_is_bitwise_alone(g, "a", [(0.5, 0), (1.0, 1)], steps=2, check=[1], split=split)
 
 
 def test_quick_preset_cells_are_bitwise_the_same_in_any_pack():

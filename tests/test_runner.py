@@ -8,6 +8,7 @@ in seconds; tests/test_runner_engine.py repeats the essentials with the real eng
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from collections import Counter
@@ -251,7 +252,9 @@ def test_local_executor_with_worker_processes_gives_the_same_cube(tmp_path: Path
     out = run(grid, tmp_path / "run", jobs=2)
     assert_same_cube(out, baseline)
     pids = {e["pid"] for e in read_events(tmp_path / "run" / "events.jsonl") if e["event"] == "pack_start"}
-    assert len(pids) == 2, "two worker processes should have trained the packs"
+    # Worker processes trained the packs, not this one. (Whether both workers got a pack is a
+    # race: the stand-in trains in microseconds, so the first worker can drain the queue.)
+    assert pids and os.getpid() not in pids and len(pids) <= 2
     assert_clean(tmp_path / "run")
 
 

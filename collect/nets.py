@@ -323,8 +323,8 @@ def init_member(net: PackedNet, g: int, sigma_w: float, generator: torch.Generat
 def kernel_norms(net: PackedNet) -> tuple[list[str], torch.Tensor]:
     """Per member, the Frobenius norm of each trainable kernel: names and ``[G, L]``.
 
-    One norm per member over its own contiguous kernel, so the value does not depend on how
-    many members share the tensor (a row-wise norm of ``[G, n]`` sums in a G-dependent order).
+    One norm per member over its own contiguous kernel, so the value cannot depend on how many
+    members share the tensor (a precaution: torch's row-wise norm happens to agree today).
     """
     names, cols = [], []
     with torch.no_grad():

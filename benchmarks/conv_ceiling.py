@@ -16,8 +16,6 @@ bound for the engine at that layout, against both GEMM peaks of ``train_throughp
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -27,22 +25,9 @@ from initmem.collect.grid import load_grid
 from initmem.collect.nets import PConv, build_net
 
 try:  # run as a script from the repository root
-    from train_throughput import gemm_peak, onednn_gemm_peak
+    from train_throughput import best_rate, gemm_peak, onednn_gemm_peak
 except ImportError:  # pragma: no cover - imported as benchmarks.conv_ceiling
-    from benchmarks.train_throughput import gemm_peak, onednn_gemm_peak
-
-
-def _best_seconds(fn: Callable[[], object], seconds: float) -> float:
-    for _ in range(3):
-        fn()
-    best = float("inf")
-    t_end = time.perf_counter() + seconds
-    while time.perf_counter() < t_end:
-        t = time.perf_counter()
-        for _ in range(5):
-            fn()
-        best = min(best, (time.perf_counter() - t) / 5)
-    return best
+    from benchmarks.train_throughput import best_rate, gemm_peak, onednn_gemm_peak
 
 
 def conv_shapes(G: int, batch: int) -> list[tuple[str, PConv, tuple[int, ...]]]:
@@ -79,7 +64,7 @@ def time_layer(conv: PConv, shape: tuple[int, ...], channels_last: bool, first: 
 
     macs, _, _ = conv.macs_per_image(shape[2], shape[3])
     flop = 2 * macs * shape[0] * conv.G * (2 if first else 3)
-    return _best_seconds(step, seconds), flop
+    return flop / (best_rate(step, flop, "cpu", seconds) * 1e9), flop
 
 
 def main() -> None:

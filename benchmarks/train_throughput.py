@@ -21,6 +21,7 @@ so utilisation is a lower bound on how busy the arithmetic units are.
 from __future__ import annotations
 
 import argparse
+import gc
 import time
 from collections.abc import Callable
 
@@ -36,8 +37,6 @@ from initmem.collect.nets import PConv, count_train_flops_per_image
 
 def _free(device: str) -> None:
     """Return a finished pack's memory so the next pack size starts clean."""
-    import gc
-
     gc.collect()
     if device_kind(device) == "cuda":
         torch.cuda.empty_cache()
@@ -48,7 +47,7 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _best_rate(fn: Callable[[], object], flop: float, device: str, seconds: float) -> float:
+def best_rate(fn: Callable[[], object], flop: float, device: str, seconds: float) -> float:
     """Best rate of ``fn`` in GFLOP/s over ``seconds`` of 4-call bursts."""
     for _ in range(3):
         fn()
@@ -71,7 +70,7 @@ def gemm_peak(device: str, n: int, seconds: float) -> float:
     a = torch.randn(n, n, device=device)
     b = torch.randn(n, n, device=device)
     c = torch.empty(n, n, device=device)
-    return _best_rate(lambda: torch.mm(a, b, out=c), 2 * n ** 3, device, seconds)
+    return best_rate(lambda: torch.mm(a, b, out=c), 2 * n ** 3, device, seconds)
 
 
 def onednn_gemm_peak(n: int, seconds: float) -> float | None:
@@ -86,7 +85,7 @@ def onednn_gemm_peak(n: int, seconds: float) -> float | None:
     if err > 1e-5:
         raise RuntimeError(f"oneDNN matmul is not full fp32 here (relative error {err:.1e})")
     am, bm = a.to_mkldnn(), b.to_mkldnn()
-    return _best_rate(lambda: torch._C._nn.mkldnn_linear(am, bm), 2 * n ** 3, "cpu", seconds)
+    return best_rate(lambda: torch._C._nn.mkldnn_linear(am, bm), 2 * n ** 3, "cpu", seconds)
 
 
 def synthetic_split(in_ch: int, size: int, n: int, n_classes: int = 10) -> Split:

@@ -50,7 +50,7 @@ def auto_jobs(grid: Any, device: str, n_packs: int) -> int:
     default threading gets one worker using every core. Never more workers than packs. On a GPU
     the worker plan is one per visible GPU regardless, so this is 1.
     """
-    if device.split(":", 1)[0] != "cpu":
+    if device.split(":", 1)[0] != "cpu":  # as worker_plan: this module stays free of torch imports
         return 1
     threads = grid.engine.cpu_threads
     if not threads:

@@ -321,17 +321,12 @@ def init_member(net: PackedNet, g: int, sigma_w: float, generator: torch.Generat
 
 
 def kernel_norms(net: PackedNet) -> tuple[list[str], torch.Tensor]:
-    """Per member, the Frobenius norm of each trainable kernel: names and ``[G, L]``.
-
-    One norm per member over its own contiguous kernel, so the value cannot depend on how many
-    members share the tensor (a precaution: torch's row-wise norm happens to agree today).
-    """
+    """Per member, the Frobenius norm of each trainable kernel: names and ``[G, L]``."""
     names, cols = [], []
     with torch.no_grad():
         for name, mod in net.kernels():
             names.append(name)
-            w = mod.weight.detach().float()
-            cols.append(torch.stack([w[g].norm() for g in range(w.shape[0])]))
+            cols.append(mod.weight.detach().float().flatten(1).norm(dim=1))
     return names, torch.stack(cols, dim=1)
 
 

@@ -27,19 +27,49 @@ CURVE_DIMS = (*CELL_DIMS, EPOCH)
 REQUIRED_DIMS = CELL_DIMS
 
 # Variables --------------------------------------------------------------------------------
-CLOCKS = ("T_eta", "T_sgd", "T_l2", "T_adapt")
+# Every cube variable has one name, exported here; no other module spells it as a string
+# (docs/cube.md documents each one).
+# Curves, dims (pipeline, sigma_w, seed, epoch).
+TRAIN_LOSS, TRAIN_ACC = "train_loss", "train_acc"
+VAL_LOSS, VAL_ACC = "val_loss", "val_acc"
+TEST_LOSS, TEST_ACC = "test_loss", "test_acc"
+KERNEL_NORM, STEP, LR_NOW = "kernel_norm", "step", "lr_now"
+# Clocks from the learning rate actually used at every step (docs/cube.md, "Clocks").
+T_ETA, T_SGD, T_L2, T_ADAPT = "T_eta", "T_sgd", "T_l2", "T_adapt"
+# The same clocks with the momentum-corrected step eta / (1 - mu) (heavy-ball and Nesterov SGD).
+T_ETA_MOM, T_SGD_MOM, T_L2_MOM = "T_eta_mom", "T_sgd_mom", "T_l2_mom"
+# Measured clocks, layer-pooled (docs/cube.md, "Measured clocks").
+T_ANGLE = "T_angle"        # mean over layers of angular_path, radians
+T_EFF = "T_eff"            # cumulative sum over steps of eta / ||w||^2, mean over normalised layers
+# Per layer, dims (pipeline, sigma_w, seed, epoch, layer).
+LAYER_NORM = "layer_norm"
+COS_TO_INIT = "cos_to_init"    # cosine between each kernel and its value at epoch 0
+ANGULAR_PATH = "angular_path"  # cumulative sum of per-step angles, radians
+EFF_LR = "eff_lr"              # eta / ||w||^2 where a normalisation follows the layer (NaN elsewhere)
+# Runs, dims (pipeline, sigma_w, seed).
+STATUS, TAU_INTERP, TAU_BEST = "status", "tau_interp", "tau_best"
+SELECTED_VAL_ACC, SELECTED_TEST_ACC = "selected_val_acc", "selected_test_acc"
+SELECTED_TEST_CORRECT, FINAL_TEST_ACC = "selected_test_correct", "final_test_acc"
+INIT_KERNEL_NORM, WALL_SECONDS = "init_kernel_norm", "wall_seconds"
+# Per-example predictions.
+TEST_PRED, TEST_LABEL = "test_pred", "test_label"
+
+CLOCKS = (T_ETA, T_SGD, T_L2, T_ADAPT)
+MOMENTUM_CLOCKS = (T_ETA_MOM, T_SGD_MOM, T_L2_MOM)
+MEASURED_CLOCKS = (T_ANGLE, T_EFF)
+ALL_CLOCKS = (*CLOCKS, *MOMENTUM_CLOCKS, *MEASURED_CLOCKS)
 CURVE_VARS = (
-    "train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc",
-    "kernel_norm", "step", "lr_now", *CLOCKS,
+    TRAIN_LOSS, TRAIN_ACC, VAL_LOSS, VAL_ACC, TEST_LOSS, TEST_ACC,
+    KERNEL_NORM, STEP, LR_NOW, *ALL_CLOCKS,
 )
-LAYER_VARS = ("layer_norm",)  # dims CURVE_DIMS + (layer,)
+LAYER_VARS = (LAYER_NORM, COS_TO_INIT, ANGULAR_PATH, EFF_LR)  # dims CURVE_DIMS + (layer,)
 RUN_VARS = (
-    "status", "tau_interp", "tau_best", "selected_val_acc", "selected_test_acc",
-    "selected_test_correct", "final_test_acc", "init_kernel_norm", "wall_seconds",
+    STATUS, TAU_INTERP, TAU_BEST, SELECTED_VAL_ACC, SELECTED_TEST_ACC,
+    SELECTED_TEST_CORRECT, FINAL_TEST_ACC, INIT_KERNEL_NORM, WALL_SECONDS,
 )
-PRED_VARS = ("test_pred",)   # dims CELL_DIMS + (example,)
-LABEL_VARS = ("test_label",)  # dims (example,)
-ACCURACY_VARS = ("train_acc", "val_acc", "test_acc", "selected_val_acc", "selected_test_acc", "final_test_acc")
+PRED_VARS = (TEST_PRED,)   # dims CELL_DIMS + (example,)
+LABEL_VARS = (TEST_LABEL,)  # dims (example,)
+ACCURACY_VARS = (TRAIN_ACC, VAL_ACC, TEST_ACC, SELECTED_VAL_ACC, SELECTED_TEST_ACC, FINAL_TEST_ACC)
 
 EXPECTED_DIMS: dict[str, tuple[str, ...]] = {
     **{v: CURVE_DIMS for v in CURVE_VARS},
@@ -65,9 +95,14 @@ PIPELINE_COORDS = ("optimizer", "lr", "batch_size", "momentum", "weight_decay", 
 OK, DIVERGED, FAILED, MISSING = 0, 1, 2, 3
 STATUS_NAMES = {OK: "ok", DIVERGED: "diverged", FAILED: "failed", MISSING: "missing"}
 
+# Global attributes. GRID, TRUTH and FAILED_CELLS hold JSON/YAML text: read them with json_attr.
+A_SCHEMA, A_N_TEST, A_INTERP_THRESHOLD, A_SELECT = "schema", "n_test", "interp_threshold", "select"
+A_GRID, A_DATASET_FINGERPRINT = "grid", "dataset_fingerprint"
+A_INITMEM_VERSION, A_TORCH_VERSION, A_DEVICE, A_CREATED = "initmem_version", "torch_version", "device", "created"
+A_TRUTH, A_FAILED_CELLS, A_CORRUPT_SHARDS, A_SOURCE = "truth", "failed_cells", "corrupt_shards", "source"
 GLOBAL_ATTRS = (
-    "schema", "n_test", "interp_threshold", "select", "grid", "dataset_fingerprint",
-    "initmem_version", "torch_version", "device", "created",
+    A_SCHEMA, A_N_TEST, A_INTERP_THRESHOLD, A_SELECT, A_GRID, A_DATASET_FINGERPRINT,
+    A_INITMEM_VERSION, A_TORCH_VERSION, A_DEVICE, A_CREATED,
 )
 COMPRESSION = {"zlib": True, "complevel": 4}
 
@@ -185,6 +220,20 @@ def observed(ds: xr.Dataset) -> xr.DataArray:
     da = ds[metric]
     extra = [d for d in da.dims if d not in CELL_DIMS]
     return da.notnull().any(extra) if extra else da.notnull()
+
+
+def ok_cells(ds: xr.Dataset) -> xr.DataArray:
+    """Boolean (pipeline, sigma_w, seed): the run finished ok. The one "usable cell" mask of the
+    statistics; without a status variable every observed cell counts (imported tables)."""
+    if STATUS in ds.data_vars:
+        return (ds[STATUS] == OK).transpose(*CELL_DIMS)
+    return observed(ds).transpose(*CELL_DIMS)
+
+
+def points_scale(metric: str) -> float:
+    """Factor from a metric's units to the units the report speaks in: 100 for accuracies
+    (fractions become points), 1 for any other metric."""
+    return 100.0 if metric in ACCURACY_VARS or metric.endswith("_acc") else 1.0
 
 
 def unpaired_seeds(ds: xr.Dataset) -> dict[str, list[int]]:

@@ -38,7 +38,7 @@ class RunResult:
 
 def resolve_grid(grid_file: str | None, preset: str | None) -> Path:
     """GRID.yaml or --preset NAME (exactly one; neither means the quick preset)."""
-    from initmem.collect.grid import resolve_preset
+    from initmem.grid import resolve_preset
 
     if grid_file is not None and preset is not None:
         raise UserError("give either GRID.yaml or --preset NAME, not both")
@@ -104,7 +104,7 @@ def run_all(
 
     ``train_fn`` replaces the training engine (tests use a fast deterministic stand-in).
     """
-    from initmem.collect.grid import load_grid
+    from initmem.grid import load_grid
 
     grid = load_grid(grid_path)
     out = Path(out_dir) if out_dir is not None else Path("runs") / grid.name

@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 
 from initmem.collect.devices import deterministic
-from initmem.collect.grid import load_grid
 from initmem.collect.nets import PConv, build_net
+from initmem.grid import load_grid
 
 try:  # run as a script from the repository root
     from train_throughput import best_rate, gemm_peak, onednn_gemm_peak

@@ -31,8 +31,8 @@ import torch.nn.functional as F
 from initmem.collect.data import Split, load_split
 from initmem.collect.devices import deterministic, device_kind, resolve_device
 from initmem.collect.engine import PackTrainer
-from initmem.collect.grid import Grid, load_grid, parse_grid
 from initmem.collect.nets import PConv, count_train_flops_per_image
+from initmem.grid import Grid, load_grid, parse_grid
 
 
 def _free(device: str) -> None:

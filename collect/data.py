@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from initmem.collect.grid import DatasetSpec
 from initmem.errors import UserError
+from initmem.grid import DatasetSpec
 
 HOW_TO_GET = (
     "download it once with torchvision on a machine with network access, e.g. "

@@ -28,14 +28,14 @@ import initmem
 from initmem import cube
 from initmem.collect.data import Split, load_split
 from initmem.collect.devices import deterministic, device_kind, resolve_device
-from initmem.collect.grid import Grid, PipelineSpec
 from initmem.collect.nets import PackedNet, build_net, init_member, kernel_norms, use_channels_last
 from initmem.collect.optim import PackedOptimizer, Schedule
 from initmem.errors import UserError
+from initmem.grid import Grid, PipelineSpec
 
 STATE_VERSION = 1
 EVAL_VARS = ("train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc")
-CURVES = cube.CURVE_VARS
+CURVES = tuple(v for v in cube.CURVE_VARS if v not in (*cube.MOMENTUM_CLOCKS, *cube.MEASURED_CLOCKS))
 # Independent random streams per seed: init draws, data order, augmentation draws.
 STREAM_INIT, STREAM_ORDER, STREAM_AUG = 0, 1, 2
 
@@ -65,7 +65,7 @@ def pipeline_coords(spec: PipelineSpec) -> dict[str, Any]:
 
 def cube_attrs(grid: Grid, device: str) -> dict[str, Any]:
     """Global attributes of a cube made from ``grid`` on ``device`` (SPEC.md section 2)."""
-    from initmem.collect.grid import grid_hash
+    from initmem.grid import grid_hash
 
     split = load_split(grid.dataset)
     return {

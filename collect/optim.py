@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from initmem.collect.grid import PipelineSpec
+from initmem.grid import PipelineSpec
 
 
 class Schedule:

@@ -11,8 +11,8 @@ import math
 
 from initmem.collect.data import load_split
 from initmem.collect.devices import device_kind, free_memory_bytes
-from initmem.collect.grid import Grid
 from initmem.collect.nets import activation_elems_per_image, build_net
+from initmem.grid import Grid
 
 MAX_PACK = {"cpu": 32, "mps": 64, "cuda": 256}
 MEMORY_FRACTION = 0.5

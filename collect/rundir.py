@@ -87,7 +87,7 @@ class RunDir:
         return set(self.read_record().get("grid_hashes", []))
 
     def load_grid(self) -> Any:
-        from initmem.collect.grid import load_grid
+        from initmem.grid import load_grid
 
         if not self.grid_file.exists():
             raise UserError(f"{self.root} is not a collect run folder (no grid.yaml)")

@@ -41,7 +41,7 @@ def _say(msg: str, quiet: bool) -> None:
 
 
 def _load_grid(grid_path_or_grid: Any) -> Any:
-    from initmem.collect.grid import Grid, load_grid
+    from initmem.grid import Grid, load_grid
 
     if isinstance(grid_path_or_grid, Grid):
         return grid_path_or_grid
@@ -56,7 +56,7 @@ def all_cells(grid: Any) -> list[Cell]:
 
 def prepare_run(run: RunDir, grid: Any, *, resume: bool, executor: str, quiet: bool) -> dict[str, Any]:
     """Create the run folder or check that ``grid`` may continue it; return what was added."""
-    from initmem.collect.grid import grid_hash
+    from initmem.grid import grid_hash
 
     h = grid_hash(grid)
     events = EventLog(run.events)
@@ -148,7 +148,7 @@ def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_siz
 def merge_run(run_dir: str | os.PathLike, *, grid: Any = None) -> MergeReport:
     """Merge every shard of a run folder into ``DIR/cube.nc`` (atomically, re-runnable)."""
     from initmem.collect.engine import pipeline_coords
-    from initmem.collect.grid import grid_hash
+    from initmem.grid import grid_hash
 
     run = RunDir(Path(run_dir))
     if not run.exists():
@@ -243,7 +243,7 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
     """
     from initmem.cli import is_quiet
     from initmem.collect.devices import resolve_device
-    from initmem.collect.grid import grid_hash
+    from initmem.grid import grid_hash
 
     quiet = quiet or is_quiet()
     if executor not in EXECUTORS:

@@ -38,7 +38,7 @@ SLURM_KEYS = ("partition", "gpus_per_job", "time_min", "mem_gb", "array_parallel
 
 
 def slurm_options(grid: Any, overrides: dict[str, Any]) -> dict[str, Any]:
-    from initmem.collect.grid import SlurmSpec
+    from initmem.grid import SlurmSpec
 
     base = (grid.slurm or SlurmSpec()).model_dump()
     base.update({k: v for k, v in overrides.items() if v is not None and k in SLURM_KEYS})

@@ -12,17 +12,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import xarray as xr
 
-from initmem import cube
 from initmem.stats.resample import seed_bootstrap
-
-
-def points_scale(metric: str, da: xr.DataArray | None = None) -> float:
-    """100 for accuracies (fractions become points), 1 for any other metric."""
-    if metric in cube.ACCURACY_VARS or metric.endswith("_acc"):
-        return 100.0
-    return 1.0
 
 
 def omega_squared(table: np.ndarray) -> float:

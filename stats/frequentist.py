@@ -32,6 +32,7 @@ from scipy import stats
 from initmem import cube
 from initmem.errors import UserError
 from initmem.stats import effects
+from initmem.stats.anova import mean_squares
 
 ALPHA = 0.05
 VERDICTS = ("remembers", "forgets", "inconclusive")
@@ -77,29 +78,15 @@ def complete_block(y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 # Closed-form two-way ANOVA (one value per cell) ------------------------------------------------
 
 def rcbd_anova(table: np.ndarray) -> dict[str, float]:
-    """Sums of squares and mean squares of a complete levels x seeds table without replication.
-
-    The expected mean squares give the ANOVA (method of moments) variance components:
-    E[MS_level] = s2_e + J s2_level, E[MS_seed] = s2_e + I s2_seed, E[MS_e] = s2_e.
-    """
-    n_lev, n_seed = table.shape
-    grand = table.mean()
-    lev_m = table.mean(axis=1)
-    seed_m = table.mean(axis=0)
-    ss_lev = n_seed * ((lev_m - grand) ** 2).sum()
-    ss_seed = n_lev * ((seed_m - grand) ** 2).sum()
-    resid = table - lev_m[:, None] - seed_m[None, :] + grand
-    ss_e = (resid**2).sum()
-    df_lev, df_seed = n_lev - 1, n_seed - 1
-    df_e = df_lev * df_seed
-    ms_lev = ss_lev / df_lev if df_lev else math.nan
-    ms_seed = ss_seed / df_seed if df_seed else math.nan
-    ms_e = ss_e / df_e if df_e else math.nan
+    """Sums of squares, mean squares and ANOVA variance components of a complete levels x seeds
+    table without replication, as plain floats (see :mod:`initmem.stats.anova`)."""
+    ms = mean_squares(table)
     return {
-        "I": n_lev, "J": n_seed, "ss_level": ss_lev, "ss_seed": ss_seed, "ss_e": ss_e,
-        "ss_total": ((table - grand) ** 2).sum(), "df_level": df_lev, "df_seed": df_seed, "df_e": df_e,
-        "ms_level": ms_lev, "ms_seed": ms_seed, "ms_e": ms_e,
-        "s2_level": (ms_lev - ms_e) / n_seed, "s2_seed": (ms_seed - ms_e) / n_lev, "s2_e": ms_e,
+        "I": ms.n_level, "J": ms.n_seed, "ss_level": float(ms.ss_level), "ss_seed": float(ms.ss_seed),
+        "ss_e": float(ms.ss_e), "ss_total": float(ms.ss_total), "df_level": ms.df_level,
+        "df_seed": ms.df_seed, "df_e": ms.df_e, "ms_level": float(ms.ms_level), "ms_seed": float(ms.ms_seed),
+        "ms_e": float(ms.ms_e), "s2_level": float(ms.s2_level), "s2_seed": float(ms.s2_seed),
+        "s2_e": float(ms.ms_e),
     }
 
 
@@ -308,7 +295,7 @@ def crosscheck(ds: xr.Dataset, metric: str, delta: float, bayes: dict[str, dict]
         for name, sec, key in (("rm", "rm", "p"), ("fr", "fr", "p"), ("tost", "sp", "tost_p"),
                                ("min", "sp", "min_effect_p"))
     }
-    scale = effects.points_scale(metric, da)
+    scale = cube.points_scale(metric)
     n_test = ds.attrs.get("n_test")
     out: dict[str, dict] = {}
     for i, p in enumerate(pipes):

@@ -15,12 +15,12 @@ import xarray as xr
 from initmem import cube
 from initmem.collect.data import Split, load_split
 from initmem.collect.devices import deterministic, resolve_device
-from initmem.collect.engine import PackTrainer, collect_grid, train_pack
-from initmem.collect.grid import load_grid, parse_grid
+from initmem.collect.engine import CURVES, PackTrainer, collect_grid, train_pack
 from initmem.collect.nets import PBatchNorm, build_net, scaled_kernels
 from initmem.collect.optim import PackedOptimizer
 from initmem.collect.packing import plan_packs
 from initmem.errors import UserError
+from initmem.grid import load_grid, parse_grid
 
 
 def tiny(pipelines: dict, *, sigma=(0.5, 1.0, 2.0), seeds=(0, 1), width=4, norm="batch", scale="all_kernels",
@@ -177,7 +177,7 @@ def assert_pack_is_bitwise_alone(g, pipeline: str, cells: list[tuple[float, int]
 ])
 @pytest.mark.parametrize("layout", ["nchw", "channels_last"])
 def test_member_of_a_pack_is_bitwise_the_same_cell_trained_alone(opt, layout):
-    # channels_last is exact when members' channel counts are multiples of 8 (collect/grid.py).
+    # channels_last is exact when members' channel counts are multiples of 8 (grid.py).
     cl = layout == "channels_last"
     g = tiny({"a": {**opt, "batch_size": 32, "epochs": 1}}, width=8 if cl else 6, augment="crop_flip",
              channels_last=cl)
@@ -252,7 +252,7 @@ def test_a_diverging_member_does_not_disturb_the_others():
     assert np.isfinite(float(bad["selected_val_acc"]))                    # selected before divergence
     a = diverging.sel(pipeline="hot", sigma_w=1.0, seed=0)
     b = calm.sel(pipeline="hot", sigma_w=1.0, seed=0)
-    for v in (*cube.CURVE_VARS, "layer_norm", "selected_test_acc", "test_pred"):
+    for v in (*CURVES, "layer_norm", "selected_test_acc", "test_pred"):
         np.testing.assert_array_equal(a[v].values, b[v].values, err_msg=v)
 
 

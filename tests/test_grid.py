@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from initmem.collect.grid import Grid, grid_hash, load_grid, parse_grid, resolve_preset
 from initmem.errors import UserError
+from initmem.grid import Grid, grid_hash, load_grid, parse_grid, resolve_preset
 
 from .conftest import assert_user_error
 

@@ -209,8 +209,8 @@ def test_merge_is_deterministic_and_rerunnable(tmp_path: Path, baseline: Path) -
 
 
 def test_merge_does_not_depend_on_the_order_of_shards(baseline: Path) -> None:
-    from initmem.collect.grid import load_grid
     from initmem.collect.shards import merge, scan_shards
+    from initmem.grid import load_grid
 
     run_dir = baseline.parent
     grid = load_grid(run_dir / "grid.yaml")
@@ -271,7 +271,7 @@ def test_local_workers_one_per_visible_gpu_or_jobs_on_cpu(monkeypatch: pytest.Mo
 
 def test_jobs_auto_fills_the_cores_without_oversubscribing(monkeypatch: pytest.MonkeyPatch) -> None:
     from initmem.collect import local_exec
-    from initmem.collect.grid import load_grid, parse_grid
+    from initmem.grid import load_grid, parse_grid
 
     quick = load_grid("quick")                       # pins engine.cpu_threads: 1
     assert quick.engine.cpu_threads == 1

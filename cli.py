@@ -215,8 +215,8 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
             raise UserError("--status and --merge exclude each other")
         if grid_file is not None or out is not None:
             raise UserError("--status DIR and --merge DIR take no GRID.yaml or --out")
+        from initmem.collect.merge import corrupt_error, merge_run, print_summary
         from initmem.collect.rundir import RunDir
-        from initmem.collect.runner import corrupt_error, merge_run, print_summary
         from initmem.collect.status import render_status, run_status
 
         if status_dir is not None:

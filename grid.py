@@ -115,8 +115,15 @@ class PipelineSpec(_Strict):
 
 
 class EvalSpec(_Strict):
+    """Which epoch a run reports (see collect/select.py and docs/cube.md).
+
+    ``best_val_acc_interp`` (default): the best-validation epoch at or after interpolation
+    (training accuracy >= interp_threshold), ties to the lower validation loss, then the later
+    epoch; a run that never interpolates falls back to its best-validation epoch overall.
+    """
+
     interp_threshold: float = Field(0.995, gt=0, le=1)
-    select: Literal["best_val_acc", "last"] = "best_val_acc"
+    select: Literal["best_val_acc_interp", "best_val_acc", "last"] = "best_val_acc_interp"
 
 
 class SlurmSpec(_Strict):
@@ -129,7 +136,11 @@ class SlurmSpec(_Strict):
 
 
 class EngineSpec(_Strict):
-    """How the engine runs (never what it computes): pack size, torch.compile, eval batch, CPU threads."""
+    """How the engine runs: pack size, torch.compile, eval batch, CPU threads, layouts, precision.
+
+    Apart from ``autocast`` (bf16 rounding) and ``measure_clocks`` (whether the measured clocks
+    are recorded) none of these changes what a cell computes.
+    """
 
     pack_size: int | None = Field(None, ge=1)
     compile: bool = False
@@ -141,6 +152,12 @@ class EngineSpec(_Strict):
     # (the quick preset's width 8 is tested) but not, e.g., at width 6, where oneDNN's weight-
     # gradient kernels round differently for different pack sizes.
     channels_last: bool | None = None
+    # bf16 autocast of the forward passes: None = on CUDA only. True on CPU runs the GPU's mixed-
+    # precision branch with torch.autocast("cpu"), which is how the tests cover it.
+    autocast: bool | None = None
+    # The measured clocks (cos_to_init, angular_path, eff_lr, T_angle, T_eff) cost a float64 pass
+    # over the kernels at every step (docs/benchmarks.md); off leaves them NaN.
+    measure_clocks: bool = True
 
 
 class Grid(_Strict):

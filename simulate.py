@@ -17,6 +17,7 @@ import numpy as np
 import xarray as xr
 
 from initmem import __version__, cube
+from initmem.collect.schedule import LrSchedule, pipeline_clocks
 from initmem.errors import UserError
 
 SIGMA_RANGE = (0.25, 8.0)
@@ -129,37 +130,23 @@ def sigma_levels(n: int) -> np.ndarray:
 
 # Learning-rate schedules and clocks --------------------------------------------------------
 
+def _milestones(p: SimPipeline, epochs: int) -> tuple[int, ...]:
+    """Step decay x gamma at 50% and 75% of the horizon unless the pipeline names its milestones."""
+    given = getattr(p, "milestones", None)
+    if given:
+        return tuple(int(m) for m in given)
+    return tuple(sorted({m for m in (round(0.5 * epochs), round(0.75 * epochs)) if 0 < m < epochs}))
+
+
 def lr_per_step(p: SimPipeline, epochs: int, steps_per_epoch: int) -> np.ndarray:
-    """The learning rate used at every optimizer step (same rules as the engine's schedules)."""
-    total = epochs * steps_per_epoch
-    k = np.arange(total, dtype=float)
-    if p.schedule == "constant":
-        return np.full(total, p.lr)
-    if p.schedule == "cosine":
-        return p.lr * 0.5 * (1.0 + np.cos(np.pi * k / total))
-    # step: x0.1 at 50% and at 75% of the horizon
-    return p.lr * np.where(k < 0.5 * total, 1.0, np.where(k < 0.75 * total, 0.1, 0.01))
+    """The learning rate used at every optimizer step: the engine's schedule (collect/schedule.py)."""
+    return replace(LrSchedule.of(p, steps_per_epoch, epochs), milestones=_milestones(p, epochs)).per_step()
 
 
 def clocks(p: SimPipeline, epochs: int, n_train: int) -> dict[str, np.ndarray]:
-    """Cumulative clocks at the end of each epoch (index 0 = before the first step)."""
-    spe = math.ceil(n_train / p.batch_size)
-    eta = lr_per_step(p, epochs, spe)
-    ends = np.arange(epochs + 1) * spe
-
-    def cum(x: np.ndarray) -> np.ndarray:
-        return np.concatenate([[0.0], np.cumsum(x)])[ends]
-
-    t_eta = cum(eta)
-    lr_now = np.concatenate([[eta[0]], eta[ends[1:] - 1]])
-    return {
-        "step": ends.astype(float),
-        "lr_now": lr_now,
-        "T_eta": t_eta,
-        "T_sgd": cum(eta**2) / p.batch_size,
-        "T_l2": p.coupled_l2 * t_eta,
-        "T_adapt": t_eta if p.optimizer in ADAPTIVE else np.zeros_like(t_eta),
-    }
+    """Cumulative clocks at the end of each epoch (index 0 = before the first step), exactly the
+    engine's for the same pipeline and training-set size (collect/schedule.py)."""
+    return pipeline_clocks(p, n_train, epochs=epochs, milestones=_milestones(p, epochs))
 
 
 # The outcome-scale truth -----------------------------------------------------------------

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from initmem.atomic import atomic_path
+from initmem.atomic import atomic_path, write_text
 from initmem.collect.hooks import hook
 from initmem.collect.shards import Cell
 
@@ -45,8 +45,6 @@ def write_manifest(ckpt_dir: str | os.PathLike, pid: str, pipeline: str, cells: 
     cells together (a checkpoint only fits its own pack, and bit-identical curves need the same
     packing). The manifest lives until the pack's shards are all written.
     """
-    from initmem.atomic import write_text
-
     body = {"format": CKPT_FORMAT, "pack": pid, "pipeline": pipeline,
             "cells": [[float(s), int(k)] for s, k in cells]}
     return write_text(manifest_path(ckpt_dir, pid), json.dumps(body) + "\n")
@@ -70,7 +68,7 @@ def read_manifests(ckpt_dir: str | os.PathLike) -> list[tuple[str, list[Cell]]]:
 
 def save(path: str | os.PathLike, *, pipeline: str, cells: list[tuple[float, int]], grid_hash: str,
          epochs_done: int, state: dict[str, Any]) -> Path:
-    import torch
+    import torch  # torch.save: the CLI-side callers (plan, status) must not load torch
 
     payload = {
         "format": CKPT_FORMAT,
@@ -89,7 +87,7 @@ def save(path: str | os.PathLike, *, pipeline: str, cells: list[tuple[float, int
 
 def load(path: str | os.PathLike) -> tuple[dict[str, Any] | None, str]:
     """(payload, "") or (None, why it is unusable)."""
-    import torch
+    import torch  # as in save
 
     path = Path(path)
     if not path.exists():

@@ -13,7 +13,6 @@ accumulated from the learning rate actually used at every step. The result is an
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -24,18 +23,22 @@ import torch
 import torch.nn.functional as F
 import xarray as xr
 
-import initmem
 from initmem import cube
+from initmem.collect.coords import cube_attrs, pipeline_coords
 from initmem.collect.data import Split, load_split
 from initmem.collect.devices import deterministic, device_kind, resolve_device
+from initmem.collect.measure import StepMeter
 from initmem.collect.nets import PackedNet, build_net, init_member, kernel_norms, use_channels_last
-from initmem.collect.optim import PackedOptimizer, Schedule
+from initmem.collect.optim import PackedOptimizer
+from initmem.collect.schedule import LrSchedule, epoch_clocks, steps_per_epoch
+from initmem.collect.select import Selector
 from initmem.errors import UserError
-from initmem.grid import Grid, PipelineSpec
+from initmem.grid import Grid
 
-STATE_VERSION = 1
-EVAL_VARS = ("train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc")
-CURVES = tuple(v for v in cube.CURVE_VARS if v not in (*cube.MOMENTUM_CLOCKS, *cube.MEASURED_CLOCKS))
+STATE_VERSION = 2
+EVAL_VARS = (cube.TRAIN_LOSS, cube.TRAIN_ACC, cube.VAL_LOSS, cube.VAL_ACC, cube.TEST_LOSS, cube.TEST_ACC)
+CURVES = cube.CURVE_VARS
+SCHEDULE_CLOCKS = (cube.STEP, cube.LR_NOW, *cube.CLOCKS, *cube.MOMENTUM_CLOCKS)
 # Independent random streams per seed: init draws, data order, augmentation draws.
 STREAM_INIT, STREAM_ORDER, STREAM_AUG = 0, 1, 2
 
@@ -46,47 +49,6 @@ def seed_generator(seed: int, stream: int) -> torch.Generator:
     g = torch.Generator(device="cpu")
     g.manual_seed(int(state[0]) << 32 | int(state[1]))
     return g
-
-
-def pipeline_coords(spec: PipelineSpec) -> dict[str, Any]:
-    """The per-pipeline settings stored as coordinates on the pipeline dim."""
-    return {
-        "optimizer": spec.optimizer, "lr": float(spec.lr), "batch_size": int(spec.batch_size),
-        "momentum": float(spec.momentum), "weight_decay": float(spec.weight_decay),
-        "schedule": spec.schedule, "epochs": int(spec.epochs),
-        "nesterov": int(spec.nesterov), "warmup_epochs": int(spec.warmup_epochs),
-        "l2": float(spec.coupled_l2), "decoupled_wd": float(spec.decoupled_wd),
-        "beta1": float(spec.betas[0]) if spec.optimizer != "sgd" else float("nan"),
-        "beta2": float(spec.betas[1]) if spec.optimizer != "sgd" else float("nan"),
-        "gamma": float(spec.gamma) if spec.schedule == "step" else float("nan"),
-        "milestones": ",".join(str(m) for m in spec.milestones),
-    }
-
-
-def cube_attrs(grid: Grid, device: str) -> dict[str, Any]:
-    """Global attributes of a cube made from ``grid`` on ``device`` (SPEC.md section 2)."""
-    from initmem.grid import grid_hash
-
-    split = load_split(grid.dataset)
-    return {
-        "schema": cube.SCHEMA,
-        "n_test": int(split.y_test.numel()),
-        "interp_threshold": float(grid.eval.interp_threshold),
-        "select": grid.eval.select,
-        "grid": grid.to_yaml(),
-        "grid_hash": grid_hash(grid),
-        "grid_name": grid.name,
-        "dataset": grid.dataset.name,
-        "dataset_fingerprint": split.fingerprint,
-        "arch": grid.model.arch,
-        "norm": grid.model.norm,
-        "init_scale": grid.init.scale,
-        "augment": grid.dataset.augment,
-        "initmem_version": initmem.__version__,
-        "torch_version": torch.__version__,
-        "device": str(device),
-        "created": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
 
 
 def crop_flip(x: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor, flip: torch.Tensor, pad: int) -> torch.Tensor:
@@ -115,8 +77,13 @@ class PackTrainer:
         if self.spec.batch_size > n_train:
             raise UserError(f"pipelines.{pipeline}.batch_size: {self.spec.batch_size} is larger than the "
                             f"training split ({n_train} examples)")
-        self.steps_per_epoch = n_train // self.spec.batch_size  # drop_last: every step sees b examples
-        self.schedule = Schedule(self.spec, self.steps_per_epoch)
+        self.steps_per_epoch = steps_per_epoch(n_train, self.spec.batch_size)  # drop_last: b examples a step
+        # The learning rate of every step and the clocks summed from it: one schedule module for the
+        # engine and the simulator, so their clocks agree exactly.
+        self.lrs = LrSchedule.of(self.spec, self.steps_per_epoch).per_step()
+        self.clock_table = epoch_clocks(self.lrs, self.spec.epochs, self.steps_per_epoch,
+                                        batch_size=self.spec.batch_size, optimizer=self.spec.optimizer,
+                                        momentum=self.spec.momentum, coupled_l2=self.spec.coupled_l2)
         net = build_net(grid.model.arch, self.G, split.in_channels, split.n_classes, grid.model.width,
                         grid.model.norm)
         for g, (sigma, seed) in enumerate(self.cells):
@@ -127,15 +94,18 @@ class PackTrainer:
         self.gen_order = [seed_generator(seed, STREAM_ORDER) for _, seed in self.cells]
         self.gen_aug = [seed_generator(seed, STREAM_AUG) for _, seed in self.cells]
         self.aug_pad = max(1, split.image_size // 8) if grid.dataset.augment == "crop_flip" else 0
-        self.amp = self.kind == "cuda"
+        ac = grid.engine.autocast  # None: CUDA only (see EngineSpec.autocast)
+        self.amp = self.kind == "cuda" if ac is None else ac
         if self.kind == "cuda":
             torch.backends.cudnn.benchmark = True   # fixed shapes: let cuDNN pick its fastest kernels
         cl = grid.engine.channels_last  # None: CUDA only (see EngineSpec.channels_last)
         self.channels_last = self.kind == "cuda" if cl is None else cl
         use_channels_last(self.net, self.channels_last)
-        self.forward = self.net
-        if grid.engine.compile and self.kind == "cuda":
-            self.forward = torch.compile(self.net)
+        self.forward = torch.compile(self.net) if grid.engine.compile else self.net
+        kernels = list(self.net.kernels())
+        self.meter = StepMeter([m.weight for _, m in kernels], [bool(getattr(m, "normalized", False))
+                                                                  for _, m in kernels]) \
+            if grid.engine.measure_clocks else None
         self.step = 0
         self.frozen: list[int] = []
         self.fail_injection = self._injected_failure()
@@ -148,6 +118,12 @@ class PackTrainer:
             if want == f"{self.pipeline}:{sigma:g}:{seed}":
                 return want
         return None
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """bf16 autocast on this device when enabled (the same branch on CPU and CUDA)."""
+        if not self.amp:
+            return contextlib.nullcontext()
+        return torch.autocast(self.kind, dtype=torch.bfloat16)
 
     # -- data ---------------------------------------------------------------------------------
     def epoch_order(self) -> torch.Tensor:
@@ -179,8 +155,7 @@ class PackTrainer:
             raise RuntimeError(f"injected failure in cell {self.fail_injection}")
         x, y = self.batch(idx)
         self.net.train()
-        ctx = torch.autocast("cuda", dtype=torch.bfloat16) if self.amp else contextlib.nullcontext()
-        with ctx:
+        with self.autocast():
             logits = self.forward(x)                         # B G K
         B, G, K = logits.shape
         losses = F.cross_entropy(logits.float().reshape(B * G, K), y.reshape(B * G),
@@ -190,9 +165,13 @@ class PackTrainer:
         for p in self.net.parameters():
             p.grad = None
         total.backward()
-        lr = self.schedule.lr(self.step)
+        lr = float(self.lrs[self.step])
         newly = [g for g in torch.nonzero(bad).flatten().tolist() if g not in self.frozen]
+        if self.meter is not None:
+            self.meter.before_step(lr)
         self.optimizer.step(lr, self.frozen + newly)
+        if self.meter is not None:
+            self.meter.after_step()
         self.frozen.extend(newly)
         self.step += 1
         return lr, losses.detach()
@@ -214,8 +193,7 @@ class PackTrainer:
             xx = xb.repeat(1, G, 1, 1)
             if self.channels_last:
                 xx = xx.contiguous(memory_format=torch.channels_last)
-            ctx = torch.autocast("cuda", dtype=torch.bfloat16) if self.amp else contextlib.nullcontext()
-            with ctx:
+            with self.autocast():
                 logits = self.forward(xx).float()              # n G K
             n, _, K = logits.shape
             yy = yb[:, None].expand(n, G)
@@ -231,55 +209,53 @@ class PackTrainer:
 
 
 class Recorder:
-    """Curves and best-checkpoint bookkeeping of a pack, as numpy arrays (checkpointable)."""
+    """Curves, per-layer curves and checkpoint selection of a pack, as numpy (checkpointable)."""
 
-    def __init__(self, G: int, epochs: int, n_layers: int, n_test: int):
+    def __init__(self, G: int, epochs: int, n_layers: int, n_test: int, select: str, threshold: float):
         self.curves = {v: np.full((G, epochs + 1), np.nan) for v in CURVES}
-        self.layer_norm = np.full((G, epochs + 1, n_layers), np.nan)
+        self.layer = {v: np.full((G, epochs + 1, n_layers), np.nan) for v in cube.LAYER_VARS}
         self.diverged_epoch = np.full(G, -1, dtype=np.int64)
-        self.best_val = np.full(G, -np.inf)
-        self.tau_best = np.full(G, np.nan)
-        self.sel_val = np.full(G, np.nan)
-        self.sel_test = np.full(G, np.nan)
-        self.sel_correct = np.full(G, -1, dtype=np.int64)
-        self.test_pred = np.full((G, n_test), -1, dtype=np.int64)
-        self.clocks = {c: 0.0 for c in cube.CLOCKS}
+        self.selector = Selector(G, n_test, select, threshold)
         self.wall = 0.0
 
     def to_state(self) -> dict[str, Any]:
         t = torch.from_numpy
         return {
             "curves": {k: t(v.copy()) for k, v in self.curves.items()},
-            "layer_norm": t(self.layer_norm.copy()), "diverged_epoch": t(self.diverged_epoch.copy()),
-            "best_val": t(self.best_val.copy()), "tau_best": t(self.tau_best.copy()),
-            "sel_val": t(self.sel_val.copy()), "sel_test": t(self.sel_test.copy()),
-            "sel_correct": t(self.sel_correct.copy()), "test_pred": t(self.test_pred.copy()),
-            "clocks": dict(self.clocks), "wall": float(self.wall),
+            "layer": {k: t(v.copy()) for k, v in self.layer.items()},
+            "diverged_epoch": t(self.diverged_epoch.copy()),
+            "selector": {k: t(np.asarray(v)) for k, v in self.selector.to_state().items()},
+            "wall": float(self.wall),
         }
 
     def load_state(self, st: dict[str, Any]) -> None:
         self.curves = {k: v.numpy().copy() for k, v in st["curves"].items()}
-        for name in ("layer_norm", "diverged_epoch", "best_val", "tau_best", "sel_val", "sel_test",
-                     "sel_correct", "test_pred"):
-            setattr(self, name, st[name].numpy().copy())
-        self.clocks = {k: float(v) for k, v in st["clocks"].items()}
+        self.layer = {k: v.numpy().copy() for k, v in st["layer"].items()}
+        self.diverged_epoch = st["diverged_epoch"].numpy().copy()
+        self.selector.load_state({k: v.numpy() for k, v in st["selector"].items()})
         self.wall = float(st["wall"])
 
 
-def _record_epoch(tr: PackTrainer, rec: Recorder, epoch: int, lr_now: float, select: str) -> None:
+def _record_epoch(tr: PackTrainer, rec: Recorder, epoch: int) -> None:
     s = tr.split
     train_l, train_a, _ = tr.evaluate(s.x_train, s.y_train)
     val_l, val_a, _ = tr.evaluate(s.x_val, s.y_val)
     test_l, test_a, pred = tr.evaluate(s.x_test, s.y_test, want_pred=True)
     _, norms = kernel_norms(tr.net)
     norms = norms.double().cpu().numpy()
-    n_test = s.y_test.numel()
+    lr_now = float(tr.clock_table[cube.LR_NOW][epoch])
     values = {
-        "train_loss": train_l, "train_acc": train_a, "val_loss": val_l, "val_acc": val_a,
-        "test_loss": test_l, "test_acc": test_a, "kernel_norm": np.sqrt((norms ** 2).sum(1)),
-        "step": np.full(tr.G, float(tr.step)), "lr_now": np.full(tr.G, lr_now),
-        **{c: np.full(tr.G, rec.clocks[c]) for c in cube.CLOCKS},
+        cube.TRAIN_LOSS: train_l, cube.TRAIN_ACC: train_a, cube.VAL_LOSS: val_l, cube.VAL_ACC: val_a,
+        cube.TEST_LOSS: test_l, cube.TEST_ACC: test_a, cube.KERNEL_NORM: np.sqrt((norms ** 2).sum(1)),
+        **{c: np.full(tr.G, tr.clock_table[c][epoch]) for c in SCHEDULE_CLOCKS},
     }
+    layer = {cube.LAYER_NORM: norms}
+    if tr.meter is not None:
+        values[cube.T_ANGLE] = tr.meter.t_angle().cpu().numpy()
+        values[cube.T_EFF] = tr.meter.t_eff_now().cpu().numpy()
+        layer[cube.COS_TO_INIT] = tr.meter.cos_to_init().cpu().numpy()
+        layer[cube.ANGULAR_PATH] = tr.meter.path.cpu().numpy()
+        layer[cube.EFF_LR] = tr.meter.eff_lr(lr_now).cpu().numpy()
     for g in range(tr.G):
         if g in tr.frozen:
             if rec.diverged_epoch[g] < 0:
@@ -287,14 +263,9 @@ def _record_epoch(tr: PackTrainer, rec: Recorder, epoch: int, lr_now: float, sel
             continue
         for k, v in values.items():
             rec.curves[k][g, epoch] = v[g]
-        rec.layer_norm[g, epoch] = norms[g]
-        if select == "last" or val_a[g] > rec.best_val[g]:
-            rec.best_val[g] = val_a[g]
-            rec.tau_best[g] = epoch
-            rec.sel_val[g] = val_a[g]
-            rec.sel_test[g] = test_a[g]
-            rec.sel_correct[g] = int(round(test_a[g] * n_test))
-            rec.test_pred[g] = pred[g]
+        for k, v in layer.items():
+            rec.layer[k][g, epoch] = v[g]
+        rec.selector.update(g, epoch, float(train_a[g]), float(val_a[g]), float(val_l[g]), float(test_a[g]), pred[g])
 
 
 def _state(tr: PackTrainer, rec: Recorder, epoch: int) -> dict[str, Any]:
@@ -307,6 +278,7 @@ def _state(tr: PackTrainer, rec: Recorder, epoch: int) -> dict[str, Any]:
         "frozen": list(tr.frozen),
         "model": {k: v.detach().cpu().clone() for k, v in tr.net.state_dict().items()},
         "optimizer": tr.optimizer.state_dict(),
+        "meter": tr.meter.state_dict() if tr.meter is not None else None,
         "gen_order": [g.get_state() for g in tr.gen_order],
         "gen_aug": [g.get_state() for g in tr.gen_aug],
         "recorder": rec.to_state(),
@@ -321,6 +293,10 @@ def _restore(tr: PackTrainer, rec: Recorder, st: dict[str, Any]) -> int:
         raise UserError("checkpoint state belongs to another pack (pipeline or cells differ)")
     tr.net.load_state_dict({k: v.to(tr.device) for k, v in st["model"].items()})
     tr.optimizer.load_state_dict(st["optimizer"])
+    if tr.meter is not None:
+        if st.get("meter") is None:
+            raise UserError("checkpoint state was saved without the measured clocks (engine.measure_clocks)")
+        tr.meter.load_state_dict(st["meter"])
     for g, s in zip(tr.gen_order, st["gen_order"], strict=True):
         g.set_state(s)
     for g, s in zip(tr.gen_aug, st["gen_aug"], strict=True):
@@ -349,25 +325,21 @@ def train_pack(grid: Grid, pipeline: str, cells: Sequence[tuple[float, int]], *,
     with deterministic(device, grid.engine.cpu_threads):
         split = load_split(grid.dataset).to(device)
         tr = PackTrainer(grid, pipeline, cells, split, device)
-        rec = Recorder(tr.G, spec.epochs, len(tr.layers), int(split.y_test.numel()))
+        rec = Recorder(tr.G, spec.epochs, len(tr.layers), int(split.y_test.numel()), grid.eval.select,
+                       grid.eval.interp_threshold)
         start_epoch = 0
         if resume is not None:
             start_epoch = _restore(tr, rec, resume)
         t0 = time.perf_counter() - rec.wall
         if start_epoch == 0:
-            _record_epoch(tr, rec, 0, tr.schedule.lr(0), grid.eval.select)
+            _record_epoch(tr, rec, 0)
         last_ckpt = time.perf_counter()
+        b = spec.batch_size
         for epoch in range(start_epoch + 1, spec.epochs + 1):
             order = tr.epoch_order()
-            b = spec.batch_size
-            lr = float("nan")
             for i in range(tr.steps_per_epoch):
-                lr, _ = tr.train_step(order[:, i * b:(i + 1) * b])
-                rec.clocks["T_eta"] += lr
-                rec.clocks["T_sgd"] += lr * lr / b
-                rec.clocks["T_l2"] += spec.coupled_l2 * lr
-                rec.clocks["T_adapt"] += lr if spec.optimizer in ("adam", "adamw") else 0.0
-            _record_epoch(tr, rec, epoch, lr, grid.eval.select)
+                tr.train_step(order[:, i * b:(i + 1) * b])
+            _record_epoch(tr, rec, epoch)
             rec.wall = time.perf_counter() - t0
             if progress is not None:
                 progress(epoch, spec.epochs)
@@ -400,28 +372,30 @@ def _to_dataset(grid: Grid, pipeline: str, tr: PackTrainer, rec: Recorder, devic
     thr = grid.eval.interp_threshold
     tau_interp = np.full(tr.G, np.nan)
     for g in range(tr.G):
-        hit = np.nonzero(rec.curves["train_acc"][g] >= thr)[0]
+        hit = np.nonzero(rec.curves[cube.TRAIN_ACC][g] >= thr)[0]
         if hit.size:
             tau_interp[g] = float(hit[0])
+    sel = rec.selector.selected()
     status = np.where(rec.diverged_epoch >= 0, cube.DIVERGED, cube.OK)
-    final = rec.curves["test_acc"][:, -1]
-    per_member_wall = np.full(tr.G, rec.wall / tr.G)
-    cd, ed = cube.CELL_DIMS, (*cube.CELL_DIMS, cube.EPOCH)
+    cd, ed = cube.CELL_DIMS, cube.CURVE_DIMS
     data: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
     for v in CURVES:
-        data[v] = (ed, cell_array(np.nan, "float32", rec.curves[v], (E,)))
-    data["layer_norm"] = ((*ed, cube.LAYER), cell_array(np.nan, "float32", rec.layer_norm, (E, L)))
+        data[v] = (ed, cell_array(np.nan, cube.FLOAT_DTYPE, rec.curves[v], (E,)))
+    for v in cube.LAYER_VARS:
+        data[v] = ((*ed, cube.LAYER), cell_array(np.nan, cube.FLOAT_DTYPE, rec.layer[v], (E, L)))
     run = {
-        "tau_interp": tau_interp, "tau_best": rec.tau_best, "selected_val_acc": rec.sel_val,
-        "selected_test_acc": rec.sel_test, "final_test_acc": final,
-        "init_kernel_norm": rec.curves["kernel_norm"][:, 0], "wall_seconds": per_member_wall,
+        cube.TAU_INTERP: tau_interp, cube.TAU_BEST: sel["tau"], cube.SELECTED_VAL_ACC: sel["val"],
+        cube.SELECTED_TEST_ACC: sel["test"], cube.FINAL_TEST_ACC: rec.curves[cube.TEST_ACC][:, -1],
+        cube.INIT_KERNEL_NORM: rec.curves[cube.KERNEL_NORM][:, 0],
+        cube.WALL_SECONDS: np.full(tr.G, rec.wall / tr.G),
     }
-    data["status"] = (cd, cell_array(cube.MISSING, "int8", status))
+    int_dtype = {name: dtype for name, (dtype, _fill) in cube.INT_VARS.items()}
+    data[cube.STATUS] = (cd, cell_array(cube.MISSING, int_dtype[cube.STATUS], status))
     for k, v in run.items():
-        data[k] = (cd, cell_array(np.nan, "float32", v))
-    data["selected_test_correct"] = (cd, cell_array(-1, "int32", rec.sel_correct))
-    data["test_pred"] = ((*cd, cube.EXAMPLE), cell_array(-1, "int16", rec.test_pred, (n_test,)))
-    data["test_label"] = ((cube.EXAMPLE,), tr.split.y_test.cpu().numpy().astype("int16"))
+        data[k] = (cd, cell_array(np.nan, cube.FLOAT_DTYPE, v))
+    data[cube.SELECTED_TEST_CORRECT] = (cd, cell_array(-1, int_dtype[cube.SELECTED_TEST_CORRECT], sel["correct"]))
+    data[cube.TEST_PRED] = ((*cd, cube.EXAMPLE), cell_array(-1, int_dtype[cube.TEST_PRED], sel["pred"], (n_test,)))
+    data[cube.TEST_LABEL] = ((cube.EXAMPLE,), tr.split.y_test.cpu().numpy().astype(int_dtype[cube.TEST_LABEL]))
     coords: dict[str, Any] = {
         cube.PIPELINE: np.array([pipeline], dtype=object),
         cube.SIGMA: np.asarray(sigmas, dtype="float64"),
@@ -433,7 +407,7 @@ def _to_dataset(grid: Grid, pipeline: str, tr: PackTrainer, rec: Recorder, devic
     for k, v in pipeline_coords(spec).items():
         coords[k] = (cube.PIPELINE, np.array([v], dtype=object if isinstance(v, str) else None))
     ds = xr.Dataset({k: xr.Variable(d, a) for k, (d, a) in data.items()}, coords=coords)
-    ds.attrs = cube_attrs(grid, device)
+    ds.attrs = cube_attrs(grid, device, n_test=n_test, dataset_fingerprint=tr.split.fingerprint)
     return cube.canonicalize(ds)
 
 
@@ -459,7 +433,7 @@ def merge_packs(packs: Sequence[xr.Dataset]) -> xr.Dataset:
             order.append(name)
             continue
         cur = by_pipe[name]
-        have = p["status"] != cube.MISSING
+        have = p[cube.STATUS] != cube.MISSING
         for v in p.data_vars:
             if cube.SIGMA in p[v].dims:
                 cur[v] = xr.where(have, p[v], cur[v]).astype(cur[v].dtype).transpose(*cur[v].dims)
@@ -471,7 +445,7 @@ def merge_packs(packs: Sequence[xr.Dataset]) -> xr.Dataset:
         out = xr.concat(parts, dim=cube.PIPELINE, join="outer", combine_attrs="drop_conflicts",
                         data_vars="different", coords="different", compat="equals",
                         fill_value={v: FILL.get(v, np.nan) for v in parts[0].data_vars})
-        out["test_label"] = parts[0]["test_label"]
+        out[cube.TEST_LABEL] = parts[0][cube.TEST_LABEL]
     out.attrs = dict(parts[0].attrs)
     return cube.canonicalize(out)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from initmem import cube
 from initmem.collect import checkpoints, shards
+from initmem.collect.coords import cube_attrs, pipeline_coords
 from initmem.collect.events import EventLog, cell_dict
 from initmem.collect.hooks import hook
 from initmem.collect.rundir import RunDir
@@ -67,7 +68,7 @@ class PackContext:
 
 
 def default_train_fn() -> TrainFn:
-    from initmem.collect.engine import train_pack
+    from initmem.collect.engine import train_pack  # torch: only in the process that trains
 
     return train_pack
 
@@ -172,13 +173,9 @@ def _epochs_of(state: dict[str, Any], fallback: int) -> int:
 
 
 def _write_failed(cell: Cell, ctx: PackContext, err: str, tb: str) -> None:
-    from initmem.collect.engine import cube_attrs, pipeline_coords
-
     coords = pipeline_coords(ctx.grid.pipelines[cell[0]])
-    try:
-        attrs = cube_attrs(ctx.grid, ctx.device)
-    except Exception:  # noqa: BLE001 -- the attributes must not hide the original failure
-        attrs = {"schema": cube.SCHEMA, "device": ctx.device}
+    # No data is loaded here: n_test and the dataset fingerprint come from finished shards at merge.
+    attrs = cube_attrs(ctx.grid, ctx.device)
     ds = shards.failed_cell(cell, attrs=attrs, pipeline_coords=coords)
     shards.write_shard(ds, ctx.run.shards, cell, grid_hash=ctx.grid_hash, error=err, traceback_text=tb)
     ctx.events.emit("cell", cell=cell_dict(*cell), status="failed", error=err)

@@ -22,6 +22,7 @@ from typing import Any
 
 from initmem.atomic import leftover_temporaries, write_text
 from initmem.errors import UserError
+from initmem.grid import load_grid
 
 RUN_SCHEMA = "initmem.run/1"
 EXEMPT_FIELDS = ("slurm", "engine")  # how the grid runs, never what it computes
@@ -87,8 +88,6 @@ class RunDir:
         return set(self.read_record().get("grid_hashes", []))
 
     def load_grid(self) -> Any:
-        from initmem.grid import load_grid
-
         if not self.grid_file.exists():
             raise UserError(f"{self.root} is not a collect run folder (no grid.yaml)")
         return load_grid(self.grid_file)

@@ -19,45 +19,39 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import click
 
 from initmem import cube
+from initmem.atomic import write_text
 from initmem.collect import checkpoints
 from initmem.collect.events import EventLog, cell_dict, now_iso
+from initmem.collect.local_exec import auto_jobs, run_local
+from initmem.collect.merge import corrupt_error, merge_run, print_summary
 from initmem.collect.packrun import PackTask, TrainFn, default_train_fn
 from initmem.collect.progress import ProgressView
 from initmem.collect.rundir import RUN_SCHEMA, RunDir, fresh_folder, grid_changes, run_lock
-from initmem.collect.shards import Cell, MergeReport, merge_dir, scan_shards
+from initmem.collect.shards import Cell, all_cells, scan_shards
 from initmem.errors import UserError
+from initmem.grid import Grid, grid_hash, load_grid
 
 EXECUTORS = ("local", "slurm")
 
 
 def _say(msg: str, quiet: bool) -> None:
     if not quiet:
-        import click
-
         click.echo(msg)
 
 
 def _load_grid(grid_path_or_grid: Any) -> Any:
-    from initmem.grid import Grid, load_grid
-
     if isinstance(grid_path_or_grid, Grid):
         return grid_path_or_grid
     return load_grid(grid_path_or_grid)
-
-
-def all_cells(grid: Any) -> list[Cell]:
-    return [(p, float(s), int(k)) for p in grid.pipelines for s, k in grid.cells(p)]
 
 
 # Preparing the run folder ------------------------------------------------------------------
 
 def prepare_run(run: RunDir, grid: Any, *, resume: bool, executor: str, quiet: bool) -> dict[str, Any]:
     """Create the run folder or check that ``grid`` may continue it; return what was added."""
-    from initmem.grid import grid_hash
-
     h = grid_hash(grid)
     events = EventLog(run.events)
     if run.exists():
@@ -75,8 +69,6 @@ def prepare_run(run: RunDir, grid: Any, *, resume: bool, executor: str, quiet: b
         hashes = list(rec.get("grid_hashes", []))
         if h not in hashes:
             hashes.append(h)
-        from initmem.atomic import write_text
-
         write_text(run.grid_file, grid.to_yaml())
         run.update_record(grid_hashes=hashes, resumed=now_iso())
         extended = {k: v for k, v in added.items() if v}
@@ -86,8 +78,6 @@ def prepare_run(run: RunDir, grid: Any, *, resume: bool, executor: str, quiet: b
                  + " (only the new cells run)", quiet)
         return extended
     run.root.mkdir(parents=True, exist_ok=True)
-    from initmem.atomic import write_text
-
     write_text(run.grid_file, grid.to_yaml())
     run.write_record({"schema": RUN_SCHEMA, "grid_name": grid.name, "grid_hashes": [h], "created": now_iso(),
                       "executor": executor, "slurm_jobs": []})
@@ -121,7 +111,7 @@ def finished_cells(run: RunDir, grid: Any, *, retry_failed: bool, quiet: bool) -
 
 def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_size: int | None) -> list[PackTask]:
     """Started packs (manifests) first, in their original composition; then the rest, packed anew."""
-    from initmem.collect.packing import plan_packs
+    from initmem.collect.packing import plan_packs  # imports torch: not at CLI start-up
 
     tasks: list[PackTask] = []
     covered: set[Cell] = set()
@@ -143,90 +133,6 @@ def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_siz
     return tasks
 
 
-# Merging -----------------------------------------------------------------------------------
-
-def merge_run(run_dir: str | os.PathLike, *, grid: Any = None) -> MergeReport:
-    """Merge every shard of a run folder into ``DIR/cube.nc`` (atomically, re-runnable)."""
-    from initmem.collect.engine import pipeline_coords
-    from initmem.grid import grid_hash
-
-    run = RunDir(Path(run_dir))
-    if not run.exists():
-        raise UserError(f"{run.root} is not a collect run folder (no run.json)")
-    grid = grid if grid is not None else run.load_grid()
-    report = merge_dir(
-        run.shards, run.cube, pipelines=list(grid.pipelines), sigma_w=[float(s) for s in grid.sigma_w],
-        seeds=[int(k) for k in grid.seeds], accepted_hashes=run.accepted_hashes(),
-        attrs={"grid": grid.to_yaml(), "grid_hash": grid_hash(grid), "grid_name": grid.name},
-        pipeline_defaults={p: pipeline_coords(spec) for p, spec in grid.pipelines.items()})
-    EventLog(run.events).emit("merge", cube=str(run.cube), shards=report.n_shards,
-                              corrupt=[p.name for p, _ in report.corrupt],
-                              foreign=[p.name for p, _ in report.foreign], missing=len(report.missing))
-    return report
-
-
-def corrupt_error(report: MergeReport, run: RunDir) -> UserError:
-    names = ", ".join(p.name for p, _ in report.corrupt)
-    return UserError(f"{len(report.corrupt)} corrupt shard(s) in {run.shards}: {names}; their cells are marked "
-                     f"missing in {run.cube}; rerun with --resume to train them again")
-
-
-def problem_rows(ds: Any) -> list[dict[str, Any]]:
-    """Failed and diverged cells of a merged cube, with the error text or divergence epoch."""
-    import json
-
-    rows: list[dict[str, Any]] = []
-    if "status" not in ds.data_vars:
-        return rows
-    errors = {(f["pipeline"], float(f["sigma_w"]), int(f["seed"])): f["error"]
-              for f in json.loads(ds.attrs.get("failed_cells", "[]") or "[]")}
-    st = ds["status"].values
-    for ip, pipe in enumerate(ds[cube.PIPELINE].values.tolist()):
-        for i, s in enumerate(ds[cube.SIGMA].values.tolist()):
-            for j, k in enumerate(ds[cube.SEED].values.tolist()):
-                code = int(st[ip, i, j])
-                if code == cube.FAILED:
-                    rows.append({"pipeline": pipe, "sigma_w": s, "seed": k, "status": "failed",
-                                 "detail": errors.get((pipe, float(s), int(k)), "")})
-                elif code == cube.DIVERGED:
-                    detail = ""
-                    if "train_loss" in ds.data_vars and cube.EPOCH in ds.dims:
-                        curve = ds["train_loss"].values[ip, i, j]
-                        finite = np.nonzero(np.isfinite(curve))[0]
-                        if finite.size:
-                            detail = f"curves kept up to epoch {int(ds[cube.EPOCH].values[finite[-1]])}"
-                    rows.append({"pipeline": pipe, "sigma_w": s, "seed": k, "status": "diverged", "detail": detail})
-    return rows
-
-
-def print_summary(report: MergeReport, run: RunDir, quiet: bool) -> None:
-    if quiet:
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    if not console.is_terminal:  # logs and pipes: do not wrap error texts at 80 columns
-        console = Console(width=200)
-    counts = {name: 0 for name in cube.STATUS_NAMES.values()}
-    vals = report.ds["status"].values.ravel()
-    for code, name in cube.STATUS_NAMES.items():
-        counts[name] = int((vals == code).sum())
-    rows = problem_rows(report.ds)
-    if rows:
-        table = Table(title="failed and diverged cells")
-        for col in ("pipeline", "sigma_w", "seed", "status", "detail"):
-            table.add_column(col)
-        for r in rows:
-            detail = r["detail"].splitlines()[0] if r["detail"] else ""
-            table.add_row(r["pipeline"], f"{r['sigma_w']:g}", str(r["seed"]), r["status"], detail[:120])
-        console.print(table)
-    console.print(f"wrote {run.cube}: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v or k == "ok"),
-                  markup=False, highlight=False)
-    for path, why in report.foreign:
-        console.print(f"note: ignored shard {path.name}: {why}", markup=False, highlight=False)
-
-
 # The entry point ---------------------------------------------------------------------------
 
 def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool = False, force_new: bool = False,
@@ -241,11 +147,8 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
     folder ``out_dir-N``. With the Slurm executor and ``wait=False`` it returns right after
     submission (the last array task merges; or ``initmem collect --merge DIR``).
     """
-    from initmem.cli import is_quiet
-    from initmem.collect.devices import resolve_device
-    from initmem.grid import grid_hash
+    from initmem.collect.devices import resolve_device  # imports torch: not at CLI start-up
 
-    quiet = quiet or is_quiet()
     if executor not in EXECUTORS:
         raise UserError(f"--executor must be one of {', '.join(EXECUTORS)} (got {executor!r})")
     if jobs != "auto" and (not isinstance(jobs, int) or jobs < 1):
@@ -276,13 +179,13 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
         todo = {c for c in cells if c not in done}
         events = EventLog(run.events)
         if executor == "slurm":
-            from initmem.collect.slurm_exec import submit_and_wait
+            from initmem.collect.slurm_exec import submit_and_wait  # submitit: only for this executor
 
             plan_device = "cuda" if device in ("auto", "cuda") and _slurm_gpus(grid, slurm) > 0 else "cpu"
             if device == "cpu":
                 plan_device = "cpu"
             if plan_device == "cuda" and pack_size is None and grid.engine.pack_size is None:
-                import torch
+                import torch  # only to ask whether this machine has a GPU
 
                 if not torch.cuda.is_available():
                     raise UserError("--executor slurm on GPUs needs --pack-size (or engine.pack_size in the grid "
@@ -299,7 +202,6 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
                 return run.cube
             lost: list[str] = []
         else:
-            from initmem.collect.local_exec import auto_jobs, run_local
 
             dev = resolve_device(device)
             tasks = plan_tasks(run, grid, todo, device=dev, pack_size=pack_size)

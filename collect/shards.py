@@ -35,6 +35,11 @@ SHARD_SUFFIX = ".nc"
 SHARD_ATTRS = ("shard_grid_hash", "shard_cell", "shard_status", "shard_error", "shard_traceback")
 
 
+def all_cells(grid: Any) -> list[Cell]:
+    """Every cell of a grid, pipeline by pipeline, sigma_w-major."""
+    return [(p, float(s), int(k)) for p in grid.pipelines for s, k in grid.cells(p)]
+
+
 def cell_label(cell: Cell) -> str:
     """'pipeline:sigma_w:seed', the format of INITMEM_FAIL_CELL and of the failure table."""
     pipe, sigma, seed = cell

@@ -24,22 +24,24 @@ import time
 from pathlib import Path
 from typing import Any
 
+import click
 import submitit
 
 from initmem.collect.events import EventLog, read_events
+from initmem.collect.local_exec import visible_gpus
+from initmem.collect.merge import merge_run
 from initmem.collect.packrun import PackContext, PackTask, TrainFn, run_pack
 from initmem.collect.progress import ProgressView
 from initmem.collect.rundir import RunDir
-from initmem.collect.shards import shard_files, shard_name
+from initmem.collect.shards import all_cells, shard_files, shard_name
 from initmem.errors import UserError
+from initmem.grid import SlurmSpec
 
 CLUSTER_ENV = "INITMEM_SUBMITIT_CLUSTER"  # "local" runs the array with submitit's LocalExecutor
 SLURM_KEYS = ("partition", "gpus_per_job", "time_min", "mem_gb", "array_parallelism", "cpus_per_task")
 
 
 def slurm_options(grid: Any, overrides: dict[str, Any]) -> dict[str, Any]:
-    from initmem.grid import SlurmSpec
-
     base = (grid.slurm or SlurmSpec()).model_dump()
     base.update({k: v for k, v in overrides.items() if v is not None and k in SLURM_KEYS})
     return base
@@ -55,7 +57,7 @@ class PackJob(submitit.helpers.Checkpointable):
         self.checkpoint_every, self.checkpoint_seconds = checkpoint_every, checkpoint_seconds
 
     def __call__(self) -> list[tuple[tuple[str, float, int], int]]:
-        from initmem.collect.devices import resolve_device
+        from initmem.collect.devices import resolve_device  # torch: only inside the array task
 
         run = RunDir(Path(self.root))
         events = EventLog(run.events)
@@ -75,8 +77,6 @@ class PackJob(submitit.helpers.Checkpointable):
 
 def maybe_merge(run: RunDir, grid: Any) -> bool:
     """Merge if every cell of the grid has a shard (the last array task to finish does this)."""
-    from initmem.collect.runner import all_cells, merge_run
-
     have = {p.name for p in shard_files(run.shards)}
     if not all(shard_name(c) in have for c in all_cells(grid)):
         return False
@@ -93,8 +93,6 @@ def make_executor(run: RunDir, grid: Any, opts: dict[str, Any], cluster: str | N
     ex = submitit.AutoExecutor(folder=run.slurm / "%j", cluster=cluster)
     gpus = int(opts["gpus_per_job"])
     if cluster == "local":
-        from initmem.collect.local_exec import visible_gpus
-
         gpus = min(gpus, len(visible_gpus()))
     params: dict[str, Any] = {
         "name": f"initmem-{grid.name}", "timeout_min": int(opts["time_min"]), "mem_gb": int(opts["mem_gb"]),
@@ -132,8 +130,6 @@ def submit_and_wait(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash:
                       slurm_cluster=ex.cluster)
     events.emit("submit", cluster=ex.cluster, jobs=records, options=opts)
     if not quiet:
-        import click
-
         click.echo(f"submitted {len(jobs)} pack(s) as a {ex.cluster} job array "
                    f"({records[0]['job_id'].split('_')[0]}); job folders under {run.slurm}")
     if not wait:
@@ -152,9 +148,7 @@ def submit_and_wait(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash:
         except Exception as exc:  # noqa: BLE001 -- report a lost task; its cells stay unfinished
             events.emit("job_lost", job_id=str(j.job_id), pack=t.pack_id, error=f"{exc.__class__.__name__}: {exc}")
             if not quiet:
-                import click
-
-                click.echo(f"warning: job {j.job_id} (pack {t.pack_id}) ended without finishing: "
+                        click.echo(f"warning: job {j.job_id} (pack {t.pack_id}) ended without finishing: "
                            f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else exc.__class__.__name__}; "
                            f"its cells stay unfinished, rerun with --resume")
     return True

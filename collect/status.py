@@ -15,13 +15,11 @@ from typing import Any
 from initmem import cube
 from initmem.collect.events import read_events
 from initmem.collect.rundir import RunDir
-from initmem.collect.shards import Cell, CorruptShard, read_shard, shard_files, shard_name
+from initmem.collect.shards import Cell, CorruptShard, all_cells, read_shard, shard_files, shard_name
+from initmem.collect.slurm_exec import pack_progress, squeue_states
 
 
 def run_status(run_dir: str | os.PathLike) -> dict[str, Any]:
-    from initmem.collect.runner import all_cells
-    from initmem.collect.slurm_exec import pack_progress
-
     run = RunDir(Path(run_dir))
     rec = run.read_record()
     grid = run.load_grid()
@@ -72,8 +70,6 @@ def _job_states(run: RunDir, rec: dict[str, Any]) -> dict[str, str]:
     are reported as ENDED (their shards tell whether they finished)."""
     if rec.get("slurm_cluster") != "slurm":
         return {}
-    from initmem.collect.slurm_exec import squeue_states
-
     states = squeue_states()
     if states is None:
         return {}

@@ -197,7 +197,7 @@ def test_corrupt_shard_is_reported_at_merge_and_rerun_on_resume(tmp_path: Path, 
 
 
 def test_merge_is_deterministic_and_rerunnable(tmp_path: Path, baseline: Path) -> None:
-    from initmem.collect.runner import merge_run
+    from initmem.collect.merge import merge_run
 
     run_dir = baseline.parent
     first = cube.open_cube(baseline)

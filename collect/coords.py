@@ -1,0 +1,71 @@
+"""Per-pipeline coordinates and global attributes of a collected cube, without torch or data.
+
+A shard merge and the shard of a failed cell need these, and neither should import torch or
+load a dataset for them: the dataset's size and fingerprint are passed in by the engine (which
+has the split loaded anyway) and, for a failed cell, left out; the merge takes them from the
+first finished shard (see :func:`initmem.collect.shards.merge_dir`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from importlib import metadata
+from typing import Any
+
+import initmem
+from initmem import cube
+from initmem.grid import Grid, PipelineSpec, grid_hash
+
+
+def pipeline_coords(spec: PipelineSpec) -> dict[str, Any]:
+    """The per-pipeline settings stored as coordinates on the pipeline dim."""
+    adam = spec.optimizer != "sgd"
+    return {
+        "optimizer": spec.optimizer, "lr": float(spec.lr), "batch_size": int(spec.batch_size),
+        "momentum": float(spec.momentum), "weight_decay": float(spec.weight_decay),
+        "schedule": spec.schedule, "epochs": int(spec.epochs),
+        "nesterov": int(spec.nesterov), "warmup_epochs": int(spec.warmup_epochs),
+        "l2": float(spec.coupled_l2), "decoupled_wd": float(spec.decoupled_wd),
+        "beta1": float(spec.betas[0]) if adam else float("nan"),
+        "beta2": float(spec.betas[1]) if adam else float("nan"),
+        "gamma": float(spec.gamma) if spec.schedule == "step" else float("nan"),
+        "milestones": ",".join(str(m) for m in spec.milestones),
+    }
+
+
+def _torch_version() -> str:
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:  # a merge-only install without torch
+        return ""
+
+
+def cube_attrs(grid: Grid, device: str, *, n_test: int | None = None,
+               dataset_fingerprint: str | None = None) -> dict[str, Any]:
+    """Global attributes of a cube made from ``grid`` on ``device`` (docs/cube.md).
+
+    ``n_test`` and ``dataset_fingerprint`` come from the loaded split; without them (a failed
+    cell) they are omitted rather than computed by loading the data.
+    """
+    attrs: dict[str, Any] = {
+        cube.A_SCHEMA: cube.SCHEMA,
+        cube.A_INTERP_THRESHOLD: float(grid.eval.interp_threshold),
+        cube.A_SELECT: grid.eval.select,
+        cube.A_GRID: grid.to_yaml(),
+        "grid_hash": grid_hash(grid),
+        "grid_name": grid.name,
+        "dataset": grid.dataset.name,
+        "arch": grid.model.arch,
+        "norm": grid.model.norm,
+        "init_scale": grid.init.scale,
+        "augment": grid.dataset.augment,
+        cube.A_INITMEM_VERSION: initmem.__version__,
+        cube.A_TORCH_VERSION: _torch_version(),
+        cube.A_DEVICE: str(device),
+        cube.A_CREATED: _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    if n_test is not None:
+        attrs[cube.A_N_TEST] = int(n_test)
+    if dataset_fingerprint is not None:
+        attrs[cube.A_DATASET_FINGERPRINT] = dataset_fingerprint
+    return attrs

@@ -1,0 +1,99 @@
+"""Merging a run folder's shards into ``DIR/cube.nc`` and reporting what failed.
+
+Kept apart from :mod:`initmem.collect.runner` so that the executors (the Slurm array's last
+task merges) and ``--status`` can merge without importing the runner: the dependency runs
+runner -> executors -> merge, never back. Imports neither torch nor the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from initmem import cube
+from initmem.collect.coords import pipeline_coords
+from initmem.collect.events import EventLog
+from initmem.collect.rundir import RunDir
+from initmem.collect.shards import MergeReport, merge_dir
+from initmem.errors import UserError
+from initmem.grid import grid_hash
+
+
+def merge_run(run_dir: str | os.PathLike, *, grid: Any = None) -> MergeReport:
+    """Merge every shard of a run folder into ``DIR/cube.nc`` (atomically, re-runnable)."""
+    run = RunDir(Path(run_dir))
+    if not run.exists():
+        raise UserError(f"{run.root} is not a collect run folder (no run.json)")
+    grid = grid if grid is not None else run.load_grid()
+    report = merge_dir(
+        run.shards, run.cube, pipelines=list(grid.pipelines), sigma_w=[float(s) for s in grid.sigma_w],
+        seeds=[int(k) for k in grid.seeds], accepted_hashes=run.accepted_hashes(),
+        attrs={cube.A_GRID: grid.to_yaml(), "grid_hash": grid_hash(grid), "grid_name": grid.name},
+        pipeline_defaults={p: pipeline_coords(spec) for p, spec in grid.pipelines.items()})
+    EventLog(run.events).emit("merge", cube=str(run.cube), shards=report.n_shards,
+                              corrupt=[p.name for p, _ in report.corrupt],
+                              foreign=[p.name for p, _ in report.foreign], missing=len(report.missing))
+    return report
+
+
+def corrupt_error(report: MergeReport, run: RunDir) -> UserError:
+    names = ", ".join(p.name for p, _ in report.corrupt)
+    return UserError(f"{len(report.corrupt)} corrupt shard(s) in {run.shards}: {names}; their cells are marked "
+                     f"missing in {run.cube}; rerun with --resume to train them again")
+
+
+def problem_rows(ds: Any) -> list[dict[str, Any]]:
+    """Failed and diverged cells of a merged cube, with the error text or divergence epoch."""
+    rows: list[dict[str, Any]] = []
+    if cube.STATUS not in ds.data_vars:
+        return rows
+    failed = cube.json_attr(ds, cube.A_FAILED_CELLS) or []
+    errors = {(f["pipeline"], float(f["sigma_w"]), int(f["seed"])): f["error"] for f in failed}
+    st = ds[cube.STATUS].values
+    for ip, pipe in enumerate(ds[cube.PIPELINE].values.tolist()):
+        for i, s in enumerate(ds[cube.SIGMA].values.tolist()):
+            for j, k in enumerate(ds[cube.SEED].values.tolist()):
+                code = int(st[ip, i, j])
+                if code == cube.FAILED:
+                    rows.append({"pipeline": pipe, "sigma_w": s, "seed": k, "status": "failed",
+                                 "detail": errors.get((pipe, float(s), int(k)), "")})
+                elif code == cube.DIVERGED:
+                    detail = ""
+                    if cube.TRAIN_LOSS in ds.data_vars and cube.EPOCH in ds.dims:
+                        curve = ds[cube.TRAIN_LOSS].values[ip, i, j]
+                        finite = np.nonzero(np.isfinite(curve))[0]
+                        if finite.size:
+                            detail = f"curves kept up to epoch {int(ds[cube.EPOCH].values[finite[-1]])}"
+                    rows.append({"pipeline": pipe, "sigma_w": s, "seed": k, "status": "diverged", "detail": detail})
+    return rows
+
+
+def print_summary(report: MergeReport, run: RunDir, quiet: bool) -> None:
+    if quiet:
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not console.is_terminal:  # logs and pipes: do not wrap error texts at 80 columns
+        console = Console(width=200)
+    counts = {name: 0 for name in cube.STATUS_NAMES.values()}
+    vals = report.ds[cube.STATUS].values.ravel()
+    for code, name in cube.STATUS_NAMES.items():
+        counts[name] = int((vals == code).sum())
+    rows = problem_rows(report.ds)
+    if rows:
+        table = Table(title="failed and diverged cells")
+        for col in ("pipeline", "sigma_w", "seed", "status", "detail"):
+            table.add_column(col)
+        for r in rows:
+            detail = r["detail"].splitlines()[0] if r["detail"] else ""
+            table.add_row(r["pipeline"], f"{r['sigma_w']:g}", str(r["seed"]), r["status"], detail[:120])
+        console.print(table)
+    console.print(f"wrote {run.cube}: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v or k == "ok"),
+                  markup=False, highlight=False)
+    for path, why in report.foreign:
+        console.print(f"note: ignored shard {path.name}: {why}", markup=False, highlight=False)

@@ -90,7 +90,7 @@ class PackTrainer:
             init_member(net, g, sigma, seed_generator(seed, STREAM_INIT), grid.init.scale)
         self.net: PackedNet = net.to(device)
         self.layers, _ = kernel_norms(self.net)
-        self.optimizer = PackedOptimizer([p for p in self.net.parameters() if p.requires_grad], self.spec)
+        self.optimizer = PackedOptimizer([p for p in self.net.parameters() if p.requires_grad], self.spec, self.kind)
         self.gen_order = [seed_generator(seed, STREAM_ORDER) for _, seed in self.cells]
         self.gen_aug = [seed_generator(seed, STREAM_AUG) for _, seed in self.cells]
         self.aug_pad = max(1, split.image_size // 8) if grid.dataset.augment == "crop_flip" else 0

@@ -53,7 +53,7 @@ def main() -> None:
             report = merge_dir(shards_dir, Path(tmp) / "cube.nc", pipelines=pipes, sigma_w=sigma, seeds=seeds,
                                accepted_hashes={"benchmark"}, attrs={}, pipeline_defaults={})
             seconds = time.perf_counter() - t0
-            ok = int((report.ds["status"].values == cube.OK).sum())
+            ok = int((report.ds[cube.STATUS].values == cube.OK).sum())
             print(f"merge ({attempt}): {report.n_shards} shards -> {ok} ok cells in {seconds:.1f} s "
                   f"({1000 * seconds / n:.1f} ms per shard); cube {(Path(tmp) / 'cube.nc').stat().st_size / 1e6:.1f} MB")
 

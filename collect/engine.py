@@ -271,10 +271,10 @@ def _record_epoch(tr: PackTrainer, rec: Recorder, epoch: int) -> None:
 def _state(tr: PackTrainer, rec: Recorder, epoch: int) -> dict[str, Any]:
     return {
         "version": STATE_VERSION,
-        "pipeline": tr.pipeline,
+        "pack_pipeline": tr.pipeline,
         "cells": [[float(s), int(k)] for s, k in tr.cells],
-        "epoch": int(epoch),
-        "step": int(tr.step),
+        "epochs_done": int(epoch),
+        "steps_done": int(tr.step),
         "frozen": list(tr.frozen),
         "model": {k: v.detach().cpu().clone() for k, v in tr.net.state_dict().items()},
         "optimizer": tr.optimizer.state_dict(),
@@ -289,7 +289,7 @@ def _restore(tr: PackTrainer, rec: Recorder, st: dict[str, Any]) -> int:
     if int(st.get("version", -1)) != STATE_VERSION:
         raise UserError(f"checkpoint state version {st.get('version')} is not {STATE_VERSION}")
     cells = [(float(s), int(k)) for s, k in st["cells"]]
-    if st["pipeline"] != tr.pipeline or cells != tr.cells:
+    if st["pack_pipeline"] != tr.pipeline or cells != tr.cells:
         raise UserError("checkpoint state belongs to another pack (pipeline or cells differ)")
     tr.net.load_state_dict({k: v.to(tr.device) for k, v in st["model"].items()})
     tr.optimizer.load_state_dict(st["optimizer"])
@@ -301,10 +301,10 @@ def _restore(tr: PackTrainer, rec: Recorder, st: dict[str, Any]) -> int:
         g.set_state(s)
     for g, s in zip(tr.gen_aug, st["gen_aug"], strict=True):
         g.set_state(s)
-    tr.step = int(st["step"])
+    tr.step = int(st["steps_done"])
     tr.frozen = [int(g) for g in st["frozen"]]
     rec.load_state(st["recorder"])
-    return int(st["epoch"])
+    return int(st["epochs_done"])
 
 
 def train_pack(grid: Grid, pipeline: str, cells: Sequence[tuple[float, int]], *, device: str = "cpu",

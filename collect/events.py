@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from initmem import cube
+
 EVENTS_FILE = "events.jsonl"
 
 
@@ -22,7 +24,7 @@ def now_iso() -> str:
 
 
 def cell_dict(pipeline: str, sigma_w: float, seed: int) -> dict[str, Any]:
-    return {"pipeline": pipeline, "sigma_w": float(sigma_w), "seed": int(seed)}
+    return {cube.PIPELINE: pipeline, cube.SIGMA: float(sigma_w), cube.SEED: int(seed)}
 
 
 class EventLog:

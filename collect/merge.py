@@ -51,14 +51,14 @@ def problem_rows(ds: Any) -> list[dict[str, Any]]:
     if cube.STATUS not in ds.data_vars:
         return rows
     failed = cube.json_attr(ds, cube.A_FAILED_CELLS) or []
-    errors = {(f["pipeline"], float(f["sigma_w"]), int(f["seed"])): f["error"] for f in failed}
+    errors = {(f[cube.PIPELINE], float(f[cube.SIGMA]), int(f[cube.SEED])): f["error"] for f in failed}
     st = ds[cube.STATUS].values
     for ip, pipe in enumerate(ds[cube.PIPELINE].values.tolist()):
         for i, s in enumerate(ds[cube.SIGMA].values.tolist()):
             for j, k in enumerate(ds[cube.SEED].values.tolist()):
                 code = int(st[ip, i, j])
                 if code == cube.FAILED:
-                    rows.append({"pipeline": pipe, "sigma_w": s, "seed": k, "status": "failed",
+                    rows.append({cube.PIPELINE: pipe, cube.SIGMA: s, cube.SEED: k, cube.STATUS: "failed",
                                  "detail": errors.get((pipe, float(s), int(k)), "")})
                 elif code == cube.DIVERGED:
                     detail = ""
@@ -67,7 +67,8 @@ def problem_rows(ds: Any) -> list[dict[str, Any]]:
                         finite = np.nonzero(np.isfinite(curve))[0]
                         if finite.size:
                             detail = f"curves kept up to epoch {int(ds[cube.EPOCH].values[finite[-1]])}"
-                    rows.append({"pipeline": pipe, "sigma_w": s, "seed": k, "status": "diverged", "detail": detail})
+                    rows.append({cube.PIPELINE: pipe, cube.SIGMA: s, cube.SEED: k, cube.STATUS: "diverged",
+                                 "detail": detail})
     return rows
 
 
@@ -87,11 +88,11 @@ def print_summary(report: MergeReport, run: RunDir, quiet: bool) -> None:
     rows = problem_rows(report.ds)
     if rows:
         table = Table(title="failed and diverged cells")
-        for col in ("pipeline", "sigma_w", "seed", "status", "detail"):
+        for col in (*cube.CELL_DIMS, cube.STATUS, "detail"):
             table.add_column(col)
         for r in rows:
             detail = r["detail"].splitlines()[0] if r["detail"] else ""
-            table.add_row(r["pipeline"], f"{r['sigma_w']:g}", str(r["seed"]), r["status"], detail[:120])
+            table.add_row(r[cube.PIPELINE], f"{r[cube.SIGMA]:g}", str(r[cube.SEED]), r[cube.STATUS], detail[:120])
         console.print(table)
     console.print(f"wrote {run.cube}: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v or k == "ok"),
                   markup=False, highlight=False)

@@ -132,7 +132,7 @@ def run_pack(task: PackTask, ctx: PackContext, *, isolate: bool = True) -> list[
     parts = shards.split_pack(ds, [(task.pipeline, float(s), int(k)) for s, k in task.wanted])
     for cell, part in parts.items():
         shards.write_shard(part, ctx.run.shards, cell, grid_hash=ctx.grid_hash)
-        status = int(part["status"].values.ravel()[0])
+        status = int(part[cube.STATUS].values.ravel()[0])
         ctx.events.emit("cell", cell=cell_dict(*cell), status=cube.STATUS_NAMES.get(status, str(status)),
                         pack=pid)
         if ctx.on_cell is not None:
@@ -165,11 +165,8 @@ def _matching_checkpoint(task: PackTask, ctx: PackContext, path: Any) -> tuple[d
 
 
 def _epochs_of(state: dict[str, Any], fallback: int) -> int:
-    for key in ("epochs_done", "epoch"):
-        v = state.get(key) if isinstance(state, dict) else None
-        if isinstance(v, int):
-            return v
-    return int(fallback)
+    v = state.get("epochs_done") if isinstance(state, dict) else None
+    return v if isinstance(v, int) else int(fallback)
 
 
 def _write_failed(cell: Cell, ctx: PackContext, err: str, tb: str) -> None:

@@ -64,7 +64,7 @@ def write_shard(ds: xr.Dataset, shards_dir: str | os.PathLike, cell: Cell, *, gr
     pipe, sigma, seed = cell
     if ds.sizes.get(cube.PIPELINE) != 1 or ds.sizes.get(cube.SIGMA) != 1 or ds.sizes.get(cube.SEED) != 1:
         raise ValueError(f"a shard holds exactly one cell, got sizes {dict(ds.sizes)}")
-    status = int(np.asarray(ds["status"].values).ravel()[0])
+    status = int(np.asarray(ds[cube.STATUS].values).ravel()[0])
     ds = ds.copy()
     ds.attrs = {**ds.attrs,
                 "shard_grid_hash": grid_hash,
@@ -94,7 +94,7 @@ def failed_cell(cell: Cell, *, attrs: dict[str, Any], pipeline_coords: dict[str,
     """The single-cell cube of a cell that raised: status failed, nothing else observed."""
     pipe, sigma, seed = cell
     ds = cube.empty_cube([pipe], [float(sigma)], [int(seed)], attrs=attrs)
-    ds["status"] = ((cube.PIPELINE, cube.SIGMA, cube.SEED), np.full((1, 1, 1), cube.FAILED, dtype="int8"))
+    ds[cube.STATUS] = ((cube.PIPELINE, cube.SIGMA, cube.SEED), np.full((1, 1, 1), cube.FAILED, dtype="int8"))
     for name, value in pipeline_coords.items():
         ds = ds.assign_coords({name: (cube.PIPELINE, np.asarray([value], dtype=object if isinstance(value, str)
                                                                   else None))})
@@ -134,9 +134,9 @@ def read_shard(path: str | os.PathLike, *, keep_data: bool = True) -> ShardInfo:
         cell: Cell = (str(pipe), float(sigma), int(seed))
     except (ValueError, TypeError) as exc:
         raise CorruptShard(f"bad shard_cell attribute: {exc}") from None
-    if "status" not in ds.data_vars or ds["status"].size != 1:
+    if cube.STATUS not in ds.data_vars or ds[cube.STATUS].size != 1:
         raise CorruptShard("no single status value")
-    status = int(ds["status"].values.ravel()[0])
+    status = int(ds[cube.STATUS].values.ravel()[0])
     coords = (str(ds[cube.PIPELINE].values[0]), float(ds[cube.SIGMA].values[0]), int(ds[cube.SEED].values[0]))
     if coords != cell or status != int(ds.attrs["shard_status"]):
         raise CorruptShard(f"shard attributes {cell}/{ds.attrs['shard_status']} disagree with its data "
@@ -250,9 +250,9 @@ def merge(infos: list[ShardInfo], *, pipelines: list[str], sigma_w: list[float],
             arrays[name] = np.full([sizes[d] for d in dims], np.nan, dtype=cube.FLOAT_DTYPE)
         else:
             raise ValueError(f"variable '{name}' of dtype {var_dtype[name]} cannot be merged")
-    if "status" not in arrays:
-        arrays["status"] = np.full(shape, cube.MISSING, dtype="int8")
-        var_dims["status"] = cube.CELL_DIMS
+    if cube.STATUS not in arrays:
+        arrays[cube.STATUS] = np.full(shape, cube.MISSING, dtype=cube.INT_VARS[cube.STATUS][0])
+        var_dims[cube.STATUS] = cube.CELL_DIMS
 
     pipe_values: dict[str, list[Any]] = {c: [None] * shape[0] for c in sorted(pipe_coord_names)}
     for info in infos:
@@ -330,12 +330,12 @@ def merge_dir(shards_dir: str | os.PathLike, out_path: str | os.PathLike, *, pip
     devices = sorted({str(i.ds.attrs.get("device")) for i in infos if i.ds is not None and "device" in i.ds.attrs})
     if devices:
         merged_attrs["device"] = ",".join(devices)
-    failures = [{"pipeline": i.cell[0], "sigma_w": i.cell[1], "seed": i.cell[2], "error": i.error}
+    failures = [{cube.PIPELINE: i.cell[0], cube.SIGMA: i.cell[1], cube.SEED: i.cell[2], "error": i.error}
                 for i in sorted(infos, key=lambda i: i.path.name) if i.status == cube.FAILED]
-    merged_attrs["failed_cells"] = json.dumps(failures)
-    merged_attrs["corrupt_shards"] = json.dumps([p.name for p, _ in corrupt])
-    merged_attrs["created"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    merged_attrs["schema"] = cube.SCHEMA
+    merged_attrs[cube.A_FAILED_CELLS] = json.dumps(failures)
+    merged_attrs[cube.A_CORRUPT_SHARDS] = json.dumps([p.name for p, _ in corrupt])
+    merged_attrs[cube.A_CREATED] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    merged_attrs[cube.A_SCHEMA] = cube.SCHEMA
     ds = merge(infos, pipelines=pipelines, sigma_w=sigma_w, seeds=seeds, attrs=merged_attrs,
                pipeline_defaults=pipeline_defaults)
     with atomic_path(out_path) as tmp:

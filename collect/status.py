@@ -61,7 +61,7 @@ def _logged_statuses(run: RunDir) -> dict[Cell, str]:
     for ev in read_events(run.events):
         if ev.get("event") == "cell" and isinstance(ev.get("cell"), dict):
             c = ev["cell"]
-            out[(str(c["pipeline"]), float(c["sigma_w"]), int(c["seed"]))] = str(ev.get("status", ""))
+            out[(str(c[cube.PIPELINE]), float(c[cube.SIGMA]), int(c[cube.SEED]))] = str(ev.get(cube.STATUS, ""))
     return out
 
 

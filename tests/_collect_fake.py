@@ -38,7 +38,7 @@ def fake_train_pack(grid: Any, pipeline: str, cells: list[tuple[float, int]], *,
     G, E = len(cells), spec.epochs
     if resume is None:
         st: dict[str, Any] = {
-            "epoch": 0,
+            "epochs_done": 0,
             "rng": [int(k) * 7919 + 1 for _, k in cells],
             "w": [float(s) for s, _ in cells],
             "loss": [[2.3] + [float("nan")] * E for _ in cells],
@@ -48,7 +48,7 @@ def fake_train_pack(grid: Any, pipeline: str, cells: list[tuple[float, int]], *,
     else:
         st = {k: (list(map(list, v)) if k in ("loss", "norm") else (list(v) if isinstance(v, list) else v))
               for k, v in resume.items()}
-    for epoch in range(int(st["epoch"]) + 1, E + 1):
+    for epoch in range(int(st["epochs_done"]) + 1, E + 1):
         for g, (s, _k) in enumerate(cells):
             if st["diverged"][g] >= 0:
                 continue
@@ -61,7 +61,7 @@ def fake_train_pack(grid: Any, pipeline: str, cells: list[tuple[float, int]], *,
                 continue
             st["loss"][g][epoch] = loss
             st["norm"][g][epoch] = abs(st["w"][g])
-        st["epoch"] = epoch
+        st["epochs_done"] = epoch
         if progress is not None:
             progress(epoch, E)
         if checkpoint is not None and epoch < E and epoch % max(checkpoint_every_epochs, 1) == 0:

@@ -1,0 +1,62 @@
+"""The branches the engine takes on a GPU, run on CPU: bf16 autocast, torch.compile, CUDA pack
+sizing. On a GPU only the device string differs (benchmarks/gpu_checks.sh runs them there)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from initmem import cube
+from initmem.collect import packing
+from initmem.collect.data import load_split
+from initmem.collect.devices import deterministic
+from initmem.collect.engine import PackTrainer, train_pack
+from initmem.grid import parse_grid
+
+PIPE = {"a": {"optimizer": "sgd", "lr": 0.05, "momentum": 0.9, "batch_size": 128, "epochs": 1}}
+
+
+def grid(**engine):
+    return parse_grid({"name": "gpu_paths", "dataset": {"name": "digits"},
+                       "model": {"arch": "resnet_tiny", "width": 4}, "sigma_w": [0.5, 2.0], "seeds": [0],
+                       "pipelines": PIPE, "engine": {"cpu_threads": 1, **engine}})
+
+
+def test_bf16_autocast_branch_runs_on_cpu():
+    g = grid(autocast=True)
+    split = load_split(g.dataset)
+    with deterministic("cpu", 1):
+        tr = PackTrainer(g, "a", g.cells("a"), split, "cpu")
+        assert tr.amp
+        with torch.no_grad(), tr.autocast():
+            logits = tr.forward(split.x_test[:8].repeat(1, tr.G, 1, 1))
+        assert logits.dtype == torch.bfloat16
+    bf16 = train_pack(g, "a", g.cells("a"))
+    fp32 = train_pack(grid(autocast=False), "a", g.cells("a"))
+    assert not cube.errors(bf16)
+    a, b = bf16[cube.TRAIN_LOSS].values, fp32[cube.TRAIN_LOSS].values
+    assert np.isfinite(a).all() and not np.array_equal(a, b)     # bf16 rounding shows ...
+    np.testing.assert_allclose(a, b, rtol=0.05)                   # ... and stays small
+
+
+def test_cuda_pack_sizing_with_a_stubbed_free_memory(monkeypatch):
+    g = grid()
+    per = packing.member_bytes(g, 128)
+    monkeypatch.setattr(packing, "free_memory_bytes", lambda device: 7 * per)
+    assert packing.auto_pack_size(g, "a", "cuda") == 3                      # half of 7 members fits
+    monkeypatch.setattr(packing, "free_memory_bytes", lambda device: 10**6 * per)
+    assert packing.auto_pack_size(g, "a", "cuda:1") == packing.MAX_PACK["cuda"]
+    assert packing.auto_pack_size(g, "a", "cpu") == packing.MAX_PACK["cpu"]
+    monkeypatch.setattr(packing, "free_memory_bytes", lambda device: 2 * per)
+    assert packing.plan_packs(g, device="cuda") == [("a", [(0.5, 0)]), ("a", [(2.0, 0)])]
+
+
+@pytest.mark.slow
+def test_torch_compile_runs_on_cpu_and_matches_eager():
+    g = grid(compile=True)
+    compiled = train_pack(g, "a", g.cells("a"))
+    eager = train_pack(grid(), "a", g.cells("a"))
+    assert not cube.errors(compiled)
+    for v in (cube.TRAIN_LOSS, cube.VAL_ACC, cube.ANGULAR_PATH):
+        np.testing.assert_allclose(compiled[v].values, eager[v].values, rtol=1e-3, atol=1e-4, err_msg=v)

@@ -116,12 +116,14 @@ def _run_workers(tasks: list[PackTask], run: RunDir, plan: list[dict[str, str]],
         procs.append(p)
     running: dict[int, PackTask] = {}
     lost: list[str] = []
+    drained = False
     while True:
         try:
             msg = msg_q.get(timeout=0.5)
         except queue.Empty:
             msg = None
         if msg is not None:
+            drained = False
             kind = msg[0]
             if kind == "start":
                 running[msg[1]] = msg[2]
@@ -137,7 +139,12 @@ def _run_workers(tasks: list[PackTask], run: RunDir, plan: list[dict[str, str]],
                 lost.append(f"pack {msg[2].pack_id}: internal error in worker: {msg[3]}")
             continue
         if all(not p.is_alive() for p in procs):
-            break
+            # A worker flushes its queue before it exits, so once all are gone one more empty
+            # read means nothing is left; without it, messages sent just before the last exit
+            # (a "done", an "error") would be lost depending on timing.
+            if drained:
+                break
+            drained = True
     for i, p in enumerate(procs):
         p.join()
         if p.exitcode != 0 and i in running:

@@ -42,8 +42,11 @@ def write_grid(path: Path, text: str) -> Path:
 
 def run_collect_subprocess(grid: Path, out: Path, *, fake: bool = True, resume: bool = False,
                            env: dict[str, str] | None = None, pack_size: int = 3,
-                           timeout: float = 300) -> subprocess.CompletedProcess:
-    """``collect(...)`` in a fresh interpreter (so a test hook can SIGKILL it)."""
+                           timeout: float = 1800) -> subprocess.CompletedProcess:
+    """``collect(...)`` in a fresh interpreter (so a test hook can SIGKILL it).
+
+    The kill lands at a hook point, never at a time; the generous timeout only guards against a
+    hang, so a loaded machine slows the test down but cannot fail it."""
     code = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(TESTS)!r})

@@ -13,6 +13,7 @@ from initmem.collect.data import load_split
 from initmem.collect.engine import SCHEDULE_CLOCKS, collect_grid
 from initmem.collect.measure import StepMeter, angle, cosine
 from initmem.collect.schedule import LrSchedule, pipeline_clocks
+from initmem.collect.select import select_epoch
 from initmem.grid import parse_grid
 from initmem.simulate import SimPipeline, clocks, lr_per_step
 
@@ -28,7 +29,7 @@ PIPES = {
 def run():
     g = parse_grid({"name": "clocks", "dataset": {"name": "digits"},
                     "model": {"arch": "resnet_tiny", "width": 4}, "sigma_w": [1.0, 4.0], "seeds": [0],
-                    "pipelines": PIPES, "engine": {"cpu_threads": 1}})
+                    "pipelines": PIPES, "eval": {"interp_threshold": 0.8}, "engine": {"cpu_threads": 1}})
     return g, collect_grid(g)
 
 
@@ -124,3 +125,17 @@ def test_schedule_has_warmup_and_floor_steps_per_epoch():
     # the simulator's own pipelines go through the same schedule
     sim = SimPipeline("s", lr=0.1, batch_size=10, schedule="step")
     np.testing.assert_allclose(lr_per_step(sim, 4, 2), [0.1] * 4 + [0.01] * 2 + [0.001] * 2)
+
+
+def test_the_engine_selects_by_the_default_rule(run):
+    g, ds = run
+    assert ds.attrs[cube.A_SELECT] == "best_val_acc_interp"
+    for name in g.pipelines:
+        for s in g.sigma_w:
+            r = ds.sel(pipeline=name, sigma_w=s, seed=0)
+            want = select_epoch("best_val_acc_interp", r[cube.TRAIN_ACC].values, r[cube.VAL_ACC].values,
+                                r[cube.VAL_LOSS].values, 0.8)
+            assert float(r[cube.TAU_BEST]) == want, (name, s)
+            assert float(r[cube.SELECTED_TEST_ACC]) == float(r[cube.TEST_ACC].sel(epoch=want))
+            if np.isfinite(float(r[cube.TAU_INTERP])):
+                assert want >= float(r[cube.TAU_INTERP])

@@ -165,6 +165,9 @@ def assert_pack_is_bitwise_alone(g, pipeline: str, cells: list[tuple[float, int]
                 assert torch.equal(logits[:, gi], a.net(xs.contiguous(memory_format=fmt))[:, 0]), (pipeline, gi)
                 for (name, p), (_, q) in zip(pack.net.named_parameters(), a.net.named_parameters(), strict=True):
                     assert torch.equal(p[gi], q[0]), (pipeline, gi, name, float((p[gi] - q[0]).abs().max()))
+                # the measured clocks accumulated at every step: per member, exactly
+                assert torch.equal(pack.meter.path[gi], a.meter.path[0]), (pipeline, gi)
+                assert torch.equal(pack.meter.t_eff[gi], a.meter.t_eff[0]), (pipeline, gi)
                 for m, ma in zip(pack.net.modules(), a.net.modules(), strict=True):
                     if isinstance(m, PBatchNorm):   # own BatchNorm statistics
                         assert torch.equal(m.running_mean[gi], ma.running_mean[0])
@@ -230,12 +233,15 @@ def test_packed_optimizer_matches_torch_optim(spec):
         ours[0].grad, ref[0].grad = grad.clone(), grad.clone()
         opt.step(p.lr)
         tref.step()
-    torch.testing.assert_close(ours[0].detach(), ref[0].detach(), rtol=1e-6, atol=1e-7)
+    assert torch.equal(ours[0].detach(), ref[0].detach())   # it is torch.optim (foreach) underneath
     # a frozen member is left untouched, the others move exactly as before
     before = ours[0].detach().clone()
     ours[0].grad = torch.randn(3, 5, 4)
+    state_before = [t.clone() for t in opt._member_state()]
     opt.step(p.lr, frozen=[1])
     assert torch.equal(ours[0][1], before[1]) and not torch.equal(ours[0][0], before[0])
+    for t, old in zip(opt._member_state(), state_before, strict=True):   # its optimizer state too
+        assert torch.equal(t[1], old[1]) and not torch.equal(t[0], old[0])
 
 
 def test_a_diverging_member_does_not_disturb_the_others():
@@ -326,7 +332,7 @@ def test_cpu_runs_are_deterministic_and_resume_is_bit_identical():
     full = train_pack(g, "m", g.cells("m"), checkpoint=keep, checkpoint_every_epochs=1)
     again = train_pack(g, "m", g.cells("m"))
     xr.testing.assert_identical(strip_volatile(full), strip_volatile(again))
-    assert [s["epoch"] for s in states] == [1, 2, 3]
+    assert [s["epochs_done"] for s in states] == [1, 2, 3]
     resumed = train_pack(g, "m", g.cells("m"), resume=states[1])
     xr.testing.assert_identical(strip_volatile(full), strip_volatile(resumed))
     with pytest.raises(UserError, match="another pack"):

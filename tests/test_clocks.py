@@ -10,8 +10,9 @@ import torch
 
 from initmem import cube
 from initmem.collect.data import load_split
-from initmem.collect.engine import SCHEDULE_CLOCKS, collect_grid
+from initmem.collect.engine import SCHEDULE_CLOCKS
 from initmem.collect.measure import StepMeter, angle, cosine
+from initmem.collect.packs import collect_grid
 from initmem.collect.schedule import LrSchedule, pipeline_clocks
 from initmem.collect.select import select_epoch
 from initmem.grid import parse_grid

@@ -15,10 +15,11 @@ import xarray as xr
 from initmem import cube
 from initmem.collect.data import Split, load_split
 from initmem.collect.devices import deterministic, resolve_device
-from initmem.collect.engine import CURVES, PackTrainer, collect_grid, train_pack
+from initmem.collect.engine import CURVES, PackTrainer, train_pack
 from initmem.collect.nets import PBatchNorm, build_net, scaled_kernels
 from initmem.collect.optim import PackedOptimizer
 from initmem.collect.packing import plan_packs
+from initmem.collect.packs import collect_grid
 from initmem.errors import UserError
 from initmem.grid import load_grid, parse_grid
 

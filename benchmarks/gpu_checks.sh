@@ -7,8 +7,9 @@
 #
 # 1. benchmarks/train_throughput.py for resnet20 and resnet9 at G = 1, 8, 32, 64 (batch 128, the
 #    paper preset's), bf16 autocast and channels_last as the engine does on CUDA;
-# 2. `initmem collect` of a small digits grid on CUDA, end to end (packing, bf16, the cube);
-# 3. `initmem inspect` of that cube.
+# 2. benchmarks/measure_cost.py: the cost per step of the measured clocks, on vs off, same run;
+# 3. `initmem collect` of a small digits grid on CUDA, end to end (packing, bf16, the cube);
+# 4. `initmem inspect` of that cube.
 # Logs go to $OUT (the device tool brings them back) or /tmp/initmem-gpu. For a CPU dry run of
 # the script's logic: DEVICE=cpu PYTHON=.venv/bin/python WHEELS=none GPU_SECONDS=0.5 GPU_G=1,2 GPU_BATCH=8 \
 #   bash benchmarks/gpu_checks.sh
@@ -46,6 +47,10 @@ for arch in resnet20 resnet9; do
     timeout 200 "$PY" benchmarks/train_throughput.py --device "$DEVICE" --arch "$arch" --G "$PACKS" \
         --batch-size "$BATCH" --seconds "$SECONDS_PER_G" 2>&1 | tee -a "$OUT/throughput_$arch.txt" || status=1
 done
+
+echo "== measure_cost" | tee "$OUT/measure_cost.txt"
+timeout 150 "$PY" benchmarks/measure_cost.py --device "$DEVICE" --G "$PACKS" --rounds 3 2>&1 \
+    | tee -a "$OUT/measure_cost.txt" || status=1
 
 cat > /tmp/initmem-gpu-grid.yaml <<'EOF'
 name: gpu_smoke

@@ -409,3 +409,7 @@ def _to_dataset(grid: Grid, pipeline: str, tr: PackTrainer, rec: Recorder, devic
     ds = xr.Dataset({k: xr.Variable(d, a) for k, (d, a) in data.items()}, coords=coords)
     ds.attrs = cube_attrs(grid, device, n_test=n_test, dataset_fingerprint=tr.split.fingerprint)
     return cube.canonicalize(ds)
+
+
+# A checkpoint of another state layout cannot resume (collect/packrun.py checks before resuming).
+train_pack.state_version = STATE_VERSION  # type: ignore[attr-defined]

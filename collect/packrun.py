@@ -160,8 +160,16 @@ def _matching_checkpoint(task: PackTask, ctx: PackContext, path: Any) -> tuple[d
         ctx.events.emit("checkpoint_unusable", pack=task.pack_id, reason="trained under another grid")
         checkpoints.remove(path)
         return None, None
+    want = getattr(ctx.train_fn, "state_version", None)  # the engine's state layout, if it declares one
+    state = payload.get("state")
+    if want is not None and (not isinstance(state, dict) or state.get("version") != want):
+        got = state.get("version") if isinstance(state, dict) else None
+        ctx.events.emit("checkpoint_unusable", pack=task.pack_id,
+                        reason=f"state version {got} from an older engine (now {want}); the pack starts anew")
+        checkpoints.remove(path)
+        return None, None
     ctx.events.emit("resume", pack=task.pack_id, epochs_done=int(payload.get("epochs_done", 0)))
-    return payload["state"], int(payload.get("epochs_done", 0))
+    return state, int(payload.get("epochs_done", 0))
 
 
 def _epochs_of(state: dict[str, Any], fallback: int) -> int:

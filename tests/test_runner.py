@@ -34,7 +34,8 @@ CELLS = [(p, s, k) for p in ("sgd", "adam") for s in (0.5, 1.0, 2.0) for k in (0
 
 def run(grid: Path, out: Path, **kw) -> Path:
     kw.setdefault("pack_size", 3)
-    return collect(grid, out, device="cpu", progress=False, quiet=True, train_fn=fake_train_pack, **kw)
+    kw.setdefault("train_fn", fake_train_pack)
+    return collect(grid, out, device="cpu", progress=False, quiet=True, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -292,3 +293,20 @@ def test_bad_jobs_is_a_one_line_error(tmp_path: Path, bad: str) -> None:
     proc = run_cli("collect", grid, "--out", tmp_path / "run", "--jobs", bad)
     assert_user_error(proc, "--jobs")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_checkpoint_of_an_older_engine_state_is_discarded_not_fatal(tmp_path: Path, baseline: Path) -> None:
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    out = tmp_path / "run"
+    proc = run_collect_subprocess(grid, out, env={"INITMEM_TEST_HOOK": "epoch:3:kill"})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+
+    def newer_engine(*args, **kwargs):
+        return fake_train_pack(*args, **kwargs)
+
+    newer_engine.state_version = 99  # the stand-in's checkpoints carry no such version
+    run(grid, out, resume=True, train_fn=newer_engine)
+    assert_same_cube(out / "cube.nc", baseline)
+    events = read_events(out / "events.jsonl")
+    assert any(e["event"] == "checkpoint_unusable" and "state version" in e["reason"] for e in events)
+    assert not [e for e in events if e["event"] == "resume"]

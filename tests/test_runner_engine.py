@@ -69,3 +69,15 @@ def test_real_engine_on_slurm_local_executor_with_preemption(tmp_path: Path, rea
     assert_same_cube(out, real_baseline)
     check_preempted_once(tmp_path / "run")
     assert_clean(tmp_path / "run")
+
+
+def test_merged_cube_carries_every_clock_and_measured_variable(real_baseline: Path) -> None:
+    """The shards' merge keeps the momentum-corrected and measured clocks (no name list to update)."""
+    ds = cube.open_cube(real_baseline)
+    assert not cube.errors(ds)
+    ok = ds[cube.STATUS] == cube.OK
+    for v in (*cube.MOMENTUM_CLOCKS, *cube.MEASURED_CLOCKS, cube.COS_TO_INIT, cube.ANGULAR_PATH):
+        assert v in ds.data_vars, v
+        assert bool(ds[v].where(ok).notnull().any()), v
+    assert (ds[cube.ANGULAR_PATH].sel(epoch=0) == 0).all()
+    assert ds[cube.EFF_LR].sel(layer=[n for n in ds[cube.LAYER].values if "head" in str(n)]).isnull().all()

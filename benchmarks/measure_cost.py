@@ -1,8 +1,11 @@
 """Cost of the measured clocks per training step: engine.measure_clocks on versus off, one run.
 
 Both sides train the same pack (same cells, data order and optimizer) through
-``PackTrainer.train_step``; bursts alternate between them so that machine load hits both alike,
-and the best burst of each side is kept. Prints seconds per step for each side and the ratio.
+``PackTrainer.train_step``, with the quick preset's thread count; bursts alternate between them
+so that machine load hits both alike, and the best burst of each side is kept. Prints seconds
+per step for each side and their ratio, and the measurement alone (``StepMeter.before_step`` +
+``after_step``) as a share of a step: on a shared machine the A/B ratio is noisy, the
+measurement-alone figure much less so.
 
     python benchmarks/measure_cost.py                        # quick preset's first pipeline, CPU, G = 1, 8
     python benchmarks/measure_cost.py --device cuda --G 1,32 --arch resnet9 --width 64
@@ -28,7 +31,7 @@ def _sync(device: str) -> None:
 
 def _grid(base: Grid, measure: bool, arch: str | None, width: int | None) -> Grid:
     d = base.to_dict()
-    d["engine"] = {**d["engine"], "measure_clocks": measure, "cpu_threads": None}
+    d["engine"] = {**d["engine"], "measure_clocks": measure}
     if arch is not None:
         d["model"] = {**d["model"], "arch": arch}
     if width is not None:
@@ -37,7 +40,8 @@ def _grid(base: Grid, measure: bool, arch: str | None, width: int | None) -> Gri
 
 
 def seconds_per_step(G: int, device: str, steps: int, rounds: int, arch: str | None, width: int | None
-                     ) -> tuple[float, float]:
+                     ) -> tuple[float, float, float]:
+    """Best seconds per step without and with the measured clocks, and of the measurement alone."""
     base = load_grid("quick")
     pipeline = next(iter(base.pipelines))
     cells = [(base.sigma_w[i % len(base.sigma_w)], base.seeds[i // len(base.sigma_w) % len(base.seeds)])
@@ -59,25 +63,38 @@ def seconds_per_step(G: int, device: str, steps: int, rounds: int, arch: str | N
             _sync(device)
             if r:
                 best[m] = min(best[m], (time.perf_counter() - t) / steps)
-    return best[False], best[True]
+    meter = trainers[True].meter
+    assert meter is not None
+    alone = float("inf")
+    for _ in range(rounds):
+        _sync(device)
+        t = time.perf_counter()
+        for _ in range(steps):
+            meter.before_step(0.1)
+            meter.after_step()
+        _sync(device)
+        alone = min(alone, (time.perf_counter() - t) / steps)
+    return best[False], best[True], alone
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--G", default="1,8", help="pack sizes, comma-separated")
-    ap.add_argument("--steps", type=int, default=20, help="steps per burst")
-    ap.add_argument("--rounds", type=int, default=5, help="bursts per side (best kept)")
+    ap.add_argument("--steps", type=int, default=10, help="steps per burst")
+    ap.add_argument("--rounds", type=int, default=15, help="bursts per side (best kept)")
     ap.add_argument("--arch", default=None)
     ap.add_argument("--width", type=int, default=None)
     args = ap.parse_args()
     device = resolve_device(args.device)
-    with deterministic(device, None):
+    threads = load_grid("quick").engine.cpu_threads
+    with deterministic(device, threads):
         print(f"device {device}, torch {torch.__version__}, threads {torch.get_num_threads()}")
         for G in (int(x) for x in args.G.split(",")):
-            off, on = seconds_per_step(G, device, args.steps, args.rounds, args.arch, args.width)
+            off, on, alone = seconds_per_step(G, device, args.steps, args.rounds, args.arch, args.width)
             print(f"G={G:3d}: {off * 1e3:8.2f} ms/step without, {on * 1e3:8.2f} ms/step with the measured clocks: "
-                  f"ratio {on / off:.3f} (+{(on / off - 1) * 100:.1f}%)")
+                  f"ratio {on / off:.3f}; the measurement alone {alone * 1e3:.2f} ms/step = "
+                  f"{alone / off * 100:.1f}% of a step")
 
 
 if __name__ == "__main__":

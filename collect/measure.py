@@ -12,9 +12,11 @@ For a kernel followed by a normalisation only its direction matters, so its "tim
   (sum over steps of eta_k / ||w_k||^2, mean over the normalised layers).
 
 Everything is computed per member over the stacked ``[G, ...]`` kernels, row by row, in
-float64, so a member's numbers do not depend on the pack it is in. Angles use Kahan's form
-``2 atan2(|u - v|, |u + v|)`` on unit vectors, which keeps full precision for the tiny angle
-of one step, where ``arccos`` of a cosine near 1 would lose half the digits.
+float64, so a member's numbers do not depend on the pack it is in. The angle of one step is
+Kahan's ``2 atan2(|u - v|, |u + v|)`` of the unit vectors, which keeps full precision for the
+tiny angle of one step, where ``arccos`` of a cosine near 1 would lose half the digits (a
+formula from the three lengths |w_k|, |w_{k+1}|, |w_{k+1} - w_k| would not: when a step also
+rescales the kernel, the lengths' rounding swamps the angle).
 """
 
 from __future__ import annotations
@@ -38,71 +40,82 @@ def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (dot / torch.sqrt((a * a).sum(1) * (b * b).sum(1))).clamp(-1.0, 1.0)
 
 
-def angle(a: torch.Tensor, b: torch.Tensor, sq_a: torch.Tensor | None = None,
-          sq_b: torch.Tensor | None = None) -> torch.Tensor:
-    """Row-wise angle in radians between ``[G, n]`` float64 rows (squared norms if known)."""
-    na = torch.sqrt((a * a).sum(1) if sq_a is None else sq_a)[:, None]
-    nb = torch.sqrt((b * b).sum(1) if sq_b is None else sq_b)[:, None]
-    u, v = a / na, b / nb
-    return 2.0 * torch.atan2(torch.linalg.vector_norm(u - v, dim=1), torch.linalg.vector_norm(u + v, dim=1))
-
-
 class StepMeter:
-    """Angular path and T_eff accumulated over optimizer steps, for every member of a pack."""
+    """Angular path and T_eff accumulated over optimizer steps, for every member of a pack.
+
+    Per step: one float64 copy of all kernels as ``[G, N]`` rows, scaled to unit length per
+    layer; the angle to the previous step's unit vectors is ``2 atan2(|u - v|, |u + v|)`` with
+    the norms taken over each layer's columns. A few dozen tensor operations per step whatever
+    the number of layers' elements (the cost: benchmarks/measure_cost.py).
+    """
 
     def __init__(self, kernels: Sequence[torch.Tensor], normalised: Sequence[bool]):
         self.kernels = list(kernels)
-        self.normalised = [bool(n) for n in normalised]
+        self.normalised = torch.tensor([bool(n) for n in normalised], device=self.kernels[0].device)
+        self.any_normalised = bool(self.normalised.any())
+        self.normalised_idx = torch.nonzero(self.normalised).flatten()  # index_select: no device sync
+        self.sizes = [int(w[0].numel()) for w in self.kernels]
         G = self.kernels[0].shape[0]
         dev = self.kernels[0].device
-        self.init = [flat64(w) for w in self.kernels]
-        self.prev = [t.clone() for t in self.init]
-        self.prev_sq = [(t * t).sum(1) for t in self.prev]
+        self.init = self._flat()
+        self.layer_of_column = torch.repeat_interleave(torch.arange(len(self.sizes), device=dev),
+                                                       torch.tensor(self.sizes, device=dev))
+        self._set_prev(self.init.clone())
         self.path = torch.zeros(G, len(self.kernels), dtype=torch.float64, device=dev)
         self.t_eff = torch.zeros(G, dtype=torch.float64, device=dev)
 
+    def _flat(self) -> torch.Tensor:
+        """All kernels now, as ``[G, N]`` float64 rows (layer by layer)."""
+        return torch.cat([w.detach().flatten(1) for w in self.kernels], 1).to(torch.float64)
+
+    def _norms(self, x: torch.Tensor) -> torch.Tensor:
+        """``[G, L]`` Euclidean norm of each layer's columns."""
+        return torch.stack([torch.linalg.vector_norm(part, dim=1) for part in x.split(self.sizes, 1)], 1)
+
     def before_step(self, lr: float) -> None:
         """Add eta / ||w_k||^2 of the weights the step is about to change to T_eff."""
-        sq = [s for s, n in zip(self.prev_sq, self.normalised, strict=True) if n]
-        if sq:
-            self.t_eff += (lr / torch.stack(sq, 1)).mean(1)
+        if self.any_normalised:
+            self.t_eff += (lr / self.prev_norm.index_select(1, self.normalised_idx) ** 2).mean(1)
 
     def after_step(self) -> None:
         """Add the angle each kernel turned in the step just taken."""
-        for i, w in enumerate(self.kernels):
-            cur = flat64(w)
-            sq = (cur * cur).sum(1)
-            self.path[:, i] += angle(self.prev[i], cur, self.prev_sq[i], sq)
-            self.prev[i], self.prev_sq[i] = cur, sq
+        cur = self._flat()
+        norm = self._norms(cur)
+        unit = cur * (1.0 / norm).index_select(1, self.layer_of_column)
+        self.path += 2.0 * torch.atan2(self._norms(self.prev_unit - unit), self._norms(self.prev_unit + unit))
+        self.prev, self.prev_norm, self.prev_unit = cur, norm, unit
 
     def cos_to_init(self) -> torch.Tensor:
         """``[G, L]`` cosine of every kernel now with its value at epoch 0."""
-        return torch.stack([cosine(a, b) for a, b in zip(self.init, self.prev, strict=True)], 1)
+        return torch.stack([cosine(a, b) for a, b in zip(self.init.split(self.sizes, 1),
+                                                         self.prev.split(self.sizes, 1), strict=True)], 1)
 
     def eff_lr(self, lr: float) -> torch.Tensor:
         """``[G, L]`` eta / ||w||^2 for normalised kernels, NaN for the others."""
-        sq = torch.stack(self.prev_sq, 1)
-        mask = torch.tensor(self.normalised, device=sq.device)
-        return torch.where(mask[None, :], lr / sq, torch.full_like(sq, float("nan")))
+        sq = self.prev_norm ** 2
+        return torch.where(self.normalised[None, :], lr / sq, torch.full_like(sq, float("nan")))
 
     def t_angle(self) -> torch.Tensor:
         return self.path.mean(1)
 
     def t_eff_now(self) -> torch.Tensor:
         """T_eff, NaN when no kernel is followed by a normalisation."""
-        if not any(self.normalised):
+        if not self.any_normalised:
             return torch.full_like(self.t_eff, float("nan"))
         return self.t_eff
 
-    def state_dict(self) -> dict[str, torch.Tensor | list[torch.Tensor]]:
-        return {"init": [t.cpu().clone() for t in self.init], "path": self.path.cpu().clone(),
-                "t_eff": self.t_eff.cpu().clone()}
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"init": self.init.cpu().clone(), "path": self.path.cpu().clone(), "t_eff": self.t_eff.cpu().clone()}
 
     def load_state_dict(self, st: dict) -> None:
         """Restore after the model weights were restored (``prev`` is read from them)."""
         dev = self.path.device
-        self.init = [t.to(dev, torch.float64) for t in st["init"]]
+        self.init = st["init"].to(dev, torch.float64)
         self.path = st["path"].to(dev, torch.float64)
         self.t_eff = st["t_eff"].to(dev, torch.float64)
-        self.prev = [flat64(w) for w in self.kernels]
-        self.prev_sq = [(t * t).sum(1) for t in self.prev]
+        self._set_prev(self._flat())
+
+    def _set_prev(self, flat: torch.Tensor) -> None:
+        self.prev = flat
+        self.prev_norm = self._norms(flat)
+        self.prev_unit = flat * (1.0 / self.prev_norm).index_select(1, self.layer_of_column)

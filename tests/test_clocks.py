@@ -11,7 +11,7 @@ import torch
 from initmem import cube
 from initmem.collect.data import load_split
 from initmem.collect.engine import SCHEDULE_CLOCKS
-from initmem.collect.measure import StepMeter, angle, cosine
+from initmem.collect.measure import StepMeter, cosine
 from initmem.collect.packs import collect_grid
 from initmem.collect.schedule import LrSchedule, pipeline_clocks
 from initmem.collect.select import select_epoch
@@ -81,18 +81,23 @@ def test_measured_clocks_obey_their_identities(run):
     assert (ds[cube.T_EFF].sel(epoch=0) == 0).all()
 
 
-def test_cosine_of_a_pure_rescaling_is_exactly_one_and_angles_are_exact():
+def test_cosine_of_a_pure_rescaling_is_exactly_one_and_tiny_angles_are_exact():
     gen = torch.Generator().manual_seed(0)
     a = torch.randn(3, 500, generator=gen, dtype=torch.float64)
     assert torch.equal(cosine(a, 2.0 * a), torch.ones(3, dtype=torch.float64))
     assert torch.equal(cosine(a, a), torch.ones(3, dtype=torch.float64))
-    assert torch.equal(angle(a, 4.0 * a), torch.zeros(3, dtype=torch.float64))
-    # a tiny rotation keeps full precision (arccos of the cosine would not)
+    # one step that turns the kernel by 1e-9 rad and rescales it 1.7x: the angle to full precision
+    # (arccos of the cosine, or a formula from the three lengths, would not get it)
     theta = 1e-9
-    u = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
-    v = torch.tensor([[math.cos(theta), math.sin(theta)]], dtype=torch.float64)
-    assert abs(float(angle(u, v)) - theta) < 1e-20
-    assert abs(float(angle(u, torch.tensor([[0.0, 3.0]], dtype=torch.float64))) - math.pi / 2) < 1e-15
+    w = a[:, :2].clone()
+    w[:, 0], w[:, 1] = 1.0, 0.0
+    meter = StepMeter([w], [True])
+    w[:, 0], w[:, 1] = 1.7 * math.cos(theta), 1.7 * math.sin(theta)
+    meter.after_step()
+    assert (meter.path[:, 0] - theta).abs().max() < 1e-20
+    w[:, 0], w[:, 1] = 0.0, 3.0                                   # on to a quarter turn in all
+    meter.after_step()
+    assert (meter.path[:, 0] - math.pi / 2).abs().max() < 1e-15
 
 
 def test_step_meter_sums_the_angles_of_a_known_rotation():

@@ -29,7 +29,7 @@ def visible_gpus() -> list[str]:
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
     if env is not None:
         return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
-    import torch
+    import torch  # only when CUDA_VISIBLE_DEVICES is unset: the executors stay torch-free
 
     return [str(i) for i in range(torch.cuda.device_count())]
 
@@ -155,7 +155,7 @@ def _run_workers(tasks: list[PackTask], run: RunDir, plan: list[dict[str, str]],
 def _worker(index: int, root: str, grid: Any, grid_hash: str, device: str, train_fn: TrainFn,
             checkpoint_every: int, checkpoint_seconds: float | None, threads: int, parent: int,
             task_q: Any, msg_q: Any) -> None:
-    import torch
+    import torch  # in the spawned worker only
 
     torch.set_num_threads(threads)
 

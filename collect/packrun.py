@@ -190,7 +190,7 @@ def _write_failed(cell: Cell, ctx: PackContext, err: str, tb: str) -> None:
 
 def _free_accelerator_memory() -> None:
     try:
-        import torch
+        import torch  # already loaded wherever a pack trained
 
         if torch.cuda.is_available():
             torch.cuda.empty_cache()

@@ -23,16 +23,18 @@ PACKS=${GPU_G:-1,8,32,64}
 BATCH=${GPU_BATCH:-128}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+# Scratch files in a private folder: two dry runs on one machine must not share them.
+WORK=$(mktemp -d /tmp/initmem-gpu-work.XXXXXX)
 
 WHEELS=${WHEELS:-.whl}
 if [ -d "$WHEELS" ] && ls "$WHEELS"/*.whl >/dev/null 2>&1; then
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/initmem-site \
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$WORK/site" \
         "$WHEELS"/*.whl || { echo "wheel install failed" | tee "$OUT/error.txt"; exit 2; }
-    export PYTHONPATH=/tmp/initmem-site${PYTHONPATH:+:$PYTHONPATH}
+    export PYTHONPATH=$WORK/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 # The repository root is the package `initmem` (package-dir mapping): expose it without installing.
-mkdir -p /tmp/initmem-pkgs && ln -sfn "$PWD" /tmp/initmem-pkgs/initmem
-export PYTHONPATH=/tmp/initmem-pkgs${PYTHONPATH:+:$PYTHONPATH}
+mkdir -p "$WORK/pkgs" && ln -sfn "$PWD" "$WORK/pkgs/initmem"
+export PYTHONPATH=$WORK/pkgs${PYTHONPATH:+:$PYTHONPATH}
 
 {
     date -u
@@ -52,7 +54,7 @@ echo "== measure_cost" | tee "$OUT/measure_cost.txt"
 timeout 150 "$PY" benchmarks/measure_cost.py --device "$DEVICE" --G "$PACKS" --rounds 3 2>&1 \
     | tee -a "$OUT/measure_cost.txt" || status=1
 
-cat > /tmp/initmem-gpu-grid.yaml <<'EOF'
+cat > "$WORK/grid.yaml" <<'EOF'
 name: gpu_smoke
 dataset: {name: digits}
 model: {arch: resnet_tiny, width: 16}
@@ -62,10 +64,10 @@ pipelines:
   sgd:  {optimizer: sgd,  lr: 0.05,  batch_size: 32,  epochs: 3}
   adam: {optimizer: adam, lr: 0.002, batch_size: 64,  epochs: 3}
 EOF
-rm -rf /tmp/initmem-gpu-run
 echo "== initmem collect on $DEVICE" | tee "$OUT/collect.txt"
-timeout 150 "$PY" -m initmem.cli collect /tmp/initmem-gpu-grid.yaml --out /tmp/initmem-gpu-run \
+timeout 150 "$PY" -m initmem.cli collect "$WORK/grid.yaml" --out "$WORK/run" \
     --device "$DEVICE" 2>&1 | tee -a "$OUT/collect.txt" || status=1
-"$PY" -m initmem.cli inspect /tmp/initmem-gpu-run/cube.nc 2>&1 | tee -a "$OUT/collect.txt" || status=1
+"$PY" -m initmem.cli inspect "$WORK/run/cube.nc" 2>&1 | tee -a "$OUT/collect.txt" || status=1
 echo "gpu_checks exit status $status" | tee -a "$OUT/machine.txt"
+rm -rf "$WORK"
 exit $status

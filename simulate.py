@@ -178,7 +178,7 @@ def simulate_cube(
     truth_axis: str = "T_sgd",
     epochs: int = 30,
     seed: int = 0,
-    n_train: int = 1000,
+    n_train: int = 1024,  # a multiple of every preset batch size: no dropped last batch
     decay_scale: float | None = None,
     noise: float = 0.02,
 ) -> xr.Dataset:

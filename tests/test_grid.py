@@ -105,7 +105,7 @@ def test_slurm_block_defaults():
     ("model.arch", "resnet19", ["model.arch", "6n+2"]),
     ("model.arch", "vgg", ["model.arch", "resnet_tiny, resnet9"]),
     ("model.norm", "layer", ["model.norm", "batch, none"]),
-    ("init.scale", "everything", ["init.scale", "all_kernels, normalized_kernels, head"]),
+    ("init.scale", "everything", ["init.scale", "all_kernels, normalized_kernels, convolutions, head"]),
     ("eval.select", "best", ["eval.select", "best_val_acc, last"]),
     ("eval.interp_threshold", 1.5, ["eval.interp_threshold"]),
     ("colour", "red", ["colour", "unknown key"]),
@@ -122,6 +122,12 @@ def test_bad_values_are_refused_with_one_line_naming_the_field(path, value, need
     assert msg.startswith("grid file bad.yaml: ")
     for n in needles:
         assert n in msg, (n, msg)
+
+
+@pytest.mark.parametrize("scale", ["all_kernels", "convolutions", "head"])
+def test_every_init_scale_but_normalized_kernels_works_without_normalisation(scale):
+    g = parse_grid({**_with("model.norm", "none"), "init": {"scale": scale}})
+    assert (g.model.norm, g.init.scale) == ("none", scale)
 
 
 def test_cross_field_rules():

@@ -26,8 +26,13 @@ def spread_points(da: xr.DataArray, ok: xr.DataArray) -> float:
     return float(m.max() - m.min()) * cube.points_scale(str(da.name))
 
 
-def radial_slope(ds: xr.DataArray, ok: xr.DataArray) -> float:
-    final = ds.isel({cube.EPOCH: -1}).where(ok).mean(cube.SEED)
+def last_epoch(da: xr.DataArray) -> xr.DataArray:
+    """The pipeline's last recorded epoch (pipelines of a cube may have different horizons)."""
+    return da.dropna(cube.EPOCH, how="all").isel({cube.EPOCH: -1})
+
+
+def radial_slope(da: xr.DataArray, ok: xr.DataArray) -> float:
+    final = last_epoch(da).where(ok).mean(cube.SEED)
     x = np.log(final[cube.SIGMA].values)
     y = np.log(final.values)
     keep = np.isfinite(y)
@@ -44,7 +49,7 @@ def table(ds: xr.Dataset) -> list[dict[str, object]]:
         rows.append({
             "pipeline": str(p),
             "interpolated": f"{int(interp.sum())}/{int(ok.size)}",
-            "min final train acc": float(d[cube.TRAIN_ACC].isel({cube.EPOCH: -1}).where(ok).min()),
+            "min final train acc": float(last_epoch(d[cube.TRAIN_ACC]).where(ok).min()),
             "final spread (pts)": spread_points(d[cube.FINAL_TEST_ACC], ok),
             "selected spread (pts)": spread_points(d[cube.SELECTED_TEST_ACC], ok),
             "radial slope": radial_slope(d[cube.KERNEL_NORM], ok),

@@ -14,15 +14,7 @@ from initmem.collect.engine import STREAM_INIT, collect_grid, seed_generator
 from initmem.collect.nets import PConv, PLinear, SkipGain, build_net, init_member, member_sums
 from initmem.grid import parse_grid
 
-from .test_engine import assert_pack_is_bitwise_alone, tiny
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+from .test_engine import _one_thread, assert_pack_is_bitwise_alone, tiny  # noqa: F401 (autouse fixture)
 
 
 def _init_pair(arch: str, norm: str, scale: str, seed: int, in_ch: int, width: int = 4):

@@ -1,4 +1,4 @@
-"""The grid file (SPEC.md section 1): parsed and validated with pydantic before anything trains.
+"""The grid file (docs/collect.md): parsed and validated with pydantic before anything trains.
 
 Every model forbids unknown keys, so a typo is refused instead of silently ignored. Errors are
 turned into one ``UserError`` line that names the field path and, where there is a closed set,
@@ -23,7 +23,7 @@ DATASETS = ("digits", "cifar10", "cifar100", "fashion_mnist", "svhn")
 ARCH_PATTERN = re.compile(r"^(resnet_tiny|resnet9|resnet(\d+))$")
 OPTIMIZERS = ("sgd", "adam", "adamw")
 SCHEDULES = ("constant", "cosine", "step")
-INIT_SCALES = ("all_kernels", "normalized_kernels", "head")
+INIT_SCALES = ("all_kernels", "normalized_kernels", "convolutions", "head")
 
 
 class _Strict(BaseModel):
@@ -40,6 +40,9 @@ class DatasetSpec(_Strict):
 
 
 class ModelSpec(_Strict):
+    """``norm: none`` is the norm-free arm: per-channel biases instead of BatchNorm and a
+    SkipInit gain (learnable, starting at 0) on every residual branch."""
+
     arch: str = "resnet_tiny"
     width: int | None = Field(None, ge=1, le=4096)
     norm: Literal["batch", "none"] = "batch"
@@ -59,8 +62,12 @@ class ModelSpec(_Strict):
 
 
 class InitSpec(_Strict):
+    """Which kernels sigma_w multiplies: every kernel, those followed by BatchNorm (scale-
+    invariant ones), every convolution, or the classifier only. Head-only and convolution-only
+    scaling are complementary arms: see docs/collect.md, *What each arm separates*."""
+
     scheme: Literal["kaiming_normal"] = "kaiming_normal"
-    scale: Literal["all_kernels", "normalized_kernels", "head"] = "all_kernels"
+    scale: Literal["all_kernels", "normalized_kernels", "convolutions", "head"] = "all_kernels"
 
 
 class PipelineSpec(_Strict):

@@ -9,6 +9,12 @@ element-wise optimizer on the stacked tensors is exactly G independent optimizer
 
 Architectures: ``resnet_tiny`` (8x8 digits), ``resnet9`` (DAWNBench / Myrtle layout) and the
 CIFAR ``resnet(6n+2)`` family (resnet20/32/56) with 1x1-conv projection shortcuts.
+
+``norm: none`` replaces each BatchNorm with a learnable per-channel bias and multiplies every
+residual branch by a learnable scalar that starts at 0 (SkipInit, De & Smith 2020), so the
+net trains without normalisation: at init each residual block is its skip path. Without
+BatchNorm no kernel is scale-invariant, so sigma_w is no longer a pure effective-learning-rate
+knob (see docs/collect.md, *What each arm separates*).
 """
 
 from __future__ import annotations
@@ -145,8 +151,85 @@ def _round16(n: int) -> int:
     return -(-n // 16) * 16
 
 
+def member_sums(t: torch.Tensor, G: int, per_channel: bool) -> torch.Tensor:
+    """Per member, the sum of ``t`` ``[B, G*C, H, W]`` over B, H, W (``[G, C]``) or over
+    B, C, H, W (``[G, 1]``).
+
+    On CPU each member's block is summed as its own contiguous ``[B, C, H, W]`` copy: the same
+    shape and layout whatever G, so the same kernel and summation order, and a member's
+    gradient is bitwise the same in a pack of any size. A broadcast's own reduction over
+    ``[B, G*C, H, W]`` may split the work differently for different G.
+    """
+    B, GC, H, W = t.shape
+    C = GC // G
+    if t.device.type != "cpu":
+        v = t.reshape(B, G, C, H, W)
+        return v.sum((0, 3, 4)) if per_channel else v.sum((0, 2, 3, 4)).reshape(G, 1)
+    blocks = [t[:, g * C:(g + 1) * C].contiguous() for g in range(G)]
+    if per_channel:
+        return torch.stack([b.sum((0, 2, 3)) for b in blocks])
+    return torch.stack([b.sum().reshape(1) for b in blocks])
+
+
+def _per_channel(p: torch.Tensor, C: int) -> torch.Tensor:
+    """``[G, C]`` or ``[G, 1]`` member parameters as a ``[1, G*C, 1, 1]`` broadcast operand."""
+    return p.expand(p.shape[0], C).reshape(1, -1, 1, 1)
+
+
+class _AddBias(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
+        ctx.G = bias.shape[0]
+        return x + _per_channel(bias, bias.shape[1])
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):  # noqa: ANN001, ANN205
+        return grad, member_sums(grad, ctx.G, per_channel=True)
+
+
+class _ScaleBranch(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, gain: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
+        ctx.save_for_backward(x, gain)
+        return x * _per_channel(gain, x.shape[1] // gain.shape[0])
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):  # noqa: ANN001, ANN205
+        x, gain = ctx.saved_tensors
+        G = gain.shape[0]
+        return grad * _per_channel(gain, x.shape[1] // G), member_sums(grad * x, G, per_channel=False)
+
+
+class PBias(nn.Module):
+    """Per-member, per-channel learnable bias ``[G, C]`` (starts at 0): BatchNorm's shift
+    without its normalisation, for ``norm: none``."""
+
+    def __init__(self, G: int, C: int):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(G, C))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _AddBias.apply(x, self.bias)
+
+
+class SkipGain(nn.Module):
+    """SkipInit's learnable scalar per member ``[G, 1]`` on a residual branch, starting at 0.
+
+    With no normalisation a residual sum's variance grows with depth; starting each branch at
+    0 keeps the init signal that of the skip path, so a norm-free ResNet trains at ordinary
+    learning rates. Under ``norm: batch`` the gain is the identity (no parameter).
+    """
+
+    def __init__(self, G: int, norm: str):
+        super().__init__()
+        self.gain = nn.Parameter(torch.zeros(G, 1)) if norm == "none" else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x if self.gain is None else _ScaleBranch.apply(x, self.gain)
+
+
 def _norm(G: int, C: int, norm: str) -> nn.Module:
-    return PBatchNorm(G, C) if norm == "batch" else nn.Identity()
+    return PBatchNorm(G, C) if norm == "batch" else PBias(G, C)
 
 
 class BasicBlock(nn.Module):
@@ -157,13 +240,14 @@ class BasicBlock(nn.Module):
         self.bn1 = _norm(G, cout, norm)
         self.conv2 = PConv(G, cout, cout, 3, 1, normalized=bn)
         self.bn2 = _norm(G, cout, norm)
+        self.skip_gain = SkipGain(G, norm)
         self.shortcut = None
         if stride != 1 or cin != cout:
             self.shortcut = nn.Sequential(PConv(G, cin, cout, 1, stride, normalized=bn), _norm(G, cout, norm))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = F.relu(self.bn1(self.conv1(x)), inplace=True)
-        out = self.bn2(self.conv2(out))
+        out = self.skip_gain(self.bn2(self.conv2(out)))
         sc = x if self.shortcut is None else self.shortcut(x)
         return F.relu(out + sc, inplace=True)
 
@@ -251,9 +335,10 @@ class Residual(nn.Module):
         super().__init__()
         self.a = ConvBN(G, c, c, norm)
         self.b = ConvBN(G, c, c, norm)
+        self.skip_gain = SkipGain(G, norm)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.b(self.a(x))
+        return x + self.skip_gain(self.b(self.a(x)))
 
 
 class ResNet9(PackedNet):
@@ -300,6 +385,8 @@ def scaled_kernels(net: PackedNet, scale: str) -> set[str]:
         return {n for n, m in names if m.normalized}
     if scale == "head":
         return {n for n, m in names if isinstance(m, PLinear)}
+    if scale == "convolutions":
+        return {n for n, m in names if isinstance(m, PConv)}
     raise ValueError(f"unknown init.scale {scale!r}")
 
 

@@ -105,7 +105,7 @@ def test_slurm_block_defaults():
     ("model.arch", "resnet19", ["model.arch", "6n+2"]),
     ("model.arch", "vgg", ["model.arch", "resnet_tiny, resnet9"]),
     ("model.norm", "layer", ["model.norm", "batch, none"]),
-    ("init.scale", "everything", ["init.scale", "all_kernels, normalized_kernels, head"]),
+    ("init.scale", "everything", ["init.scale", "all_kernels, normalized_kernels, convolutions, head"]),
     ("eval.select", "best", ["eval.select", "best_val_acc, last"]),
     ("eval.interp_threshold", 1.5, ["eval.interp_threshold"]),
     ("colour", "red", ["colour", "unknown key"]),
@@ -122,6 +122,27 @@ def test_bad_values_are_refused_with_one_line_naming_the_field(path, value, need
     assert msg.startswith("grid file bad.yaml: ")
     for n in needles:
         assert n in msg, (n, msg)
+
+
+def test_quick_preset_has_its_remembering_and_forgetting_arms():
+    """The design its header promises: no sigma_w = 8, plain SGD without L2 at a constant rate
+    (remembers), SGD + L2 and the Adam family with a decaying schedule (forget), and horizons,
+    momenta and L2 that vary across pipelines."""
+    quick = load_grid("quick")
+    assert max(quick.sigma_w) == 4.0 and len(quick.seeds) >= 6
+    pipes = quick.pipelines.values()
+    remember = [p for p in pipes if p.optimizer == "sgd" and p.weight_decay == 0 and p.schedule == "constant"]
+    assert len(remember) >= 2 and len({(p.lr, p.batch_size) for p in remember}) == len(remember)
+    assert any(p.optimizer == "sgd" and p.coupled_l2 > 0 and p.momentum == 0 and p.schedule == "cosine" for p in pipes)
+    assert any(p.optimizer == "adamw" and p.decoupled_wd > 0 and p.schedule == "cosine" for p in pipes)
+    assert len({p.epochs for p in pipes}) > 1 and len({p.momentum for p in pipes}) > 1
+    assert sum(p.coupled_l2 > 0 for p in pipes) >= 3 and sum(p.optimizer != "sgd" for p in pipes) >= 3
+
+
+@pytest.mark.parametrize("scale", ["all_kernels", "convolutions", "head"])
+def test_every_init_scale_but_normalized_kernels_works_without_normalisation(scale):
+    g = parse_grid({**_with("model.norm", "none"), "init": {"scale": scale}})
+    assert (g.model.norm, g.init.scale) == ("none", scale)
 
 
 def test_cross_field_rules():

@@ -42,10 +42,8 @@ def has_curve(ds: xr.Dataset, var: str) -> bool:
 
 
 def ok_mask(ds: xr.Dataset) -> np.ndarray:
-    """(pipeline, sigma_w, seed) True where the run finished ok (or no status is recorded)."""
-    if "status" in ds.data_vars:
-        return ds["status"].transpose(*cube.CELL_DIMS).values == cube.OK
-    return np.ones([ds.sizes[d] for d in cube.CELL_DIMS], bool)
+    """(pipeline, sigma_w, seed) True where the run finished ok: ``cube.ok_cells`` as numpy."""
+    return cube.ok_cells(ds).transpose(*cube.CELL_DIMS).values.astype(bool)
 
 
 def curve_array(ds: xr.Dataset, var: str) -> np.ndarray:
@@ -69,7 +67,7 @@ def radial_slope(log_kn: np.ndarray, log_sigma: np.ndarray, sigma_axis: int = -3
     sig_ax = _axis_after_reduce(log_kn.ndim, sigma_axis, seed_axis)
     y = _nanmean(log_kn, axis=seed_axis)
     y = np.moveaxis(y, sig_ax, -1)  # (..., epoch, sigma_w)
-    return _slope_last(y, log_sigma)
+    return ols_slope(y, log_sigma)
 
 
 def _axis_after_reduce(ndim: int, axis: int, reduced: int) -> int:
@@ -78,8 +76,9 @@ def _axis_after_reduce(ndim: int, axis: int, reduced: int) -> int:
     return axis if axis < reduced else axis - 1
 
 
-def _slope_last(y: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Slope of y on x along the last axis, ignoring NaN entries of y."""
+def ols_slope(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """OLS slope of y on x along the last axis, ignoring NaN entries of y: the one implementation
+    (the seed-mean radial slope and the collapse test's per-seed slopes both use it)."""
     m = np.isfinite(y)
     n = m.sum(-1)
     xw = np.where(m, x, 0.0)
@@ -137,11 +136,11 @@ def seed_mean_clocks(ds: xr.Dataset) -> dict[str, np.ndarray]:
     """
     n_p, n_t = ds.sizes[cube.PIPELINE], ds.sizes[cube.EPOCH]
     present = np.zeros((n_p, n_t), bool)
-    for var in ("kernel_norm", "val_acc", *cube.CLOCKS, "step"):
+    for var in (cube.KERNEL_NORM, cube.VAL_ACC, *cube.ALL_CLOCKS, cube.STEP):
         if has_curve(ds, var):
             present |= np.isfinite(curve_array(ds, var)).any(axis=(1, 2))
     out = {"epoch_axis": np.where(present, ds[cube.EPOCH].values.astype(float)[None, :], np.nan)}
-    for var in ("step", *cube.CLOCKS):
+    for var in (cube.STEP, *cube.ALL_CLOCKS):
         if has_curve(ds, var):
             out[var] = _nanmean(curve_array(ds, var), axis=(1, 2))
         else:
@@ -197,7 +196,7 @@ def memory_curves(ds: xr.Dataset, *, n_boot: int = 200, seed: int = 0) -> xr.Dat
     Returns None when the cube has neither a kernel_norm nor a val_acc curve. A curve whose
     source variable is missing is all-NaN and named in the ``skipped`` attribute.
     """
-    has_kn, has_val = has_curve(ds, "kernel_norm"), has_curve(ds, "val_acc")
+    has_kn, has_val = has_curve(ds, cube.KERNEL_NORM), has_curve(ds, cube.VAL_ACC)
     if not (has_kn or has_val):
         return None
     rng = np.random.default_rng(seed)
@@ -211,7 +210,7 @@ def memory_curves(ds: xr.Dataset, *, n_boot: int = 200, seed: int = 0) -> xr.Dat
     pe = (cube.PIPELINE, cube.EPOCH)
 
     if has_kn:
-        kn = curve_array(ds, "kernel_norm")
+        kn = curve_array(ds, cube.KERNEL_NORM)
         with np.errstate(divide="ignore", invalid="ignore"):
             log_kn = np.where(kn > 0, np.log(kn), np.nan)
         rho = radial_slope(log_kn, log_sigma)
@@ -223,7 +222,7 @@ def memory_curves(ds: xr.Dataset, *, n_boot: int = 200, seed: int = 0) -> xr.Dat
         out.update(rho=(pe, nan_pt), rho_q05=(pe, nan_pt), rho_q95=(pe, nan_pt))
 
     if has_val:
-        acc = curve_array(ds, "val_acc")
+        acc = curve_array(ds, cube.VAL_ACC)
         spread = functional_spread(acc)
         boot = functional_spread(take_seeds(acc, idx, 2), sigma_axis=1, seed_axis=3)
         lo, hi = _quantiles(np.moveaxis(boot, 1, 0)) if n_boot else (nan_pt, nan_pt)
@@ -234,8 +233,8 @@ def memory_curves(ds: xr.Dataset, *, n_boot: int = 200, seed: int = 0) -> xr.Dat
         out.update(func_spread=(pe, nan_pt), func_spread_q05=(pe, nan_pt), func_spread_q95=(pe, nan_pt),
                    func_share=(pe, nan_pt))
 
-    if "test_pred" in ds.data_vars:
-        pred = ds["test_pred"].transpose(*cube.CELL_DIMS, cube.EXAMPLE).values.astype(int)
+    if cube.TEST_PRED in ds.data_vars:
+        pred = ds[cube.TEST_PRED].transpose(*cube.CELL_DIMS, cube.EXAMPLE).values.astype(int)
         valid = ok_mask(ds) & (pred >= 0).all(-1)
         counts = np.concatenate([np.ones((1, len(seeds))),
                                  np.stack([np.bincount(r, minlength=len(seeds)) for r in idx])

@@ -1,4 +1,4 @@
-"""Memory curves over training time (METHODS section 3), with paired seed-bootstrap intervals.
+"""Memory curves over training time (docs/clocks-and-collapse.md), with paired seed-bootstrap intervals.
 
 Per pipeline and epoch:
 
@@ -12,7 +12,7 @@ Per pipeline and epoch:
   pairs share the init direction and data order and would bias the first term down).
 
 Seeds are the replication unit: intervals come from a bootstrap over seeds that uses the same
-seed draw at every sigma_w (the pairing of SPEC section 0). The result is an ``xarray.Dataset``
+seed draw at every sigma_w (the pairing described in docs/cube.md). The result is an ``xarray.Dataset``
 on (pipeline, epoch) that ``analysis`` stores as ``DIR/curves.nc`` for the report.
 """
 
@@ -27,6 +27,7 @@ import xarray as xr
 
 from initmem import cube
 from initmem.atomic import atomic_path
+from initmem.stats.anova import mean_squares
 from initmem.stats.resample import seed_bootstrap, take_seeds
 
 __all__ = ["memory_curves", "seed_bootstrap", "write_curves", "curve_array", "radial_slope",
@@ -104,28 +105,31 @@ def functional_spread(acc: np.ndarray, sigma_axis: int = -3, seed_axis: int = -2
 def functional_share(acc: np.ndarray) -> np.ndarray:
     """Share of the variance of acc (..., sigma_w, seed, epoch) due to sigma_w levels.
 
-    Method-of-moments variance components of the levels x seeds block at each epoch (exact for
-    balanced data; missing cells are skipped in the means), negative components set to 0:
-    share = s2_level / (s2_level + s2_seed + s2_e).
+    Expected-mean-square variance components of the levels x seeds block at each epoch
+    (``stats.anova.mean_squares``), on the complete block: levels with data, and the seeds
+    observed at every one of them. Negative components are set to 0:
+    share = s2_level / (s2_level + s2_seed + s2_e); NaN with fewer than 2 levels or seeds.
     """
-    y = np.moveaxis(acc, -1, 0)  # (epoch, ..., sigma, seed)
-    fin = np.isfinite(y)
-    n_lev = fin.any(-1).sum(-1).astype(float)
-    n_seed = fin.any(-2).sum(-1).astype(float)
-    lev_m = _nanmean(y, axis=-1)
-    seed_m = _nanmean(y, axis=-2)
-    grand = _nanmean(y, axis=(-2, -1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ms_a = n_seed * np.nansum((lev_m - grand[..., None]) ** 2, -1) / (n_lev - 1)
-        ms_s = n_lev * np.nansum((seed_m - grand[..., None]) ** 2, -1) / (n_seed - 1)
-        resid = y - lev_m[..., None] - seed_m[..., None, :] + grand[..., None, None]
-        ms_e = np.nansum(resid**2, (-2, -1)) / ((n_lev - 1) * (n_seed - 1))
-        s2_a = np.maximum(0.0, (ms_a - ms_e) / n_seed)
-        s2_s = np.maximum(0.0, (ms_s - ms_e) / n_lev)
-        total = s2_a + s2_s + ms_e
-        share = np.where(total > 0, s2_a / total, 0.0)
-    share = np.where((n_lev >= 2) & (n_seed >= 2), share, np.nan)
-    return np.moveaxis(share, 0, -1)
+    y = np.moveaxis(np.asarray(acc, float), -1, -3)  # (..., epoch, sigma, seed)
+    lead = y.shape[:-2]
+    tables = y.reshape(-1, *y.shape[-2:])
+    fin = np.isfinite(tables)
+    lev = fin.any(-1)  # (N, I)
+    seeds = np.all(fin | ~lev[:, :, None], axis=1) & fin.any(1)  # observed at every level with data
+    out = np.full(tables.shape[0], np.nan)
+    keys = np.concatenate([lev, seeds], 1)
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    for g, key in enumerate(uniq):
+        li, si = key[: lev.shape[1]], key[lev.shape[1]:]
+        if li.sum() < 2 or si.sum() < 2:
+            continue
+        rows = np.flatnonzero(inverse.ravel() == g)
+        ms = mean_squares(tables[rows][:, li][:, :, si])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s2_a = np.maximum(0.0, ms.s2_level)
+            total = s2_a + np.maximum(0.0, ms.s2_seed) + ms.ms_e
+            out[rows] = np.where(total > 0, s2_a / total, 0.0)
+    return out.reshape(lead)
 
 
 def seed_mean_clocks(ds: xr.Dataset) -> dict[str, np.ndarray]:

@@ -8,7 +8,8 @@ Per pipeline and axis (docs/clocks-and-collapse.md, "Forgetting times"):
   first falls inside the ROPE (spread < ``rope``). Before training every sigma_w is at chance, so
   the spread starts inside the ROPE; only a fall after the peak is forgetting.
 
-Between two epochs the crossing is interpolated linearly in the axis. A pipeline whose curve does
+Between two epochs the crossing is interpolated in the axis, log-linearly in the memory value
+(exact for an exponential decay). A pipeline whose curve does
 not fall that far within its budget is *censored* (its time is only known to exceed the budget).
 Intervals: a bootstrap over seeds, the same seed draw at every sigma_w (seeds are paired);
 censored draws count as +infinity, so an upper quantile that is censored is null.
@@ -74,7 +75,12 @@ def crossing(curve: np.ndarray, axis: np.ndarray, memory: str, fraction: float, 
     c1, c0 = (np.take_along_axis(curve, i[..., None], -1)[..., 0] for i in (k, km1))
     a1, a0 = (np.take_along_axis(ax, i[..., None], -1)[..., 0] for i in (k, km1))
     with np.errstate(invalid="ignore", divide="ignore"):
-        w = np.where((c0 > thr) & (c0 > c1), (c0 - thr) / (c0 - c1), 1.0)
+        # Log-linear between the two epochs when the values are positive (exact for an
+        # exponential decay, whose crossing can fall well inside one epoch), linear otherwise.
+        pos = (c1 > 0) & (thr > 0)
+        lin = (c0 - thr) / (c0 - c1)
+        log = (np.log(c0) - np.log(thr)) / (np.log(c0) - np.log(c1))
+        w = np.where((c0 > thr) & (c0 > c1), np.where(pos, log, lin), 1.0)
     val = a0 + np.clip(np.nan_to_num(w, nan=1.0), 0.0, 1.0) * (a1 - a0)
     defined = fin.any(-1) & np.isfinite(thr)
     return np.where(hit, val, np.where(defined, np.inf, np.nan))

@@ -182,3 +182,44 @@ def test_truth_single_replicate_with_interval():
     assert r["verdict"] == "clock_better" and r["best"] == "T_sgd"
     e = r["vs_epoch"]["T_sgd"]
     assert e["q05"] > 0 and e["p_adjusted"] < 0.05 and e["n_boot"] == 30
+
+
+# Forgetting times -------------------------------------------------------------------------------
+
+def test_forgetting_times_recover_the_simulated_half_life():
+    from initmem.simulate import read_truth
+    from initmem.stats.curves import seed_mean_clocks
+    from initmem.stats.forgetting import forgetting_times
+
+    ds = _cube("T_sgd", seed=3)
+    half_life = read_truth(ds)["curves"]["decay_scale"] * np.log(2)  # rho = exp(-T_sgd / scale)
+    clocks = seed_mean_clocks(ds)
+    ft = forgetting_times(ds, n_boot=100, axes={"T_sgd": clocks["T_sgd"], "epoch": clocks["epoch_axis"]})
+    per = ft["T_sgd"]["per_pipeline"]
+    for name, budget in ((n, e["budget"]) for n, e in per.items()):
+        if budget > 1.5 * half_life:
+            assert not per[name]["censored"]
+            assert per[name]["estimate"] == pytest.approx(half_life, rel=0.05), name
+            assert per[name]["q05"] <= per[name]["estimate"] <= per[name]["q95"]
+        elif budget < 0.5 * half_life:  # the Adam pipelines barely move on T_sgd: censored
+            assert per[name]["censored"] and np.isnan(per[name]["median"])
+    assert ft["T_sgd"]["n_censored"] == sum(e["censored"] for e in per.values())
+    # On the true clock the pipelines forget together; on epochs they do not.
+    assert ft["T_sgd"]["spread"] < 0.2 < ft["epoch"]["spread"]
+
+
+def test_flat_curves_are_censored_everywhere():
+    r = collapse_test(_cube("flat", seed=8), n_boot=10)
+    for entry in r["forgetting_times"].values():
+        assert entry["n_censored"] == entry["n_pipelines"] > 0 and entry["spread"] is None
+
+
+def test_measured_clocks_are_axes_and_a_common_transform_changes_nothing():
+    ds = _cube("T_sgd", seed=9)
+    # A measured clock that is a monotone transform of T_sgd common to all pipelines must score
+    # exactly like T_sgd (the smoother works on pooled-ECDF coordinates).
+    ds[cube.T_ANGLE] = np.sqrt(ds[cube.T_SGD]) * 3.0
+    r = collapse_test(ds, n_boot=0)
+    assert cube.T_ANGLE in r["axes"] and cube.T_ANGLE in r["vs_epoch"] and cube.T_ANGLE in r["forgetting_times"]
+    assert r["vs_epoch"][cube.T_ANGLE]["D"] == pytest.approx(r["vs_epoch"]["T_sgd"]["D"], abs=1e-12)
+    assert r["verdict"] == "clock_better" and r["best"] in ("T_sgd", cube.T_ANGLE)

@@ -186,7 +186,8 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
         "identifiable": {a: identifiable[a] for a in comp},
         "identifiability": {a: {"sd_log_ratio": sd_log[a], "threshold": IDENT_SD} for a in comp},
         "forgetting_times": ft, "notes": notes, "n_pipelines": c_pipes,
-        "min_p_possible": 2.0 ** (1 - c_pipes), "n_permutations": n_perm, "exact_permutation": exact,
+        "min_p_possible": 2.0 ** (1 - c_pipes), "min_p_value": 2.0 ** (1 - c_pipes),  # the collapse/1 name
+        "n_permutations": n_perm, "exact_permutation": exact,
         "n_boot": int(n_boot), "alpha": ALPHA,
         "method": {
             "smoother": f"pooled-ECDF coordinates, isotonic regression on {N_BINS} quantile bins, running mean "

@@ -133,14 +133,16 @@ def rm_anova(table: np.ndarray) -> dict[str, float]:
 
     F = MS_level / MS_error from the block design's mean squares; the uncorrected p assumes
     sphericity, which seeds that interact with sigma_w break (measured: 16% rejections of true
-    nulls), so ``p_gg`` (degrees of freedom times epsilon) is the one reported and corrected.
+    nulls), so ``p`` is the Greenhouse-Geisser p (degrees of freedom times epsilon; also under
+    ``p_gg``) and the one Holm corrects; ``p_uncorrected`` is kept for reference.
     ng2 = SS_level / (SS_level + SS_seed + SS_error), the generalized eta squared of one within factor.
     """
     ms = mean_squares(table)
     f = float(ms.ms_level / ms.ms_e) if ms.ms_e > 0 else math.inf
     eps = float(greenhouse_geisser(table))
-    return {"F": f, "p": float(stats.f.sf(f, ms.df_level, ms.df_e)),
-            "p_gg": float(stats.f.sf(f, eps * ms.df_level, eps * ms.df_e)), "eps_gg": eps,
+    p_gg = float(stats.f.sf(f, eps * ms.df_level, eps * ms.df_e))
+    return {"F": f, "p": p_gg, "p_gg": p_gg, "p_uncorrected": float(stats.f.sf(f, ms.df_level, ms.df_e)),
+            "eps_gg": eps,
             "ng2": float(ms.ss_level / (ms.ss_level + ms.ss_seed + ms.ss_e))}
 
 
@@ -233,13 +235,14 @@ def _analyse_pipeline(da: xr.DataArray, delta: float) -> dict[str, Any]:
         res["notes"].append(
             f"classical tests refused: {table.shape[1]} seed(s) observed at all {table.shape[0]} "
             "sigma_w level(s); they need >= 2 seeds at >= 2 levels")
-        res["rm"] = {"F": math.nan, "p": math.nan, "p_gg": math.nan, "eps_gg": math.nan, "ng2": math.nan}
+        res["rm"] = {"F": math.nan, "p": math.nan, "p_gg": math.nan, "p_uncorrected": math.nan, "eps_gg": math.nan,
+                     "ng2": math.nan}
         res["fr"] = {"Q": math.nan, "p": math.nan}
         res["sp"] = {"spread": math.nan, "se_diff": math.nan, "df": 0, "tost_p": math.nan, "min_effect_p": math.nan}
         return res
     if np.ptp(table) == 0:
         res["notes"].append("the metric is identical in every complete cell: no sigma_w effect is measurable")
-        res["rm"] = {"F": math.nan, "p": 1.0, "p_gg": 1.0, "eps_gg": math.nan, "ng2": 0.0}
+        res["rm"] = {"F": math.nan, "p": 1.0, "p_gg": 1.0, "p_uncorrected": 1.0, "eps_gg": math.nan, "ng2": 0.0}
         res["fr"] = {"Q": 0.0, "p": 1.0}
     else:
         res["rm"] = rm_anova(table)

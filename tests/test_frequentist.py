@@ -63,7 +63,8 @@ def test_rm_anova_and_friedman_match_closed_forms():
     f = a["ms_level"] / a["ms_e"]
     assert 1 / (5 - 1) <= rm["eps_gg"] <= 1 and rm["p_gg"] >= rm["p"]
     assert rm["F"] == pytest.approx(f, rel=1e-9)
-    assert rm["p"] == pytest.approx(stats.f.sf(f, a["df_level"], a["df_e"]), rel=1e-9)
+    assert rm["p_uncorrected"] == pytest.approx(stats.f.sf(f, a["df_level"], a["df_e"]), rel=1e-9)
+    assert rm["p"] == rm["p_gg"] == pytest.approx(stats.f.sf(f, rm["eps_gg"] * 4, rm["eps_gg"] * 20), rel=1e-9)
     # Generalized eta^2 for one within factor: SS_A / (SS_A + SS_subject + SS_error).
     assert rm["ng2"] == pytest.approx(a["ss_level"] / (a["ss_level"] + a["ss_seed"] + a["ss_e"]), rel=1e-9)
     fr = friedman(table)

@@ -73,6 +73,6 @@ def synthetic_cube(pipelines: list[str], sigma_w: list[float], seeds: list[int],
                             cube.SIGMA: np.asarray(sigma_w, dtype=float), cube.SEED: np.asarray(seeds),
                             cube.EPOCH: np.arange(E), cube.LAYER: np.array(layers, dtype=object),
                             cube.EXAMPLE: np.arange(n_test),
-                            "epochs": (cube.PIPELINE, np.full(P, epochs))})
+                            cube.PIPELINE_COORDS[-1]: (cube.PIPELINE, np.full(P, epochs))})
     ds.attrs = {cube.A_SCHEMA: cube.SCHEMA, cube.A_N_TEST: n_test, cube.A_DEVICE: "synthetic", cube.A_CREATED: "synthetic"}
     return cube.canonicalize(ds)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from initmem import cube
 from initmem.simulate import SimPipeline, simulate_cube
 from initmem.stats.collapse import collapse_test
 
@@ -41,7 +42,7 @@ def main() -> None:
     ap.add_argument("--n-boot", type=int, default=200)
     ap.add_argument("--memory", default="radial", choices=["radial", "functional"])
     args = ap.parse_args()
-    ds = simulate_cube(paper_pipelines(), curves=True, truth_axis="T_sgd", epochs=200, seed=0)
+    ds = simulate_cube(paper_pipelines(), curves=True, truth_axis=cube.T_SGD, epochs=200, seed=0)
     print(f"cube: {dict(ds.sizes)}")
     t0 = time.perf_counter()
     res0 = collapse_test(ds, memory=args.memory, n_boot=0)

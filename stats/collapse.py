@@ -166,7 +166,7 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
         p_adj[idx] = inference.min_p_adjust(d_obs[idx], null, np.array([a in family for a in tested]))
 
     boot = _bootstrap(src, pair_cfg, len(compared), n_boot, rng)
-    out_axes = _axes_entries(names, ["epoch", *comp], solo_held, n_def, c_pipes)
+    out_axes = _axes_entries(names, [EPOCH_AXIS, *comp], solo_held, n_def, c_pipes)
     vs_epoch = {}
     for i, a in enumerate(compared):
         draws = boot[:, i][np.isfinite(boot[:, i])] if boot.size else np.zeros(0)
@@ -176,10 +176,12 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
                        "n_pipelines": n_units, "min_p_possible": 2.0 ** (1 - n_units) if n_units else math.nan,
                        "in_family": a in family, "n_boot": int(draws.size),
                        "per_pipeline": {names[j]: ratios[i, j] for j in np.flatnonzero(np.isfinite(ratios[i]))}}
+    if c_pipes < 2:
+        notes.append("a single pipeline cannot tell clocks from epochs: the comparison is across pipelines")
     verdict, best = _verdict(vs_epoch, family, identifiable, compared, notes)
     _explain(notes, vs_epoch, identifiable, n_def, compared, c_pipes, out_axes, verdict, best)
     ft = forgetting_times(ds, memory=memory, fraction=fraction, rope=rope, n_boot=n_boot, seed=seed,
-                          axes={a: clocks[a] for a in x if a != EPOCH_AXIS} | {EPOCH_AXIS: epoch})
+                          axes={EPOCH_AXIS: epoch} | {a: clocks[a] for a in x if a != EPOCH_AXIS})
     return json_safe({
         "schema": SCHEMA, "memory": memory, "axes": out_axes, "vs_epoch": vs_epoch,
         "adjustment": "max_statistic", "best": best, "verdict": verdict,
@@ -241,10 +243,13 @@ def _axes_entries(names, axes, held, n_def, c_pipes) -> dict:
 
 def _verdict(vs, family, identifiable, compared, notes) -> tuple[str, str | None]:
     clocks = [a for a in identifiable if a != STEP_AXIS]
-    if not any(identifiable[a] for a in clocks if a in compared):
+    if not any(identifiable[a] for a in clocks):
         notes.append("no forgetting clock separates the pipelines differently from epochs on this design "
                      "(e.g. lr proportional to batch size, one lambda, one schedule): not identifiable")
         return "not_identifiable", None
+    if not family:
+        notes.append(f"no identifiable clock is defined on >= {MIN_UNITS} pipelines: nothing could be tested")
+        return "no_difference", None
     sig = [a for a in family if np.isfinite(vs[a]["p_adjusted"]) and vs[a]["p_adjusted"] < ALPHA]
     better = [a for a in sig if vs[a]["D"] > 0]
     if better:

@@ -60,7 +60,7 @@ def _long_table(da: xr.DataArray) -> pd.DataFrame:
     seeds = da[cube.SEED].values
     y = da.values
     ii, ss = np.nonzero(np.isfinite(y))
-    return pd.DataFrame({"sigma_w": sig[ii], "seed": seeds[ss], "y": y[ii, ss]})
+    return pd.DataFrame({cube.SIGMA: sig[ii], cube.SEED: seeds[ss], "y": y[ii, ss]})
 
 
 def complete_block(y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -99,13 +99,13 @@ def reml_components(df: pd.DataFrame) -> dict[str, Any]:
     REML otherwise; ``singular`` flags a component at zero. Raises ValueError when the data
     cannot identify the model (fewer than 2 levels or seeds, no residual df, constant y).
     """
-    if df["sigma_w"].nunique() < 2 or df["seed"].nunique() < 2:
+    if df[cube.SIGMA].nunique() < 2 or df[cube.SEED].nunique() < 2:
         raise ValueError("REML needs at least 2 sigma_w levels and 2 seeds")
-    if len(df) <= df["sigma_w"].nunique() + df["seed"].nunique() - 1:
+    if len(df) <= df[cube.SIGMA].nunique() + df[cube.SEED].nunique() - 1:
         raise ValueError("REML needs more cells than levels + seeds - 1 (no residual degrees of freedom)")
     if np.ptp(df["y"].to_numpy()) == 0:
         raise ValueError("the metric is constant over the pipeline's cells")
-    return reml_fit(df["y"].to_numpy(float), df["sigma_w"].to_numpy(), df["seed"].to_numpy()).as_dict()
+    return reml_fit(df["y"].to_numpy(float), df[cube.SIGMA].to_numpy(), df[cube.SEED].to_numpy()).as_dict()
 
 
 # Classical tests on the complete block ----------------------------------------------------------
@@ -215,7 +215,7 @@ def _analyse_pipeline(da: xr.DataArray, delta: float) -> dict[str, Any]:
     """Everything that does not need the other pipelines (no Holm yet)."""
     y = da.values
     df = _long_table(da)
-    res: dict[str, Any] = {"notes": [], "n_sigma": int(df["sigma_w"].nunique()), "n_seed": int(df["seed"].nunique())}
+    res: dict[str, Any] = {"notes": [], "n_sigma": int(df[cube.SIGMA].nunique()), "n_seed": int(df[cube.SEED].nunique())}
     try:
         res["reml"] = reml_components(df)
     except ValueError as exc:

@@ -5,11 +5,12 @@ from leave-one-pipeline-out fits that share their training pipelines, so the per
 are dependent and flipping their signs as if they were independent is not a valid test.
 Instead a sign pattern s in {+1, -1}^C *swaps the two coordinates* of every pipeline with
 s_p = -1 (its epochs play the clock and its clock plays epochs, both as pooled-ECDF coordinates)
-and the whole leave-one-out analysis is recomputed. Under the null that, for every pipeline,
-the pair (epoch, clock) is exchangeable with respect to its memory curve (which holds exactly when
-the curves do not depend on either, e.g. flat curves, and is what "the clock is no better than
-epochs" means for a design-based test), every D_m(s) has the distribution of the observed D_m,
-whatever the dependence between folds: the p-value is exact. Swapping every pipeline negates D
+and the whole leave-one-out analysis is recomputed. Under the randomization null that, for
+every pipeline, the labels "epoch" and "clock" of its two coordinates are exchangeable with
+respect to its memory curve (what "the clock is no better than epochs" means for a design-based
+test), every D_m(s) has the distribution of the observed D_m, whatever the dependence between
+folds: the p-value is exact. Flat curves (no forgetting) are the practical null; the controls
+in tests/test_collapse.py measure the test there. Swapping every pipeline negates D
 exactly, so the null distribution is symmetric and the smallest two-sided p-value is 2^(1-C).
 
 Several clocks are tried: the same pattern is applied to all of them and the adjusted p-values

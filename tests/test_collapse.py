@@ -173,15 +173,16 @@ def _clopper_pearson(k: int, n: int) -> tuple[float, float]:
 
 @pytest.mark.slow
 def test_flat_curves_rarely_pass_as_a_clock():
-    n, hits, raw = 100, 0, []
+    n, hits, epoch_hits, raw = 100, 0, 0, []
     for s in range(n):
         r = collapse_test(_cube("flat", 100 + s), n_boot=0, seed=s)
         hits += r["verdict"] == "clock_better"
+        epoch_hits += r["verdict"] == "epoch_better"
         raw.append(r["vs_epoch"]["T_sgd"]["p_value"])
     lo, hi = _clopper_pearson(hits, n)
     print(f"\nflat curves: clock_better in {hits}/{n} cubes ({hits / n:.1%}, 95% CI {lo:.1%} to {hi:.1%}); "
-          f"T_sgd raw p < 0.05 in {sum(p < 0.05 for p in raw)}/{n}")
-    assert hits / n <= 0.05 and sum(p < 0.05 for p in raw) / n <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / n)
+          f"epoch_better in {epoch_hits}/{n}; T_sgd raw p < 0.05 in {sum(p < 0.05 for p in raw)}/{n}")
+    assert hits / n <= 0.05 and (hits + epoch_hits) / n <= 0.05 and sum(p < 0.05 for p in raw) / n <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / n)
 
 
 @pytest.mark.slow

@@ -256,7 +256,8 @@ def memory_curves(ds: xr.Dataset, *, n_boot: int = 200, seed: int = 0) -> xr.Dat
         skipped.append("fs_memory (no test_pred)")
 
     for name, arr in seed_mean_clocks(ds).items():
-        out[name] = (pe, arr)
+        if name in ("epoch_axis", cube.STEP, *cube.CLOCKS) or has_curve(ds, name):  # new clocks when present
+            out[name] = (pe, arr)
     res = xr.Dataset(
         {k: v for k, v in out.items()},
         coords={cube.PIPELINE: ds[cube.PIPELINE].values, cube.EPOCH: ds[cube.EPOCH].values},

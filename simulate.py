@@ -23,7 +23,7 @@ from initmem.errors import UserError
 SIGMA_RANGE = (0.25, 8.0)
 N_CLASSES = 10
 ADAPTIVE = ("adam", "adamw")
-TRUTH_AXES = ("epoch", "T_sgd", "T_l2", "T_adapt")
+TRUTH_AXES = ("epoch", "T_sgd", "T_l2", "T_adapt", "flat")  # "flat": no forgetting at all
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,33 @@ def _degenerate() -> list[SimPipeline]:
     ]
 
 
+def _common_schedule() -> list[SimPipeline]:
+    # lr proportional to b, one lambda, one cosine schedule: every clock is the same function of
+    # epochs for every pipeline (up to the rounding of steps per epoch).
+    return [
+        SimPipeline(f"cos_b{b}", sigma_sd=0.2, optimizer="sgd", lr=0.01 * b / 32, batch_size=b, weight_decay=5e-4,
+                    momentum=0.9, schedule="cosine")
+        for b in (16, 32, 64, 128, 256, 512)
+    ]
+
+
+def _collapse_controls() -> list[SimPipeline]:
+    # The quick-like design with coupled L2 on every pipeline but one (AdamW's decay is decoupled),
+    # so that T_l2 is defined on 7 of 8 pipelines and a T_l2 truth can reach significance.
+    return [
+        SimPipeline("sgd_l2_low", optimizer="sgd", lr=0.01, batch_size=32, weight_decay=1e-3),
+        SimPipeline("sgd_l2", optimizer="sgd", lr=0.1, batch_size=32, weight_decay=5e-4, momentum=0.9,
+                    schedule="cosine"),
+        SimPipeline("sgd_mom_wd", optimizer="sgd", lr=0.05, batch_size=64, weight_decay=2e-3, momentum=0.9,
+                    schedule="cosine"),
+        SimPipeline("sgd_step", optimizer="sgd", lr=0.1, batch_size=128, weight_decay=5e-4, schedule="step"),
+        SimPipeline("adam", optimizer="adam", lr=1e-3, batch_size=32, weight_decay=1e-4),
+        SimPipeline("adamw", optimizer="adamw", lr=2e-3, batch_size=64, weight_decay=0.05),
+        SimPipeline("adam_l2", optimizer="adam", lr=3e-4, batch_size=256, weight_decay=3e-3),
+        SimPipeline("sgd_b128", optimizer="sgd", lr=0.2, batch_size=128, weight_decay=1e-4),
+    ]
+
+
 def _contrast() -> list[SimPipeline]:
     return [
         SimPipeline("sgd_low_lr", sigma_sd=0.5, seed_sd=0.1, residual_sd=0.1, lr=0.01),
@@ -112,6 +139,9 @@ PRESETS: dict[str, tuple[str, callable]] = {
     "quick_like": ("6 pipelines with a design like the quick preset's (clocks identifiable)", _quick_like),
     "degenerate": ("6 SGD pipelines with eta proportional to b and one lambda (clocks collinear)", _degenerate),
     "null": ("3 pipelines without any initialization memory (sigma_sd = 0, 6 seeds)", _null),
+    "common_schedule": ("6 SGD pipelines, lr proportional to b, one lambda, one cosine schedule (clocks = epochs)",
+                        _common_schedule),
+    "collapse_controls": ("8 pipelines like quick_like, coupled L2 on 7 (every clock testable)", _collapse_controls),
 }
 
 
@@ -293,7 +323,10 @@ def _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_
         c = clocks(p, p.epochs, n_train)
         for name in clock:
             clock[name][a, : p.epochs + 1] = c[name]
-    axis = np.tile(np.arange(n_ep, dtype=float), (n_p, 1)) if truth_axis == "epoch" else clock[truth_axis]
+    if truth_axis in ("epoch", "flat"):
+        axis = np.tile(np.arange(n_ep, dtype=float), (n_p, 1))
+    else:
+        axis = clock[truth_axis].copy()
     for a, p in enumerate(pipes):  # NaN past each pipeline's horizon
         axis[a, p.epochs + 1 :] = np.nan
     if decay_scale is None:
@@ -301,6 +334,8 @@ def _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_
         positive = finals[finals > 0]
         decay_scale = float(np.median(positive) / 2.0) if positive.size else 1.0
     rho = np.exp(-axis / decay_scale)  # (pipeline, epoch)
+    if truth_axis == "flat":
+        rho = np.where(np.isnan(axis), np.nan, 1.0)  # no forgetting on any axis
 
     t = np.arange(n_ep, dtype=float)
     progress = 1.0 - np.exp(-np.outer(1.0 / np.array([max(p.epochs, 1) / 4 for p in pipes]), t))  # (p, epoch)

@@ -1,4 +1,4 @@
-"""Memory curves over training time (METHODS section 3), with paired seed-bootstrap intervals.
+"""Memory curves over training time (docs/clocks-and-collapse.md), with paired seed-bootstrap intervals.
 
 Per pipeline and epoch:
 
@@ -12,7 +12,7 @@ Per pipeline and epoch:
   pairs share the init direction and data order and would bias the first term down).
 
 Seeds are the replication unit: intervals come from a bootstrap over seeds that uses the same
-seed draw at every sigma_w (the pairing of SPEC section 0). The result is an ``xarray.Dataset``
+seed draw at every sigma_w (the pairing described in docs/cube.md). The result is an ``xarray.Dataset``
 on (pipeline, epoch) that ``analysis`` stores as ``DIR/curves.nc`` for the report.
 """
 
@@ -27,6 +27,7 @@ import xarray as xr
 
 from initmem import cube
 from initmem.atomic import atomic_path
+from initmem.stats.anova import mean_squares
 from initmem.stats.resample import seed_bootstrap, take_seeds
 
 __all__ = ["memory_curves", "seed_bootstrap", "write_curves", "curve_array", "radial_slope",
@@ -42,10 +43,8 @@ def has_curve(ds: xr.Dataset, var: str) -> bool:
 
 
 def ok_mask(ds: xr.Dataset) -> np.ndarray:
-    """(pipeline, sigma_w, seed) True where the run finished ok (or no status is recorded)."""
-    if "status" in ds.data_vars:
-        return ds["status"].transpose(*cube.CELL_DIMS).values == cube.OK
-    return np.ones([ds.sizes[d] for d in cube.CELL_DIMS], bool)
+    """(pipeline, sigma_w, seed) True where the run finished ok: ``cube.ok_cells`` as numpy."""
+    return cube.ok_cells(ds).transpose(*cube.CELL_DIMS).values.astype(bool)
 
 
 def curve_array(ds: xr.Dataset, var: str) -> np.ndarray:
@@ -69,7 +68,7 @@ def radial_slope(log_kn: np.ndarray, log_sigma: np.ndarray, sigma_axis: int = -3
     sig_ax = _axis_after_reduce(log_kn.ndim, sigma_axis, seed_axis)
     y = _nanmean(log_kn, axis=seed_axis)
     y = np.moveaxis(y, sig_ax, -1)  # (..., epoch, sigma_w)
-    return _slope_last(y, log_sigma)
+    return ols_slope(y, log_sigma)
 
 
 def _axis_after_reduce(ndim: int, axis: int, reduced: int) -> int:
@@ -78,8 +77,9 @@ def _axis_after_reduce(ndim: int, axis: int, reduced: int) -> int:
     return axis if axis < reduced else axis - 1
 
 
-def _slope_last(y: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Slope of y on x along the last axis, ignoring NaN entries of y."""
+def ols_slope(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """OLS slope of y on x along the last axis, ignoring NaN entries of y: the one implementation
+    (the seed-mean radial slope and the collapse test's per-seed slopes both use it)."""
     m = np.isfinite(y)
     n = m.sum(-1)
     xw = np.where(m, x, 0.0)
@@ -105,28 +105,31 @@ def functional_spread(acc: np.ndarray, sigma_axis: int = -3, seed_axis: int = -2
 def functional_share(acc: np.ndarray) -> np.ndarray:
     """Share of the variance of acc (..., sigma_w, seed, epoch) due to sigma_w levels.
 
-    Method-of-moments variance components of the levels x seeds block at each epoch (exact for
-    balanced data; missing cells are skipped in the means), negative components set to 0:
-    share = s2_level / (s2_level + s2_seed + s2_e).
+    Expected-mean-square variance components of the levels x seeds block at each epoch
+    (``stats.anova.mean_squares``), on the complete block: levels with data, and the seeds
+    observed at every one of them. Negative components are set to 0:
+    share = s2_level / (s2_level + s2_seed + s2_e); NaN with fewer than 2 levels or seeds.
     """
-    y = np.moveaxis(acc, -1, 0)  # (epoch, ..., sigma, seed)
-    fin = np.isfinite(y)
-    n_lev = fin.any(-1).sum(-1).astype(float)
-    n_seed = fin.any(-2).sum(-1).astype(float)
-    lev_m = _nanmean(y, axis=-1)
-    seed_m = _nanmean(y, axis=-2)
-    grand = _nanmean(y, axis=(-2, -1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ms_a = n_seed * np.nansum((lev_m - grand[..., None]) ** 2, -1) / (n_lev - 1)
-        ms_s = n_lev * np.nansum((seed_m - grand[..., None]) ** 2, -1) / (n_seed - 1)
-        resid = y - lev_m[..., None] - seed_m[..., None, :] + grand[..., None, None]
-        ms_e = np.nansum(resid**2, (-2, -1)) / ((n_lev - 1) * (n_seed - 1))
-        s2_a = np.maximum(0.0, (ms_a - ms_e) / n_seed)
-        s2_s = np.maximum(0.0, (ms_s - ms_e) / n_lev)
-        total = s2_a + s2_s + ms_e
-        share = np.where(total > 0, s2_a / total, 0.0)
-    share = np.where((n_lev >= 2) & (n_seed >= 2), share, np.nan)
-    return np.moveaxis(share, 0, -1)
+    y = np.moveaxis(np.asarray(acc, float), -1, -3)  # (..., epoch, sigma, seed)
+    lead = y.shape[:-2]
+    tables = y.reshape(-1, *y.shape[-2:])
+    fin = np.isfinite(tables)
+    lev = fin.any(-1)  # (N, I)
+    seeds = np.all(fin | ~lev[:, :, None], axis=1) & fin.any(1)  # observed at every level with data
+    out = np.full(tables.shape[0], np.nan)
+    keys = np.concatenate([lev, seeds], 1)
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    for g, key in enumerate(uniq):
+        li, si = key[: lev.shape[1]], key[lev.shape[1]:]
+        if li.sum() < 2 or si.sum() < 2:
+            continue
+        rows = np.flatnonzero(inverse.ravel() == g)
+        ms = mean_squares(tables[rows][:, li][:, :, si])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s2_a = np.maximum(0.0, ms.s2_level)
+            total = s2_a + np.maximum(0.0, ms.s2_seed) + ms.ms_e
+            out[rows] = np.where(total > 0, s2_a / total, 0.0)
+    return out.reshape(lead)
 
 
 def seed_mean_clocks(ds: xr.Dataset) -> dict[str, np.ndarray]:
@@ -137,11 +140,11 @@ def seed_mean_clocks(ds: xr.Dataset) -> dict[str, np.ndarray]:
     """
     n_p, n_t = ds.sizes[cube.PIPELINE], ds.sizes[cube.EPOCH]
     present = np.zeros((n_p, n_t), bool)
-    for var in ("kernel_norm", "val_acc", *cube.CLOCKS, "step"):
+    for var in (cube.KERNEL_NORM, cube.VAL_ACC, *cube.ALL_CLOCKS, cube.STEP):
         if has_curve(ds, var):
             present |= np.isfinite(curve_array(ds, var)).any(axis=(1, 2))
     out = {"epoch_axis": np.where(present, ds[cube.EPOCH].values.astype(float)[None, :], np.nan)}
-    for var in ("step", *cube.CLOCKS):
+    for var in (cube.STEP, *cube.ALL_CLOCKS):
         if has_curve(ds, var):
             out[var] = _nanmean(curve_array(ds, var), axis=(1, 2))
         else:
@@ -197,7 +200,7 @@ def memory_curves(ds: xr.Dataset, *, n_boot: int = 200, seed: int = 0) -> xr.Dat
     Returns None when the cube has neither a kernel_norm nor a val_acc curve. A curve whose
     source variable is missing is all-NaN and named in the ``skipped`` attribute.
     """
-    has_kn, has_val = has_curve(ds, "kernel_norm"), has_curve(ds, "val_acc")
+    has_kn, has_val = has_curve(ds, cube.KERNEL_NORM), has_curve(ds, cube.VAL_ACC)
     if not (has_kn or has_val):
         return None
     rng = np.random.default_rng(seed)
@@ -211,7 +214,7 @@ def memory_curves(ds: xr.Dataset, *, n_boot: int = 200, seed: int = 0) -> xr.Dat
     pe = (cube.PIPELINE, cube.EPOCH)
 
     if has_kn:
-        kn = curve_array(ds, "kernel_norm")
+        kn = curve_array(ds, cube.KERNEL_NORM)
         with np.errstate(divide="ignore", invalid="ignore"):
             log_kn = np.where(kn > 0, np.log(kn), np.nan)
         rho = radial_slope(log_kn, log_sigma)
@@ -223,7 +226,7 @@ def memory_curves(ds: xr.Dataset, *, n_boot: int = 200, seed: int = 0) -> xr.Dat
         out.update(rho=(pe, nan_pt), rho_q05=(pe, nan_pt), rho_q95=(pe, nan_pt))
 
     if has_val:
-        acc = curve_array(ds, "val_acc")
+        acc = curve_array(ds, cube.VAL_ACC)
         spread = functional_spread(acc)
         boot = functional_spread(take_seeds(acc, idx, 2), sigma_axis=1, seed_axis=3)
         lo, hi = _quantiles(np.moveaxis(boot, 1, 0)) if n_boot else (nan_pt, nan_pt)
@@ -234,8 +237,8 @@ def memory_curves(ds: xr.Dataset, *, n_boot: int = 200, seed: int = 0) -> xr.Dat
         out.update(func_spread=(pe, nan_pt), func_spread_q05=(pe, nan_pt), func_spread_q95=(pe, nan_pt),
                    func_share=(pe, nan_pt))
 
-    if "test_pred" in ds.data_vars:
-        pred = ds["test_pred"].transpose(*cube.CELL_DIMS, cube.EXAMPLE).values.astype(int)
+    if cube.TEST_PRED in ds.data_vars:
+        pred = ds[cube.TEST_PRED].transpose(*cube.CELL_DIMS, cube.EXAMPLE).values.astype(int)
         valid = ok_mask(ds) & (pred >= 0).all(-1)
         counts = np.concatenate([np.ones((1, len(seeds))),
                                  np.stack([np.bincount(r, minlength=len(seeds)) for r in idx])
@@ -253,7 +256,8 @@ def memory_curves(ds: xr.Dataset, *, n_boot: int = 200, seed: int = 0) -> xr.Dat
         skipped.append("fs_memory (no test_pred)")
 
     for name, arr in seed_mean_clocks(ds).items():
-        out[name] = (pe, arr)
+        if name in ("epoch_axis", cube.STEP, *cube.CLOCKS) or has_curve(ds, name):  # new clocks when present
+            out[name] = (pe, arr)
     res = xr.Dataset(
         {k: v for k, v in out.items()},
         coords={cube.PIPELINE: ds[cube.PIPELINE].values, cube.EPOCH: ds[cube.EPOCH].values},

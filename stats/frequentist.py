@@ -1,12 +1,12 @@
-"""Frequentist cross-checks of the memory model, one pipeline at a time (METHODS section 2).
+"""Frequentist cross-checks of the memory model, one pipeline at a time (docs/frequentist.md).
 
 Each pipeline is a randomized complete block design: treatment sigma_w, block seed (seeds are
 common random numbers shared by every sigma_w). For every pipeline we report
 
-- REML variance components of y ~ 1 + (1|sigma_w) + (1|seed), crossed (statsmodels MixedLM
-  with variance components in one all-covering group), as standard deviations;
-- a repeated-measures ANOVA (pingouin, within = sigma_w, subject = seed) with generalized eta
-  squared, and the rank-based Friedman test;
+- REML variance components of y ~ 1 + (1|sigma_w) + (1|seed), crossed, at the exact optimum
+  (stats/reml.py), as standard deviations, with singular fits flagged;
+- a repeated-measures ANOVA (within = sigma_w, subject = seed) with the Greenhouse-Geisser p and
+  generalized eta squared, and the rank-based Friedman test;
 - two one-sided tests (TOST) that the spread over the grid lies inside +-delta, and the mirror
   minimum-effect test that it exceeds delta;
 - Holm corrections across pipelines, a frequentist verdict, and an agreement flag against the
@@ -33,6 +33,7 @@ from initmem import cube
 from initmem.errors import UserError
 from initmem.stats import effects
 from initmem.stats.anova import mean_squares
+from initmem.stats.reml import reml_fit
 
 ALPHA = 0.05
 VERDICTS = ("remembers", "forgets", "inconclusive")
@@ -50,8 +51,7 @@ def cell_values(ds: xr.Dataset, metric: str) -> xr.DataArray:
             f"metric {metric!r} has dims {tuple(da.dims)}; the cross-checks need one value per "
             "(pipeline, sigma_w, seed) cell, e.g. selected_test_acc")
     da = da.transpose(*cube.CELL_DIMS).astype(float)
-    if "status" in ds.data_vars:
-        da = da.where(ds["status"].transpose(*cube.CELL_DIMS) == cube.OK)
+    da = da.where(cube.ok_cells(ds))
     return da
 
 
@@ -60,7 +60,7 @@ def _long_table(da: xr.DataArray) -> pd.DataFrame:
     seeds = da[cube.SEED].values
     y = da.values
     ii, ss = np.nonzero(np.isfinite(y))
-    return pd.DataFrame({"sigma_w": sig[ii], "seed": seeds[ss], "y": y[ii, ss]})
+    return pd.DataFrame({cube.SIGMA: sig[ii], cube.SEED: seeds[ss], "y": y[ii, ss]})
 
 
 def complete_block(y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -92,72 +92,58 @@ def rcbd_anova(table: np.ndarray) -> dict[str, float]:
 
 # REML --------------------------------------------------------------------------------------
 
-def reml_components(df: pd.DataFrame) -> dict[str, float]:
-    """REML standard deviations of y ~ 1 + (1|sigma_w) + (1|seed), crossed.
+def reml_components(df: pd.DataFrame) -> dict[str, Any]:
+    """REML standard deviations of y ~ 1 + (1|sigma_w) + (1|seed), crossed (stats/reml.py).
 
-    statsmodels fits crossed random effects as variance components inside a single group that
-    covers every row; unbalanced and incomplete tables are fine. Raises ValueError when the
-    data cannot identify the model (fewer than 2 levels or seeds, constant y).
+    Exact for balanced complete tables (closed form, boundary included), multi-start profiled
+    REML otherwise; ``singular`` flags a component at zero. Raises ValueError when the data
+    cannot identify the model (fewer than 2 levels or seeds, no residual df, constant y).
     """
-    if df["sigma_w"].nunique() < 2 or df["seed"].nunique() < 2:
+    if df[cube.SIGMA].nunique() < 2 or df[cube.SEED].nunique() < 2:
         raise ValueError("REML needs at least 2 sigma_w levels and 2 seeds")
-    if len(df) <= df["sigma_w"].nunique() + df["seed"].nunique() - 1:
+    if len(df) <= df[cube.SIGMA].nunique() + df[cube.SEED].nunique() - 1:
         raise ValueError("REML needs more cells than levels + seeds - 1 (no residual degrees of freedom)")
     if np.ptp(df["y"].to_numpy()) == 0:
         raise ValueError("the metric is constant over the pipeline's cells")
-    import statsmodels.api as sm  # heavy import kept local
-
-    data = df.assign(group=0, sig=df["sigma_w"].astype(str), sd=df["seed"].astype(str))
-    # Scale y so the optimizer works on unit-size variances; SDs scale back linearly.
-    scale = float(data["y"].std(ddof=0)) or 1.0
-    data["z"] = (data["y"] - data["y"].mean()) / scale
-    model = sm.MixedLM.from_formula(
-        "z ~ 1", groups="group", re_formula="0",
-        vc_formula={"sigma_w": "0 + C(sig)", "seed": "0 + C(sd)"}, data=data)
-    best = None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for method in ("lbfgs", "bfgs", "powell"):
-            try:
-                res = model.fit(reml=True, method=[method])
-            except (np.linalg.LinAlgError, ValueError, FloatingPointError):
-                continue
-            if not np.all(np.isfinite(res.vcomp)) or not math.isfinite(res.scale):
-                continue
-            if best is None or res.llf > best.llf + 1e-9:
-                best = res
-            if res.converged:
-                break
-    if best is None:
-        raise ValueError("the REML optimizer failed for every method tried")
-    names = list(best.model.exog_vc.names)
-    vc = dict(zip(names, np.sqrt(np.maximum(best.vcomp, 0.0)) * scale, strict=True))
-    return {"sigma_sd": float(vc["sigma_w"]), "seed_sd": float(vc["seed"]),
-            "residual_sd": float(math.sqrt(max(best.scale, 0.0)) * scale)}
+    return reml_fit(df["y"].to_numpy(float), df[cube.SIGMA].to_numpy(), df[cube.SEED].to_numpy()).as_dict()
 
 
 # Classical tests on the complete block ----------------------------------------------------------
 
-def rm_anova(table: np.ndarray) -> dict[str, float]:
-    """pingouin's repeated-measures ANOVA (within sigma_w, subject seed) with generalized eta^2."""
-    import pingouin as pg  # heavy import kept local
+def greenhouse_geisser(table: np.ndarray) -> np.ndarray:
+    """Greenhouse-Geisser epsilon of ``table[..., level, seed]`` (vectorised), in [1/(I-1), 1].
 
-    n_lev, n_seed = table.shape
-    long = pd.DataFrame({
-        "y": table.ravel(),
-        "level": np.repeat([f"l{i}" for i in range(n_lev)], n_seed),
-        "seed": np.tile(np.arange(n_seed), n_lev),
-    })
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        aov = pg.rm_anova(data=long, dv="y", within="level", subject="seed", detailed=True, effsize="ng2")
-    row = aov.iloc[0]
-    out = {"F": float(row["F"]), "p": float(row["p_unc"] if "p_unc" in row else row["p-unc"]),
-           "ng2": float(row["ng2"])}
-    for key in ("p_GG_corr", "p-GG-corr"):
-        if key in row and pd.notna(row[key]):
-            out["p_gg"] = float(row[key])
-    return out
+    From the double-centred covariance of the levels over seeds: eps = tr(C)^2 / ((I-1) tr(C^2)).
+    """
+    t = np.asarray(table, float)
+    n_lev = t.shape[-2]
+    dev = t - t.mean(axis=-1, keepdims=True)
+    cov = dev @ np.swapaxes(dev, -1, -2) / max(t.shape[-1] - 1, 1)
+    h = np.eye(n_lev) - 1.0 / n_lev
+    c = h @ cov @ h
+    tr = np.trace(c, axis1=-2, axis2=-1)
+    tr2 = (c * c).sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        eps = tr**2 / ((n_lev - 1) * tr2)
+    return np.clip(eps, 1.0 / (n_lev - 1), 1.0)
+
+
+def rm_anova(table: np.ndarray) -> dict[str, float]:
+    """One-way repeated-measures ANOVA (within sigma_w, subject seed) with the Greenhouse-Geisser p.
+
+    F = MS_level / MS_error from the block design's mean squares; the uncorrected p assumes
+    sphericity, which seeds that interact with sigma_w break (measured: 16% rejections of true
+    nulls), so ``p`` is the Greenhouse-Geisser p (degrees of freedom times epsilon; also under
+    ``p_gg``) and the one Holm corrects; ``p_uncorrected`` is kept for reference.
+    ng2 = SS_level / (SS_level + SS_seed + SS_error), the generalized eta squared of one within factor.
+    """
+    ms = mean_squares(table)
+    f = float(ms.ms_level / ms.ms_e) if ms.ms_e > 0 else math.inf
+    eps = float(greenhouse_geisser(table))
+    p_gg = float(stats.f.sf(f, eps * ms.df_level, eps * ms.df_e))
+    return {"F": f, "p": p_gg, "p_gg": p_gg, "p_uncorrected": float(stats.f.sf(f, ms.df_level, ms.df_e)),
+            "eps_gg": eps,
+            "ng2": float(ms.ss_level / (ms.ss_level + ms.ss_seed + ms.ss_e))}
 
 
 def friedman(table: np.ndarray) -> dict[str, float]:
@@ -229,11 +215,12 @@ def _analyse_pipeline(da: xr.DataArray, delta: float) -> dict[str, Any]:
     """Everything that does not need the other pipelines (no Holm yet)."""
     y = da.values
     df = _long_table(da)
-    res: dict[str, Any] = {"notes": [], "n_sigma": int(df["sigma_w"].nunique()), "n_seed": int(df["seed"].nunique())}
+    res: dict[str, Any] = {"notes": [], "n_sigma": int(df[cube.SIGMA].nunique()), "n_seed": int(df[cube.SEED].nunique())}
     try:
         res["reml"] = reml_components(df)
     except ValueError as exc:
-        res["reml"] = {"sigma_sd": math.nan, "seed_sd": math.nan, "residual_sd": math.nan}
+        res["reml"] = {"sigma_sd": math.nan, "seed_sd": math.nan, "residual_sd": math.nan, "singular": False,
+                       "method": "not fitted", "reml_loglik": math.nan}
         res["notes"].append(f"REML not fitted: {exc}")
     table, lev, seeds = complete_block(y)
     res["table"] = table
@@ -248,20 +235,17 @@ def _analyse_pipeline(da: xr.DataArray, delta: float) -> dict[str, Any]:
         res["notes"].append(
             f"classical tests refused: {table.shape[1]} seed(s) observed at all {table.shape[0]} "
             "sigma_w level(s); they need >= 2 seeds at >= 2 levels")
-        res["rm"] = {"F": math.nan, "p": math.nan, "ng2": math.nan}
+        res["rm"] = {"F": math.nan, "p": math.nan, "p_gg": math.nan, "p_uncorrected": math.nan, "eps_gg": math.nan,
+                     "ng2": math.nan}
         res["fr"] = {"Q": math.nan, "p": math.nan}
         res["sp"] = {"spread": math.nan, "se_diff": math.nan, "df": 0, "tost_p": math.nan, "min_effect_p": math.nan}
         return res
     if np.ptp(table) == 0:
         res["notes"].append("the metric is identical in every complete cell: no sigma_w effect is measurable")
-        res["rm"] = {"F": math.nan, "p": 1.0, "ng2": 0.0}
+        res["rm"] = {"F": math.nan, "p": 1.0, "p_gg": 1.0, "p_uncorrected": 1.0, "eps_gg": math.nan, "ng2": 0.0}
         res["fr"] = {"Q": 0.0, "p": 1.0}
     else:
-        try:
-            res["rm"] = rm_anova(table)
-        except Exception as exc:  # noqa: BLE001 - pingouin raises many kinds; we report, not crash
-            res["rm"] = {"F": math.nan, "p": math.nan, "ng2": math.nan}
-            res["notes"].append(f"rm_anova failed ({exc.__class__.__name__}: {exc})")
+        res["rm"] = rm_anova(table)
         res["fr"] = friedman(table)
     res["sp"] = spread_tests(table, delta)
     return res
@@ -278,7 +262,7 @@ def _verdict(p_min_holm: float, p_tost_holm: float) -> str:
 def crosscheck(ds: xr.Dataset, metric: str, delta: float, bayes: dict[str, dict]) -> dict[str, dict]:
     """Frequentist cross-checks, effect sizes and agreement with the Bayesian verdict, per pipeline.
 
-    ``bayes[p]`` is the Bayesian summary of pipeline p (SPEC section 3 keys); it may be missing or
+    ``bayes[p]`` is the Bayesian summary of pipeline p (docs/analysis.md keys); it may be missing or
     empty, in which case there is nothing to disagree with. Cells whose status is not ok are left
     out. Never raises for thin or unbalanced data: what cannot be computed is NaN and a note says
     why. NaN values are returned as float('nan'); callers writing JSON should map them to null.
@@ -292,13 +276,13 @@ def crosscheck(ds: xr.Dataset, metric: str, delta: float, bayes: dict[str, dict]
 
     p_adj = {
         name: holm({p: raw[p][sec][key] for p in pipes})
-        for name, sec, key in (("rm", "rm", "p"), ("fr", "fr", "p"), ("tost", "sp", "tost_p"),
+        for name, sec, key in (("rm", "rm", "p_gg"), ("fr", "fr", "p"), ("tost", "sp", "tost_p"),
                                ("min", "sp", "min_effect_p"))
     }
     scale = cube.points_scale(metric)
     n_test = ds.attrs.get("n_test")
     out: dict[str, dict] = {}
-    for i, p in enumerate(pipes):
+    for p in pipes:
         r = raw[p]
         verdict = _verdict(p_adj["min"][p], p_adj["tost"][p])
         freq = {
@@ -314,7 +298,7 @@ def crosscheck(ds: xr.Dataset, metric: str, delta: float, bayes: dict[str, dict]
             "n_complete_seed": r["n_complete_seed"],
             "verdict": verdict,
         }
-        eff = effects.effect_sizes(r["table"], scale=scale, rng=np.random.default_rng(1000 + i))
+        eff = effects.effect_sizes(r["table"], scale=scale)
         bay = bayes.get(p) or {}
         agreement, reasons, notes = explain(p, freq, r, bay, delta=delta, scale=scale,
                                            metric=metric, n_test=n_test, p_adj=p_adj)

@@ -1,7 +1,7 @@
 """Seed resampling that keeps the common-random-numbers pairing.
 
 A seed fixes the init direction, the data order and the augmentation draws identically at every
-sigma_w (SPEC section 0), so the seed is the replication unit: a bootstrap must draw whole seeds
+sigma_w (docs/cube.md), so the seed is the replication unit: a bootstrap must draw whole seeds
 and use the same draw at every sigma_w level. Resampling cells independently per sigma_w would
 break the pairing and inflate every between-level difference by the seed variance.
 """

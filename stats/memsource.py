@@ -1,0 +1,94 @@
+"""Per-seed memory values, kept so that a bootstrap can resample seeds (pairing preserved).
+
+radial: the per-seed slope of log kernel_norm on log sigma_w (a seed's runs at every sigma_w share
+its init direction and data order, so the slope within one seed is a paired contrast);
+functional: val_acc itself, whose memory (the spread over sigma_w of the seed means) is formed
+after the seeds are drawn.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from initmem import cube
+from initmem.stats.curves import curve_array, ols_slope
+
+MEMORIES = ("radial", "functional")
+
+
+def memory_variable(memory: str) -> str:
+    return cube.KERNEL_NORM if memory == "radial" else cube.VAL_ACC
+
+
+@dataclass
+class Source:
+    kind: str
+    per_seed: np.ndarray | None = None  # radial: per-seed slopes (P, S, T)
+    acc: np.ndarray | None = None  # functional: val_acc (P, I, S, T)
+
+    @classmethod
+    def from_cube(cls, ds: xr.Dataset, memory: str) -> Source:
+        arr = curve_array(ds, memory_variable(memory))
+        if memory == "functional":
+            return cls("functional", acc=arr)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_kn = np.where(arr > 0, np.log(arr), np.nan)
+        log_sigma = np.log(ds[cube.SIGMA].values.astype(float))
+        return cls("radial", per_seed=ols_slope(np.moveaxis(log_kn, 1, -1), log_sigma))
+
+    @property
+    def n_seed(self) -> int:
+        return self.per_seed.shape[1] if self.kind == "radial" else self.acc.shape[2]
+
+    def observed_seeds(self, p: int) -> np.ndarray:
+        """Positions of the seeds pipeline p has any data for."""
+        data = self.per_seed[p] if self.kind == "radial" else np.moveaxis(self.acc[p], 1, 0)
+        return np.flatnonzero(np.isfinite(data.reshape(data.shape[0], -1)).any(-1))
+
+    def stats(self, s_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Seed-mean memory (C, T) and the variance of that mean (C, T); s_idx (C, S) seed positions."""
+        p_idx = np.arange(s_idx.shape[0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            if self.kind == "radial":
+                sel = self.per_seed[p_idx[:, None], s_idx]  # (C, S, T)
+                n = np.isfinite(sel).sum(1)
+                var = np.nanvar(sel, axis=1, ddof=1) / n
+                return np.nanmean(sel, axis=1), np.where(n >= 2, var, np.nan)
+            sel = self.acc[p_idx[:, None, None], np.arange(self.acc.shape[1])[None, :, None], s_idx[:, None, :]]
+            fin = np.isfinite(sel)
+            cnt = fin.sum(2)  # (C, I, T)
+            tot = np.nansum(sel, axis=2)
+            mean = tot / cnt
+            y = np.nanmax(mean, axis=1) - np.nanmin(mean, axis=1)
+            # Jackknife over seeds of the spread of the seed means.
+            loo = (tot[:, :, None, :] - np.where(fin, sel, 0.0)) / (cnt[:, :, None, :] - fin)
+            th = np.nanmax(loo, axis=1) - np.nanmin(loo, axis=1)  # (C, S, T)
+            th = np.where(fin.any(1), th, np.nan)
+            n = np.isfinite(th).sum(1)
+            var = (n - 1) / n * np.nansum((th - np.nanmean(th, axis=1, keepdims=True)) ** 2, axis=1)
+            return y, np.where(n >= 2, var, np.nan)
+
+    def all_seeds(self) -> np.ndarray:
+        n_p = self.per_seed.shape[0] if self.kind == "radial" else self.acc.shape[0]
+        return np.broadcast_to(np.arange(self.n_seed), (n_p, self.n_seed))
+
+    def draw_seeds(self, rng: np.random.Generator) -> np.ndarray:
+        """One paired seed draw per pipeline among its observed seeds, padded with a seed it lacks."""
+        s_all = np.arange(self.n_seed)
+        rows = []
+        for p in range(self.all_seeds().shape[0]):
+            obs = self.observed_seeds(p)
+            obs = obs if obs.size else s_all
+            drawn = obs[rng.integers(0, obs.size, obs.size)]
+            pad = np.setdiff1d(s_all, obs)[:1]
+            rows.append(np.concatenate([drawn, np.repeat(pad, s_all.size - drawn.size)]) if pad.size
+                        else drawn)
+        return np.stack(rows)
+
+
+__all__ = ["MEMORIES", "Source", "memory_variable"]

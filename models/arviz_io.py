@@ -41,13 +41,23 @@ def from_netcdf(path: str | os.PathLike) -> az.InferenceData:
         raise UserError(f"{path} is not a readable posterior ({exc.__class__.__name__}: {exc})") from None
 
 
-def with_posterior_vars(idata: az.InferenceData, extra: dict[str, xr.DataArray]) -> az.InferenceData:
-    """Add derived quantities (dims chain, draw, ...) to the posterior group, in place."""
+def with_posterior_vars(idata: az.InferenceData, extra: dict[str, xr.DataArray],
+                        drop: list[str] | None = None) -> az.InferenceData:
+    """Add derived quantities (dims chain, draw, ...) to the posterior group, and drop
+    variables that are no longer wanted (e.g. imputed cells), in place."""
     post = idata.posterior
     for name, da in extra.items():
         post[name] = da
+    if drop:
+        post = post.drop_vars([n for n in drop if n in post])
     idata.posterior = post
     return idata
+
+
+def mcse_mean(x: np.ndarray) -> float:
+    """Monte Carlo standard error of the mean of a (chain, draw) array (ESS-based)."""
+    ds = az.convert_to_dataset({"x": np.asarray(x, dtype=float)})
+    return float(az.mcse(ds, method="mean")["x"].item())
 
 
 def rhat_ess(idata: az.InferenceData, var_names: list[str]) -> dict[str, xr.DataArray]:

@@ -42,10 +42,13 @@ def from_netcdf(path: str | os.PathLike) -> az.InferenceData:
 
 
 def with_posterior_vars(idata: az.InferenceData, extra: dict[str, xr.DataArray],
-                        drop: list[str] | None = None) -> az.InferenceData:
-    """Add derived quantities (dims chain, draw, ...) to the posterior group, and drop
-    variables that are no longer wanted (e.g. imputed cells), in place."""
+                        drop: list[str] | None = None, coords: dict[str, Any] | None = None) -> az.InferenceData:
+    """Add derived quantities (dims chain, draw, ...) to the posterior group, drop variables
+    that are no longer wanted (e.g. imputed cells) and relabel coordinates (a refit on a
+    compiled sampler keeps the labels it was compiled with), in place."""
     post = idata.posterior
+    if coords:
+        post = post.assign_coords({k: v for k, v in coords.items() if k in post.dims})
     for name, da in extra.items():
         post[name] = da
     if drop:

@@ -196,6 +196,7 @@ class MemoryModel:
         post = self.idata.posterior
         d = self.data
         arr = _model_arrays(d)
+        coords_ = self.coords
         sz = {n: post[n].transpose("chain", "draw", "pipeline").values for n in _SAMPLED}
         s2 = {n: v**2 for n, v in sz.items()}
         free = post["y_free"].transpose("chain", "draw", "pipeline", "sigma_w", "seed").values
@@ -209,8 +210,8 @@ class MemoryModel:
         expected = np.where(lev, center[..., None] + scale[..., None] * (base[..., None] + u), np.nan)
         total = s2["sigma_sd_z"] + s2["seed_sd_z"] + s2["residual_sd_z"]
         cd = ("chain", "draw")
-        coords = {"chain": post["chain"].values, "draw": post["draw"].values, "pipeline": d.pipelines,
-                  "sigma_w": d.sigma_w}
+        coords = {"chain": post["chain"].values, "draw": post["draw"].values, "pipeline": coords_["pipeline"],
+                  "sigma_w": coords_["sigma_w"]}
 
         def da(x, dims):
             return xr.DataArray(x, dims=dims, coords={k: coords[k] for k in dims})
@@ -225,7 +226,7 @@ class MemoryModel:
             "seed_share": da(s2["seed_sd_z"] / total, (*cd, "pipeline")),
             "residual_share": da(s2["residual_sd_z"] / total, (*cd, "pipeline")),
         }
-        arviz_io.with_posterior_vars(self.idata, extra, drop=["y_free"])
+        arviz_io.with_posterior_vars(self.idata, extra, drop=["y_free"], coords=self.coords)
 
     # diagnostics --------------------------------------------------------------------------
     def diagnostics(self) -> dict[str, Any]:

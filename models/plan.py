@@ -35,6 +35,7 @@ from initmem.stats.anova import mean_squares
 SEED_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
 TARGET = 0.8
 N_POST = 400
+N_EFF = 4000.0  # effective draws of a default analysis (4 chains x 1000 draws, near-independent)
 _SU = np.linspace(-7.0, 5.0, 64)
 _SV = np.linspace(-7.0, 3.0, 24)
 _SE = np.linspace(-3.0, 2.5, 56)
@@ -80,11 +81,14 @@ def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
     return out
 
 
-def decide(post: dict[str, np.ndarray]) -> np.ndarray:
-    """1 remembers, -1 forgets, 0 inconclusive per simulated experiment (the analysis's rule)."""
+def decide(post: dict[str, np.ndarray], n_eff: float = N_EFF) -> np.ndarray:
+    """1 remembers, -1 forgets, 0 inconclusive or borderline per simulated experiment: the
+    analysis's rule, with the borderline band of an analysis whose sampler gives ``n_eff``
+    effective draws (2 binomial MCSE around 0.95)."""
     out = np.zeros(post["p_gt"].shape, dtype=int)
-    out[post["p_gt"] >= DECISION] = 1
-    out[post["p_lt"] >= DECISION] = -1
+    band = 2.0 * np.sqrt(DECISION * (1 - DECISION) / n_eff)
+    out[post["p_gt"] >= DECISION + band] = 1
+    out[post["p_lt"] >= DECISION + band] = -1
     return out
 
 
@@ -97,13 +101,13 @@ def simulate_reml(reml: dict[str, float], n_lev: int, n_seed: int, n_sim: int,
 
 
 def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np.random.Generator,
-          n_now: int | None = None) -> dict[str, Any]:
+          n_now: int | None = None, n_eff: float = N_EFF) -> dict[str, Any]:
     """P(remembers), P(forgets) per seed count; seeds needed; deltas that decide at ``n_now``."""
     p_dec, p_rem, p_for = {}, {}, {}
     deltas: dict[str, float | None] = {"delta_forgets": None, "delta_remembers": None}
     for s in ladder:
         post = posterior_spread(simulate(s) / scale, delta / scale, rng)
-        v = decide(post)
+        v = decide(post, n_eff)
         p_rem[s], p_for[s] = float(np.mean(v == 1)), float(np.mean(v == -1))
         p_dec[s] = p_rem[s] + p_for[s]
         if s == n_now:

@@ -42,7 +42,9 @@ def table_data(y: np.ndarray, used: np.ndarray, scale: float | np.ndarray, metri
                       sigma_w=np.geomspace(0.25, 8.0, n_l), seeds=np.arange(n_s), y=np.where(used, y, np.nan),
                       used=used, scale=scale, center=center, n_test=None,
                       diverged=np.zeros_like(used), n_excluded={n: {} for n in names},
-                      interpolation={n: {} for n in names}, divergence_p={n: None for n in names})
+                      interpolation={n: {"n_cells": int(used[k].sum()), "n_interpolated": int(used[k].sum()),
+                                         "by_sigma_w": {}, "levels_without_interpolation": [], "gate": "all"}
+                                     for k, n in enumerate(names)}, divergence_p={n: None for n in names})
 
 
 @functools.lru_cache(maxsize=1)

@@ -36,9 +36,9 @@ SEED_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
 TARGET = 0.8
 N_POST = 400
 N_EFF = 4000.0  # effective draws of a default analysis (4 chains x 1000 draws, near-independent)
-_SU = np.linspace(-7.0, 5.0, 64)
-_SV = np.linspace(-7.0, 3.0, 24)
-_SE = np.linspace(-3.0, 2.5, 56)
+_SU = np.linspace(-7.0, 5.0, 48)
+_SV = np.linspace(-7.0, 3.0, 16)
+_SE = np.linspace(-3.0, 2.5, 40)
 
 RULE = ("the analysis's own posterior (restricted likelihood of the three SDs, the same priors and noise "
         "scale), computed by quadrature over the SDs for each simulated experiment")
@@ -52,32 +52,40 @@ def _grid_logprior(priors: Priors) -> np.ndarray:
 
 
 def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
-                     priors: Priors | None = None, n_post: int = N_POST) -> dict[str, np.ndarray]:
+                     priors: Priors | None = None, n_post: int = N_POST, chunk: int = 64) -> dict[str, np.ndarray]:
     """The memory model's posterior of the spread for complete standardised tables (n, L, S):
-    P(spread > delta), P(spread < delta), and the 5% / 95% quantiles, per table."""
+    P(spread > delta), P(spread < delta), and the 5% / 95% quantiles, per table.
+
+    The log posterior on the grid is a data-free part plus a linear function of the three sums
+    of squares (models/core.py), so a batch of tables is one matrix product."""
     priors = priors or default_priors()
     ms = mean_squares(tables)
     n, n_lev, n_seed = tables.shape
-    s2u, s2v, s2e = (np.exp(2 * g) for g in np.meshgrid(_SU, _SV, _SE, indexing="ij"))
-    lp0 = _grid_logprior(priors).ravel()
+    s2u, s2v, s2e = (np.exp(2 * g).ravel() for g in np.meshgrid(_SU, _SV, _SE, indexing="ij"))
+    zero = {"n_level": n_lev, "n_seed": n_seed, "ss_level": 0.0, "ss_seed": 0.0, "ss_e": 0.0}
+    base = core.reml_loglik(zero, s2u, s2v, s2e) + _grid_logprior(priors).ravel()
+    coef = -0.5 / np.stack([s2e + n_seed * s2u, s2e + n_lev * s2v, s2e])        # (3, G)
+    ss = np.stack([ms.ss_level, ms.ss_seed, ms.ss_e], axis=1)                  # (n, 3)
     level_means = tables.mean(axis=-1)
+    lev = np.ones((1, n_lev), dtype=bool)
     out = {k: np.empty(n) for k in ("p_gt", "p_lt", "q05", "q95")}
-    lev = np.ones(n_lev, dtype=bool)
-    for k in range(n):
-        sums = {"n_level": n_lev, "n_seed": n_seed, "ss_level": ms.ss_level[k], "ss_seed": ms.ss_seed[k],
-                "ss_e": ms.ss_e[k]}
-        lp = core.reml_loglik(sums, s2u, s2v, s2e).ravel() + lp0
-        w = np.exp(lp - lp.max())
-        w /= w.sum()
-        pick = rng.choice(w.size, size=n_post, p=w)
-        # jitter within the grid cell so that draws are continuous
-        su = np.exp(2 * (_SU[np.unravel_index(pick, s2u.shape)[0]] + rng.uniform(-0.5, 0.5, n_post) * (_SU[1] - _SU[0])))
-        _, u = core.draw_levels(np.broadcast_to(level_means[k], (n_post, n_lev)), np.full(n_post, ms.grand[k]),
-                                lev[None], np.full(n_post, float(n_seed)), su, s2v.ravel()[pick], s2e.ravel()[pick],
-                                rng)
-        s = core.spread(u, lev[None])
-        out["p_gt"][k], out["p_lt"][k] = np.mean(s > delta), np.mean(s < delta)
-        out["q05"][k], out["q95"][k] = np.quantile(s, 0.05), np.quantile(s, 0.95)
+    for lo in range(0, n, chunk):
+        hi = min(lo + chunk, n)
+        lp = base[None, :] + ss[lo:hi] @ coef
+        cdf = np.cumsum(np.exp(lp - lp.max(axis=1, keepdims=True)), axis=1)
+        cdf /= cdf[:, -1:]
+        pick = np.stack([np.searchsorted(row, rng.random(n_post)) for row in cdf])   # (m, n_post)
+        pick = np.minimum(pick, s2u.size - 1)
+        iu = np.unravel_index(pick, (_SU.size, _SV.size, _SE.size))[0]
+        # jitter sigma_sd within its grid cell so that the draws are continuous
+        su2 = np.exp(2 * (_SU[iu] + rng.uniform(-0.5, 0.5, pick.shape) * (_SU[1] - _SU[0])))
+        m = hi - lo
+        _, u = core.draw_levels(np.broadcast_to(level_means[lo:hi, None, :], (m, n_post, n_lev)),
+                                np.broadcast_to(ms.grand[lo:hi, None], (m, n_post)), lev[None],
+                                np.full((m, n_post), float(n_seed)), su2, s2v[pick], s2e[pick], rng)
+        sp = core.spread(u, lev[None])
+        out["p_gt"][lo:hi], out["p_lt"][lo:hi] = (sp > delta).mean(axis=1), (sp < delta).mean(axis=1)
+        out["q05"][lo:hi], out["q95"][lo:hi] = np.quantile(sp, [0.05, 0.95], axis=1)
     return out
 
 
@@ -106,6 +114,8 @@ def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np
     p_dec, p_rem, p_for = {}, {}, {}
     deltas: dict[str, float | None] = {"delta_forgets": None, "delta_remembers": None}
     for s in ladder:
+        if p_dec and max(p_dec.values()) >= TARGET and (n_now is None or s > n_now):
+            break  # decided already: larger experiments are not needed
         post = posterior_spread(simulate(s) / scale, delta / scale, rng)
         v = decide(post, n_eff)
         p_rem[s], p_for[s] = float(np.mean(v == 1)), float(np.mean(v == -1))

@@ -52,7 +52,7 @@ def test_plan_predictions_agree_with_refits():
     predicted = {}
     for truth in TRUTHS:
         # the refits below draw 2 x 500 draws: the plan is asked for that analysis's borderline band
-        r = power(lambda s, t=truth: _simulate(t, 200, s, rng), SCALE, DELTA, (3, 6), rng, 3,
+        r = power(lambda s, t=truth: _simulate(t, 200, s, rng), SCALE, DELTA, (3, 6), rng, 6,
                   n_eff=FIT["chains"] * FIT["draws"])
         predicted.update({(truth, s): (r["p_remembers"][s], r["p_forgets"][s]) for s in (3, 6)})
     per = P // len(COMBOS)

@@ -266,16 +266,10 @@ def simulate_cube(
     ds[cube.SELECTED_TEST_ACC] = (dims, acc)
     if any(p.family == "binomial" for p in pipes):
         ds[cube.SELECTED_TEST_CORRECT] = (dims, correct)
-    ds = ds.assign_coords(
-        optimizer=("pipeline", np.array([p.optimizer for p in pipes], dtype=object)),
-        lr=("pipeline", np.array([p.lr for p in pipes])),
-        batch_size=("pipeline", np.array([p.batch_size for p in pipes], dtype="int64")),
-        momentum=("pipeline", np.array([p.momentum for p in pipes])),
-        weight_decay=("pipeline", np.array([p.weight_decay for p in pipes])),
-        schedule=("pipeline", np.array([p.schedule for p in pipes], dtype=object)),
-        epochs=("pipeline", np.array([p.epochs for p in pipes], dtype="int64")),
-        family=("pipeline", np.array([p.family for p in pipes], dtype=object)),
-    )
+    settings = {name: [getattr(p, name) for p in pipes] for name in cube.PIPELINE_COORDS}
+    settings["family"] = [p.family for p in pipes]
+    ds = ds.assign_coords({name: (cube.PIPELINE, np.array(v, dtype=object if isinstance(v[0], str) else None))
+                           for name, v in settings.items()})
     if any(p.family == "binomial" for p in pipes):
         ds.coords[cube.EXAMPLE] = np.arange(n_test)
         ds[cube.TEST_PRED] = ((*cube.CELL_DIMS, cube.EXAMPLE), pred)
@@ -288,17 +282,17 @@ def simulate_cube(
         tau = np.where(interp, 10.0, np.nan)
         ds[cube.TAU_INTERP] = (dims, np.where(status == cube.OK, tau, np.nan))
     ds.attrs.update({
-        "n_test": n_test,
-        "interp_threshold": 0.995,
-        "select": "best_val_acc",
-        "grid": "",
-        "dataset_fingerprint": f"simulated:seed={seed}",
-        "initmem_version": __version__,
-        "torch_version": "none (simulated)",
-        "device": "simulated",
-        "created": "simulated",
-        "source": "initmem simulate",
-        "truth": truth,
+        cube.A_N_TEST: n_test,
+        cube.A_INTERP_THRESHOLD: 0.995,
+        cube.A_SELECT: "best_val_acc",
+        cube.A_GRID: "",
+        cube.A_DATASET_FINGERPRINT: f"simulated:seed={seed}",
+        cube.A_INITMEM_VERSION: __version__,
+        cube.A_TORCH_VERSION: "none (simulated)",
+        cube.A_DEVICE: "simulated",
+        cube.A_CREATED: "simulated",
+        cube.A_SOURCE: "initmem simulate",
+        cube.A_TRUTH: truth,
     })
     return cube.canonicalize(ds)
 

@@ -216,3 +216,30 @@ def test_penicillin_posterior_medians_stay_near_reml(quick_fit):
     assert med["seed_sd"] == pytest.approx(0.8467, rel=0.15)
     assert med["residual_sd"] == pytest.approx(0.5499, rel=0.1)
     assert model.diagnostics()["divergences"] == 0
+
+
+def test_minimal_imported_cube_without_status_is_analyzable_data():
+    """A minimal cube (three dims, one run variable, no status, no tau_interp) gives gaussian
+    data with gate 'all'; NaN cells count as missing."""
+    ds = cube.empty_cube(["a", "b"], [0.5, 1.0, 2.0], [0, 1, 2])
+    y = np.arange(18, dtype=float).reshape(2, 3, 3) + np.random.default_rng(0).normal(0, 0.1, (2, 3, 3))
+    y[1, 2, 2] = np.nan
+    ds["final_loss"] = (cube.CELL_DIMS, y)
+    assert not cube.errors(ds)
+    data = prepare_data(ds)
+    assert (data.metric, data.family, data.likelihood, data.gate, data.n_obs) == \
+        ("final_loss", "gaussian", "gaussian", "all", 17)
+    assert data.n_excluded["b"] == {"diverged": 0, "failed": 0, "missing": 1, "not_interpolated": 0}
+    # the noise scale is the pooled SD across seeds within levels, not the total SD
+    within = np.sqrt(np.mean(np.var(y[0], axis=1, ddof=1)))
+    assert data.scale[0] == pytest.approx(within) and data.scale[0] < np.std(y[0])
+
+
+def test_analyze_refuses_a_cube_without_analyzable_pipelines(tmp_path, cli):
+    from .conftest import assert_user_error
+
+    ds = simulate_cube([SimPipeline("x", n_seed=1)], seed=0)
+    cube.write_cube(ds, tmp_path / "c.nc")
+    proc = cli("analyze", tmp_path / "c.nc", "--out", tmp_path / "an")
+    assert_user_error(proc, "no pipeline can be analyzed")
+    assert not (tmp_path / "an" / "summary.json").exists()

@@ -243,3 +243,24 @@ def test_analyze_refuses_a_cube_without_analyzable_pipelines(tmp_path, cli):
     proc = cli("analyze", tmp_path / "c.nc", "--out", tmp_path / "an")
     assert_user_error(proc, "no pipeline can be analyzed")
     assert not (tmp_path / "an" / "summary.json").exists()
+
+
+@pytest.mark.slow
+def test_default_sampling_is_healthy_on_two_pipeline_cubes():
+    # one null and one large-memory pipeline, 6 seeds: the design where a shared hyper-prior
+    # made the sampler diverge; three datasets on one compiled sampler, default settings
+    model = None
+    for seed in range(3):
+        ds = simulate_cube([SimPipeline("null", sigma_sd=0.0, n_seed=6), SimPipeline("large", sigma_sd=1.0, n_seed=6)],
+                           n_test=600, seed=seed)
+        data = prepare_data(ds)
+        if model is None:
+            model = MemoryModel(data)
+            model.fit(seed=seed, progress=False)
+            fit = model
+        else:
+            fit = model.refit(data, seed=seed)
+        diag = fit.diagnostics()
+        assert diag["divergences"] == 0 and diag["max_rhat"] <= 1.01 and diag["min_ess_bulk"] >= 400
+        out = fit.summarize(0.01)
+        assert out["large"]["verdict"] == "remembers" and out["null"]["verdict"] != "remembers"

@@ -6,6 +6,7 @@ is under way) touches one file, and the rest of the code works on plain numpy / 
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -66,8 +67,16 @@ def mcse_mean(x: np.ndarray) -> float:
 def rhat_ess(idata: az.InferenceData, var_names: list[str]) -> dict[str, xr.DataArray]:
     """Rank-normalised split R-hat and bulk ESS of each variable (dims as in the posterior)."""
     ds = idata.posterior[var_names]
-    rhat = az.rhat(ds, method="rank")
-    ess = az.ess(ds, method="bulk")
+    # Quantities defined only at some levels are NaN elsewhere (their R-hat is NaN and ignored);
+    # ArviZ logs a warning per such array, which is noise here.
+    log = getattr(az, "_log", None) or logging.getLogger("arviz")  # ArviZ 0.x keeps its own logger
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        rhat = az.rhat(ds, method="rank")
+        ess = az.ess(ds, method="bulk")
+    finally:
+        log.setLevel(level)
     return {"rhat": rhat, "ess_bulk": ess}
 
 

@@ -61,6 +61,7 @@ class MemoryData:
     skipped: dict[str, str] = field(default_factory=dict)
     interpolation: dict[str, dict[str, Any]] = field(default_factory=dict)
     divergence_p: dict[str, float | None] = field(default_factory=dict)
+    test_set_se: dict[str, float | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -179,6 +180,17 @@ def _noise_scale(likelihood: str, y: np.ndarray, used: np.ndarray, correct: np.n
     if not (np.isfinite(s) and s > 0):
         s = 0.5 / n_test if n_test else 1e-6 * max(1.0, float(np.nanmax(np.abs(y[used]))))
     return s
+
+
+def _paired_test_set_se(correct: np.ndarray, used: np.ndarray) -> float:
+    """Standard error, from sampling the test examples, of the accuracy difference between the
+    pipeline's best and worst sigma_w level (seed-averaged, paired by example): what the
+    test-distribution estimand would add to this test set's spread (docs/memory-model.md)."""
+    lev = used.any(axis=1)
+    per_level = np.array([correct[i][used[i]].mean(axis=0) for i in np.nonzero(lev)[0]])  # (levels, n)
+    means = per_level.mean(axis=1)
+    diff = per_level[np.argmax(means)] - per_level[np.argmin(means)]
+    return float(diff.std(ddof=1) / np.sqrt(diff.size))
 
 
 def _divergence_test(diverged: np.ndarray, observed: np.ndarray, rng: np.random.Generator) -> float | None:
@@ -302,6 +314,7 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
         diverged=diverged[keep], n_excluded={p: n_excluded[p] for p in pipes}, skipped=skipped,
         interpolation={pipes[a]: interpolation[pipes[a]] for a in keep}, notes=notes,
         divergence_p={pipes[a]: _divergence_test(diverged[a], observed[a], rng) for a in keep},
+        test_set_se={pipes[a]: None if correct is None else _paired_test_set_se(correct[a], usable[a]) for a in keep},
     )
     return data
 

@@ -147,6 +147,7 @@ def summarize_model(model: MemoryModel, delta: float) -> dict[str, dict[str, Any
             "borderline": vd == "borderline", "verdict": vd,
             "estimand": estimand(model), "likelihood": d.likelihood,
             "noise_scale": float(d.scale[a]),
+            "test_set_se": d.test_set_se.get(pipe),
             "expected": {"sigma_w": d.sigma_w[lev].tolist(), "median": np.median(exp_, axis=0).tolist(),
                          "q05": np.quantile(exp_, 0.05, axis=0).tolist(),
                          "q95": np.quantile(exp_, 0.95, axis=0).tolist()},

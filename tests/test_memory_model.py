@@ -264,3 +264,16 @@ def test_default_sampling_is_healthy_on_two_pipeline_cubes():
         assert diag["divergences"] == 0 and diag["max_rhat"] <= 1.01 and diag["min_ess_bulk"] >= 400
         out = fit.summarize(0.01)
         assert out["large"]["verdict"] == "remembers" and out["null"]["verdict"] != "remembers"
+
+
+def test_test_set_se_is_the_paired_example_level_error():
+    # Known answer: with the best and worst level's seed-averaged correctness per example, the
+    # standard error is that of a mean of paired differences.
+    ds = simulate_cube([SimPipeline("a", sigma_sd=0.5, n_seed=4)], n_test=300, seed=6)
+    data = prepare_data(ds)
+    pred = ds[cube.TEST_PRED].transpose(*cube.CELL_DIMS, cube.EXAMPLE).values[0]
+    right = (pred == ds[cube.TEST_LABEL].values).mean(axis=1)       # (sigma_w, example)
+    acc = right.mean(axis=1)
+    d = right[np.argmax(acc)] - right[np.argmin(acc)]
+    assert data.test_set_se["a"] == pytest.approx(d.std(ddof=1) / np.sqrt(d.size))
+    assert prepare_data(ds.drop_vars([cube.TEST_PRED, cube.TEST_LABEL])).test_set_se["a"] is None

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from initmem import cube
 from initmem.errors import UserError
 from initmem.models import arviz_io, core
 from initmem.models.data import FAMILIES, MemoryData, prepare_data, resolve_delta
@@ -75,25 +76,25 @@ class MemoryModel:
     @property
     def coords(self) -> dict[str, Any]:
         d = self.data
-        return {"pipeline": d.pipelines, "sigma_w": d.sigma_w.tolist(), "seed": [int(s) for s in d.seeds]}
+        return {cube.PIPELINE: d.pipelines, cube.SIGMA: d.sigma_w.tolist(), cube.SEED: [int(s) for s in d.seeds]}
 
     def _build(self):
         import pymc as pm
 
         arr, pr = _model_arrays(self.data), self.priors
-        dims3 = ("pipeline", "sigma_w", "seed")
+        dims3 = (cube.PIPELINE, cube.SIGMA, cube.SEED)
         with pm.Model(coords=self.coords) as model:
             z = pm.Data("z", arr["z"], dims=dims3)
             obs = pm.Data("obs", arr["obs"], dims=dims3)
             imputed = pm.Data("imputed", arr["imputed"], dims=dims3)
-            lev = pm.Data("lev", arr["lev"], dims=("pipeline", "sigma_w"))
-            sd = pm.Data("sd", arr["sd"], dims=("pipeline", "seed"))
+            lev = pm.Data("lev", arr["lev"], dims=(cube.PIPELINE, cube.SIGMA))
+            sd = pm.Data("sd", arr["sd"], dims=(cube.PIPELINE, cube.SEED))
             free = pm.Flat("y_free", dims=dims3)
             # Cells that are not imputed get a standard normal so their free value is proper
             # and independent of everything (a constant in the posterior of interest).
             pm.Potential("pin", -0.5 * ((1.0 - imputed) * free**2).sum())
             table = obs * z + imputed * free
-            s = {name: pm.HalfStudentT(name, nu=pr.sd_nu, sigma=pr.sd_scale, dims="pipeline") for name in _SAMPLED}
+            s = {name: pm.HalfStudentT(name, nu=pr.sd_nu, sigma=pr.sd_scale, dims=cube.PIPELINE) for name in _SAMPLED}
             sums = core.table_sums(table, lev, sd)
             import pytensor.tensor as pt
 
@@ -197,9 +198,9 @@ class MemoryModel:
         d = self.data
         arr = _model_arrays(d)
         coords_ = self.coords
-        sz = {n: post[n].transpose("chain", "draw", "pipeline").values for n in _SAMPLED}
+        sz = {n: post[n].transpose("chain", "draw", cube.PIPELINE).values for n in _SAMPLED}
         s2 = {n: v**2 for n, v in sz.items()}
-        free = post["y_free"].transpose("chain", "draw", "pipeline", "sigma_w", "seed").values
+        free = post["y_free"].transpose("chain", "draw", cube.PIPELINE, cube.SIGMA, cube.SEED).values
         table = arr["obs"] * arr["z"] + arr["imputed"] * free
         sums = core.table_sums(table, arr["lev"], arr["sd"])
         rng = np.random.default_rng(seed + 7919)
@@ -210,21 +211,21 @@ class MemoryModel:
         expected = np.where(lev, center[..., None] + scale[..., None] * (base[..., None] + u), np.nan)
         total = s2["sigma_sd_z"] + s2["seed_sd_z"] + s2["residual_sd_z"]
         cd = ("chain", "draw")
-        coords = {"chain": post["chain"].values, "draw": post["draw"].values, "pipeline": coords_["pipeline"],
-                  "sigma_w": coords_["sigma_w"]}
+        coords = {"chain": post["chain"].values, "draw": post["draw"].values, cube.PIPELINE: coords_[cube.PIPELINE],
+                  cube.SIGMA: coords_[cube.SIGMA]}
 
         def da(x, dims):
             return xr.DataArray(x, dims=dims, coords={k: coords[k] for k in dims})
 
         extra = {
-            "sigma_sd": da(scale * sz["sigma_sd_z"], (*cd, "pipeline")),
-            "seed_sd": da(scale * sz["seed_sd_z"], (*cd, "pipeline")),
-            "residual_sd": da(scale * sz["residual_sd_z"], (*cd, "pipeline")),
-            "expected": da(expected, (*cd, "pipeline", "sigma_w")),
-            "spread": da(scale * core.spread(u, lev), (*cd, "pipeline")),
-            "memory_share": da(s2["sigma_sd_z"] / total, (*cd, "pipeline")),
-            "seed_share": da(s2["seed_sd_z"] / total, (*cd, "pipeline")),
-            "residual_share": da(s2["residual_sd_z"] / total, (*cd, "pipeline")),
+            "sigma_sd": da(scale * sz["sigma_sd_z"], (*cd, cube.PIPELINE)),
+            "seed_sd": da(scale * sz["seed_sd_z"], (*cd, cube.PIPELINE)),
+            "residual_sd": da(scale * sz["residual_sd_z"], (*cd, cube.PIPELINE)),
+            "expected": da(expected, (*cd, cube.PIPELINE, cube.SIGMA)),
+            "spread": da(scale * core.spread(u, lev), (*cd, cube.PIPELINE)),
+            "memory_share": da(s2["sigma_sd_z"] / total, (*cd, cube.PIPELINE)),
+            "seed_share": da(s2["seed_sd_z"] / total, (*cd, cube.PIPELINE)),
+            "residual_share": da(s2["residual_sd_z"] / total, (*cd, cube.PIPELINE)),
         }
         arviz_io.with_posterior_vars(self.idata, extra, drop=["y_free"], coords=self.coords)
 
@@ -236,8 +237,8 @@ class MemoryModel:
         st = arviz_io.rhat_ess(self.idata, names)
         per: dict[str, dict[str, float]] = {}
         for pipe in self.data.pipelines:
-            rh = np.concatenate([st["rhat"][n].sel(pipeline=pipe).values.ravel() for n in names])
-            es = np.concatenate([st["ess_bulk"][n].sel(pipeline=pipe).values.ravel() for n in names])
+            rh = np.concatenate([st["rhat"][n].sel({cube.PIPELINE: pipe}).values.ravel() for n in names])
+            es = np.concatenate([st["ess_bulk"][n].sel({cube.PIPELINE: pipe}).values.ravel() for n in names])
             per[pipe] = {"max_rhat": float(np.nanmax(rh)), "min_ess_bulk": float(np.nanmin(es))}
         div = arviz_io.divergences(self.idata)
         flags = [f"{div} divergent transition(s)"] if div else []

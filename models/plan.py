@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from initmem import cube
 from initmem.errors import UserError
 from initmem.models import arviz_io, core
 from initmem.models.priors import Priors, default_priors
@@ -152,14 +153,14 @@ def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: 
                            "family": summary.get("family"), "metric": summary.get("metric"), "pipelines": {}}
 
     def flat(name: str, pipe: str) -> np.ndarray:
-        x = post[name].sel(pipeline=pipe).values
+        x = post[name].sel({cube.PIPELINE: pipe}).values
         return x.reshape(-1, *x.shape[2:])
 
     for pipe, entry in summary["pipelines"].items():
         scale = entry.get("noise_scale")
         if not isinstance(scale, int | float) or not scale > 0:
             raise UserError(f"{summary_path} has no noise_scale for {pipe!r}: rerun 'initmem analyze' with this version")
-        levels = np.isin(post["sigma_w"].values, np.asarray(entry["expected"]["sigma_w"], dtype=float))
+        levels = np.isin(post[cube.SIGMA].values, np.asarray(entry["expected"]["sigma_w"], dtype=float))
         n_draws = post.sizes["chain"] * post.sizes["draw"]
         take = rng.choice(n_draws, size=n_sim, replace=n_draws < n_sim)
         exp_, sd_seed, sd_res = flat("expected", pipe)[take][:, levels], flat("seed_sd", pipe)[take], \

@@ -1,19 +1,16 @@
-"""Speed of ``initmem analyze`` and of nutpie against PyMC's NUTS on the memory model.
+"""Speed and sampling health of ``initmem analyze`` on the two design sizes that matter.
 
-Measures, in one run, on a simulated cube shaped like the quick preset (3 pipelines x 6 sigma_w
-x 4 seeds, binomial counts):
+1. a quick-preset-like cube: 7 pipelines x 6 sigma_w x 3-6 seeds, 720 test examples with
+   per-example predictions; goal <= 60 s for the whole command, compile included;
+2. a paper-shaped cube: 5 pipelines x 7 sigma_w x 5 seeds, 10,000 test examples; goal <= 5 min
+   on 2 cores.
 
-1. the wall time of ``initmem analyze`` in a fresh process (imports, compile, sampling,
-   cross-checks and writing included), split into compile and sampling as recorded in
-   summary.json;
-2. the minimum bulk ESS per second of sampling (over every reported quantity) for nutpie and
-   for PyMC's NUTS on the same model, same draws, tuning, chains and target_accept;
-3. divergences of each.
+Each runs ``initmem analyze`` in a fresh process (imports, compile, sampling, cross-checks and
+writing included) and prints the wall time beside its goal, compile and sampling seconds,
+divergences, the largest R-hat and the verdicts. ``--compare-pymc`` also prints nutpie's and
+PyMC's min-ESS per second on the quick cube.
 
-The last line is the ratio nutpie / PyMC of min-ESS per second. Goals on 2 cores: whole analyze
-<= 60 s compile included; ratio >= 1.5; zero divergences.
-
-    python benchmarks/analyze_speed.py [--draws 1000] [--tune 1000] [--chains 4]
+    python benchmarks/analyze_speed.py [--compare-pymc]
 """
 
 from __future__ import annotations
@@ -27,51 +24,59 @@ import time
 from pathlib import Path
 
 
+def _cubes():
+    from initmem.simulate import SimPipeline, simulate_cube
+
+    quick = [SimPipeline(f"p{k}", sigma_sd=s, n_sigma=6, n_seed=n) for k, (s, n) in enumerate(
+        [(0.0, 6), (0.5, 6), (0.0, 3), (0.2, 4), (0.05, 5), (0.1, 6), (0.3, 3)])]
+    paper = [SimPipeline(f"p{k}", sigma_sd=s, seed_sd=0.02, residual_sd=0.02, n_sigma=7, n_seed=5)
+             for k, s in enumerate([0.0, 0.0, 0.05, 0.1, 0.3])]
+    return {"quick-like (7 x 6 x 3-6, 720 examples)": (simulate_cube(quick, n_test=720, seed=1), 60.0),
+            "paper-shaped (5 x 7 x 5, 10,000 examples)": (simulate_cube(paper, n_test=10_000, seed=2), 300.0)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--draws", type=int, default=1000)
-    ap.add_argument("--tune", type=int, default=1000)
-    ap.add_argument("--chains", type=int, default=4)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--compare-pymc", action="store_true")
     args = ap.parse_args()
 
     from initmem import cube
-    from initmem.models.memory import MemoryModel, prepare_data
-    from initmem.simulate import SimPipeline, simulate_cube
 
-    specs = [SimPipeline("sgd_low_lr", sigma_sd=0.5), SimPipeline("sgd_l2", sigma_sd=0.0),
-             SimPipeline("adam", sigma_sd=0.1)]
-    ds = simulate_cube(specs, seed=args.seed)
+    cubes = _cubes()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "cube.nc"
-        cube.write_cube(ds, path)
-        t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "initmem.cli", "--quiet", "analyze", str(path), "--out",
-                               str(Path(tmp) / "an"), "--draws", str(args.draws), "--tune", str(args.tune),
-                               "--chains", str(args.chains), "--seed", str(args.seed)],
-                              capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0:
-            print(proc.stderr, file=sys.stderr)
-            return 1
-        summary = json.loads((Path(tmp) / "an" / "summary.json").read_text())
-    d = summary["diagnostics"]
-    print(f"cube: {ds.sizes['pipeline']} pipelines x {ds.sizes['sigma_w']} sigma_w x {ds.sizes['seed']} seeds")
-    print(f"initmem analyze wall time: {wall:.1f} s (compile {d['compile_seconds']:.1f} s, sampling "
-          f"{d['sampling_seconds']:.1f} s, the rest imports, cross-checks and writing); "
-          f"divergences {d['divergences']}; retried {d['retried']}; goal <= 60 s")
+        for k, (name, (ds, goal)) in enumerate(cubes.items()):
+            path = Path(tmp) / f"cube{k}.nc"
+            out = Path(tmp) / f"an{k}"
+            cube.write_cube(ds, path)
+            t0 = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "initmem.cli", "--quiet", "analyze", str(path), "--out",
+                                   str(out)], capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            if proc.returncode != 0:
+                print(proc.stderr, file=sys.stderr)
+                return 1
+            summary = json.loads((out / "summary.json").read_text())
+            d = summary["diagnostics"]
+            verdicts = {p: e["verdict"] for p, e in summary["pipelines"].items()}
+            print(f"{name}: initmem analyze {wall:.1f} s (goal <= {goal:.0f} s; compile {d['compile_seconds']:.1f} s, "
+                  f"sampling {d['sampling_seconds']:.1f} s); divergences {d['divergences']}, max R-hat "
+                  f"{d['max_rhat']:.4f}, min bulk ESS {d['min_ess_bulk']:.0f}, retried {d['retried']}; {verdicts}")
 
-    rates = {}
-    for sampler in ("nutpie", "pymc"):
-        model = MemoryModel(prepare_data(ds))
-        model.fit(sampler=sampler, draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed,
-                  progress=False)
-        diag = model.diagnostics()
-        rates[sampler] = diag["min_ess_bulk"] / model.sampling_seconds
-        print(f"{sampler:>6}: compile {model.compile_seconds:5.1f} s, sampling {model.sampling_seconds:5.1f} s, "
-              f"min bulk ESS {diag['min_ess_bulk']:6.0f}, min ESS/s {rates[sampler]:7.1f}, "
-              f"max R-hat {diag['max_rhat']:.3f}, divergences {diag['divergences']}")
-    print(f"nutpie / PyMC min-ESS per second: {rates['nutpie'] / rates['pymc']:.2f} (goal >= 1.5)")
+    if args.compare_pymc:
+        from initmem.models.data import prepare_data
+        from initmem.models.memory import MemoryModel
+
+        ds = next(iter(cubes.values()))[0]
+        rates = {}
+        for sampler in ("nutpie", "pymc"):
+            model = MemoryModel(prepare_data(ds))
+            model.fit(sampler=sampler, progress=False)
+            diag = model.diagnostics()
+            rates[sampler] = diag["min_ess_bulk"] / model.sampling_seconds
+            print(f"{sampler:>6}: compile {model.compile_seconds:5.1f} s, sampling {model.sampling_seconds:5.1f} s, "
+                  f"min bulk ESS {diag['min_ess_bulk']:6.0f}, min ESS/s {rates[sampler]:7.1f}, "
+                  f"max R-hat {diag['max_rhat']:.3f}, divergences {diag['divergences']}")
+        print(f"nutpie / PyMC min-ESS per second: {rates['nutpie'] / rates['pymc']:.2f}")
     return 0
 
 

@@ -6,6 +6,7 @@ is under way) touches one file, and the rest of the code works on plain numpy / 
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -41,20 +42,41 @@ def from_netcdf(path: str | os.PathLike) -> az.InferenceData:
         raise UserError(f"{path} is not a readable posterior ({exc.__class__.__name__}: {exc})") from None
 
 
-def with_posterior_vars(idata: az.InferenceData, extra: dict[str, xr.DataArray]) -> az.InferenceData:
-    """Add derived quantities (dims chain, draw, ...) to the posterior group, in place."""
+def with_posterior_vars(idata: az.InferenceData, extra: dict[str, xr.DataArray],
+                        drop: list[str] | None = None, coords: dict[str, Any] | None = None) -> az.InferenceData:
+    """Add derived quantities (dims chain, draw, ...) to the posterior group, drop variables
+    that are no longer wanted (e.g. imputed cells) and relabel coordinates (a refit on a
+    compiled sampler keeps the labels it was compiled with), in place."""
     post = idata.posterior
+    if coords:
+        post = post.assign_coords({k: v for k, v in coords.items() if k in post.dims})
     for name, da in extra.items():
         post[name] = da
+    if drop:
+        post = post.drop_vars([n for n in drop if n in post])
     idata.posterior = post
     return idata
+
+
+def mcse_mean(x: np.ndarray) -> float:
+    """Monte Carlo standard error of the mean of a (chain, draw) array (ESS-based)."""
+    ds = az.convert_to_dataset({"x": np.asarray(x, dtype=float)})
+    return float(az.mcse(ds, method="mean")["x"].item())
 
 
 def rhat_ess(idata: az.InferenceData, var_names: list[str]) -> dict[str, xr.DataArray]:
     """Rank-normalised split R-hat and bulk ESS of each variable (dims as in the posterior)."""
     ds = idata.posterior[var_names]
-    rhat = az.rhat(ds, method="rank")
-    ess = az.ess(ds, method="bulk")
+    # Quantities defined only at some levels are NaN elsewhere (their R-hat is NaN and ignored);
+    # ArviZ logs a warning per such array, which is noise here.
+    log = getattr(az, "_log", None) or logging.getLogger("arviz")  # ArviZ 0.x keeps its own logger
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        rhat = az.rhat(ds, method="rank")
+        ess = az.ess(ds, method="bulk")
+    finally:
+        log.setLevel(level)
     return {"rhat": rhat, "ess_bulk": ess}
 
 

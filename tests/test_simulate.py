@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from initmem import cube
-from initmem.simulate import SimPipeline, clocks, expected_metric, preset_pipelines, read_truth, simulate_cube
+from initmem.models.core import expected_accuracy
+from initmem.simulate import SimPipeline, clocks, example_offsets, preset_pipelines, read_truth, simulate_cube
 
 
 def test_truth_is_read_back_from_the_written_cube(tmp_path, cli):
@@ -21,8 +22,7 @@ def test_truth_is_read_back_from_the_written_cube(tmp_path, cli):
     t = truth["pipelines"]["p0"]
     assert (t["sigma_sd"], t["seed_sd"], t["residual_sd"], t["n_seed"]) == (0.4, 0.2, 0.05, 5)
     assert len(t["u"]) == 6 and len(t["v"]) == 5
-    # The drawn effects reproduce the stored expected metric exactly.
-    np.testing.assert_allclose(t["expected"], expected_metric(t["alpha"], np.array(t["u"]), np.hypot(0.2, 0.05), "binomial"))
+    assert len(t["expected"]) == 6
     assert t["spread"] == pytest.approx(max(t["expected"]) - min(t["expected"]))
 
 
@@ -93,3 +93,38 @@ def test_degenerate_preset_makes_every_clock_proportional_to_epochs():
 def test_truth_attribute_is_json():
     ds = simulate_cube([SimPipeline("a")])
     assert json.loads(ds.attrs["truth"])["pipelines"]["a"]["family"] == "binomial"
+
+
+def test_expected_accuracy_is_the_mean_over_seeds_on_this_test_set():
+    # The truth is the expected accuracy on the cube's own test examples over new seeds: the
+    # average over many seeds converges to it (within 4 standard errors at every level).
+    ds = simulate_cube([SimPipeline("b", sigma_sd=0.4, seed_sd=0.2, residual_sd=0.1, n_sigma=3, n_seed=300)],
+                       n_test=200, seed=5)
+    acc = ds[cube.SELECTED_TEST_ACC].sel(pipeline="b").values.astype(float)
+    t = read_truth(ds)["pipelines"]["b"]
+    se = acc.std(axis=1, ddof=1) / np.sqrt(acc.shape[1])
+    assert np.all(np.abs(acc.mean(axis=1) - np.asarray(t["expected"])) < 4 * se)
+
+
+def test_run_to_run_noise_is_below_the_binomial_as_with_independent_errors():
+    # No seed or residual effect: runs differ only by which examples they get right, and the
+    # variance of the accuracy is sum_x p_x (1 - p_x) / n^2, below the binomial p (1 - p) / n.
+    n = 400
+    ds = simulate_cube([SimPipeline("b", sigma_sd=0.0, seed_sd=0.0, residual_sd=0.0, n_sigma=2, n_seed=400)],
+                       n_test=n, seed=2)
+    acc = ds[cube.SELECTED_TEST_ACC].sel(pipeline="b").values.astype(float).ravel()
+    p_x = 1.0 / (1.0 + np.exp(-(1.5 + example_offsets(n, np.random.default_rng(2)))))
+    predicted = np.sqrt((p_x * (1 - p_x)).sum()) / n
+    assert acc.std(ddof=1) == pytest.approx(predicted, rel=0.1)
+    binomial = np.sqrt(acc.mean() * (1 - acc.mean()) / n)
+    assert acc.std(ddof=1) < 0.8 * binomial
+    assert expected_accuracy(np.array([1.5]), 0.0, p_x * 0 + example_offsets(n, np.random.default_rng(2)))[0] \
+        == pytest.approx(p_x.mean(), rel=1e-9)
+
+
+def test_tau_interp_marks_runs_that_did_not_interpolate():
+    ds = simulate_cube([SimPipeline("b", p_not_interpolating=0.5, n_seed=6)], seed=1)
+    tau = ds[cube.TAU_INTERP].values
+    ok = ds[cube.STATUS].values == cube.OK
+    assert np.isfinite(tau[ok]).any() and np.isnan(tau[ok]).any()
+    assert np.isfinite(simulate_cube([SimPipeline("c")], seed=1)[cube.TAU_INTERP].values).all()

@@ -1,0 +1,323 @@
+"""Data preparation for the memory model: which runs count, on which scale, with what noise.
+
+The model works on a (pipeline, sigma_w, seed) table of one metric. Which cells enter it is a
+decision with consequences (docs/memory-model.md, "Data"): only runs that finished ok, by
+default only runs that reached the interpolation threshold (``gate``), and never a sigma_w
+level averaged in from runs that did not interpolate. Runs that diverged are kept aside (their
+positions are recorded) because divergence that depends on sigma_w is itself memory-related
+evidence, and the summaries report it with a sensitivity result.
+
+For accuracies the per-example predictions (``test_pred``, ``test_label``) give the run-to-run
+noise on this fixed test set under the independent-errors model (Jordan, ICLR 2024): a run's
+accuracy varies across runs by sqrt(sum_x p_x (1 - p_x)) / n, with p_x the chance that a random
+run gets example x right. That noise scale sets every prior (docs/memory-model.md, "Priors").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from initmem import cube
+from initmem.errors import UserError
+
+FAMILIES = ("binomial", "gaussian")
+GATES = ("interpolated", "all")
+LIKELIHOODS = ("per_example", "counts", "gaussian")
+COUNT_METRICS = (cube.SELECTED_TEST_ACC, cube.SELECTED_TEST_CORRECT)
+NOT_METRICS = (cube.STATUS, cube.TAU_INTERP, cube.TAU_BEST, cube.WALL_SECONDS)
+DEFAULT_ACCURACY_DELTA = 0.01
+N_PERMUTATIONS = 2000
+
+
+@dataclass
+class MemoryData:
+    """One metric as a (pipeline, sigma_w, seed) table, plus what was left out and why.
+
+    ``y`` holds outcome units (accuracy as a fraction) with NaN where a cell is not used;
+    ``used`` marks the cells that enter the model. ``scale`` is the per-pipeline run-to-run
+    noise scale the priors are expressed in, ``center`` the per-pipeline mean of the used
+    cells (the model works on (y - center) / scale).
+    """
+
+    metric: str
+    family: str
+    likelihood: str
+    gate: str
+    pipelines: list[str]
+    sigma_w: np.ndarray
+    seeds: np.ndarray
+    y: np.ndarray
+    used: np.ndarray
+    scale: np.ndarray
+    center: np.ndarray
+    n_test: int | None
+    chance: float | None = None
+    diverged: np.ndarray | None = None    # (pipeline, sigma_w, seed) bool: status diverged
+    n_excluded: dict[str, dict[str, int]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    interpolation: dict[str, dict[str, Any]] = field(default_factory=dict)
+    divergence_p: dict[str, float | None] = field(default_factory=dict)
+    test_set_se: dict[str, float | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def level_mask(self) -> np.ndarray:
+        """(pipeline, sigma_w): the level has at least one used cell in this pipeline."""
+        return self.used.any(axis=2)
+
+    @property
+    def seed_mask(self) -> np.ndarray:
+        return self.used.any(axis=1)
+
+    @property
+    def n_obs(self) -> int:
+        return int(self.used.sum())
+
+    def standardized(self) -> np.ndarray:
+        """(y - center) / scale with 0 in unused cells: the model's data."""
+        z = (self.y - self.center[:, None, None]) / self.scale[:, None, None]
+        return np.where(self.used, z, 0.0)
+
+    def with_cells(self, y: np.ndarray, used: np.ndarray) -> MemoryData:
+        """The same design and scales with other values or cells (refits, sensitivity)."""
+        from dataclasses import replace
+
+        return replace(self, y=np.where(used, y, np.nan), used=used.astype(bool))
+
+
+def choose_metric(ds: xr.Dataset, metric: str | None) -> str:
+    """The metric asked for, else the selected test accuracy, else the first run variable."""
+    candidates = [str(v) for v in ds.data_vars
+                  if tuple(ds[v].dims) == cube.CELL_DIMS and v not in NOT_METRICS]
+    if metric is not None:
+        if metric not in ds.data_vars:
+            raise UserError(f"metric {metric!r} is not in the cube; choose one of: {', '.join(candidates) or 'none'}")
+        if tuple(ds[metric].dims) != cube.CELL_DIMS:
+            raise UserError(f"metric {metric!r} has dims {tuple(ds[metric].dims)}; the memory model needs a run "
+                            f"variable with dims {cube.CELL_DIMS} (choose one of: {', '.join(candidates)})")
+        return metric
+    for name in COUNT_METRICS:
+        if name in candidates:
+            return name
+    if not candidates:
+        raise UserError("the cube has no run variable with dims (pipeline, sigma_w, seed) to analyze")
+    return candidates[0]
+
+
+def _has_counts(ds: xr.Dataset, metric: str) -> bool:
+    return metric in COUNT_METRICS and cube.SELECTED_TEST_CORRECT in ds.data_vars and cube.A_N_TEST in ds.attrs
+
+
+def _has_predictions(ds: xr.Dataset) -> bool:
+    return cube.TEST_PRED in ds.data_vars and cube.TEST_LABEL in ds.data_vars
+
+
+def choose_family(ds: xr.Dataset, metric: str, family: str | None) -> str:
+    """"binomial" = an accuracy over n_test examples (from predictions or counts); else gaussian."""
+    if family is None:
+        return "binomial" if _has_counts(ds, metric) else "gaussian"
+    if family == "student_t":
+        raise UserError("--family student_t is no longer offered: the memory model is marginal over its group "
+                        "effects, which needs gaussian noise; use --family gaussian (docs/memory-model.md)")
+    if family not in FAMILIES:
+        raise UserError(f"--family must be one of {', '.join(FAMILIES)}, not {family!r}")
+    if family == "binomial" and not _has_counts(ds, metric):
+        raise UserError(f"--family binomial needs counts of correct test predictions ({cube.SELECTED_TEST_CORRECT!r} "
+                        f"and the attribute {cube.A_N_TEST!r}); metric {metric!r} has none: use --family gaussian")
+    return family
+
+
+def resolve_delta(metric: str, delta: float | None) -> float:
+    """The decision threshold in outcome units: 0.01 (one point) for accuracies by default;
+    any other metric has no natural unit, so its delta must be given."""
+    if delta is None:
+        if cube.points_scale(metric) == 100.0:
+            return DEFAULT_ACCURACY_DELTA
+        raise UserError(f"metric {metric!r} is not an accuracy: give --delta in its units (the smallest spread "
+                        "over sigma_w that would matter)")
+    delta = float(delta)
+    if not (np.isfinite(delta) and delta > 0):
+        raise UserError(f"--delta must be a positive number, not {delta!r}")
+    return delta
+
+
+def _correct_from_predictions(ds: xr.Dataset) -> np.ndarray:
+    pred = ds[cube.TEST_PRED].transpose(*cube.CELL_DIMS, cube.EXAMPLE).values
+    label = ds[cube.TEST_LABEL].values
+    return (pred == label[None, None, None, :]) & (pred >= 0)
+
+
+def _noise_scale(likelihood: str, y: np.ndarray, used: np.ndarray, correct: np.ndarray | None,
+                 n_test: int | None) -> float:
+    """Run-to-run SD of one pipeline's metric at a fixed sigma_w, without the memory under test.
+
+    per_example: independent-errors variance sum_x p_x(1-p_x) / n^2 (bias-corrected by R/(R-1));
+    counts: the binomial bound p(1-p)/n (an upper bound on the fixed-test-set noise); gaussian:
+    the pooled SD across seeds within sigma_w levels. Falls back to the pooled within-level SD,
+    then to a small floor, so that a degenerate pipeline cannot give a zero scale.
+    """
+    within = []
+    for row, ok in zip(y, used, strict=True):
+        if ok.sum() >= 2:
+            within.append(np.var(row[ok], ddof=1))
+    pooled = float(np.sqrt(np.mean(within))) if within else float("nan")
+    if likelihood == "per_example" and correct is not None:
+        runs = correct[used]
+        r = runs.shape[0]
+        p = runs.mean(axis=0)
+        s = float(np.sqrt((p * (1 - p)).sum() * r / max(r - 1, 1)) / runs.shape[1])
+    elif likelihood == "counts":
+        p = float(np.clip(np.nanmean(y[used]), 0.0, 1.0))
+        s = float(np.sqrt(p * (1 - p) / n_test))
+    else:
+        s = pooled
+    if not (np.isfinite(s) and s > 0):
+        s = pooled
+    if not (np.isfinite(s) and s > 0):
+        s = 0.5 / n_test if n_test else 1e-6 * max(1.0, float(np.nanmax(np.abs(y[used]))))
+    return s
+
+
+def _paired_test_set_se(correct: np.ndarray, used: np.ndarray) -> float:
+    """Standard error, from sampling the test examples, of the accuracy difference between the
+    pipeline's best and worst sigma_w level (seed-averaged, paired by example): what the
+    test-distribution estimand would add to this test set's spread (docs/memory-model.md)."""
+    lev = used.any(axis=1)
+    per_level = np.array([correct[i][used[i]].mean(axis=0) for i in np.nonzero(lev)[0]])  # (levels, n)
+    means = per_level.mean(axis=1)
+    diff = per_level[np.argmax(means)] - per_level[np.argmin(means)]
+    return float(diff.std(ddof=1) / np.sqrt(diff.size))
+
+
+def _divergence_test(diverged: np.ndarray, observed: np.ndarray, rng: np.random.Generator) -> float | None:
+    """Permutation p-value that divergence depends on sigma_w (chi-square statistic of the
+    level x diverged table, cells shuffled within the pipeline); None without divergence."""
+    n_div = int(diverged[observed].sum())
+    if n_div == 0 or n_div == int(observed.sum()):
+        return None
+    lev = np.nonzero(observed)[0]
+    flag = diverged[observed].astype(float)
+    n_lev = observed.shape[0]
+    counts = np.bincount(lev, minlength=n_lev).astype(float)
+    has = counts > 0
+    rate = flag.mean()
+
+    def stat(f: np.ndarray) -> np.ndarray:
+        d = np.stack([np.bincount(lev, weights=row, minlength=n_lev) for row in np.atleast_2d(f)])
+        e = counts * rate
+        return (((d - e) ** 2)[:, has] / (e[has] * (1 - rate))).sum(axis=1)
+
+    perms = np.stack([rng.permutation(flag) for _ in range(N_PERMUTATIONS)])
+    return float((1 + np.sum(stat(perms) >= stat(flag)[0] - 1e-12)) / (N_PERMUTATIONS + 1))
+
+
+def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None = None, *,
+                 gate: str = "interpolated", seed: int = 0) -> MemoryData:
+    """The analyzable table of one metric (docs/memory-model.md, "Data").
+
+    Cells enter when the run finished ok with a finite value and, with ``gate="interpolated"``,
+    reached the interpolation threshold (``tau_interp`` finite). A cube without ``tau_interp``
+    (imported tables) is analyzed as gate "all" and the notes say so. Pipelines with fewer than
+    two sigma_w levels or two seeds left are skipped with the reason; if none remains, UserError.
+    """
+    if gate not in GATES:
+        raise UserError(f"--gate must be one of {', '.join(GATES)}, not {gate!r}")
+    metric = choose_metric(ds, metric)
+    family = choose_family(ds, metric, family)
+    pipes = [str(p) for p in ds[cube.PIPELINE].values.tolist()]
+    sigma_w = ds[cube.SIGMA].values.astype(float)
+    notes: list[str] = []
+    n_test = int(ds.attrs[cube.A_N_TEST]) if family == "binomial" else None
+    correct = None
+    if family == "binomial" and _has_predictions(ds):
+        likelihood = "per_example"
+        correct = _correct_from_predictions(ds)
+        vals = correct.sum(axis=-1) / n_test
+        finite = (ds[cube.TEST_PRED].transpose(*cube.CELL_DIMS, cube.EXAMPLE).values >= 0).all(axis=-1)
+    elif family == "binomial":
+        likelihood = "counts"
+        counts = ds[cube.SELECTED_TEST_CORRECT].transpose(*cube.CELL_DIMS).values.astype(float)
+        finite = counts >= 0
+        vals = counts / n_test
+    else:
+        likelihood = "gaussian"
+        vals = ds[metric].transpose(*cube.CELL_DIMS).values.astype(float)
+        finite = np.isfinite(vals)
+    ok = cube.ok_cells(ds).values & finite
+    status = (ds[cube.STATUS].transpose(*cube.CELL_DIMS).values if cube.STATUS in ds.data_vars
+              else np.where(finite, cube.OK, cube.MISSING))
+    diverged = status == cube.DIVERGED
+    observed = ok | diverged
+    if cube.TAU_INTERP in ds.data_vars:
+        interp = np.isfinite(ds[cube.TAU_INTERP].transpose(*cube.CELL_DIMS).values.astype(float))
+        gate_used = gate
+    else:
+        interp = np.ones_like(ok)
+        gate_used = "all"
+        if gate == "interpolated":
+            notes.append(f"the cube has no {cube.TAU_INTERP!r} (imported table): every ok run is used (gate 'all')")
+    usable = ok & interp if gate_used == "interpolated" else ok
+
+    rng = np.random.default_rng(seed)
+    n_excluded: dict[str, dict[str, int]] = {}
+    interpolation: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, str] = {}
+    keep: list[int] = []
+    for a, pipe in enumerate(pipes):
+        st = status[a]
+        by_level = (ok[a] & interp[a]).sum(axis=1)
+        without = [float(s) for s, n_ok, n_i in zip(sigma_w, observed[a].sum(axis=1), by_level, strict=True)
+                   if n_ok > 0 and n_i == 0] if gate_used == "interpolated" else []
+        interpolation[pipe] = {
+            "n_cells": int(ok[a].sum()), "n_interpolated": int((ok[a] & interp[a]).sum()),
+            "by_sigma_w": {repr(float(s)): int(n) for s, n in zip(sigma_w, by_level, strict=True)},
+            "levels_without_interpolation": without, "gate": gate_used,
+        }
+        n_excluded[pipe] = {
+            "diverged": int(diverged[a].sum()),
+            "failed": int((st == cube.FAILED).sum()),
+            "missing": int((st == cube.MISSING).sum() + ((st == cube.OK) & ~finite[a]).sum()),
+            "not_interpolated": int((ok[a] & ~usable[a]).sum()),
+        }
+        good = usable[a]
+        n_lev, n_sd = int(good.any(axis=1).sum()), int(good.any(axis=0).sum())
+        if n_lev < 2:
+            skipped[pipe] = f"only {n_lev} sigma_w level(s) with usable runs: the level effect needs at least 2"
+        elif n_sd < 2:
+            skipped[pipe] = (f"only {n_sd} seed(s) with usable runs: seed and level effects cannot be separated "
+                             "with fewer than 2 seeds")
+        elif np.ptp(vals[a][good]) == 0:
+            skipped[pipe] = "the metric is constant in this pipeline: nothing to decompose"
+        else:
+            keep.append(a)
+    if not keep:
+        reasons = "; ".join(f"{p}: {r}" for p, r in skipped.items())
+        raise UserError(f"no pipeline can be analyzed ({reasons}); the memory model needs >= 2 sigma_w levels "
+                        "and >= 2 seeds with usable runs per pipeline")
+
+    used = usable[keep]
+    y = np.where(used, vals[keep], np.nan)
+    scale = np.array([_noise_scale(likelihood, y[k], used[k], None if correct is None else correct[a], n_test)
+                      for k, a in enumerate(keep)])
+    center = np.array([float(np.mean(y[k][used[k]])) for k in range(len(keep))])
+    chance = None
+    if family == "binomial" and _has_predictions(ds):
+        chance = 1.0 / max(int(np.unique(ds[cube.TEST_LABEL].values[ds[cube.TEST_LABEL].values >= 0]).size), 2)
+    data = MemoryData(
+        metric=metric, family=family, likelihood=likelihood, gate=gate_used,
+        pipelines=[pipes[a] for a in keep], sigma_w=sigma_w, seeds=ds[cube.SEED].values,
+        y=y, used=used, scale=scale, center=center, n_test=n_test, chance=chance,
+        diverged=diverged[keep], n_excluded={p: n_excluded[p] for p in pipes}, skipped=skipped,
+        interpolation={pipes[a]: interpolation[pipes[a]] for a in keep}, notes=notes,
+        divergence_p={pipes[a]: _divergence_test(diverged[a], observed[a], rng) for a in keep},
+        test_set_se={pipes[a]: None if correct is None else _paired_test_set_se(correct[a], usable[a]) for a in keep},
+    )
+    return data
+
+
+__all__ = ["FAMILIES", "GATES", "LIKELIHOODS", "MemoryData", "choose_family", "choose_metric", "prepare_data",
+           "resolve_delta"]

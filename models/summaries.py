@@ -1,0 +1,170 @@
+"""Per-pipeline summaries of a fitted memory model: the verdict and how far to trust it.
+
+The verdict rule (docs/memory-model.md, "Verdict"): "remembers" when P(spread > delta) >= 0.95,
+"forgets" when P(spread < delta) >= 0.95, else "inconclusive"; and "borderline" when either
+probability lies within two Monte Carlo standard errors of 0.95, because then another run of
+the sampler could flip it. Each verdict comes with the verdict under a second prior (importance
+reweighting), the interpolation gate's counts and, when runs diverged, a test of whether
+divergence depends on sigma_w and a refit with the diverged runs counted at chance accuracy.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from initmem.models import arviz_io
+
+if TYPE_CHECKING:
+    from initmem.models.memory import MemoryModel
+
+DECISION = 0.95
+DIVERGENCE_ALPHA = 0.05
+VERDICTS = ("remembers", "forgets", "inconclusive", "borderline")
+
+
+def quantiles(x: np.ndarray) -> dict[str, float]:
+    x = np.asarray(x, dtype=float)
+    return {"median": float(np.median(x)), "q05": float(np.quantile(x, 0.05)), "q95": float(np.quantile(x, 0.95))}
+
+
+def verdict(p_gt: float, p_lt: float, level: float = DECISION, mcse: tuple[float, float] | None = None) -> str:
+    """remembers / forgets at ``level``; borderline when a probability is within 2 MCSE of it."""
+    if mcse is not None and any(abs(p - level) <= 2 * m for p, m in zip((p_gt, p_lt), mcse, strict=True)):
+        return "borderline"
+    if p_gt >= level:
+        return "remembers"
+    if p_lt >= level:
+        return "forgets"
+    return "inconclusive"
+
+
+def observed_stats(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of (..., level, seed) tables with NaN for absent cells: max - min of the level means and
+    the SD across seeds of the per-seed means."""
+    lev = np.nanmean(y, axis=-1)
+    seed = np.nanmean(y, axis=-2)
+    return np.nanmax(lev, axis=-1) - np.nanmin(lev, axis=-1), np.nanstd(seed, axis=-1, ddof=1)
+
+
+def probability_with_mcse(indicator: np.ndarray) -> tuple[float, float]:
+    """Mean of a (chain, draw) 0/1 array and its Monte Carlo standard error (ESS-based; the
+    binomial formula with a 1/(N+1) floor when every draw agrees)."""
+    p = float(indicator.mean())
+    m = arviz_io.mcse_mean(indicator.astype(float))
+    if not np.isfinite(m) or m == 0.0:
+        n = indicator.size
+        q = min(max(p, 1.0 / (n + 1)), n / (n + 1))
+        m = float(np.sqrt(q * (1 - q) / n))
+    return p, m
+
+
+def estimand(model: MemoryModel) -> str:
+    d = model.data
+    if d.likelihood in ("per_example", "counts"):
+        return ("max - min over the sigma_w grid of the expected accuracy on THIS test set of "
+                f"{d.n_test} examples, expected over training seeds (new seeds), as a fraction")
+    return f"max - min over the sigma_w grid of the expected {d.metric}, expected over new seeds, in its units"
+
+
+def _prior_sensitivity(model: MemoryModel, a: int, spread: np.ndarray, delta: float) -> dict[str, Any]:
+    pr = model.priors
+    sz = model.idata.posterior["sigma_sd"].values[..., a].ravel() / model.data.scale[a]
+    logw = pr.alt_logpdf(sz) - pr.logpdf(sz)
+    w = np.exp(logw - logw.max())
+    w /= w.sum()
+    p_gt = float(np.sum(w * (spread > delta)))
+    p_lt = float(np.sum(w * (spread < delta)))
+    return {"prior": pr.alt_description(), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
+            "verdict": verdict(p_gt, p_lt), "ess_weights": float(1.0 / np.sum(w**2))}
+
+
+def _divergence(model: MemoryModel, a: int, pipe: str, delta: float, sensitivity: dict | None) -> dict[str, Any]:
+    d = model.data
+    div = d.diverged[a] if d.diverged is not None else np.zeros_like(d.used[a])
+    p_value = d.divergence_p.get(pipe)
+    depends = p_value is not None and p_value < DIVERGENCE_ALPHA
+    n_div = int(div.sum())
+    warning = None
+    if depends:
+        warning = (f"{n_div} run(s) diverged and divergence depends on sigma_w (permutation p = {p_value:.3g}): "
+                   "the verdict rests on the runs that survived; see the sensitivity result")
+    return {"n_diverged": n_div, "by_sigma_w": {repr(float(s)): int(n) for s, n in zip(d.sigma_w, div.sum(axis=1),
+                                                                                     strict=True) if n},
+            "depends_on_sigma_w": bool(depends), "p_value": p_value, "warning": warning,
+            "sensitivity": sensitivity}
+
+
+def _sensitivity_fit(model: MemoryModel, delta: float) -> dict[str, dict[str, Any]]:
+    """Refit with every diverged run counted at chance accuracy (same compiled sampler)."""
+    d = model.data
+    if d.diverged is None or not d.diverged.any():
+        return {}
+    if d.chance is None:
+        return {pipe: {"verdict": None, "spread": None, "p_spread_gt_delta": None, "p_spread_lt_delta": None,
+                       "note": "no chance level for this metric (not an accuracy with labels): not computed"}
+                for a, pipe in enumerate(d.pipelines) if d.diverged[a].any()}
+    used = d.used | d.diverged
+    alt = model.refit(d.with_cells(np.where(d.diverged, d.chance, d.y), used))
+    out = {}
+    for a, pipe in enumerate(d.pipelines):
+        if not d.diverged[a].any():
+            continue
+        s = alt.idata.posterior["spread"].values[..., a]
+        p_gt, m_gt = probability_with_mcse(s > delta)
+        p_lt, m_lt = probability_with_mcse(s < delta)
+        out[pipe] = {"verdict": verdict(p_gt, p_lt, mcse=(m_gt, m_lt)), "spread": quantiles(s),
+                     "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
+                     "note": f"refit with the {int(d.diverged[a].sum())} diverged run(s) at chance accuracy "
+                             f"{d.chance:.3g}"}
+    return out
+
+
+def summarize_model(model: MemoryModel, delta: float) -> dict[str, dict[str, Any]]:
+    """The per-pipeline entries of summary.json (schema initmem.summary/2) that models/ owns."""
+    post = model.idata.posterior
+    d = model.data
+    sens = _sensitivity_fit(model, delta)
+    out: dict[str, dict[str, Any]] = {}
+    for a, pipe in enumerate(d.pipelines):
+        def q(name: str, _a: int = a) -> dict[str, float]:
+            return quantiles(post[name].values[..., _a])
+
+        spread = post["spread"].values[..., a]
+        p_gt, m_gt = probability_with_mcse(spread > delta)
+        p_lt, m_lt = probability_with_mcse(spread < delta)
+        vd = verdict(p_gt, p_lt, mcse=(m_gt, m_lt))
+        lev = d.level_mask[a]
+        exp_ = post["expected"].values[..., a, :].reshape(-1, lev.size)[:, lev]
+        flat = spread.ravel()
+        out[pipe] = {
+            "n_sigma": int(lev.sum()), "n_seed": int(d.seed_mask[a].sum()), "n_cells": int(d.used[a].sum()),
+            "sigma_sd": q("sigma_sd"), "seed_sd": q("seed_sd"), "residual_sd": q("residual_sd"),
+            "memory_share": q("memory_share"), "spread": quantiles(flat),
+            "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
+            "mcse": {"p_spread_gt_delta": m_gt, "p_spread_lt_delta": m_lt},
+            "borderline": vd == "borderline", "verdict": vd,
+            "estimand": estimand(model), "likelihood": d.likelihood,
+            "noise_scale": float(d.scale[a]),
+            "test_set_se": d.test_set_se.get(pipe),
+            "expected": {"sigma_w": d.sigma_w[lev].tolist(), "median": np.median(exp_, axis=0).tolist(),
+                         "q05": np.quantile(exp_, 0.05, axis=0).tolist(),
+                         "q95": np.quantile(exp_, 0.95, axis=0).tolist()},
+            "shares": {"sigma": q("memory_share"), "seed": q("seed_share"), "residual": q("residual_share")},
+            "n_excluded": d.n_excluded[pipe],
+            "prior_sensitivity": _prior_sensitivity(model, a, flat, delta),
+            "interpolation": d.interpolation[pipe],
+            "divergence": _divergence(model, a, pipe, delta, sens.get(pipe)),
+            "notes": list(d.notes),
+        }
+        if out[pipe]["divergence"]["warning"]:
+            out[pipe]["notes"].append(out[pipe]["divergence"]["warning"])
+        if out[pipe]["interpolation"]["levels_without_interpolation"]:
+            out[pipe]["notes"].append("sigma_w level(s) without an interpolating run, left out: " + ", ".join(
+                f"{s:g}" for s in out[pipe]["interpolation"]["levels_without_interpolation"]))
+    return out
+
+
+__all__ = ["DECISION", "VERDICTS", "estimand", "observed_stats", "probability_with_mcse", "quantiles",
+           "summarize_model", "verdict"]

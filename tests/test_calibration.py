@@ -1,0 +1,137 @@
+"""Calibration of the memory verdict on simulated cubes with a known truth (real NUTS fits).
+
+Designs (docs/memory-model.md, "Calibration"): all pipelines null; null pipelines with 3 seeds
+and large seed noise beside pipelines that remember; the paper's scale without memory (10,000
+test examples, 7 sigma_w, 5 seeds); real memory of about 5 points; and simulation-based
+calibration from the model's own prior. Every fit refits one compiled sampler
+(tests/_memory_designs.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from initmem.simulate import SimPipeline, read_truth, simulate_cube
+
+from ._memory_designs import L, P, S, fit_cube, fit_tables, table_data, wilson
+
+pytestmark = pytest.mark.slow
+DELTA = 0.01
+
+
+def _null_cube(seed: int):
+    return simulate_cube([SimPipeline(f"n{k}", sigma_sd=0.0, seed_sd=0.1, residual_sd=0.1, n_sigma=L, n_seed=S)
+                          for k in range(P)], n_test=600, seed=seed)
+
+
+def _neighbour_cube(seed: int):
+    nulls = [SimPipeline(f"n{k}", sigma_sd=0.0, seed_sd=0.4, residual_sd=0.1, n_sigma=L, n_seed=3) for k in range(16)]
+    rem = [SimPipeline(f"r{k}", sigma_sd=0.3 + 0.05 * k, seed_sd=0.1, residual_sd=0.1, n_sigma=L, n_seed=S)
+           for k in range(8)]
+    return simulate_cube(nulls + rem, n_test=600, seed=seed)
+
+
+def _verdicts(model, delta=DELTA):
+    return {p: e for p, e in model.summarize(delta).items()}
+
+
+@pytest.fixture(scope="module")
+def null_fits():
+    """(pipeline summary, truth spread) of every null pipeline in all-null and neighbour cubes."""
+    out = []
+    for seed, make in ((11, _null_cube), (12, _null_cube), (21, _neighbour_cube), (22, _neighbour_cube)):
+        ds = make(seed)
+        truth = read_truth(ds)["pipelines"]
+        m = fit_cube(ds, seed=seed)
+        diag = m.diagnostics()
+        assert diag["divergences"] == 0, diag["flags"]  # R-hat at default settings: test_memory_model
+        for pipe, e in _verdicts(m).items():
+            out.append((make.__name__, pipe, e, truth[pipe]["spread"]))
+    return out
+
+
+def test_false_remembers_at_most_5_percent_over_null_pipeline_fits(null_fits):
+    nulls = [(kind, e) for kind, pipe, e, _ in null_fits if pipe.startswith("n")]
+    k = sum(e["verdict"] == "remembers" for _, e in nulls)
+    n = len(nulls)
+    lo, hi = wilson(k, n)
+    print(f"false 'remembers': {k}/{n} = {k / n:.3f} (95% Wilson {lo:.3f}-{hi:.3f})")
+    assert n >= 40
+    assert k / n <= 0.05
+    beside = [e for kind, e in nulls if kind == "_neighbour_cube"]
+    assert sum(e["verdict"] == "remembers" for e in beside) <= 0.05 * len(beside) + 1e-9
+    # the prior-sensitivity verdict is reported and (wider prior) not more decisive for forgetting
+    assert all(e["prior_sensitivity"]["verdict"] in ("remembers", "forgets", "inconclusive") for _, e in nulls)
+
+
+def test_remembering_neighbours_are_found(null_fits):
+    rem = [(e, t) for _, pipe, e, t in null_fits if pipe.startswith("r")]
+    found = sum(e["verdict"] == "remembers" for e, t in rem if t > 0.05)
+    assert found >= 0.8 * sum(t > 0.05 for _, t in rem)
+
+
+def test_paper_scale_null_mostly_forgets():
+    # 10,000 test examples, 7 sigma_w, 5 seeds, no memory; realistic seed noise (0.02 logit,
+    # about 0.3 points): "forgets" at delta = 1 point must be the usual answer.
+    ds = simulate_cube([SimPipeline(f"n{k}", sigma_sd=0.0, seed_sd=0.02, residual_sd=0.02, n_sigma=L, n_seed=5)
+                        for k in range(P)], n_test=10_000, seed=31)
+    verdicts = [e["verdict"] for e in _verdicts(fit_cube(ds, seed=31)).values()]
+    k = verdicts.count("forgets")
+    lo, hi = wilson(k, len(verdicts))
+    print(f"paper-scale null: 'forgets' {k}/{len(verdicts)} (95% Wilson {lo:.3f}-{hi:.3f}); "
+          f"'remembers' {verdicts.count('remembers')}")
+    assert k / len(verdicts) >= 0.75 and "remembers" not in verdicts
+
+
+def test_real_memory_of_5_points_is_found_and_covered():
+    specs = [SimPipeline(f"m{k}", sigma_sd=0.17, seed_sd=0.1, residual_sd=0.1, n_sigma=L, n_seed=S) for k in range(P)]
+    ds = simulate_cube(specs, n_test=600, seed=41)
+    truth = read_truth(ds)["pipelines"]
+    summ = _verdicts(fit_cube(ds, seed=41))
+    big = [p for p in summ if truth[p]["spread"] >= 0.04]
+    found = sum(summ[p]["verdict"] == "remembers" for p in big)
+    covered = sum(summ[p]["spread"]["q05"] <= truth[p]["spread"] <= summ[p]["spread"]["q95"] for p in summ)
+    print(f"5-point memory: 'remembers' {found}/{len(big)} with true spread >= 4 points; "
+          f"90% intervals cover the true spread {covered}/{len(summ)}")
+    assert len(big) >= 8 and found >= 0.8 * len(big)
+    assert 0.75 <= covered / len(summ) <= 1.0
+
+
+def _sbc_ranks(n_fits: int = 4, thin: int = 99):
+    """Ranks of the true sigma_sd and spread among posterior draws, data drawn from the prior."""
+    rng = np.random.default_rng(2024)
+    ranks = {"sigma_sd": [], "spread": []}
+    cover = {"sigma_sd": [], "spread": []}
+    for f in range(n_fits):
+        sd = np.abs(stats.t.rvs(3, size=(3, P), random_state=rng))
+        u = rng.standard_normal((P, L)) * sd[0][:, None]
+        v = rng.standard_normal((P, S)) * sd[1][:, None]
+        y = 0.5 + u[:, :, None] + v[:, None, :] + rng.standard_normal((P, L, S)) * sd[2][:, None, None]
+        m = fit_tables(table_data(y, np.ones((P, L, S), dtype=bool), 1.0), seed=100 + f)
+        post = m.idata.posterior
+        truth = {"sigma_sd": sd[0], "spread": np.ptp(u, axis=1)}
+        for name in ranks:
+            draws = post[name].values.reshape(-1, P)
+            pick = draws[np.linspace(0, draws.shape[0] - 1, thin).astype(int)]
+            ranks[name].extend((pick < truth[name][None]).sum(axis=0).tolist())
+            q05, q95 = np.quantile(draws, [0.05, 0.95], axis=0)
+            cover[name].extend(((q05 <= truth[name]) & (truth[name] <= q95)).tolist())
+    return ranks, cover, thin
+
+
+def test_sbc_ranks_uniform_and_90_percent_intervals_cover():
+    ranks, cover, thin = _sbc_ranks()
+    for name in ranks:
+        r = np.asarray(ranks[name])
+        counts = np.bincount(r * 8 // (thin + 1), minlength=8)
+        chi2 = stats.chisquare(counts)
+        ks = stats.kstest((r + 0.5) / (thin + 1), "uniform")
+        rate = float(np.mean(cover[name]))
+        lo, hi = wilson(int(np.sum(cover[name])), len(cover[name]))
+        print(f"SBC {name}: {len(r)} ranks, chi-square p = {chi2.pvalue:.3f}, KS p = {ks.pvalue:.3f}; "
+              f"90% coverage {rate:.3f} (95% Wilson {lo:.3f}-{hi:.3f})")
+        assert chi2.pvalue > 0.01 and ks.pvalue > 0.01
+        assert 0.80 <= rate <= 0.97
+

@@ -1,0 +1,82 @@
+"""``initmem plan`` predicts what real refits of the memory model decide.
+
+The planner evaluates the analysis's posterior by quadrature (models/plan.py); here its
+predicted P(remembers) and P(forgets) at 3 and 6 seeds are compared with the rates of the
+verdicts of real NUTS refits of experiments simulated from the same truth.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from initmem.errors import UserError
+from initmem.models import core
+from initmem.models.plan import decide, posterior_spread, power
+
+from ._memory_designs import FIT, L, P, S, fit_tables, table_data
+
+DELTA = 0.01
+SCALE = 0.01  # the noise scale the priors are expressed in (outcome units)
+TRUTHS = {  # name: (level values, seed SD, residual SD)
+    "remembers": (np.linspace(-1, 1, L) * 0.01, 0.006, 0.008),
+    "null": (np.zeros(L), 0.0012, 0.0016),
+}
+COMBOS = [("remembers", 3), ("remembers", 6), ("null", 3)]
+
+
+def _simulate(truth: str, n: int, n_seed: int, rng: np.random.Generator) -> np.ndarray:
+    u, sd_seed, sd_res = TRUTHS[truth]
+    return core.predictive_tables(np.full(n, 0.8), np.tile(u, (n, 1)), np.full(n, sd_seed), np.full(n, sd_res),
+                                  n_seed, rng)
+
+
+def test_decide_known_answers():
+    rng = np.random.default_rng(0)
+    big = np.array([0.0, 0.0, 10.0, 20.0])[None, :, None] + rng.normal(0, 0.5, (20, 4, 6))
+    assert np.all(decide(posterior_spread(big, 1.0, rng)) == 1)
+    flat = rng.normal(0, 0.05, (20, 4, 6))
+    assert np.all(decide(posterior_spread(flat, 3.0, rng)) == -1)
+
+
+def test_plan_without_analysis_is_a_user_error(tmp_path):
+    from initmem.models.plan import plan
+
+    with pytest.raises(UserError, match="no summary.json"):
+        plan(tmp_path)
+
+
+@pytest.mark.slow
+def test_plan_predictions_agree_with_refits():
+    rng = np.random.default_rng(5)
+    predicted = {}
+    for truth in TRUTHS:
+        # the refits below draw 2 x 500 draws: the plan is asked for that analysis's borderline band
+        r = power(lambda s, t=truth: _simulate(t, 200, s, rng), SCALE, DELTA, (3, 6), rng, 6,
+                  n_eff=FIT["chains"] * FIT["draws"])
+        predicted.update({(truth, s): (r["p_remembers"][s], r["p_forgets"][s]) for s in (3, 6)})
+    per = P // len(COMBOS)
+    counts = {c: np.zeros(2) for c in COMBOS}
+    n = {c: 0 for c in COMBOS}
+    for rep in range(4):
+        y = np.zeros((P, L, S))
+        used = np.zeros((P, L, S), dtype=bool)
+        for k, (truth, n_seed) in enumerate(COMBOS):
+            y[k * per:(k + 1) * per, :, :n_seed] = _simulate(truth, per, n_seed, rng)
+            used[k * per:(k + 1) * per, :, :n_seed] = True
+        out = fit_tables(table_data(y, used, SCALE), seed=rep).summarize(DELTA)
+        verdicts = [e["verdict"] for e in out.values()]
+        for k, c in enumerate(COMBOS):
+            block = verdicts[k * per:(k + 1) * per]
+            counts[c] += [block.count("remembers"), block.count("forgets")]
+            n[c] += per
+    for c in COMBOS:
+        got = counts[c] / n[c]
+        want = np.asarray(predicted[c])
+        se = np.sqrt(np.maximum(want * (1 - want), 0.02) / n[c])
+        print(f"{c}: plan P(remembers, forgets) = {want.round(3).tolist()}, refits {got.round(3).tolist()} "
+              f"over {n[c]} experiments")
+        assert np.all(np.abs(got - want) <= 3 * se + 0.05)
+    # what the plan says, the refits show: more seeds decide the remembering truth
+    assert predicted[("remembers", 6)][0] > predicted[("remembers", 3)][0] + 0.2
+    assert counts[("remembers", 6)][0] > counts[("remembers", 3)][0]

@@ -34,6 +34,7 @@ CURVES_NC = "curves.nc"
 POSTERIOR_NC = "posterior.nc"
 REPORT_HTML = "report.html"
 DEFAULT_CUBE = "cube.nc"  # where ``initmem run`` puts the cube: beside the analysis folder
+RUN_ANALYSIS_DIR = "analysis"  # the analysis folder inside an ``initmem run`` folder
 
 # Variables of curves.nc (written by initmem.stats.curves) that the report draws.
 CURVE_RHO, CURVE_RHO_Q05, CURVE_RHO_Q95 = "rho", "rho_q05", "rho_q95"
@@ -477,7 +478,7 @@ def interpolation_from_cube(ds: xr.Dataset, pipe: str, gate: str) -> Interpolati
 
 
 __all__ = [
-    "COLLAPSE_JSON", "COLLAPSE_SCHEMA", "CURVES_NC", "DEFAULT_CUBE", "GATES", "POSTERIOR_NC", "REPORT_HTML",
+    "COLLAPSE_JSON", "COLLAPSE_SCHEMA", "CURVES_NC", "DEFAULT_CUBE", "GATES", "POSTERIOR_NC", "REPORT_HTML", "RUN_ANALYSIS_DIR",
     "SUMMARY_JSON", "SUMMARY_SCHEMA", "CURVE_FUNC_SPREAD", "CURVE_RHO", "CURVE_RHO_Q05", "CURVE_RHO_Q95", "T_FIT", "VERDICTS", "AxisScore", "CollapseResult", "Diagnostics", "Divergence",
     "DivergenceSensitivity", "Expected", "ForgettingTime", "ForgettingTimes", "Frequentist", "Identifiability",
     "Interpolation", "Mcse", "Outputs", "PipelineResult", "PpcStat", "PriorSensitivity", "Quantiles",

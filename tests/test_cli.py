@@ -95,3 +95,14 @@ def test_analyze_gate_and_delta_are_checked_before_any_fit(tmp_path):
     assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--gate", "some"), "--gate")
     assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--delta", "0"), "--delta")
     assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--delta", "-1"), "--delta")
+
+
+def test_analyze_needs_delta_for_a_metric_that_is_not_an_accuracy(tmp_path):
+    from initmem.simulate import SimPipeline, simulate_cube
+
+    ds = simulate_cube([SimPipeline("a", n_sigma=3, n_seed=2), SimPipeline("b", n_sigma=3, n_seed=2)], seed=0)
+    ds[cube.WALL_SECONDS] = 60.0 + 100 * ds[cube.SELECTED_TEST_ACC]  # seconds: not an accuracy
+    cube.write_cube(ds, tmp_path / "c.nc")
+    args = ("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--metric", cube.WALL_SECONDS, "--gate", "all")
+    assert_user_error(invoke(*args), f"--delta is required for {cube.WALL_SECONDS}")
+    assert not (tmp_path / "a").exists()  # refused before anything was fitted or written

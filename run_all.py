@@ -106,10 +106,12 @@ def run_all(
     say: Callable[[str], None] | None = None,
     command: str | None = None,
     train_fn: Callable[..., Any] | None = None,
+    analyze_fn: Callable[..., Any] | None = None,
 ) -> RunResult:
     """Collect (resumably), analyze and report ``grid_path`` into ``out_dir`` (default runs/NAME).
 
-    ``train_fn`` replaces the training engine (tests use a fast deterministic stand-in).
+    ``train_fn`` replaces the training engine and ``analyze_fn`` the analysis (default
+    :func:`initmem.analysis.analyze_cube`): tests use fast deterministic stand-ins.
     """
     from initmem.grid import load_grid
 
@@ -140,9 +142,9 @@ def run_all(
         reused["analyze"] = True
     else:
         t0 = stage(2, "analyze", f"fitting the memory model and the collapse test into {analysis_dir}")
-        from initmem.analysis import analyze_cube
-
-        analyze_cube(cube_path, analysis_dir, progress=not quiet, **options)
+        if analyze_fn is None:
+            from initmem.analysis import analyze_cube as analyze_fn
+        analyze_fn(cube_path, analysis_dir, progress=not quiet, **options)
         write_json(out / STATE_FILE, {"cube_sha256": cube_digest(cube_path), "analyze_options": options})
         seconds["analyze"] = time.perf_counter() - t0
         reused["analyze"] = False

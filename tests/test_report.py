@@ -416,7 +416,7 @@ def test_cli_run_refuses_both_grid_and_preset(tmp_path):
     assert_user_error(invoke("run", str(tmp_path / "none.yaml")), "no such grid file")
 
 
-def test_run_all_collects_analyzes_reports_and_resumes(tmp_path, monkeypatch):
+def test_run_all_collects_analyzes_reports_and_resumes(tmp_path):
     """The orchestration of `initmem run`: stages in order into one folder, resumable, analysis reused.
 
     The trainer is the collector tests' deterministic stand-in and the analysis is replaced by the
@@ -425,7 +425,6 @@ def test_run_all_collects_analyzes_reports_and_resumes(tmp_path, monkeypatch):
     from _collect_fake import fake_train_pack
     from _collect_util import FAKE_GRID
 
-    import initmem.analysis
     from initmem.cube import open_cube
     from initmem.run_all import run_all
 
@@ -435,12 +434,11 @@ def test_run_all_collects_analyzes_reports_and_resumes(tmp_path, monkeypatch):
         calls.append((Path(cube_path), Path(out_dir), kw))
         write_analysis(open_cube(cube_path), Path(out_dir).parent, with_curves=False, write_cube=False)
 
-    monkeypatch.setattr(initmem.analysis, "analyze_cube", fake_analyze)
     grid = tmp_path / "fake.yaml"
     grid.write_text(FAKE_GRID)
     said: list[str] = []
     out = tmp_path / "run"
-    res = run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack,
+    res = run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, analyze_fn=fake_analyze,
                   analyze_options={"draws": 100})
     assert res.cube == out / "cube.nc" and res.cube.is_file()
     assert res.report == out / "report.html" and "<!DOCTYPE html>" in res.report.read_text()[:20]
@@ -450,15 +448,16 @@ def test_run_all_collects_analyzes_reports_and_resumes(tmp_path, monkeypatch):
     assert set(timings["seconds"]) == {"collect", "analyze", "report"} and timings["reused"] == {"analyze": False}
     # Second run: nothing left to train, the analysis is newer than the cube and is reused.
     said.clear()
-    res2 = run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack,
+    res2 = run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, analyze_fn=fake_analyze,
                    analyze_options={"draws": 100})
     assert len(calls) == 1 and res2.reused == {"analyze": True}
     assert any("reusing it" in s for s in said)
     # Other analysis options: analyze again.
-    run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, analyze_options={"draws": 200})
+    run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, analyze_fn=fake_analyze,
+            analyze_options={"draws": 200})
     assert len(calls) == 2
     # --reanalyze forces a new analysis.
-    run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, reanalyze=True,
+    run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, analyze_fn=fake_analyze, reanalyze=True,
             analyze_options={"draws": 200})
     assert len(calls) == 3
 

@@ -44,6 +44,22 @@ class JobsType(click.ParamType):
 JOBS = JobsType()
 
 
+class CubeNameChoice(click.Choice):
+    """A choice among cube variable names, given by their constants in initmem.cube and resolved on
+    first use: importing initmem.cube (numpy, xarray) when this module loads would slow down every
+    command, ``--help`` included."""
+
+    def __init__(self, *constants: str) -> None:  # click.Choice.__init__ would resolve them now
+        self.constants = constants
+        self.case_sensitive = True
+
+    @property
+    def choices(self) -> tuple[str, ...]:  # type: ignore[override]
+        from initmem import cube
+
+        return tuple(getattr(cube, c) for c in self.constants)
+
+
 def is_quiet() -> bool:
     return Verbosity.level == 0
 
@@ -107,8 +123,7 @@ def import_(table: Path, out: Path, n_test: int | None) -> None:
 
     ds = table_to_cube(table, n_test=n_test)
     cube.write_cube(ds, out)
-    echo(f"wrote {out}: {ds.sizes['pipeline']} pipeline(s) x {ds.sizes['sigma_w']} sigma_w x "
-         f"{ds.sizes['seed']} seed(s)")
+    echo(f"wrote {out}: {_shape(ds)}")
 
 
 # --- simulate ----------------------------------------------------------------------------
@@ -135,7 +150,8 @@ def import_(table: Path, out: Path, n_test: int | None) -> None:
               help="Test-set size for binomial counts.")
 @click.option("--curves/--no-curves", default=False, show_default=True,
               help="Add training curves whose radial memory decays along --truth-axis.")
-@click.option("--truth-axis", type=click.Choice(["epoch", "T_sgd", "T_l2", "T_adapt"]), default="T_sgd",
+@click.option("--truth-axis", type=CubeNameChoice("EPOCH", "T_SGD", "T_L2", "T_ADAPT"),
+              default=lambda: CubeNameChoice("T_SGD").choices[0],
               show_default=True, help="Time axis along which the simulated memory decays.")
 @click.option("--epochs", type=click.IntRange(min=1), default=30, show_default=True,
               help="Epochs of simulated curves.")
@@ -160,8 +176,7 @@ def simulate(out: Path | None, preset: str | None, list_presets: bool, pipelines
                              family=family, n_sigma=n_sigma, n_seed=n_seed) for i in range(pipelines)]
     ds = simulate_cube(specs, n_test=n_test, curves=curves, truth_axis=truth_axis, epochs=epochs, seed=seed)
     cube.write_cube(ds, out)
-    echo(f"wrote {out}: {ds.sizes['pipeline']} pipeline(s) x {ds.sizes['sigma_w']} sigma_w x "
-         f"{ds.sizes['seed']} seed(s); the truth is in its 'truth' attribute")
+    echo(f"wrote {out}: {_shape(ds)}; the truth is in its '{cube.A_TRUTH}' attribute")
 
 
 # --- collect (issues 3-4) ------------------------------------------------------------------
@@ -283,6 +298,14 @@ def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | No
     if d.flags:
         echo("diagnostics FAILED: " + "; ".join(d.flags), err=True)
     click.echo(str(Path(out_dir) / SUMMARY_JSON))
+
+
+def _shape(ds: object) -> str:
+    """'P pipeline(s) x L sigma_w x S seed(s)' of a cube."""
+    from initmem import cube
+
+    n = ds.sizes  # type: ignore[attr-defined]
+    return f"{n[cube.PIPELINE]} pipeline(s) x {n[cube.SIGMA]} sigma_w x {n[cube.SEED]} seed(s)"
 
 
 def _g(v: float | None, spec: str = ".4g") -> str:

@@ -427,7 +427,7 @@ def empty_cube(
     if epochs is not None:
         coords[EPOCH] = np.arange(epochs + 1, dtype="int64")
     ds = xr.Dataset(coords=coords)
-    ds.attrs = {"schema": SCHEMA, **(attrs or {})}
+    ds.attrs = {A_SCHEMA: SCHEMA, **(attrs or {})}
     return ds
 
 
@@ -436,7 +436,7 @@ def describe(ds: xr.Dataset) -> dict[str, Any]:
     problems = validate(ds)
     unpaired = unpaired_seeds(ds) if not any(p.severity == "error" for p in problems) else {}
     return {
-        "schema": ds.attrs.get("schema"),
+        "schema": ds.attrs.get(A_SCHEMA),
         "dims": {str(k): int(v) for k, v in ds.sizes.items()},
         "pipelines": pipeline_settings(ds) if PIPELINE in ds.coords else {},
         "sigma_w": [float(s) for s in ds[SIGMA].values] if SIGMA in ds.coords else [],

@@ -51,15 +51,13 @@ def _median(x: np.ndarray) -> float:
 
 def summary_rows(a: Analysis) -> list[dict[str, Any]]:
     k = a.scale
-    rows = []
-    for p in a.pipelines:
-        info = a.pipe(p)
+    def row(p: str, info: R.PipelineResult) -> dict[str, Any]:
         sp, ms, sd = info.spread, info.memory_share, info.seed_sd
         ti = _cell_stats(a, C.TAU_INTERP, p)
         tb = _cell_stats(a, C.TAU_BEST, p)
         sel = _cell_stats(a, C.SELECTED_TEST_ACC, p) * 100
         fin = _cell_stats(a, C.FINAL_TEST_ACC, p) * 100
-        rows.append({
+        return {
             "name": p,
             "verdict": info.verdict,
             "spread": q(sp) * k, "spread_lo": q(sp, "q05") * k, "spread_hi": q(sp, "q95") * k,
@@ -75,8 +73,9 @@ def summary_rows(a: Analysis) -> list[dict[str, Any]]:
             "n_sigma": info.n_sigma, "n_seed": info.n_seed,
             "n_excluded": info.n_excluded_total,
             "agreement": info.agreement,
-        })
-    return rows
+        }
+
+    return [row(p, a.pipe(p)) for p in a.pipelines]
 
 
 def interpolation_rows(a: Analysis) -> list[dict[str, Any]]:
@@ -97,14 +96,12 @@ def interpolation_rows(a: Analysis) -> list[dict[str, Any]]:
 def verdict_rows(a: Analysis) -> list[dict[str, Any]]:
     """Per pipeline: the verdict with its probabilities, their Monte Carlo error, and its qualifiers."""
     k = a.scale
-    rows = []
-    for p in a.pipelines:
-        info = a.pipe(p)
+    def row(p: str, info: R.PipelineResult) -> dict[str, Any]:
         mcse = info.mcse or R.Mcse()
         ps = info.prior_sensitivity
         dv = info.divergence
         sens = dv.sensitivity if dv is not None else None
-        rows.append({
+        return {
             "name": p, "verdict": info.verdict, "borderline": bool(info.borderline) or info.verdict == "borderline",
             "p_gt": num(info.p_spread_gt_delta), "p_lt": num(info.p_spread_lt_delta),
             "mcse_gt": num(mcse.p_spread_gt_delta), "mcse_lt": num(mcse.p_spread_lt_delta),
@@ -120,19 +117,18 @@ def verdict_rows(a: Analysis) -> list[dict[str, Any]]:
             "sens_verdict": sens.verdict if sens else None,
             "sens_spread": q(sens.spread) * k if sens else math.nan,
             "sens_note": sens.note if sens else "",
-        })
-    return rows
+        }
+
+    return [row(p, a.pipe(p)) for p in a.pipelines]
 
 
 def frequentist_rows(a: Analysis) -> list[dict[str, Any]]:
-    rows = []
-    for p in a.pipelines:
-        info = a.pipe(p)
+    def row(p: str, info: R.PipelineResult) -> dict[str, Any]:
         fq = info.frequentist or R.Frequentist()
         reml, rm, fr, tost = fq.reml, fq.rm_anova, fq.friedman, fq.tost
         eff = info.effect_sizes
         spread_points = eff.get("spread_points") if isinstance(eff.get("spread_points"), dict) else {}
-        rows.append({
+        return {
             "name": p, "verdict": info.verdict, "freq_verdict": fq.verdict,
             "reml_sigma": num(reml.sigma_sd), "reml_seed": num(reml.seed_sd), "reml_resid": num(reml.residual_sd),
             "F": num(rm.F), "rm_p": num(rm.p), "rm_p_holm": num(rm.p_holm), "ng2": num(rm.ng2),
@@ -145,19 +141,18 @@ def frequentist_rows(a: Analysis) -> list[dict[str, Any]]:
             "eff_spread": num(spread_points.get("estimate")), "eff_spread_lo": num(spread_points.get("q05")),
             "eff_spread_hi": num(spread_points.get("q95")),
             "eff_over_seed": num(eff.get("spread_over_seed_sd")), "eff_omega": num(eff.get("omega_sq")),
-        })
-    return rows
+        }
+
+    return [row(p, a.pipe(p)) for p in a.pipelines]
 
 
 def diagnostics_rows(a: Analysis) -> list[dict[str, Any]]:
     """Per-pipeline sampler diagnostics and posterior predictive checks (statistics in report units)."""
     k = a.scale
-    rows = []
-    for p in a.pipelines:
-        info = a.pipe(p)
+    def row(p: str, info: R.PipelineResult) -> dict[str, Any]:
         d = info.diagnostics
         sp, sd = info.ppc.get("spread"), info.ppc.get("seed_sd")
-        rows.append({
+        return {
             "name": p,
             "rhat": num(d.max_rhat), "ess": num(d.min_ess_bulk), "div": num(d.divergences),
             "ppc_spread_obs": k * q(sp, "observed"), "ppc_spread_p": q(sp, "p_value"),
@@ -166,8 +161,9 @@ def diagnostics_rows(a: Analysis) -> list[dict[str, Any]]:
             "ppc_sd_lo": k * q(sd, "q05"), "ppc_sd_hi": k * q(sd, "q95"),
             "n_excluded": info.n_excluded_total,
             "excluded_text": excluded_text(info.n_excluded),
-        })
-    return rows
+        }
+
+    return [row(p, a.pipe(p)) for p in a.pipelines]
 
 
 def collapse_rows(a: Analysis) -> list[dict[str, Any]]:

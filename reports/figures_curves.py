@@ -323,6 +323,8 @@ def forgetting_times(a: Analysis) -> Figure:
                 if np.isfinite(med) and med > 0:
                     ax.plot([med], [yi], "o", ms=5.5, color=colour(i), mec="white", mew=0.8)
             ax.set_xscale("log")
+            if known:  # room on the right for the censored arrows
+                ax.set_xlim(min(known) / 1.5, right * 2.4)
             plain_log(ax, "x")
             spread = q(ft[name], "spread")
             title = name + (f"   spread {spread:.2f}" if np.isfinite(spread) else "")

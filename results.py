@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import xarray as xr
@@ -63,6 +63,9 @@ class Record(BaseModel):
     def to_json(self) -> dict[str, Any]:
         """Plain JSON-safe dict (NaN -> null), without keys left unset on optional records."""
         return json_safe(self.model_dump(mode="python", exclude_unset=False, by_alias=True))
+
+
+Rec = TypeVar("Rec", bound=Record)
 
 
 class Quantiles(Record):
@@ -368,20 +371,21 @@ def _one_line_validation(where: str, exc: ValidationError) -> UserError:
     return UserError(f"{where}: {loc}: {first['msg']}{more}")
 
 
+def _build(model: type[Rec], schema: str, data: dict[str, Any]) -> Rec:
+    try:
+        return model.model_validate({**json_safe(data), "schema": schema})
+    except ValidationError as exc:  # pragma: no cover - reached only when a producer drifts
+        raise ValueError(f"{model.__name__} does not match {schema}: {exc}") from exc
+
+
 def build_summary(data: dict[str, Any]) -> Summary:
     """Validate an analysis's summary dict into a record; a mismatch is a bug in the producer."""
-    try:
-        return Summary.model_validate({**json_safe(data), "schema": SUMMARY_SCHEMA})
-    except ValidationError as exc:  # pragma: no cover - reached only when a producer drifts
-        raise ValueError(f"summary does not match {SUMMARY_SCHEMA}: {exc}") from exc
+    return _build(Summary, SUMMARY_SCHEMA, data)
 
 
 def build_collapse(data: dict[str, Any]) -> CollapseResult:
     """Validate a collapse-test dict (``stats.collapse.collapse_test``) into a record."""
-    try:
-        return CollapseResult.model_validate({**json_safe(data), "schema": COLLAPSE_SCHEMA})
-    except ValidationError as exc:  # pragma: no cover - reached only when a producer drifts
-        raise ValueError(f"collapse result does not match {COLLAPSE_SCHEMA}: {exc}") from exc
+    return _build(CollapseResult, COLLAPSE_SCHEMA, data)
 
 
 def write_summary(out_dir: str | os.PathLike, summary: Summary) -> Path:
@@ -406,11 +410,17 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _check_schema(path: Path, data: dict[str, Any], expected: str) -> None:
+def _load(path: Path, model: type[Rec], schema: str) -> Rec:
+    """Read one JSON file of the folder: another schema or a mistyped field is one line."""
+    data = _read_json(path)
     found = data.get("schema")
-    if found != expected:
+    if found != schema:
         shown = found if isinstance(found, str) and found else "missing"
-        raise UserError(f"{path} is schema {shown}; this initmem reads {expected}")
+        raise UserError(f"{path} is schema {shown}; this initmem reads {schema}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _one_line_validation(f"{path} does not match {schema}", exc) from None
 
 
 def check_folder(analysis_dir: str | os.PathLike) -> Path:
@@ -426,12 +436,7 @@ def check_folder(analysis_dir: str | os.PathLike) -> Path:
 def load_summary(analysis_dir: str | os.PathLike) -> Summary:
     """``DIR/summary.json`` as a record; bad or foreign files raise ``UserError`` with one line."""
     path = check_folder(analysis_dir) / SUMMARY_JSON
-    data = _read_json(path)
-    _check_schema(path, data, SUMMARY_SCHEMA)
-    try:
-        summary = Summary.model_validate(data)
-    except ValidationError as exc:
-        raise _one_line_validation(f"{path} does not match {SUMMARY_SCHEMA}", exc) from None
+    summary = _load(path, Summary, SUMMARY_SCHEMA)
     if not summary.pipelines:
         raise UserError(f"{path} lists no pipelines")
     return summary
@@ -440,14 +445,7 @@ def load_summary(analysis_dir: str | os.PathLike) -> Summary:
 def load_collapse(analysis_dir: str | os.PathLike) -> CollapseResult | None:
     """``DIR/collapse.json`` as a record, or None when the cube had no curves."""
     path = Path(analysis_dir) / COLLAPSE_JSON
-    if not path.is_file():
-        return None
-    data = _read_json(path)
-    _check_schema(path, data, COLLAPSE_SCHEMA)
-    try:
-        return CollapseResult.model_validate(data)
-    except ValidationError as exc:
-        raise _one_line_validation(f"{path} does not match {COLLAPSE_SCHEMA}", exc) from None
+    return _load(path, CollapseResult, COLLAPSE_SCHEMA) if path.is_file() else None
 
 
 def sigma_key(sigma_w: float) -> str:
@@ -475,13 +473,3 @@ def interpolation_from_cube(ds: xr.Dataset, pipe: str, gate: str) -> Interpolati
         levels_without_interpolation=[s for s, n, h in zip(levels, by_level, has_runs, strict=True) if h and n == 0],
         gate=gate,
     )
-
-
-__all__ = [
-    "COLLAPSE_JSON", "COLLAPSE_SCHEMA", "CURVES_NC", "DEFAULT_CUBE", "GATES", "POSTERIOR_NC", "REPORT_HTML", "RUN_ANALYSIS_DIR",
-    "SUMMARY_JSON", "SUMMARY_SCHEMA", "CURVE_FUNC_SPREAD", "CURVE_RHO", "CURVE_RHO_Q05", "CURVE_RHO_Q95", "T_FIT", "VERDICTS", "AxisScore", "CollapseResult", "Diagnostics", "Divergence",
-    "DivergenceSensitivity", "Expected", "ForgettingTime", "ForgettingTimes", "Frequentist", "Identifiability",
-    "Interpolation", "Mcse", "Outputs", "PipelineResult", "PpcStat", "PriorSensitivity", "Quantiles",
-    "Shares", "Summary", "TrendComparison", "VsEpoch", "build_collapse", "build_summary", "check_folder", "interpolated_cells", "interpolation_from_cube",
-    "load_collapse", "load_summary", "sigma_key", "write_collapse", "write_summary",
-]

@@ -134,6 +134,23 @@ class Frequentist(Record):
     verdict: str | None = None
 
 
+class Estimate(Record):
+    """A point estimate with its 90% interval."""
+
+    estimate: Num = None
+    q05: Num = None
+    q95: Num = None
+
+
+class EffectSizes(Record):
+    """Effect sizes of the frequentist cross-check (docs/statistics.md); more may be added."""
+
+    spread_points: Estimate = Field(default_factory=Estimate)  # spread in points (or outcome units)
+    spread_over_seed_sd: Num = None
+    omega_sq: Num = None
+    units: str | None = None
+
+
 class Mcse(Record):
     """Monte Carlo standard errors of the two verdict probabilities."""
 
@@ -212,7 +229,7 @@ class PipelineResult(Record):
     frequentist: Frequentist | None = None
     agreement: bool | None = None
     disagreements: list[str] = Field(default_factory=list)
-    effect_sizes: dict[str, Any] = Field(default_factory=dict)  # free-form: named effect sizes
+    effect_sizes: EffectSizes | None = None
     notes: list[str] = Field(default_factory=list)
     # summary/2 additions: optional so a fit without them still validates.
     mcse: Mcse | None = None

@@ -126,8 +126,8 @@ def frequentist_rows(a: Analysis) -> list[dict[str, Any]]:
     def row(p: str, info: R.PipelineResult) -> dict[str, Any]:
         fq = info.frequentist or R.Frequentist()
         reml, rm, fr, tost = fq.reml, fq.rm_anova, fq.friedman, fq.tost
-        eff = info.effect_sizes
-        spread_points = eff.get("spread_points") if isinstance(eff.get("spread_points"), dict) else {}
+        eff = info.effect_sizes or R.EffectSizes()
+        sp = eff.spread_points
         return {
             "name": p, "verdict": info.verdict, "freq_verdict": fq.verdict,
             "reml_sigma": num(reml.sigma_sd), "reml_seed": num(reml.seed_sd), "reml_resid": num(reml.residual_sd),
@@ -137,10 +137,9 @@ def frequentist_rows(a: Analysis) -> list[dict[str, Any]]:
             "agreement": info.agreement,
             "disagreements": list(info.disagreements),
             "notes": list(info.notes),
-            "effect": bool(eff),
-            "eff_spread": num(spread_points.get("estimate")), "eff_spread_lo": num(spread_points.get("q05")),
-            "eff_spread_hi": num(spread_points.get("q95")),
-            "eff_over_seed": num(eff.get("spread_over_seed_sd")), "eff_omega": num(eff.get("omega_sq")),
+            "effect": info.effect_sizes is not None,
+            "eff_spread": num(sp.estimate), "eff_spread_lo": num(sp.q05), "eff_spread_hi": num(sp.q95),
+            "eff_over_seed": num(eff.spread_over_seed_sd), "eff_omega": num(eff.omega_sq),
         }
 
     return [row(p, a.pipe(p)) for p in a.pipelines]

@@ -156,7 +156,6 @@ def analyze_cube(
     raw_collapse = collapse_test(ds, memory=memory, n_boot=200, seed=seed)
     collapse = R.build_collapse(raw_collapse) if raw_collapse is not None else None
     if collapse is not None:
-        _copy_forgetting_times(collapse, pipelines)
         R.write_collapse(out, collapse)
 
     first = next(iter(pipelines.values()), {})
@@ -187,6 +186,8 @@ def analyze_cube(
                                              seed=seed, progress=progress, summary=summary)
 
     record = R.build_summary(summary)
+    if collapse is not None:
+        R.attach_forgetting_times(record, collapse)
     arviz_io.to_netcdf(model.idata, out / R.POSTERIOR_NC)
     R.write_summary(out, record)
     return record
@@ -225,14 +226,6 @@ def _prepare(ds: xr.Dataset, metric: str | None, family: str | None, gate: str) 
         ds = ds.copy()
         ds[cube.STATUS] = ds[cube.STATUS].where(~cube.ok_cells(ds) | R.interpolated_cells(ds), cube.MISSING)
     return prepare_data(ds, metric, family)
-
-
-def _copy_forgetting_times(collapse: R.CollapseResult, pipelines: dict[str, dict[str, Any]]) -> None:
-    """Each pipeline's forgetting time per axis, from the collapse test into its summary entry."""
-    for axis, times in collapse.forgetting_times.items():
-        for pipe, t in times.per_pipeline.items():
-            if pipe in pipelines:
-                pipelines[pipe].setdefault("forgetting_time", {})[axis] = t.model_dump()
 
 
 def _trend_comparison(model: MemoryModel, *, sampler: str, draws: int, tune: int, chains: int, seed: int,

@@ -465,6 +465,15 @@ def load_collapse(analysis_dir: str | os.PathLike) -> CollapseResult | None:
     return _load(path, CollapseResult, COLLAPSE_SCHEMA) if path.is_file() else None
 
 
+def attach_forgetting_times(summary: Summary, collapse: CollapseResult) -> None:
+    """Copy each pipeline's forgetting time per axis from the collapse test into its summary entry,
+    so a reader of summary.json alone sees on which clock the pipelines forget alike."""
+    for axis, times in collapse.forgetting_times.items():
+        for pipe, t in times.per_pipeline.items():
+            if pipe in summary.pipelines:
+                summary.pipelines[pipe].forgetting_time[axis] = t.model_copy()
+
+
 def sigma_key(sigma_w: float) -> str:
     """The key of a sigma_w level in ``by_sigma_w`` maps: ``repr(float(sigma_w))`` ("0.25", "1.0")."""
     return repr(float(sigma_w))

@@ -227,9 +227,6 @@ def write_analysis(ds: xr.Dataset, root: Path, *, delta: float = 0.01, verdicts:
             curves[c] = ds[c].mean((C.SIGMA, C.SEED))
         curves.to_netcdf(out / R.CURVES_NC)
         collapse = collapse_result(ds, curves)
-        for axis, times in collapse.forgetting_times.items():
-            for p, t in times.per_pipeline.items():
-                pipes[p].forgetting_time[axis] = t
     summary = R.Summary(
         metric=C.SELECTED_TEST_ACC, family="binomial", likelihood="counts", estimand=ESTIMAND, delta=delta, gate=gate,
         n_test=int(ds.attrs.get(C.A_N_TEST, 0)) or None, pipelines=pipes,
@@ -243,6 +240,8 @@ def write_analysis(ds: xr.Dataset, root: Path, *, delta: float = 0.01, verdicts:
         outputs=R.Outputs(curves=R.CURVES_NC if curves is not None else None,
                           collapse=R.COLLAPSE_JSON if collapse is not None else None),
     )
+    if collapse is not None:
+        R.attach_forgetting_times(summary, collapse)
     if edit is not None:
         edit(summary)
     R.write_summary(out, summary)

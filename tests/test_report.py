@@ -252,8 +252,15 @@ def test_methods_and_provenance_come_from_the_grid(full_report):
 
 def test_pipeline_names_cannot_inject_markup(tmp_path):
     ds = small_cube(names=(XSS, "plain"), curves=True)
-    analysis = write_analysis(ds, tmp_path)
+
+    def strings_from_the_analysis(s: R.Summary) -> None:  # free text of summary/2 is escaped too
+        plain = s.pipelines["plain"]
+        plain.prior_sensitivity.prior = plain.estimand = XSS
+        plain.divergence = R.Divergence(n_diverged=1, warning=XSS)
+
+    analysis = write_analysis(ds, tmp_path, edit=strings_from_the_analysis)
     text = render_html(load_analysis(analysis))
+    assert text.count(html.escape(XSS, quote=False)) >= 4
     assert XSS not in text
     assert "<script>alert" not in text.lower()
     doc = parse(text)

@@ -23,7 +23,7 @@ lint: install
 
 # pytest exits 5 when it collects no test; that is a failure, never a success.
 test: lint
-	@rc=0; $(VENV)/bin/pytest -q || rc=$$?; \
+	@rc=0; $(VENV)/bin/pytest -q --durations=15 || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 test-fast: install

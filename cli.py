@@ -1,6 +1,6 @@
 """The ``initmem`` command line (click).
 
-Conventions (SPEC.md section 4): bad input exits 2 with one line ``initmem: error: ...`` and no
+Conventions (docs/analysis.md, "Command line"): bad input exits 2 with one line ``initmem: error: ...`` and no
 traceback; an internal fault exits 1; no command leaves a half-written file behind. Commands
 import their heavy modules lazily so ``initmem --help`` stays fast.
 """
@@ -42,6 +42,22 @@ class JobsType(click.ParamType):
 
 
 JOBS = JobsType()
+
+
+class CubeNameChoice(click.Choice):
+    """A choice among cube variable names, given by their constants in initmem.cube and resolved on
+    first use: importing initmem.cube (numpy, xarray) when this module loads would slow down every
+    command, ``--help`` included."""
+
+    def __init__(self, *constants: str) -> None:  # click.Choice.__init__ would resolve them now
+        self.constants = constants
+        self.case_sensitive = True
+
+    @property
+    def choices(self) -> tuple[str, ...]:  # type: ignore[override]
+        from initmem import cube
+
+        return tuple(getattr(cube, c) for c in self.constants)
 
 
 def is_quiet() -> bool:
@@ -107,8 +123,7 @@ def import_(table: Path, out: Path, n_test: int | None) -> None:
 
     ds = table_to_cube(table, n_test=n_test)
     cube.write_cube(ds, out)
-    echo(f"wrote {out}: {ds.sizes['pipeline']} pipeline(s) x {ds.sizes['sigma_w']} sigma_w x "
-         f"{ds.sizes['seed']} seed(s)")
+    echo(f"wrote {out}: {_shape(ds)}")
 
 
 # --- simulate ----------------------------------------------------------------------------
@@ -135,7 +150,8 @@ def import_(table: Path, out: Path, n_test: int | None) -> None:
               help="Test-set size for binomial counts.")
 @click.option("--curves/--no-curves", default=False, show_default=True,
               help="Add training curves whose radial memory decays along --truth-axis.")
-@click.option("--truth-axis", type=click.Choice(["epoch", "T_sgd", "T_l2", "T_adapt"]), default="T_sgd",
+@click.option("--truth-axis", type=CubeNameChoice("EPOCH", "T_SGD", "T_L2", "T_ADAPT"),
+              default=lambda: CubeNameChoice("T_SGD").choices[0],
               show_default=True, help="Time axis along which the simulated memory decays.")
 @click.option("--epochs", type=click.IntRange(min=1), default=30, show_default=True,
               help="Epochs of simulated curves.")
@@ -160,8 +176,7 @@ def simulate(out: Path | None, preset: str | None, list_presets: bool, pipelines
                              family=family, n_sigma=n_sigma, n_seed=n_seed) for i in range(pipelines)]
     ds = simulate_cube(specs, n_test=n_test, curves=curves, truth_axis=truth_axis, epochs=epochs, seed=seed)
     cube.write_cube(ds, out)
-    echo(f"wrote {out}: {ds.sizes['pipeline']} pipeline(s) x {ds.sizes['sigma_w']} sigma_w x "
-         f"{ds.sizes['seed']} seed(s); the truth is in its 'truth' attribute")
+    echo(f"wrote {out}: {_shape(ds)}; the truth is in its '{cube.A_TRUTH}' attribute")
 
 
 # --- collect (issues 3-4) ------------------------------------------------------------------
@@ -248,8 +263,11 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
 @click.option("--metric", default=None, help="Run variable to analyze (default: selected_test_acc).")
 @click.option("--family", type=click.Choice(["binomial", "gaussian", "student_t"]), default=None,
               help="Likelihood (default: binomial when test counts exist, else gaussian).")
-@click.option("--delta", type=float, default=0.01, show_default=True,
-              help="Smallest spread that matters, in outcome units (0.01 = 1 accuracy point).")
+@click.option("--delta", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Smallest spread that matters, in outcome units (default 0.01 = 1 point for accuracies; "
+                   "required for other metrics).")
+@click.option("--gate", type=click.Choice(["interpolated", "all"]), default="interpolated", show_default=True,
+              help="Fit only runs that reached the interpolation threshold, or every run.")
 @click.option("--sampler", type=click.Choice(["nutpie", "pymc"]), default="nutpie", show_default=True)
 @click.option("--draws", type=click.IntRange(min=1), default=1000, show_default=True, help="Draws per chain.")
 @click.option("--tune", type=click.IntRange(min=0), default=1000, show_default=True, help="Tuning steps per chain.")
@@ -258,27 +276,41 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
 @click.option("--memory", type=click.Choice(["radial", "functional"]), default="radial", show_default=True,
               help="Memory curve used by the collapse test.")
 @click.option("--trend", is_flag=True, help="Also fit a smooth trend over log sigma_w and compare by LOO.")
-def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | None, delta: float, sampler: str,
-            draws: int, tune: int, chains: int, seed: int, memory: str, trend: bool) -> None:
+def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | None, delta: float | None, gate: str,
+            sampler: str, draws: int, tune: int, chains: int, seed: int, memory: str, trend: bool) -> None:
     """Fit the hierarchical memory model; write DIR/posterior.nc and DIR/summary.json."""
     from initmem.analysis import analyze_cube
+    from initmem.results import SUMMARY_JSON
 
-    summary = analyze_cube(cube_path, out_dir, metric=metric, family=family, delta=delta, sampler=sampler,
-                           draws=draws, tune=tune, chains=chains, seed=seed, memory=memory,
+    summary = analyze_cube(cube_path, out_dir, metric=metric, family=family, delta=delta, gate=gate,
+                           sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed, memory=memory,
                            progress=not is_quiet(), trend=trend, command=["initmem", *sys.argv[1:]])
-    d = summary["diagnostics"]
-    echo(f"{summary['metric']} ({summary['family']}), delta = {summary['delta']:g}; sampler {d['sampler']}: "
-         f"compile {d['compile_seconds']:.1f} s, sampling {d['sampling_seconds']:.1f} s"
-         + (" (retried)" if d["retried"] else ""))
-    for pipe, p in summary["pipelines"].items():
-        sp = p["spread"]
-        echo(f"  {pipe:<20} {p['verdict']:<13} spread {sp['median']:.4g} [{sp['q05']:.4g}, {sp['q95']:.4g}]  "
-             f"P(spread > delta) = {p['p_spread_gt_delta']:.3f}")
-    for pipe, reason in summary["skipped"].items():
+    d = summary.diagnostics
+    echo(f"{summary.metric} ({summary.family}), delta = {summary.delta:g}, gate {summary.gate}; sampler "
+         f"{d.sampler}: compile {d.compile_seconds or 0:.1f} s, sampling {d.sampling_seconds or 0:.1f} s"
+         + (" (retried)" if d.retried else ""))
+    for pipe, p in summary.pipelines.items():
+        sp = p.spread
+        echo(f"  {pipe:<20} {p.verdict:<13} spread {_g(sp.median)} [{_g(sp.q05)}, {_g(sp.q95)}]  "
+             f"P(spread > delta) = {_g(p.p_spread_gt_delta, '.3f')}")
+    for pipe, reason in summary.skipped.items():
         echo(f"  {pipe:<20} skipped: {reason}")
-    if d["flags"]:
-        echo("diagnostics FAILED: " + "; ".join(d["flags"]), err=True)
-    click.echo(str(Path(out_dir) / "summary.json"))
+    if d.flags:
+        echo("diagnostics FAILED: " + "; ".join(d.flags), err=True)
+    click.echo(str(Path(out_dir) / SUMMARY_JSON))
+
+
+def _shape(ds: object) -> str:
+    """'P pipeline(s) x L sigma_w x S seed(s)' of a cube."""
+    from initmem import cube
+
+    n = ds.sizes  # type: ignore[attr-defined]
+    return f"{n[cube.PIPELINE]} pipeline(s) x {n[cube.SIGMA]} sigma_w x {n[cube.SEED]} seed(s)"
+
+
+def _g(v: float | None, spec: str = ".4g") -> str:
+    """A statistic for the terminal; '-' when it could not be computed (null in summary.json)."""
+    return "-" if v is None else format(v, spec)
 
 
 @app.command()

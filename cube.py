@@ -1,6 +1,6 @@
 """The cube: one NetCDF-4 file that holds every curve and every run of a grid.
 
-This is the only module that knows the file format (SPEC.md section 2). Everything else works
+This is the only module that knows the file format (docs/cube.md). Everything else works
 on labelled ``xarray.Dataset`` objects and calls :func:`open_cube` / :func:`write_cube`.
 """
 
@@ -81,10 +81,10 @@ EXPECTED_DIMS: dict[str, tuple[str, ...]] = {
 
 # Integer variables and the fill value that marks "no value" in them.
 INT_VARS: dict[str, tuple[str, int]] = {
-    "status": ("int8", 3),
-    "selected_test_correct": ("int32", -1),
-    "test_pred": ("int16", -1),
-    "test_label": ("int16", -1),
+    STATUS: ("int8", 3),  # 3 = MISSING
+    SELECTED_TEST_CORRECT: ("int32", -1),
+    TEST_PRED: ("int16", -1),
+    TEST_LABEL: ("int16", -1),
 }
 FLOAT_DTYPE = "float32"
 
@@ -130,7 +130,7 @@ def validate(ds: xr.Dataset) -> list[Problem]:
     problems: list[Problem] = []
     add = lambda code, msg, sev="error": problems.append(Problem(code, msg, sev))  # noqa: E731
 
-    schema = ds.attrs.get("schema")
+    schema = ds.attrs.get(A_SCHEMA)
     if schema != SCHEMA:
         add("schema_attr", f"global attribute 'schema' is {schema!r}, expected {SCHEMA!r}")
 
@@ -192,12 +192,12 @@ def validate(ds: xr.Dataset) -> list[Problem]:
         elif kind != "f":
             add("wrong_dtype", f"variable '{name}' must be floating point, found dtype {var.dtype}")
 
-    if "status" in ds.data_vars and ds["status"].dtype.kind in "iu":
-        bad = ~np.isin(ds["status"].values, list(STATUS_NAMES))
+    if STATUS in ds.data_vars and ds[STATUS].dtype.kind in "iu":
+        bad = ~np.isin(ds[STATUS].values, list(STATUS_NAMES))
         if bad.any():
             add("bad_status", f"variable 'status' holds {int(bad.sum())} value(s) outside {sorted(STATUS_NAMES)}")
 
-    if "selected_test_correct" in ds.data_vars and "n_test" not in ds.attrs:
+    if SELECTED_TEST_CORRECT in ds.data_vars and A_N_TEST not in ds.attrs:
         add("missing_attr", "'selected_test_correct' needs the global attribute 'n_test'")
 
     if not any(p.severity == "error" for p in problems):
@@ -214,8 +214,8 @@ def errors(ds: xr.Dataset) -> list[Problem]:
 
 def observed(ds: xr.Dataset) -> xr.DataArray:
     """Boolean (pipeline, sigma_w, seed): the cell has a result (status ok or diverged)."""
-    if "status" in ds.data_vars:
-        return ds["status"].isin([OK, DIVERGED])
+    if STATUS in ds.data_vars:
+        return ds[STATUS].isin([OK, DIVERGED])
     metric = next(v for v in ds.data_vars if set(CELL_DIMS) <= set(ds[v].dims))
     da = ds[metric]
     extra = [d for d in da.dims if d not in CELL_DIMS]
@@ -262,10 +262,10 @@ def unpaired_seeds(ds: xr.Dataset) -> dict[str, list[int]]:
 def status_counts(ds: xr.Dataset) -> dict[str, dict[str, int]]:
     """Per pipeline, how many cells are ok / diverged / failed / missing."""
     out: dict[str, dict[str, int]] = {}
-    if "status" not in ds.data_vars:
+    if STATUS not in ds.data_vars:
         return out
     for pipe in ds[PIPELINE].values.tolist():
-        vals = ds["status"].sel({PIPELINE: pipe}).values.ravel()
+        vals = ds[STATUS].sel({PIPELINE: pipe}).values.ravel()
         out[str(pipe)] = {name: int((vals == code).sum()) for code, name in STATUS_NAMES.items()}
     return out
 
@@ -427,7 +427,7 @@ def empty_cube(
     if epochs is not None:
         coords[EPOCH] = np.arange(epochs + 1, dtype="int64")
     ds = xr.Dataset(coords=coords)
-    ds.attrs = {"schema": SCHEMA, **(attrs or {})}
+    ds.attrs = {A_SCHEMA: SCHEMA, **(attrs or {})}
     return ds
 
 
@@ -436,7 +436,7 @@ def describe(ds: xr.Dataset) -> dict[str, Any]:
     problems = validate(ds)
     unpaired = unpaired_seeds(ds) if not any(p.severity == "error" for p in problems) else {}
     return {
-        "schema": ds.attrs.get("schema"),
+        "schema": ds.attrs.get(A_SCHEMA),
         "dims": {str(k): int(v) for k, v in ds.sizes.items()},
         "pipelines": pipeline_settings(ds) if PIPELINE in ds.coords else {},
         "sigma_w": [float(s) for s in ds[SIGMA].values] if SIGMA in ds.coords else [],
@@ -450,7 +450,7 @@ def describe(ds: xr.Dataset) -> dict[str, Any]:
         "status_counts": status_counts(ds),
         "seeds_paired": not unpaired,
         "unpaired_seeds": unpaired,
-        "attrs": {k: _py(v) for k, v in ds.attrs.items() if k != "grid"},
+        "attrs": {k: _py(v) for k, v in ds.attrs.items() if k != A_GRID},
         "problems": [asdict(p) for p in problems],
         "valid": not any(p.severity == "error" for p in problems),
     }

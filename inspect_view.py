@@ -7,15 +7,17 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from initmem import cube
+
 
 def render_description(info: dict[str, Any], title: str, console: Console | None = None) -> None:
     """Print the dict from :func:`initmem.cube.describe` as a few readable tables."""
     con = console or Console()
     valid = "[green]valid[/green]" if info["valid"] else "[bold red]INVALID[/bold red]"
-    con.print(f"[bold]{title}[/bold]  schema={info['schema']!s}  {valid}", highlight=False)
+    con.print(f"[bold]{title}[/bold]  schema={info[cube.A_SCHEMA]!s}  {valid}", highlight=False)
     con.print("dims: " + ", ".join(f"{k}={v}" for k, v in info["dims"].items()), highlight=False)
-    if info["sigma_w"]:
-        con.print("sigma_w: " + ", ".join(f"{s:g}" for s in info["sigma_w"]), highlight=False)
+    if info[cube.SIGMA]:
+        con.print(f"{cube.SIGMA}: " + ", ".join(f"{s:g}" for s in info[cube.SIGMA]), highlight=False)
     if info["seeds"]:
         con.print("seeds: " + ", ".join(str(s) for s in info["seeds"]), highlight=False)
 
@@ -23,14 +25,14 @@ def render_description(info: dict[str, Any], title: str, console: Console | None
     if pipes:
         counts = info["status_counts"]
         table = Table(title="pipelines", title_justify="left")
-        table.add_column("pipeline", no_wrap=True)
+        table.add_column(cube.PIPELINE, no_wrap=True)
         table.add_column("settings")
         if counts:
             table.add_column("ok/div/fail/miss", justify="right", no_wrap=True)
         for name, vals in pipes.items():
             row = [name, " ".join(f"{k}={_fmt(v)}" for k, v in sorted(vals.items()))]
             if counts:
-                row.append(" / ".join(str(counts[name][k]) for k in ("ok", "diverged", "failed", "missing")))
+                row.append(" / ".join(str(counts[name][k]) for k in cube.STATUS_NAMES.values()))
             table.add_row(*row)
         con.print(table)
 

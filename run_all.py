@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from initmem import cube as C
+from initmem import results as R
 from initmem.errors import UserError
 from initmem.jsonio import write_json
 
@@ -70,15 +72,20 @@ def cube_digest(cube_path: Path) -> str:
         h.update(("\x1f".join(map(str, values.ravel().tolist()))).encode() if values.dtype.kind == "O"
                  else np.ascontiguousarray(values).tobytes())
     for k in sorted(ds.attrs):
-        if k != "created":
+        if k != C.A_CREATED:
             h.update(f"{k}={ds.attrs[k]!r}".encode())
     return h.hexdigest()
 
 
 def analysis_is_current(out_dir: Path, cube_path: Path, options: dict[str, Any]) -> bool:
-    """The analysis in DIR/analysis was made from this very cube with these options."""
+    """The analysis in DIR/analysis was made from this very cube with these options, by this initmem
+    (an analysis folder of an older schema is redone, not reused)."""
     state_path = out_dir / STATE_FILE
-    if not (out_dir / "analysis" / "summary.json").is_file() or not state_path.is_file():
+    if not (out_dir / R.RUN_ANALYSIS_DIR / R.SUMMARY_JSON).is_file() or not state_path.is_file():
+        return False
+    try:
+        R.load_summary(out_dir / R.RUN_ANALYSIS_DIR)
+    except UserError:
         return False
     try:
         state = json.loads(state_path.read_text())
@@ -99,17 +106,19 @@ def run_all(
     say: Callable[[str], None] | None = None,
     command: str | None = None,
     train_fn: Callable[..., Any] | None = None,
+    analyze_fn: Callable[..., Any] | None = None,
 ) -> RunResult:
     """Collect (resumably), analyze and report ``grid_path`` into ``out_dir`` (default runs/NAME).
 
-    ``train_fn`` replaces the training engine (tests use a fast deterministic stand-in).
+    ``train_fn`` replaces the training engine and ``analyze_fn`` the analysis (default
+    :func:`initmem.analysis.analyze_cube`): tests use fast deterministic stand-ins.
     """
     from initmem.grid import load_grid
 
     grid = load_grid(grid_path)
     out = Path(out_dir) if out_dir is not None else Path("runs") / grid.name
-    analysis_dir = out / "analysis"
-    report_path = out / "report.html"
+    analysis_dir = out / R.RUN_ANALYSIS_DIR
+    report_path = out / R.REPORT_HTML
     say = say or (lambda _msg: None)
     seconds: dict[str, float] = {}
     reused: dict[str, bool] = {}
@@ -133,9 +142,9 @@ def run_all(
         reused["analyze"] = True
     else:
         t0 = stage(2, "analyze", f"fitting the memory model and the collapse test into {analysis_dir}")
-        from initmem.analysis import analyze_cube
-
-        analyze_cube(cube_path, analysis_dir, progress=not quiet, **options)
+        if analyze_fn is None:
+            from initmem.analysis import analyze_cube as analyze_fn
+        analyze_fn(cube_path, analysis_dir, progress=not quiet, **options)
         write_json(out / STATE_FILE, {"cube_sha256": cube_digest(cube_path), "analyze_options": options})
         seconds["analyze"] = time.perf_counter() - t0
         reused["analyze"] = False

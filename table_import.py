@@ -17,7 +17,7 @@ import xarray as xr
 from initmem import __version__, cube
 from initmem.errors import UserError
 
-KEYS = ("pipeline", "sigma_w", "seed")
+KEYS = (cube.PIPELINE, cube.SIGMA, cube.SEED)
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -49,26 +49,26 @@ def frame_to_cube(df: pd.DataFrame, *, n_test: int | None = None, source: str = 
     for key in KEYS:
         if key not in df.columns:
             raise UserError(f"{source}: missing key column '{key}' (need pipeline, sigma_w, seed)")
-    has_epoch = "epoch" in df.columns
-    keys = [*KEYS, "epoch"] if has_epoch else list(KEYS)
+    has_epoch = cube.EPOCH in df.columns
+    keys = [*KEYS, cube.EPOCH] if has_epoch else list(KEYS)
     df = df.copy()
-    df["pipeline"] = _pipeline_column(df["pipeline"], source)
-    df["sigma_w"] = _positive_column(df["sigma_w"], "sigma_w", source)
-    df["seed"] = _integer_column(df["seed"], "seed", source)
+    df[cube.PIPELINE] = _pipeline_column(df[cube.PIPELINE], source)
+    df[cube.SIGMA] = _positive_column(df[cube.SIGMA], cube.SIGMA, source)
+    df[cube.SEED] = _integer_column(df[cube.SEED], cube.SEED, source)
     if has_epoch:
-        df["epoch"] = _integer_column(df["epoch"], "epoch", source, minimum=0)
+        df[cube.EPOCH] = _integer_column(df[cube.EPOCH], cube.EPOCH, source, minimum=0)
 
     dup = df.duplicated(keys, keep=False)
     if dup.any():
         rows = [int(i) + 2 for i in np.flatnonzero(dup.to_numpy())]
         raise UserError(f"{source}: duplicate ({', '.join(keys)}) in rows {_rows(rows)}")
 
-    if "n_test" in df.columns:
-        values = pd.to_numeric(df["n_test"], errors="coerce").dropna().unique()
+    if cube.A_N_TEST in df.columns:
+        values = pd.to_numeric(df[cube.A_N_TEST], errors="coerce").dropna().unique()
         if len(values) != 1:
             raise UserError(f"{source}: column 'n_test' must hold one value for the whole table")
         n_test = n_test or int(values[0])
-        df = df.drop(columns="n_test")
+        df = df.drop(columns=cube.A_N_TEST)
 
     value_cols = [c for c in df.columns if c not in keys]
     coord_cols, metric_cols = [], []
@@ -82,7 +82,7 @@ def frame_to_cube(df: pd.DataFrame, *, n_test: int | None = None, source: str = 
             df[col] = numeric
             metric_cols.append(col)
         elif col in cube.PIPELINE_COORDS or not is_numeric:
-            if (df.groupby("pipeline")[col].nunique(dropna=False) > 1).any():
+            if (df.groupby(cube.PIPELINE)[col].nunique(dropna=False) > 1).any():
                 if not is_numeric:
                     raise UserError(f"{source}: column '{col}' is not numeric and varies within a pipeline; "
                                     "per-pipeline settings must be constant, metrics numeric")
@@ -96,13 +96,13 @@ def frame_to_cube(df: pd.DataFrame, *, n_test: int | None = None, source: str = 
     if not metric_cols:
         raise UserError(f"{source}: no numeric metric column besides {', '.join(keys)}")
 
-    pipelines = list(dict.fromkeys(df["pipeline"]))
-    sigmas = sorted(df["sigma_w"].unique().tolist())
-    seeds = sorted(df["seed"].unique().tolist())
-    epochs = sorted(df["epoch"].unique().tolist()) if has_epoch else None
+    pipelines = list(dict.fromkeys(df[cube.PIPELINE]))
+    sigmas = sorted(df[cube.SIGMA].unique().tolist())
+    seeds = sorted(df[cube.SEED].unique().tolist())
+    epochs = sorted(df[cube.EPOCH].unique().tolist()) if has_epoch else None
     ds = cube.empty_cube(pipelines, sigmas, seeds, attrs={
-        "source": f"initmem import {source}", "initmem_version": __version__,
-        "grid": "", "created": pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
+        cube.A_SOURCE: f"initmem import {source}", cube.A_INITMEM_VERSION: __version__,
+        cube.A_GRID: "", cube.A_CREATED: pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
     })
     if has_epoch:
         ds = ds.assign_coords({cube.EPOCH: np.asarray(epochs, dtype="int64")})
@@ -119,32 +119,32 @@ def frame_to_cube(df: pd.DataFrame, *, n_test: int | None = None, source: str = 
         ds[col] = xr.DataArray.from_series(per_cell).reindex_like(ds).transpose(*cube.CELL_DIMS)
 
     present = xr.DataArray.from_series(cells.size()).reindex_like(ds).notnull().transpose(*cube.CELL_DIMS)
-    if "status" in ds.data_vars:
-        ds["status"] = ds["status"].where(present, cube.MISSING).fillna(cube.MISSING)
+    if cube.STATUS in ds.data_vars:
+        ds[cube.STATUS] = ds[cube.STATUS].where(present, cube.MISSING).fillna(cube.MISSING)
     else:
-        ds["status"] = xr.where(present, cube.OK, cube.MISSING).astype("int8")
+        ds[cube.STATUS] = xr.where(present, cube.OK, cube.MISSING).astype("int8")
 
     for col in coord_cols:
-        first = df.groupby("pipeline", sort=False)[col].first().reindex(pipelines)
+        first = df.groupby(cube.PIPELINE, sort=False)[col].first().reindex(pipelines)
         values = first.to_numpy()
         if first.dtype.kind not in "iuf":
             values = np.array(["" if pd.isna(v) else str(v) for v in values], dtype=object)
         ds = ds.assign_coords({col: (cube.PIPELINE, values)})
 
     if n_test is not None:
-        ds.attrs["n_test"] = int(n_test)
-        if "selected_test_correct" not in ds and "selected_test_acc" in ds:
-            counts = ds["selected_test_acc"] * n_test
+        ds.attrs[cube.A_N_TEST] = int(n_test)
+        if cube.SELECTED_TEST_CORRECT not in ds and cube.SELECTED_TEST_ACC in ds:
+            counts = ds[cube.SELECTED_TEST_ACC] * n_test
             if bool((np.abs(counts - counts.round()) < 1e-3).where(counts.notnull(), True).all()):
-                ds["selected_test_correct"] = counts.round()
+                ds[cube.SELECTED_TEST_CORRECT] = counts.round()
     return cube.canonicalize(ds)
 
 
 def cube_to_frame(ds: xr.Dataset) -> pd.DataFrame:
     """The long table of a cube's observed cells (the inverse of :func:`frame_to_cube`)."""
     has_epoch = cube.EPOCH in ds.dims
-    obs = cube.observed(ds) if "status" in ds else None
-    cell_vars = [v for v in ds.data_vars if ds[v].dims == cube.CELL_DIMS and v != "status"]
+    obs = cube.observed(ds) if cube.STATUS in ds else None
+    cell_vars = [v for v in ds.data_vars if ds[v].dims == cube.CELL_DIMS and v != cube.STATUS]
     frame = ds[cell_vars].reset_coords(drop=True).to_dataframe()
     if obs is not None:
         frame = frame[obs.to_series().reindex(frame.index).to_numpy()]
@@ -155,8 +155,8 @@ def cube_to_frame(ds: xr.Dataset) -> pd.DataFrame:
     coords = [c for c in ds.coords if ds[c].dims == (cube.PIPELINE,)]
     out = frame.reset_index()
     for c in coords:
-        out[c] = out["pipeline"].map(dict(zip(ds[cube.PIPELINE].values, ds[c].values, strict=True)))
-    return out.drop(columns=[c for c in out.columns if c not in (*KEYS, "epoch", *cell_vars,
+        out[c] = out[cube.PIPELINE].map(dict(zip(ds[cube.PIPELINE].values, ds[c].values, strict=True)))
+    return out.drop(columns=[c for c in out.columns if c not in (*KEYS, cube.EPOCH, *cell_vars,
                                                                  *(curve_vars if has_epoch else ()), *coords)])
 
 

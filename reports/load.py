@@ -1,14 +1,14 @@
 """Everything a report needs, read from an analysis folder (and its cube), never recomputed.
 
-A report only presents: it reads ``summary.json`` (SPEC.md section 3), ``collapse.json`` and
-``curves.nc`` when the cube had curves, and the cube itself for the raw per-run values. It never
-opens ``posterior.nc``, trains or samples. Missing optional parts are not errors: they become
-skipped sections with a reason (:attr:`Analysis.skipped`).
+A report only presents: it reads ``summary.json`` and ``collapse.json`` through
+:mod:`initmem.results` (typed records; fields in docs/analysis-folder.md), ``curves.nc`` when the
+cube had curves, and the cube itself for the raw per-run values. It never opens ``posterior.nc``,
+trains or samples. Missing optional parts are not errors: they become notes with a reason
+(:attr:`Analysis.notes`).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,18 +18,17 @@ import xarray as xr
 import yaml
 
 from initmem import cube as cubemod
+from initmem import results as R
 from initmem.errors import UserError
-
-SUMMARY_SCHEMA = "initmem.summary/1"
 
 
 @dataclass
 class Analysis:
-    """One analysis folder, loaded: the JSON outputs as dicts, the curves and cube as datasets."""
+    """One analysis folder, loaded: the JSON outputs as records, the curves and cube as datasets."""
 
     dir: Path
-    summary: dict[str, Any]
-    collapse: dict[str, Any] | None = None
+    summary: R.Summary
+    collapse: R.CollapseResult | None = None
     curves: xr.Dataset | None = None
     cube: xr.Dataset | None = None
     cube_path: Path | None = None
@@ -37,20 +36,32 @@ class Analysis:
 
     @property
     def pipelines(self) -> list[str]:
-        return list(self.summary.get("pipelines", {}))
+        return list(self.summary.pipelines)
+
+    def pipe(self, name: str) -> R.PipelineResult:
+        return self.summary.pipelines[name]
 
     @property
     def metric(self) -> str:
-        return str(self.summary.get("metric", "metric"))
+        return self.summary.metric
 
     @property
     def is_accuracy(self) -> bool:
         """Accuracy-like metrics are shown in percentage points."""
-        return self.summary.get("family") == "binomial" or self.metric in cubemod.ACCURACY_VARS
+        return self.summary.family == "binomial" or self.metric in cubemod.ACCURACY_VARS
+
+    @property
+    def scale(self) -> float:
+        """Outcome units -> the units the report speaks in (points for accuracies)."""
+        return 100.0 if self.is_accuracy else 1.0
+
+    @property
+    def unit(self) -> str:
+        return "points" if self.is_accuracy else "units"
 
     @property
     def delta(self) -> float:
-        return float(self.summary.get("delta", 0.01))
+        return self.summary.delta
 
     @property
     def digits(self) -> int:
@@ -67,7 +78,7 @@ class Analysis:
         """The grid file the cube was collected from (None for simulated or imported cubes)."""
         if self.cube is None:
             return None
-        text = self.cube.attrs.get("grid")
+        text = self.cube.attrs.get(cubemod.A_GRID)
         if not isinstance(text, str) or not text.strip():
             return None
         try:
@@ -77,16 +88,6 @@ class Analysis:
         return data if isinstance(data, dict) else None
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path} must hold a JSON object")
-    return data
-
-
 def _find_cube(analysis_dir: Path, recorded: Any) -> Path | None:
     """The analysed cube: as recorded, else relative to the folder or its parent, else DIR/../cube.nc."""
     candidates: list[Path] = []
@@ -94,7 +95,7 @@ def _find_cube(analysis_dir: Path, recorded: Any) -> Path | None:
         p = Path(recorded)
         candidates += [p] if p.is_absolute() else [p, analysis_dir / p, analysis_dir.parent / p]
         candidates += [analysis_dir / p.name, analysis_dir.parent / p.name]
-    candidates += [analysis_dir.parent / "cube.nc", analysis_dir / "cube.nc"]
+    candidates += [analysis_dir.parent / R.DEFAULT_CUBE, analysis_dir / R.DEFAULT_CUBE]
     for c in candidates:
         if c.is_file():
             return c
@@ -103,23 +104,10 @@ def _find_cube(analysis_dir: Path, recorded: Any) -> Path | None:
 
 def load_analysis(analysis_dir: str | Path) -> Analysis:
     """Read an analysis folder; bad input (no folder, no summary.json) raises ``UserError``."""
-    d = Path(analysis_dir)
-    if not d.is_dir():
-        raise UserError(f"no such analysis folder: {d} (run 'initmem analyze CUBE --out {d}' first)")
-    summary_path = d / "summary.json"
-    if not summary_path.is_file():
-        raise UserError(f"{d} has no summary.json: run 'initmem analyze CUBE --out {d}' first")
-    summary = _read_json(summary_path)
-    if summary.get("schema") != SUMMARY_SCHEMA:
-        raise UserError(f"{summary_path} has schema {summary.get('schema')!r}, expected {SUMMARY_SCHEMA!r}")
-    if not isinstance(summary.get("pipelines"), dict) or not summary["pipelines"]:
-        raise UserError(f"{summary_path} lists no pipelines")
-    a = Analysis(dir=d, summary=summary)
-
-    collapse_path = d / "collapse.json"
-    if collapse_path.is_file():
-        a.collapse = _read_json(collapse_path)
-    curves_path = d / "curves.nc"
+    d = R.check_folder(analysis_dir)
+    summary = R.load_summary(d)
+    a = Analysis(dir=d, summary=summary, collapse=R.load_collapse(d))
+    curves_path = d / R.CURVES_NC
     if curves_path.is_file():
         try:
             with xr.open_dataset(curves_path, engine="netcdf4") as f:
@@ -127,9 +115,9 @@ def load_analysis(analysis_dir: str | Path) -> Analysis:
         except (OSError, ValueError) as exc:
             a.notes.append(f"curves.nc could not be read ({exc.__class__.__name__})")
 
-    cube_path = _find_cube(d, summary.get("cube"))
+    cube_path = _find_cube(d, summary.cube)
     if cube_path is None:
-        a.notes.append(f"the analysed cube ({summary.get('cube') or 'path not recorded'}) was not found")
+        a.notes.append(f"the analysed cube ({summary.cube or 'path not recorded'}) was not found")
     else:
         try:
             a.cube = cubemod.open_cube(cube_path)
@@ -150,11 +138,7 @@ def _align_pipelines(ds: xr.Dataset, pipelines: list[str], notes: list[str]) -> 
     return ds.sel({cubemod.PIPELINE: pipelines})
 
 
-def ok_mask(ds: xr.Dataset) -> xr.DataArray:
-    """Cells with a usable result (status ok) as booleans (pipeline, sigma_w, seed)."""
-    if "status" in ds.data_vars:
-        return ds["status"] == cubemod.OK
-    return cubemod.observed(ds)
+ok_mask = cubemod.ok_cells  # cells with a usable result (status ok), (pipeline, sigma_w, seed)
 
 
 def finite(values: Any) -> np.ndarray:

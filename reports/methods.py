@@ -1,6 +1,6 @@
 """The auto-generated methods paragraph: what a paper needs to say about how the numbers were made.
 
-Every sentence is assembled from what the analysis folder and the cube record (the grid file, the
+Every sentence is assembled from what the analysis folder (docs/analysis-folder.md) and the cube record (the grid file, the
 summary's model paragraph, priors, sampler diagnostics, tests and versions), so the text changes
 when the run changes. Nothing here is a hard-coded claim about results.
 """
@@ -10,9 +10,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from initmem import cube as C
 from initmem.reports.load import Analysis
 
 OPTIMIZER_NAMES = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW"}
+LIKELIHOOD_TEXT = {"per_example": "per-example Bernoulli outcomes on the shared test set",
+                   "counts": "binomial counts of correct test examples per run",
+                   "gaussian": "a Gaussian on the metric", "student_t": "a Student-t on the metric"}
 SELECT_TEXT = {"best_val_acc": "the checkpoint with the best validation accuracy", "last": "the last checkpoint"}
 
 
@@ -66,7 +70,8 @@ def design_sentences(a: Analysis) -> list[str]:
             f"We trained a {arch}{width} {norm} on {ds.get('name', '?')} (validation fraction "
             f"{_fmt(ds.get('val_fraction', 0.2))} of the training set, split seed {ds.get('split_seed', 0)}, "
             f"augmentation {ds.get('augment', 'none')}"
-            + (f", {a.cube.attrs['n_test']} test examples" if a.cube is not None and "n_test" in a.cube.attrs else "")
+            + (f", {a.cube.attrs[C.A_N_TEST]} test examples" if a.cube is not None and C.A_N_TEST in a.cube.attrs
+               else "")
             + ").")
         sig = grid.get("sigma_w") or []
         seeds = grid.get("seeds") or []
@@ -85,11 +90,11 @@ def design_sentences(a: Analysis) -> list[str]:
             f"a run counts as interpolating"
             f" from the first epoch its training accuracy reaches {_fmt(float(ev.get('interp_threshold', 0.995)))}.")
     elif a.cube is not None:
-        src = a.cube.attrs.get("source") or a.cube.attrs.get("device") or "an external source"
+        src = a.cube.attrs.get(C.A_SOURCE) or a.cube.attrs.get(C.A_DEVICE) or "an external source"
         n = a.cube.sizes
         out.append(
-            f"The cube was not collected from a grid file (source: {src}); it holds {n.get('pipeline', 0)} "
-            f"pipelines, {n.get('sigma_w', 0)} sigma_w levels and {n.get('seed', 0)} seeds.")
+            f"The cube was not collected from a grid file (source: {src}); it holds {n.get(C.PIPELINE, 0)} "
+            f"pipelines, {n.get(C.SIGMA, 0)} sigma_w levels and {n.get(C.SEED, 0)} seeds.")
     else:
         out.append("The analysed cube was not available when this report was built, so the design is described "
                    "from the analysis summary only.")
@@ -112,62 +117,68 @@ def _priors_text(priors: Any) -> str:
 def analysis_sentences(a: Analysis) -> list[str]:
     s = a.summary
     out: list[str] = []
-    metric = a.metric
-    fam = s.get("family", "?")
-    if s.get("model"):
-        out.append(str(s["model"]).strip())
+    if s.model:
+        out.append(s.model.strip())
     else:
         out.append(
-            f"The metric {metric} was modelled per pipeline with crossed sigma_w-level, seed and residual effects "
-            f"({fam} likelihood), with partially pooled component standard deviations.")
-    pr = _priors_text(s.get("priors"))
+            f"The metric {a.metric} was modelled per pipeline with crossed sigma_w-level, seed and residual effects "
+            f"({s.family} likelihood), with partially pooled component standard deviations.")
+    if s.likelihood:
+        out.append(f"Observation model: {LIKELIHOOD_TEXT.get(s.likelihood, s.likelihood)}.")
+    pr = _priors_text(s.priors)
     if pr:
         out.append(pr)
-    d = s.get("diagnostics", {}) or {}
-    samp = d.get("sampler")
-    if samp:
-        bits = [f"Posteriors were sampled with {samp}"]
-        for key, label in (("chains", "chains"), ("draws", "draws per chain"), ("tune", "tuning steps")):
-            if d.get(key) is not None:
-                bits.append(f"{d[key]} {label}")
+    d = s.diagnostics
+    if d.sampler:
+        bits = [f"Posteriors were sampled with {d.sampler}"]
+        for value, label in ((d.chains, "chains"), (d.draws, "draws per chain"), (d.tune, "tuning steps")):
+            if value is not None:
+                bits.append(f"{value} {label}")
         diag = []
-        if d.get("max_rhat") is not None:
-            diag.append(f"max R-hat {float(d['max_rhat']):.3f}")
-        if d.get("min_ess_bulk") is not None:
-            diag.append(f"min bulk ESS {float(d['min_ess_bulk']):.0f}")
-        if d.get("divergences") is not None:
-            diag.append(f"{int(d['divergences'])} divergent transitions")
+        if d.max_rhat is not None:
+            diag.append(f"max R-hat {d.max_rhat:.3f}")
+        if d.min_ess_bulk is not None:
+            diag.append(f"min bulk ESS {d.min_ess_bulk:.0f}")
+        if d.divergences is not None:
+            diag.append(f"{d.divergences} divergent transitions")
         out.append(", ".join(bits) + (f" ({', '.join(diag)})." if diag else "."))
-    delta = a.delta
-    unit = f"{delta * 100:g} accuracy points" if a.is_accuracy else f"{delta:g}"
+    if s.gate == "interpolated":
+        out.append("Only runs whose training accuracy reached the interpolation threshold entered the fit; sigma_w "
+                   "levels without such a run were left out.")
+    elif s.gate == "all":
+        out.append("Every finished run entered the fit, whether or not it reached the interpolation threshold.")
+    unit = f"{a.delta * 100:g} accuracy points" if a.is_accuracy else f"{a.delta:g}"
     out.append(
-        "The spread is the maximum minus the minimum over the sigma_w grid of the expected metric with seed noise "
-        f"averaged out. A pipeline remembers its initialization if P(spread > delta) >= 0.95, forgets it if "
-        f"P(spread < delta) >= 0.95, and is inconclusive otherwise, with delta = {unit}.")
+        (s.estimand.strip() + " " if s.estimand else
+         "The spread is the maximum minus the minimum over the sigma_w grid of the expected metric with seed noise "
+         "averaged out. ")
+        + "A pipeline remembers its initialization if P(spread > delta) >= 0.95, forgets it if "
+        f"P(spread < delta) >= 0.95, and is inconclusive otherwise, with delta = {unit}; a verdict probability "
+        "within two Monte Carlo standard errors of 0.95 is reported as borderline, not as decided.")
     out.append(
         "As frequentist cross-checks, each pipeline was treated as a randomized complete block design (treatment "
         "sigma_w, block seed): REML variance components of y ~ 1 + (1|sigma_w) + (1|seed), a repeated-measures "
         "ANOVA with generalized eta squared, a Friedman test and two one-sided tests (TOST) of the spread against "
         "+-delta, with Holm's correction across pipelines.")
-    if a.collapse:
-        c = a.collapse
+    c = a.collapse
+    if c is not None:
+        adj = {"holm": "Holm's correction", "max_statistic": "the max-statistic permutation correction"}
         out.append(
-            f"Forgetting clocks were compared by a leave-one-pipeline-out collapse test on the {c.get('memory', 'radial')} "
+            f"Forgetting clocks were compared by a leave-one-pipeline-out collapse test on the {c.memory} "
             "memory curves: one monotone master curve per time axis is fitted to the other pipelines and scored on the "
             "held-out pipeline relative to its seed-noise variance; the gain D over epochs is tested with an exact "
             "sign-flip permutation test over pipelines and a cluster bootstrap interval"
-            + (f" ({c['n_pipelines']} pipelines, smallest attainable p-value {float(c['min_p_value']):.3g})"
-               if c.get("n_pipelines") and c.get("min_p_value") is not None else "") + ".")
+            + (f", with p-values adjusted across the clocks tried by {adj.get(c.adjustment, c.adjustment)}"
+               if c.adjustment else "")
+            + (f" ({c.n_pipelines} pipelines, smallest attainable p-value {c.min_p_possible:.3g})"
+               if c.n_pipelines and c.min_p_possible is not None else "") + ".")
     return out
 
 
 def software_sentence(a: Analysis, report_versions: dict[str, str]) -> str:
-    versions: dict[str, str] = {}
-    sv = a.summary.get("versions")
-    if isinstance(sv, dict):
-        versions.update({str(k): str(v) for k, v in sv.items()})
+    versions: dict[str, str] = dict(a.summary.versions)
     if a.cube is not None:
-        for attr, name in (("initmem_version", "initmem (collect)"), ("torch_version", "torch")):
+        for attr, name in ((C.A_INITMEM_VERSION, "initmem (collect)"), (C.A_TORCH_VERSION, "torch")):
             v = a.cube.attrs.get(attr)
             if v and name not in versions and not (name == "torch" and "torch" in versions):
                 versions[name] = str(v)

@@ -23,7 +23,7 @@ from markupsafe import Markup  # noqa: E402
 
 # Colour-blind safe (Okabe-Ito), yellow last: it is hard to read on white.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
-VERDICT_COLOURS = {"remembers": "#D55E00", "forgets": "#009E73", "inconclusive": "#6E6E6E"}
+VERDICT_COLOURS = {"remembers": "#D55E00", "forgets": "#009E73", "borderline": "#CC79A7", "inconclusive": "#6E6E6E"}
 SIGMA_CMAP = "viridis"
 
 STYLE = {

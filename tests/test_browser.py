@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from initmem import results as R
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -56,8 +58,8 @@ def make_real_run(root: Path, names: tuple[str, ...]) -> Path:
                     weight_decay=5e-4, momentum=0.9, schedule="cosine"),
     ]
     ds = simulate_cube(specs, curves=True, epochs=10, seed=3)
-    cube_path = cube.write_cube(ds, root / "cube.nc")
-    analysis = root / "analysis"
+    cube_path = cube.write_cube(ds, root / R.DEFAULT_CUBE)
+    analysis = root / R.RUN_ANALYSIS_DIR
     from initmem.analysis import analyze_cube
 
     analyze_cube(cube_path, analysis, draws=200, tune=200, chains=2, seed=0, progress=False)
@@ -115,7 +117,9 @@ def open_page(browser, url: str, width: int = 1280):
     page.on("request", lambda r: events["requests"].append(r.url))
     page.on("dialog", lambda d: (events["dialogs"].append(d.message), d.dismiss()))
     page.goto(url, wait_until="load")
-    page.wait_for_timeout(300)
+    # The page's one script has run once it made the sortable headers focusable: wait for that
+    # state rather than for a fixed time (a loaded machine may take longer than any fixed wait).
+    page.wait_for_function("() => document.querySelector('#summary-table thead th').tabIndex === 0")
     return page, events
 
 
@@ -130,7 +134,10 @@ def test_report_renders_offline_without_errors(browser, server, report, tmp_path
 
         figs = page.locator("figure.plot-figure svg")
         n = figs.count()
-        assert n == 9  # metric, shares, forest, training curves, tau, kernel norms, rho, clocks, PPC
+        # metric, shares, forest, training curves, tau, kernel norms, rho, clocks, PPC, and the
+        # forgetting times when the collapse test reports them
+        collapse = R.load_collapse(path.parent / R.RUN_ANALYSIS_DIR)
+        assert n == 9 + bool(collapse is not None and collapse.forgetting_times)
         for i in range(n):
             figs.nth(i).scroll_into_view_if_needed()
             box = figs.nth(i).bounding_box()

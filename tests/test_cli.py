@@ -1,18 +1,25 @@
-"""Command-line conventions: --help everywhere, one-line errors with exit 2, faults exit 1."""
+"""Command-line conventions: --help everywhere, one-line errors with exit 2, faults exit 1.
+
+Most checks run in this process through the real entry point (``invoke``: ``cli.main`` under
+click's CliRunner isolation). A few run the real interpreter (``run_cli``) because that is what
+they are about: the exit status a shell sees, and no traceback on stderr.
+"""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from initmem import cube
 from initmem.cli import app
 
-from .conftest import assert_user_error, run_cli
+from .conftest import assert_user_error, invoke, run_cli
 
 COMMANDS = sorted(app.commands)
 
 
 def test_top_level_help_lists_commands():
-    proc = run_cli("--help")
+    proc = invoke("--help")
     assert proc.returncode == 0
     for name in COMMANDS:
         assert name in proc.stdout
@@ -20,59 +27,82 @@ def test_top_level_help_lists_commands():
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_every_command_has_help(name):
-    proc = run_cli(name, "--help")
+    proc = invoke(name, "--help")
     assert proc.returncode == 0, proc.stderr
     assert "Usage:" in proc.stdout
 
 
-def test_unknown_command_and_bad_option_are_user_errors():
+def test_real_interpreter_exit_status_and_one_line_errors(tmp_path):
+    """A fresh interpreter, as a shell runs it: exit 2, one 'initmem: error:' line, no traceback."""
     assert_user_error(run_cli("frobnicate"), "No such command")
-    assert_user_error(run_cli("simulate", "--out", "x.nc", "--family", "poisson"), "--family")
+    assert_user_error(run_cli("inspect", tmp_path / "nope.nc"), "no such cube file")
+    proc = run_cli("--help")
+    assert proc.returncode == 0 and "Usage:" in proc.stdout
+
+
+def test_unknown_command_and_bad_option_are_user_errors():
+    assert_user_error(invoke("frobnicate"), "No such command")
+    assert_user_error(invoke("simulate", "--out", "x.nc", "--family", "poisson"), "--family")
 
 
 def test_missing_cube_is_a_user_error(tmp_path):
-    assert_user_error(run_cli("inspect", tmp_path / "nope.nc"), "no such cube file")
+    assert_user_error(invoke("inspect", tmp_path / "nope.nc"), "no such cube file")
 
 
 def test_not_a_netcdf_file_is_a_user_error(tmp_path):
     bad = tmp_path / "bad.nc"
     bad.write_text("hello")
-    assert_user_error(run_cli("inspect", bad), "not a readable NetCDF cube")
+    assert_user_error(invoke("inspect", bad), "not a readable NetCDF cube")
 
 
 def test_inspect_exits_2_on_an_invalid_cube(tmp_path):
-    import numpy as np
-
-    from initmem import cube
-
     ds = cube.empty_cube(["a"], [1.0, 2.0], [0, 1])
-    ds["status"] = (cube.CELL_DIMS, np.zeros((1, 2, 2), dtype="int8"))
-    ds.attrs["schema"] = "something/else"
+    ds[cube.STATUS] = (cube.CELL_DIMS, np.zeros((1, 2, 2), dtype="int8"))
+    ds.attrs[cube.A_SCHEMA] = "something/else"
     ds.to_netcdf(tmp_path / "c.nc")
-    proc = run_cli("inspect", tmp_path / "c.nc")
+    proc = invoke("inspect", tmp_path / "c.nc")
     assert proc.returncode == 2
     assert "schema" in proc.stdout and proc.stderr.startswith("initmem: error:")
-    proc = run_cli("inspect", tmp_path / "c.nc", "--json")
+    proc = invoke("inspect", tmp_path / "c.nc", "--json")
     assert proc.returncode == 2 and '"schema_attr"' in proc.stdout
 
 
 def test_quiet_prints_nothing_on_success(tmp_path):
-    proc = run_cli("--quiet", "simulate", "--out", tmp_path / "s.nc")
+    proc = invoke("--quiet", "simulate", "--out", tmp_path / "s.nc")
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    assert (tmp_path / "s.nc").is_file()
 
 
 def test_internal_fault_exits_1(tmp_path, monkeypatch):
-    from initmem import cli
-
     def boom(*a, **k):
         raise ZeroDivisionError("boom")
 
     monkeypatch.setattr("initmem.simulate.simulate_cube", boom)
-    assert cli.main(["simulate", "--out", str(tmp_path / "s.nc")]) == 1
+    proc = invoke("simulate", "--out", str(tmp_path / "s.nc"))
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("initmem: internal error: ZeroDivisionError: boom")
+    assert "Traceback" not in proc.stderr
     assert not (tmp_path / "s.nc").exists()
 
 
 def test_simulate_lists_presets_without_out_and_needs_out_otherwise():
-    proc = run_cli("simulate", "--list-presets")
+    proc = invoke("simulate", "--list-presets")
     assert proc.returncode == 0 and "quick_like" in proc.stdout and "contrast" in proc.stdout
-    assert_user_error(run_cli("simulate"), "--out")
+    assert_user_error(invoke("simulate"), "--out")
+
+
+def test_analyze_gate_and_delta_are_checked_before_any_fit(tmp_path):
+    assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--gate", "some"), "--gate")
+    assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--delta", "0"), "--delta")
+    assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--delta", "-1"), "--delta")
+
+
+def test_analyze_needs_delta_for_a_metric_that_is_not_an_accuracy(tmp_path):
+    from initmem.simulate import SimPipeline, simulate_cube
+
+    ds = simulate_cube([SimPipeline("a", n_sigma=3, n_seed=2), SimPipeline("b", n_sigma=3, n_seed=2)], seed=0)
+    ds[cube.WALL_SECONDS] = 60.0 + 100 * ds[cube.SELECTED_TEST_ACC]  # seconds: not an accuracy
+    cube.write_cube(ds, tmp_path / "c.nc")
+    args = ("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--metric", cube.WALL_SECONDS, "--gate", "all")
+    assert_user_error(invoke(*args), f"--delta is required for {cube.WALL_SECONDS}")
+    assert not (tmp_path / "a").exists()  # refused before anything was fitted or written

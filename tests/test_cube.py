@@ -23,12 +23,12 @@ def valid_cubes(draw) -> xr.Dataset:
     rng = np.random.default_rng(draw(st.integers(0, 2**31)))
     ds = cube.empty_cube(names, sigma.tolist(), seeds, epochs=n_ep - 1 if n_ep else None, attrs={"n_test": 100})
     shape = (n_p, n_sig, n_seed)
-    ds["status"] = (cube.CELL_DIMS, rng.integers(0, 4, shape).astype("int8"))
-    ds["selected_test_acc"] = (cube.CELL_DIMS, rng.random(shape))
-    ds["selected_test_correct"] = (cube.CELL_DIMS, rng.integers(0, 100, shape))
+    ds[cube.STATUS] = (cube.CELL_DIMS, rng.integers(0, 4, shape).astype("int8"))
+    ds[cube.SELECTED_TEST_ACC] = (cube.CELL_DIMS, rng.random(shape))
+    ds[cube.SELECTED_TEST_CORRECT] = (cube.CELL_DIMS, rng.integers(0, 100, shape))
     if n_ep:
         ds["val_acc"] = (cube.CURVE_DIMS, rng.random((*shape, n_ep)))
-        ds["kernel_norm"] = (cube.CURVE_DIMS, rng.random((*shape, n_ep)) + 1)
+        ds[cube.KERNEL_NORM] = (cube.CURVE_DIMS, rng.random((*shape, n_ep)) + 1)
     ds = ds.assign_coords(lr=("pipeline", rng.random(n_p)), optimizer=("pipeline", np.array(["sgd"] * n_p, dtype=object)))
     return cube.canonicalize(ds)
 
@@ -60,9 +60,9 @@ def test_each_damage_is_reported_by_name(ds, damage):
     if damage == "missing_dim":
         bad = ds.rename({"seed": "replicate"})
     elif damage == "wrong_dtype":
-        bad = ds.assign(status=ds["status"].astype("float32"))
+        bad = ds.assign(status=ds[cube.STATUS].astype("float32"))
     elif damage == "unpaired_seed":
-        status = ds["status"].values.copy()
+        status = ds[cube.STATUS].values.copy()
         status[0] = cube.OK
         status[0, 0, 0] = cube.MISSING
         bad = ds.assign(status=(cube.CELL_DIMS, status))
@@ -77,7 +77,7 @@ def test_each_damage_is_reported_by_name(ds, damage):
 
 def test_all_problems_are_reported_not_only_the_first():
     ds = cube.empty_cube(["a"], [1.0, 2.0], [0, 1])
-    ds["status"] = (cube.CELL_DIMS, np.zeros((1, 2, 2), dtype="float64"))
+    ds[cube.STATUS] = (cube.CELL_DIMS, np.zeros((1, 2, 2), dtype="float64"))
     ds.attrs["schema"] = "nope"
     ds = ds.assign_coords(sigma_w=[1.0, np.nan])
     found = codes(ds)
@@ -86,14 +86,14 @@ def test_all_problems_are_reported_not_only_the_first():
 
 def test_nan_in_pipeline_or_seed_coordinate_is_named():
     ds = cube.empty_cube(["a", "b"], [1.0, 2.0], [0, 1])
-    ds["selected_test_acc"] = (cube.CELL_DIMS, np.zeros((2, 2, 2), dtype="float32"))
+    ds[cube.SELECTED_TEST_ACC] = (cube.CELL_DIMS, np.zeros((2, 2, 2), dtype="float32"))
     assert "nan_coord" in codes(ds.assign_coords(seed=[0.0, np.nan]))
     assert "nan_coord" in codes(ds.assign_coords(pipeline=np.array(["a", None], dtype=object)))
 
 
 def test_unpaired_seed_is_a_warning_not_an_error():
     ds = cube.empty_cube(["a"], [1.0, 2.0], [0, 1])
-    ds["status"] = (cube.CELL_DIMS, np.array([[[0, 0], [0, 3]]], dtype="int8"))
+    ds[cube.STATUS] = (cube.CELL_DIMS, np.array([[[0, 0], [0, 3]]], dtype="int8"))
     problems = cube.validate(ds)
     assert [p.code for p in problems] == ["unpaired_seed"]
     assert problems[0].severity == "warning"

@@ -1,4 +1,4 @@
-"""``initmem import``: round trip, missing cells, and every refused table through the real CLI."""
+"""``initmem import``: round trip, missing cells, and every refused table through the CLI entry point."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from initmem import atomic, cube
 from initmem.table_import import cube_to_frame, frame_to_cube
 
-from .conftest import assert_user_error
+from .conftest import assert_user_error, invoke
 
 
 def long_table(with_epoch: bool = False) -> pd.DataFrame:
@@ -36,7 +36,7 @@ def test_table_to_cube_and_back(tmp_path, with_epoch):
     ds = frame_to_cube(table, n_test=200)
     assert cube.errors(ds) == []
     assert list(ds["optimizer"].values) == ["sgd", "adam"]
-    assert ds["selected_test_correct"].dtype == np.int32
+    assert ds[cube.SELECTED_TEST_CORRECT].dtype == np.int32
     cube.write_cube(ds, tmp_path / "c.nc")
     back = cube_to_frame(cube.open_cube(tmp_path / "c.nc"))
     keys = ["pipeline", "sigma_w", "seed"] + (["epoch"] if with_epoch else [])
@@ -49,17 +49,17 @@ def test_table_to_cube_and_back(tmp_path, with_epoch):
 def test_missing_cells_become_status_3():
     table = long_table().iloc[1:]  # drop (sgd, 0.5, seed 0)
     ds = frame_to_cube(table)
-    assert int(ds["status"].sel(pipeline="sgd", sigma_w=0.5, seed=0)) == cube.MISSING
-    assert np.isnan(float(ds["selected_test_acc"].sel(pipeline="sgd", sigma_w=0.5, seed=0)))
-    assert int((ds["status"] == cube.OK).sum()) == len(table)
+    assert int(ds[cube.STATUS].sel(pipeline="sgd", sigma_w=0.5, seed=0)) == cube.MISSING
+    assert np.isnan(float(ds[cube.SELECTED_TEST_ACC].sel(pipeline="sgd", sigma_w=0.5, seed=0)))
+    assert int((ds[cube.STATUS] == cube.OK).sum()) == len(table)
     assert cube.unpaired_seeds(ds) == {"sgd": [0]}
 
 
-def test_cli_import_writes_a_valid_cube(tmp_path, cli):
+def test_cli_import_writes_a_valid_cube(tmp_path):
     long_table().to_csv(tmp_path / "t.csv", index=False)
-    proc = cli("import", tmp_path / "t.csv", "--out", tmp_path / "c.nc", "--n-test", "200")
+    proc = invoke("import", tmp_path / "t.csv", "--out", tmp_path / "c.nc", "--n-test", "200")
     assert proc.returncode == 0, proc.stderr
-    proc = cli("inspect", tmp_path / "c.nc", "--json")
+    proc = invoke("inspect", tmp_path / "c.nc", "--json")
     assert proc.returncode == 0, proc.stderr
     import json
 
@@ -86,10 +86,10 @@ BAD_TABLES = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_TABLES))
-def test_bad_tables_exit_2_with_one_line(tmp_path, cli, case):
+def test_bad_tables_exit_2_with_one_line(tmp_path, case):
     text, needles = BAD_TABLES[case]
     out = tmp_path / "out" / "c.nc"
-    proc = cli("import", _write(tmp_path, text), "--out", out)
+    proc = invoke("import", _write(tmp_path, text), "--out", out)
     assert_user_error(proc, *needles)
     assert not out.exists()
     assert not (tmp_path / "out").exists() or atomic.leftover_temporaries(tmp_path / "out") == []

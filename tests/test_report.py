@@ -16,13 +16,16 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report_fixture import small_cube, write_analysis  # noqa: E402
-from conftest import assert_user_error, run_cli  # noqa: E402
+from _report_fixture import edge_cube, small_cube, write_analysis  # noqa: E402
+from conftest import assert_user_error, invoke, run_cli  # noqa: E402
 
+from initmem import cube as C  # noqa: E402
+from initmem import results as R  # noqa: E402
 from initmem.errors import UserError  # noqa: E402
 from initmem.reports import svg as S  # noqa: E402
-from initmem.reports.html import build_report, collapse_sentence, render_html  # noqa: E402
+from initmem.reports.html import build_report, render_html  # noqa: E402
 from initmem.reports.load import load_analysis  # noqa: E402
+from initmem.reports.text import collapse_sentence  # noqa: E402
 
 XSS = "<script>alert(1)</script>"
 GRID_YAML = """name: tiny
@@ -34,6 +37,7 @@ seeds: [0, 1, 2]
 pipelines:
   remembering: {optimizer: sgd, lr: 0.01, batch_size: 32, epochs: 8}
   forgetting: {optimizer: adam, lr: 0.02, batch_size: 32, epochs: 8}
+  edge: {optimizer: sgd, lr: 0.03, batch_size: 32, epochs: 8}
 eval: {interp_threshold: 0.995, select: best_val_acc}
 """
 
@@ -98,13 +102,28 @@ def parse(text: str) -> Doc:
     return d
 
 
+PIPES = ["remembering", "forgetting", "edge"]
+
+
 @pytest.fixture(scope="module")
-def full_report(tmp_path_factory) -> tuple[Path, str]:
+def full(tmp_path_factory) -> tuple[Path, str, R.Summary, R.CollapseResult]:
+    """Three pipelines exercising every summary/2 and collapse/2 field (see _report_fixture.edge_cube)."""
     root = tmp_path_factory.mktemp("full")
-    analysis = write_analysis(small_cube(grid_yaml=GRID_YAML), root,
-                              verdicts={"remembering": "remembers", "forgetting": "forgets"})
+    analysis = write_analysis(edge_cube(GRID_YAML), root,
+                              verdicts={"remembering": "remembers", "forgetting": "forgets", "edge": "borderline"})
     out = build_report(analysis, root / "report.html", command="initmem report analysis")
-    return out, out.read_text(encoding="utf-8")
+    return out, out.read_text(encoding="utf-8"), R.load_summary(analysis), R.load_collapse(analysis)
+
+
+@pytest.fixture(scope="module")
+def full_report(full) -> tuple[Path, str]:
+    return full[0], full[1]
+
+
+def _section(text: str, start: str, end: str) -> str:
+    """From the first ``start`` to the first ``end`` after it."""
+    i = text.index(start)
+    return text[i:text.index(end, i)]
 
 
 def test_full_report_has_every_section_and_figure(full_report):
@@ -113,13 +132,15 @@ def test_full_report_has_every_section_and_figure(full_report):
     for sec in ("summary", "metric", "variance", "training", "radial", "clocks", "frequentist", "diagnostics",
                 "methods", "provenance"):
         assert f"sec-{sec}" in doc.section_ids
-    # metric, shares, forest, training curves, tau, kernel norms, rho, clocks, posterior predictive checks
-    assert doc.figures == 9
-    assert len(doc.captions) == 9 and all(len(c) > 40 for c in doc.captions)
-    assert len(doc.svg_titles) == 9 and all(len(t) > 20 for t in doc.svg_titles)
-    assert doc.summary_names == ["remembering", "forgetting"]
+    # metric, shares, forest, training curves, tau, kernel norms, rho, clocks, forgetting times, predictive checks
+    assert doc.figures == 10
+    assert len(doc.captions) == 10 and all(len(c) > 40 for c in doc.captions)
+    assert len(doc.svg_titles) == 10 and all(len(t) > 20 for t in doc.svg_titles)
+    assert doc.summary_names == PIPES
     assert "Section skipped" not in text
-    assert 'class="alert alert-fail"' not in text  # clean diagnostics: no red banner
+    # Clean sampler diagnostics: the only red banner entry is edge's divergence warning.
+    banner = _section(text, 'class="alert alert-fail"', "</section>")
+    assert banner.count("<li>") == 1 and "edge: 3 run(s) diverged, at sigma_w 8.0" in banner
 
 
 def test_verdicts_are_badges_matching_the_summary(full_report):
@@ -128,7 +149,69 @@ def test_verdicts_are_badges_matching_the_summary(full_report):
                      r'<td class="badge-cell" data-sort="remembers"><span class="badge badge-remembers">', text)
     assert re.search(r'data-sort="forgetting">forgetting</th>\s*<td class="badge-cell" data-sort="forgets">'
                      r'<span class="badge badge-forgets">', text)
-    assert "remembering remembers the initialization; forgetting forgets it" in text
+    assert re.search(r'data-sort="edge">edge</th>\s*<td class="badge-cell" data-sort="borderline">'
+                     r'<span class="badge badge-borderline">', text)
+    assert ("remembering remembers the initialization; forgetting forgets it; edge is borderline" in text)
+
+
+def test_interpolation_is_reported_before_the_verdicts(full):
+    _, text, summary, _ = full
+    runs = _section(text, 'id="runs-analysed"', 'id="verdicts"')
+    assert text.index('id="runs-analysed"') < text.index('id="summary-table"')
+    assert "gate: interpolated" in runs
+    edge = summary.pipelines["edge"].interpolation
+    assert edge.levels_without_interpolation == [0.25] and edge.by_sigma_w["0.25"] == 0
+    # 12 cells; 3 diverged at sigma_w 8 and 3 without interpolation at 0.25 leave 6
+    assert (edge.n_cells, edge.n_interpolated) == (9, 6)
+    assert "σ_w levels without any interpolating run were left out: edge (0.25)." in runs
+    row = runs[runs.index('data-sort="edge">edge</th>'):]
+    row = row[:row.index("</tr>")]
+    assert "6 / 9" in row and '<span class="bad">0.25: 0</span>' in row and "(left out)" in row
+    assert "12 / 12" in runs  # remembering and forgetting: every cell interpolated
+
+
+def test_verdict_quality_borderline_mcse_prior_likelihood_estimand(full):
+    _, text, summary, _ = full
+    table = _section(text, 'id="verdict-table"', "</table>")
+    edge = summary.pipelines["edge"]
+    row = table[table.index('data-sort="edge">edge</th>'):]
+    row = row[:row.index("</tr>")]
+    assert edge.borderline and edge.verdict == "borderline"
+    assert f"{edge.p_spread_gt_delta:.3f} <span class=\"ci\">± {edge.mcse.p_spread_gt_delta:.3f}</span>" in row
+    assert html.escape(edge.prior_sensitivity.prior) in row
+    assert f"badge-{edge.prior_sensitivity.verdict}" in row
+    assert ">counts<" in row
+    assert '<span class="bad divergence-warning">' in row and "p = 0.049" in row
+    assert f"badge-{edge.divergence.sensitivity.verdict}" in row and "counted at chance accuracy" in row
+    assert html.escape(edge.estimand) in text and "<strong>Estimand:</strong>" in text
+    assert '<tr class="borderline">' in table
+
+
+def test_collapse_shows_adjusted_p_and_the_unattainable_significance(full):
+    _, text, _, collapse = full
+    clocks = _section(text, 'id="sec-clocks"', 'id="sec-frequentist"')
+    assert collapse.adjustment == "holm" and "Holm's step-down correction" in clocks
+    assert collapse.min_p_possible == 0.25
+    assert "With 3 pipelines no verdict can be significant: the smallest attainable p-value is 0.25" in clocks
+    t_sgd = collapse.vs_epoch[C.T_SGD]
+    row = clocks[clocks.index(f'data-sort="{C.T_SGD}">{C.T_SGD}'):]
+    row = row[:row.index("</tr>")]
+    assert f"{t_sgd.p_adjusted:.2f}" in row and "p adjusted" in clocks
+    sentence = collapse_sentence(load_analysis(full[0].parent / "analysis"))
+    assert f"adjusted p = {t_sgd.p_adjusted:.2f} (holm over the clocks tried)" in sentence
+
+
+def test_forgetting_times_figure_marks_censored_pipelines(full):
+    _, text, summary, collapse = full
+    fig = _section(text, 'id="fig-forgetting-times"', "</figure>")
+    assert "censored" in fig and "lower bound" in fig
+    ft = collapse.forgetting_times[C.T_SGD]
+    assert ft.per_pipeline["remembering"].censored and ft.n_censored == 1
+    assert not ft.per_pipeline["forgetting"].censored
+    # analysis copies each pipeline's times into its summary entry
+    assert summary.pipelines["forgetting"].forgetting_time[C.T_SGD] == ft.per_pipeline["forgetting"]
+    assert f"{len(collapse.forgetting_times)} panels of forgetting times for 3 pipelines; " \
+           f"{len(collapse.forgetting_times)} censored entries" in fig
 
 
 def test_report_is_self_contained(full_report):
@@ -169,8 +252,15 @@ def test_methods_and_provenance_come_from_the_grid(full_report):
 
 def test_pipeline_names_cannot_inject_markup(tmp_path):
     ds = small_cube(names=(XSS, "plain"), curves=True)
-    analysis = write_analysis(ds, tmp_path)
+
+    def strings_from_the_analysis(s: R.Summary) -> None:  # free text of summary/2 is escaped too
+        plain = s.pipelines["plain"]
+        plain.prior_sensitivity.prior = plain.estimand = XSS
+        plain.divergence = R.Divergence(n_diverged=1, warning=XSS)
+
+    analysis = write_analysis(ds, tmp_path, edit=strings_from_the_analysis)
     text = render_html(load_analysis(analysis))
+    assert text.count(html.escape(XSS, quote=False)) >= 4
     assert XSS not in text
     assert "<script>alert" not in text.lower()
     doc = parse(text)
@@ -213,12 +303,12 @@ def test_missing_cube_still_reports_from_the_summary(tmp_path):
 
 
 def test_fit_failures_are_red_at_the_top(tmp_path):
-    analysis = write_analysis(small_cube(curves=False), tmp_path,
+    def unchecked(s: R.Summary) -> None:
+        s.diagnostics.flags = None  # an analysis that did not check: the report checks the numbers itself
+        s.pipelines["forgetting"].ppc["spread"].p_value = 0.004
+
+    analysis = write_analysis(small_cube(curves=False), tmp_path, edit=unchecked,
                               diagnostics={"max_rhat": 1.08, "min_ess_bulk": 120.0, "divergences": 7})
-    s = json.loads((analysis / "summary.json").read_text())
-    del s["diagnostics"]["flags"]  # an analysis that did not check: the report checks the numbers itself
-    s["pipelines"]["forgetting"]["ppc"]["spread"]["p_value"] = 0.004
-    (analysis / "summary.json").write_text(json.dumps(s))
     text = build_report(analysis).read_text()
     banner = text[text.index('class="alert alert-fail"'):text.index('id="sec-summary"')]
     assert "max R-hat is 1.080" in banner and "min bulk ESS is 120" in banner
@@ -227,14 +317,35 @@ def test_fit_failures_are_red_at_the_top(tmp_path):
     assert text.index('class="alert alert-fail"') < text.index('id="sec-summary"')
 
     # The analysis' own flags (it checks every reported quantity per pipeline) are shown verbatim.
-    s["diagnostics"]["flags"] = ["remembering: bulk ESS 105 < 400 on a reported quantity"]
-    s["diagnostics"]["retried"] = True
-    (analysis / "summary.json").write_text(json.dumps(s))
+    def flagged(s: R.Summary) -> None:
+        s.diagnostics.flags = ["remembering: bulk ESS 105 < 400 on a reported quantity"]
+        s.diagnostics.retried = True
+        s.pipelines["forgetting"].ppc["spread"].p_value = 0.004
+
+    analysis = write_analysis(small_cube(curves=False), tmp_path / "b", edit=flagged)
     text = build_report(analysis).read_text()
     banner = text[text.index('class="alert alert-fail"'):text.index('id="sec-summary"')]
     assert "Sampler: remembering: bulk ESS 105 &lt; 400 on a reported quantity" in banner
     assert "forgetting: posterior predictive check of the spread fails" in banner
     assert "was rerun" in text[:text.index('id="sec-summary"')]
+
+
+@pytest.fixture(scope="module")
+def two_pipelines(tmp_path_factory) -> Path:
+    return write_analysis(small_cube(), tmp_path_factory.mktemp("two"))
+
+
+def _with_collapse(analysis: Path, **changes) -> R.CollapseResult:
+    c = R.load_collapse(analysis)
+    for k, v in changes.items():
+        setattr(c, k, v)
+    return c
+
+
+def _sentence(analysis: Path, collapse: R.CollapseResult) -> str:
+    a = load_analysis(analysis)
+    a.collapse = collapse
+    return collapse_sentence(a)
 
 
 @pytest.mark.parametrize("verdict,needle", [
@@ -243,15 +354,14 @@ def test_fit_failures_are_red_at_the_top(tmp_path):
     ("no_difference", "No clock collapses the memory curves detectably better than epochs"),
     ("not_identifiable", "cannot tell the clocks apart"),
 ])
-def test_collapse_sentence(tmp_path, verdict, needle):
-    analysis = write_analysis(small_cube(), tmp_path)
-    c = json.loads((analysis / "collapse.json").read_text())
-    c["verdict"] = verdict
-    (analysis / "collapse.json").write_text(json.dumps(c))
-    sentence = collapse_sentence(load_analysis(analysis))
+def test_collapse_sentence(two_pipelines, verdict, needle):
+    sentence = _sentence(two_pipelines, _with_collapse(two_pipelines, verdict=verdict))
     assert needle in sentence
     # 2 pipelines: the smallest two-sided sign-flip p-value is 2^(1-2) = 0.5, and the report says so
-    assert "smallest attainable p-value is 0.5, so no verdict can be significant at 0.05" in sentence
+    assert "With 2 pipelines no verdict can be significant: the smallest attainable p-value is 0.5" in sentence
+    # ... but only when it is above 0.05
+    assert "no verdict can be significant" not in _sentence(
+        two_pipelines, _with_collapse(two_pipelines, verdict=verdict, min_p_possible=0.03))
 
 
 def test_bad_analysis_folders_are_user_errors(tmp_path):
@@ -262,14 +372,40 @@ def test_bad_analysis_folders_are_user_errors(tmp_path):
     (tmp_path / "summary.json").write_text("{not json")
     with pytest.raises(UserError, match="not valid JSON"):
         load_analysis(tmp_path)
-    (tmp_path / "summary.json").write_text(json.dumps({"schema": "other"}))
-    with pytest.raises(UserError, match="schema"):
+    for schema, shown in (("initmem.summary/1", "initmem.summary/1"), (None, "missing")):
+        (tmp_path / "summary.json").write_text(json.dumps({"schema": schema, "pipelines": {}}))
+        with pytest.raises(UserError) as exc:
+            load_analysis(tmp_path)
+        assert str(exc.value) == f"{tmp_path}/summary.json is schema {shown}; this initmem reads initmem.summary/2"
+    # the right schema with a field of the wrong type: one line naming the field
+    (tmp_path / "summary.json").write_text(json.dumps({"schema": R.SUMMARY_SCHEMA, "metric": "m", "family": "gaussian",
+                                                        "delta": "big", "pipelines": {}}))
+    with pytest.raises(UserError, match=r"does not match initmem.summary/2: delta: Input should be a valid number"):
         load_analysis(tmp_path)
+    # an old collapse.json beside a current summary
+    analysis = write_analysis(small_cube(), tmp_path / "old")
+    c = json.loads((analysis / "collapse.json").read_text())
+    (analysis / "collapse.json").write_text(json.dumps({**c, "schema": "initmem.collapse/1"}))
+    with pytest.raises(UserError, match="collapse.json is schema initmem.collapse/1; this initmem reads "
+                                        "initmem.collapse/2"):
+        load_analysis(analysis)
+
+
+def test_records_round_trip_and_nan_becomes_null(tmp_path):
+    analysis = write_analysis(small_cube(curves=False), tmp_path,
+                              edit=lambda s: setattr(s.pipelines["forgetting"].spread, "q95", float("nan")))
+    raw = (analysis / "summary.json").read_text()
+    assert "NaN" not in raw and json.loads(raw)["pipelines"]["forgetting"]["spread"]["q95"] is None
+    s = R.load_summary(analysis)
+    assert s.pipelines["forgetting"].spread.q95 is None
+    R.write_summary(tmp_path / "again", s)
+    assert json.loads((tmp_path / "again" / "summary.json").read_text()) == json.loads(raw)
+    assert not list(tmp_path.rglob("*.initmem-tmp"))
 
 
 def test_cli_report(tmp_path):
     analysis = write_analysis(small_cube(curves=False), tmp_path)
-    proc = run_cli("report", str(analysis), "-o", str(tmp_path / "r.html"))
+    proc = invoke("report", str(analysis), "-o", str(tmp_path / "r.html"))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == str(tmp_path / "r.html")
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
@@ -277,17 +413,17 @@ def test_cli_report(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE((tmp_path / "r.html").stat().st_mode) == 0o666 & ~umask  # shareable, not 0600
-    assert_user_error(run_cli("report", str(tmp_path / "missing")), "no such analysis folder")
+    assert_user_error(invoke("report", str(tmp_path / "missing")), "no such analysis folder")
 
 
 def test_cli_run_refuses_both_grid_and_preset(tmp_path):
     grid = tmp_path / "g.yaml"
     grid.write_text(GRID_YAML)
-    assert_user_error(run_cli("run", str(grid), "--preset", "quick"), "not both")
-    assert_user_error(run_cli("run", str(tmp_path / "none.yaml")), "no such grid file")
+    assert_user_error(run_cli("run", str(grid), "--preset", "quick"), "not both")  # the real interpreter
+    assert_user_error(invoke("run", str(tmp_path / "none.yaml")), "no such grid file")
 
 
-def test_run_all_collects_analyzes_reports_and_resumes(tmp_path, monkeypatch):
+def test_run_all_collects_analyzes_reports_and_resumes(tmp_path):
     """The orchestration of `initmem run`: stages in order into one folder, resumable, analysis reused.
 
     The trainer is the collector tests' deterministic stand-in and the analysis is replaced by the
@@ -296,7 +432,6 @@ def test_run_all_collects_analyzes_reports_and_resumes(tmp_path, monkeypatch):
     from _collect_fake import fake_train_pack
     from _collect_util import FAKE_GRID
 
-    import initmem.analysis
     from initmem.cube import open_cube
     from initmem.run_all import run_all
 
@@ -306,12 +441,11 @@ def test_run_all_collects_analyzes_reports_and_resumes(tmp_path, monkeypatch):
         calls.append((Path(cube_path), Path(out_dir), kw))
         write_analysis(open_cube(cube_path), Path(out_dir).parent, with_curves=False, write_cube=False)
 
-    monkeypatch.setattr(initmem.analysis, "analyze_cube", fake_analyze)
     grid = tmp_path / "fake.yaml"
     grid.write_text(FAKE_GRID)
     said: list[str] = []
     out = tmp_path / "run"
-    res = run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack,
+    res = run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, analyze_fn=fake_analyze,
                   analyze_options={"draws": 100})
     assert res.cube == out / "cube.nc" and res.cube.is_file()
     assert res.report == out / "report.html" and "<!DOCTYPE html>" in res.report.read_text()[:20]
@@ -321,24 +455,25 @@ def test_run_all_collects_analyzes_reports_and_resumes(tmp_path, monkeypatch):
     assert set(timings["seconds"]) == {"collect", "analyze", "report"} and timings["reused"] == {"analyze": False}
     # Second run: nothing left to train, the analysis is newer than the cube and is reused.
     said.clear()
-    res2 = run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack,
+    res2 = run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, analyze_fn=fake_analyze,
                    analyze_options={"draws": 100})
     assert len(calls) == 1 and res2.reused == {"analyze": True}
     assert any("reusing it" in s for s in said)
     # Other analysis options: analyze again.
-    run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, analyze_options={"draws": 200})
+    run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, analyze_fn=fake_analyze,
+            analyze_options={"draws": 200})
     assert len(calls) == 2
     # --reanalyze forces a new analysis.
-    run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, reanalyze=True,
+    run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, analyze_fn=fake_analyze, reanalyze=True,
             analyze_options={"draws": 200})
     assert len(calls) == 3
 
 
 def test_a_figure_without_its_data_is_skipped_with_the_reason(tmp_path):
-    ds = small_cube(curves=True).drop_vars(["tau_interp", "tau_best"])
+    ds = small_cube(curves=True).drop_vars([C.TAU_INTERP, C.TAU_BEST])
     text = build_report(write_analysis(ds, tmp_path)).read_text()
     assert "Figure “Training curves: tau scatter” not drawn: the cube has no tau_interp and tau_best" in text
-    assert parse(text).figures == 8
+    assert parse(text).figures == 9
 
 
 @pytest.mark.parametrize("verdict,floor,needle,absent", [
@@ -347,11 +482,8 @@ def test_a_figure_without_its_data_is_skipped_with_the_reason(tmp_path):
      "less bad than epochs"),
     ("no_difference", 1.3, "1.3 times the seed-noise floor.", "within noise"),
 ])
-def test_collapse_sentence_reads_the_noise_floor_by_verdict(tmp_path, verdict, floor, needle, absent):
-    analysis = write_analysis(small_cube(), tmp_path)
-    c = json.loads((analysis / "collapse.json").read_text())
-    c["verdict"] = verdict
-    c["axes"][c["best"]]["floor_ratio"] = floor
-    (analysis / "collapse.json").write_text(json.dumps(c))
-    sentence = collapse_sentence(load_analysis(analysis))
+def test_collapse_sentence_reads_the_noise_floor_by_verdict(two_pipelines, verdict, floor, needle, absent):
+    c = _with_collapse(two_pipelines, verdict=verdict)
+    c.axes[c.best].floor_ratio = floor
+    sentence = _sentence(two_pipelines, c)
     assert needle in sentence and absent not in sentence

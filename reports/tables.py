@@ -1,0 +1,191 @@
+"""The report's tables: one row dict per pipeline (or axis), in the units the report speaks in.
+
+Rows are read from the analysis folder's records (:mod:`initmem.results`, fields in
+docs/analysis-folder.md) and the cube; missing statistics become NaN, shown as a dash. Nothing
+here computes a statistic the analysis did not.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from initmem import cube as C
+from initmem import results as R
+from initmem.reports.load import Analysis, finite, ok_mask
+
+
+def num(v: Any) -> float:
+    """A statistic as a float; NaN for null or anything that is not a number."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def q(d: R.Quantiles | R.PpcStat | None, key: str = "median") -> float:
+    """One quantile of a record (NaN when the record or the value is absent)."""
+    return num(getattr(d, key, None)) if d is not None else math.nan
+
+
+def excluded_text(v: int | dict[str, int] | None) -> str:
+    """Excluded cells: a count, or counts by reason (diverged, failed, missing)."""
+    if isinstance(v, dict):
+        parts = [f"{int(n)} {k}" for k, n in v.items() if n]
+        return ", ".join(parts) if parts else "0"
+    return "—" if v is None else str(v)
+
+
+def _cell_stats(a: Analysis, var: str, pipe: str) -> np.ndarray:
+    if not a.cube_has(var):
+        return np.array([])
+    da = a.cube[var].sel({C.PIPELINE: pipe}).where(ok_mask(a.cube).sel({C.PIPELINE: pipe}))
+    return finite(da.values)
+
+
+def _median(x: np.ndarray) -> float:
+    return float(np.median(x)) if x.size else math.nan
+
+
+def summary_rows(a: Analysis) -> list[dict[str, Any]]:
+    k = a.scale
+    def row(p: str, info: R.PipelineResult) -> dict[str, Any]:
+        sp, ms, sd = info.spread, info.memory_share, info.seed_sd
+        ti = _cell_stats(a, C.TAU_INTERP, p)
+        tb = _cell_stats(a, C.TAU_BEST, p)
+        sel = _cell_stats(a, C.SELECTED_TEST_ACC, p) * 100
+        fin = _cell_stats(a, C.FINAL_TEST_ACC, p) * 100
+        return {
+            "name": p,
+            "verdict": info.verdict,
+            "spread": q(sp) * k, "spread_lo": q(sp, "q05") * k, "spread_hi": q(sp, "q95") * k,
+            "p_gt": num(info.p_spread_gt_delta), "p_lt": num(info.p_spread_lt_delta),
+            "share": q(ms), "share_lo": q(ms, "q05"), "share_hi": q(ms, "q95"),
+            "seed_sd": q(sd), "seed_sd_lo": q(sd, "q05"), "seed_sd_hi": q(sd, "q95"),
+            "tau_interp": _median(ti), "n_interp": int(ti.size), "n_runs": int(tb.size),
+            "tau_best": _median(tb),
+            "sel": float(sel.mean()) if sel.size else math.nan,
+            "sel_sd": float(sel.std(ddof=1)) if sel.size > 1 else math.nan,
+            "fin": float(fin.mean()) if fin.size else math.nan,
+            "fin_sd": float(fin.std(ddof=1)) if fin.size > 1 else math.nan,
+            "n_sigma": info.n_sigma, "n_seed": info.n_seed,
+            "n_excluded": info.n_excluded_total,
+            "agreement": info.agreement,
+        }
+
+    return [row(p, a.pipe(p)) for p in a.pipelines]
+
+
+def interpolation_rows(a: Analysis) -> list[dict[str, Any]]:
+    """Per pipeline: how many cells interpolated, per sigma_w, and the levels left out."""
+    rows = []
+    for p in a.pipelines:
+        it = a.pipe(p).interpolation
+        if it is None:
+            continue
+        rows.append({
+            "name": p, "gate": it.gate, "n_cells": it.n_cells, "n_interpolated": it.n_interpolated,
+            "by_sigma_w": [(f"{num(k):.3g}", n) for k, n in sorted(it.by_sigma_w.items(), key=lambda kv: num(kv[0]))],
+            "left_out": [f"{s:.3g}" for s in it.levels_without_interpolation],
+        })
+    return rows
+
+
+def verdict_rows(a: Analysis) -> list[dict[str, Any]]:
+    """Per pipeline: the verdict with its probabilities, their Monte Carlo error, and its qualifiers."""
+    k = a.scale
+    def row(p: str, info: R.PipelineResult) -> dict[str, Any]:
+        mcse = info.mcse or R.Mcse()
+        ps = info.prior_sensitivity
+        dv = info.divergence
+        sens = dv.sensitivity if dv is not None else None
+        return {
+            "name": p, "verdict": info.verdict, "borderline": bool(info.borderline) or info.verdict == "borderline",
+            "p_gt": num(info.p_spread_gt_delta), "p_lt": num(info.p_spread_lt_delta),
+            "mcse_gt": num(mcse.p_spread_gt_delta), "mcse_lt": num(mcse.p_spread_lt_delta),
+            "likelihood": info.likelihood or a.summary.likelihood,
+            "estimand": info.estimand or a.summary.estimand,
+            "prior": ps.prior if ps else None, "prior_verdict": ps.verdict if ps else None,
+            "prior_p_gt": num(ps.p_spread_gt_delta) if ps else math.nan,
+            "prior_p_lt": num(ps.p_spread_lt_delta) if ps else math.nan,
+            "prior_changes": ps is not None and ps.verdict != info.verdict,
+            "n_diverged": dv.n_diverged if dv else None,
+            "divergence_warning": dv.warning if dv else None,
+            "divergence_p": num(dv.p_value) if dv else math.nan,
+            "sens_verdict": sens.verdict if sens else None,
+            "sens_spread": q(sens.spread) * k if sens else math.nan,
+            "sens_note": sens.note if sens else "",
+        }
+
+    return [row(p, a.pipe(p)) for p in a.pipelines]
+
+
+def frequentist_rows(a: Analysis) -> list[dict[str, Any]]:
+    def row(p: str, info: R.PipelineResult) -> dict[str, Any]:
+        fq = info.frequentist or R.Frequentist()
+        reml, rm, fr, tost = fq.reml, fq.rm_anova, fq.friedman, fq.tost
+        eff = info.effect_sizes or R.EffectSizes()
+        sp = eff.spread_points
+        return {
+            "name": p, "verdict": info.verdict, "freq_verdict": fq.verdict,
+            "reml_sigma": num(reml.sigma_sd), "reml_seed": num(reml.seed_sd), "reml_resid": num(reml.residual_sd),
+            "F": num(rm.F), "rm_p": num(rm.p), "rm_p_holm": num(rm.p_holm), "ng2": num(rm.ng2),
+            "Q": num(fr.Q), "fr_p": num(fr.p), "fr_p_holm": num(fr.p_holm),
+            "tost_p": num(tost.p), "tost_p_holm": num(tost.p_holm), "equivalent": tost.equivalent,
+            "agreement": info.agreement,
+            "disagreements": list(info.disagreements),
+            "notes": list(info.notes),
+            "effect": info.effect_sizes is not None,
+            "eff_spread": num(sp.estimate), "eff_spread_lo": num(sp.q05), "eff_spread_hi": num(sp.q95),
+            "eff_over_seed": num(eff.spread_over_seed_sd), "eff_omega": num(eff.omega_sq),
+        }
+
+    return [row(p, a.pipe(p)) for p in a.pipelines]
+
+
+def diagnostics_rows(a: Analysis) -> list[dict[str, Any]]:
+    """Per-pipeline sampler diagnostics and posterior predictive checks (statistics in report units)."""
+    k = a.scale
+    def row(p: str, info: R.PipelineResult) -> dict[str, Any]:
+        d = info.diagnostics
+        sp, sd = info.ppc.get("spread"), info.ppc.get("seed_sd")
+        return {
+            "name": p,
+            "rhat": num(d.max_rhat), "ess": num(d.min_ess_bulk), "div": num(d.divergences),
+            "ppc_spread_obs": k * q(sp, "observed"), "ppc_spread_p": q(sp, "p_value"),
+            "ppc_spread_lo": k * q(sp, "q05"), "ppc_spread_hi": k * q(sp, "q95"),
+            "ppc_sd_obs": k * q(sd, "observed"), "ppc_sd_p": q(sd, "p_value"),
+            "ppc_sd_lo": k * q(sd, "q05"), "ppc_sd_hi": k * q(sd, "q95"),
+            "n_excluded": info.n_excluded_total,
+            "excluded_text": excluded_text(info.n_excluded),
+        }
+
+    return [row(p, a.pipe(p)) for p in a.pipelines]
+
+
+def collapse_rows(a: Analysis) -> list[dict[str, Any]]:
+    c = a.collapse
+    if c is None:
+        return []
+    rows = []
+    for axis, d in c.axes.items():
+        v = c.vs_epoch.get(axis) or R.VsEpoch()
+        ft = c.forgetting_times.get(axis)
+        scored = d.scored_pipelines
+        rows.append({
+            "axis": axis, "best": axis == c.best,
+            "loco_error": num(d.loco_error), "floor_ratio": num(d.floor_ratio), "overlap": num(d.overlap),
+            "D": num(v.D), "q05": num(v.q05), "q95": num(v.q95), "p": num(v.p_value), "p_adj": num(v.p_adjusted),
+            "identifiable": c.identifiable.get(axis, None if axis == C.EPOCH else True),
+            "scored": len(scored) if isinstance(scored, list) else scored,
+            "ft_spread": num(ft.spread) if ft else math.nan,
+            "ft_censored": f"{ft.n_censored}/{ft.n_pipelines}" if ft else "",
+            "note": d.note or "",
+        })
+    return rows
+
+
+__all__ = ["collapse_rows", "diagnostics_rows", "excluded_text", "frequentist_rows", "interpolation_rows", "num", "q",
+           "summary_rows", "verdict_rows"]

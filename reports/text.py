@@ -1,0 +1,221 @@
+"""The report's sentences: headline, collapse verdict, and the problems shown at the top.
+
+Each sentence is assembled from the analysis folder's records (docs/analysis-folder.md) so that
+it changes when the analysis changes; the template escapes every string it is given.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from initmem import cube as C
+from initmem.reports.load import Analysis
+from initmem.reports.tables import diagnostics_rows, excluded_text, num, q
+
+RHAT_MAX, ESS_MIN = 1.01, 400.0
+PPC_LOW, PPC_HIGH = 0.025, 0.975
+ALPHA = 0.05
+
+
+# Formatting filters ---------------------------------------------------------------------
+
+def fmt(v: Any, digits: int = 2) -> str:
+    f = num(v)
+    return f"{f:.{digits}f}" if math.isfinite(f) else "—"
+
+
+def fmt_p(v: Any) -> str:
+    f = num(v)
+    if not math.isfinite(f):
+        return "—"
+    if f < 0.001:
+        return "< 0.001"
+    return f"{f:.3f}" if f < 0.1 else f"{f:.2f}"
+
+
+def sort_key(v: Any) -> str:
+    """The value a sortable cell sorts by (empty for missing, so they go last)."""
+    f = num(v)
+    return repr(f) if math.isfinite(f) else ""
+
+
+# Sentences --------------------------------------------------------------------------------
+
+def collapse_sentence(a: Analysis) -> str | None:
+    """The collapse verdict in one sentence (None when there is no collapse test)."""
+    c = a.collapse
+    if c is None:
+        return None
+    best = c.best
+    d = c.vs_epoch.get(best) if best else None
+    stats = ""
+    if d is not None:
+        adj = (f", adjusted p = {fmt_p(d.p_adjusted)} ({c.adjustment or 'unadjusted'} over the clocks tried)"
+               if d.p_adjusted is not None else "")
+        stats = (f" (D = {fmt(d.D)}, 90% interval {fmt(d.q05)} to {fmt(d.q95)}, "
+                 f"p = {fmt_p(d.p_value)}{adj})")
+    score = c.axes.get(best) if best else None
+    floor = num(score.floor_ratio) if score is not None else math.nan
+    floor_txt = ""
+    verdict = c.verdict
+    if math.isfinite(floor):
+        times = f"{floor:,.0f}" if floor >= 100 else f"{floor:.1f}"
+        floor_txt = f"; its held-out error is {times} times the seed-noise floor"
+        if floor > 2:  # what "beyond the floor" means depends on whether the clock won
+            floor_txt += (", so it is less bad than epochs rather than a collapse within noise"
+                          if verdict == "clock_better" else ", so no axis collapses the curves within noise")
+    if verdict == "clock_better":
+        s = f"{best} collapses the memory curves better than epochs{stats}{floor_txt}."
+    elif verdict == "epoch_better":
+        s = f"Epochs collapse the memory curves better than every clock; the best clock, {best}, loses{stats}."
+    elif verdict == "not_identifiable":
+        s = "This grid cannot tell the clocks apart from epochs (their axes are equal up to a constant)."
+    else:
+        s = (f"No clock collapses the memory curves detectably better than epochs; the best axis is {best}"
+             f"{stats}{floor_txt}.")
+    note = min_p_note(a)
+    return f"{s} {note}" if note else s
+
+
+def min_p_note(a: Analysis) -> str | None:
+    """With few pipelines the permutation test cannot reach 0.05: say so instead of 'no difference'."""
+    c = a.collapse
+    if c is None:
+        return None
+    pmin = num(c.min_p_possible)
+    if not math.isfinite(pmin) or pmin <= ALPHA:
+        return None
+    n = c.n_pipelines
+    return (f"With {n} pipelines no verdict can be significant: the smallest attainable p-value is {pmin:.3g} "
+            f"(above {ALPHA:g}).")
+
+
+VERDICT_PHRASES = {"remembers": "remember{s} the initialization", "forgets": "forget{s} it",
+                   "borderline": "{are} borderline (a verdict probability within 2 Monte Carlo errors of 0.95)",
+                   "inconclusive": "{are} inconclusive"}
+
+
+def headline(a: Analysis) -> str:
+    """One clause per verdict group, e.g. 'sgd_low_lr remembers the initialization; adam forgets it.'"""
+    groups: dict[str, list[str]] = {}
+    for p in a.pipelines:
+        groups.setdefault(a.pipe(p).verdict, []).append(p)
+    parts = []
+    for v, text in VERDICT_PHRASES.items():
+        names = groups.get(v)
+        if names:
+            one = len(names) == 1
+            parts.append(", ".join(names) + " " + text.format(s="s" if one else "", are="is" if one else "are"))
+    shown = a.delta * a.scale
+    unit = ("point" if shown == 1 else "points") if a.is_accuracy else "units"
+    return "; ".join(parts) + f" (δ = {shown:g} {unit})."
+
+
+def spread_sentence(a: Analysis) -> str | None:
+    """Which pipeline's metric moves most and least with sigma_w (the verdict alone hides magnitudes)."""
+    k, unit, dg = a.scale, a.unit, a.digits
+    rows = [(p, a.pipe(p).spread) for p in a.pipelines]
+    rows = [(p, d) for p, d in rows if math.isfinite(q(d))]
+    if len(rows) < 2:
+        return None
+    rows.sort(key=lambda r: q(r[1]))
+    (lo_p, lo), (hi_p, hi) = rows[0], rows[-1]
+
+    def one(p: str, d: Any) -> str:
+        return f"{p} ({q(d) * k:.{dg}f} {unit}, 90% interval {q(d, 'q05') * k:.{dg}f} to {q(d, 'q95') * k:.{dg}f})"
+
+    return f"The spread over σ_w is largest for {one(hi_p, hi)} and smallest for {one(lo_p, lo)}."
+
+
+def interpolation_sentence(a: Analysis) -> str | None:
+    """Which runs the verdicts rest on: the gate, and the levels left out for lack of interpolation."""
+    gate = a.summary.gate or next((a.pipe(p).interpolation.gate for p in a.pipelines
+                                   if a.pipe(p).interpolation is not None), None)
+    if gate is None:
+        return None
+    if gate == "interpolated":
+        s = ("The verdicts use only runs that reached the interpolation threshold (gate: interpolated); "
+             "a run that never fit its training set says nothing about what training forgets.")
+    else:
+        s = "The verdicts use every finished run, interpolating or not (gate: all)."
+    left = [f"{p} ({', '.join(f'{x:.3g}' for x in a.pipe(p).interpolation.levels_without_interpolation)})"
+            for p in a.pipelines
+            if a.pipe(p).interpolation is not None and a.pipe(p).interpolation.levels_without_interpolation]
+    if left:
+        verb = "were left out" if gate == "interpolated" else "are included although no run interpolated there"
+        s += " σ_w levels without any interpolating run " + verb + ": " + "; ".join(left) + "."
+    return s
+
+
+# Problems -----------------------------------------------------------------------------------
+
+def failures(a: Analysis) -> list[str]:
+    """Everything that makes a number in the report less trustworthy; shown in red at the top."""
+    out: list[str] = []
+    d = a.summary.diagnostics
+    if d.flags is not None:
+        # The analysis checked R-hat, ESS and divergences itself (per pipeline): show its flags.
+        out += [f"Sampler: {f}" for f in d.flags]
+    else:
+        rhat, ess, div = num(d.max_rhat), num(d.min_ess_bulk), num(d.divergences)
+        if math.isfinite(rhat) and rhat > RHAT_MAX:
+            out.append(f"Sampler: max R-hat is {rhat:.3f} (> {RHAT_MAX}); chains disagree.")
+        if math.isfinite(ess) and ess < ESS_MIN:
+            out.append(f"Sampler: min bulk ESS is {ess:.0f} (< {ESS_MIN:.0f}); intervals are noisy.")
+        if math.isfinite(div) and div > 0:
+            out.append(f"Sampler: {int(div)} divergent transition(s); the posterior may be biased.")
+        for r in diagnostics_rows(a):
+            if math.isfinite(r["rhat"]) and r["rhat"] > RHAT_MAX:
+                out.append(f"{r['name']}: R-hat {r['rhat']:.4f} > {RHAT_MAX}.")
+            if math.isfinite(r["ess"]) and r["ess"] < ESS_MIN:
+                out.append(f"{r['name']}: bulk ESS {r['ess']:.0f} < {ESS_MIN:.0f}.")
+            if math.isfinite(r["div"]) and r["div"] > 0:
+                out.append(f"{r['name']}: {int(r['div'])} divergent transition(s).")
+    return out + _ppc_failures(a) + divergence_warnings(a)
+
+
+def divergence_warnings(a: Analysis) -> list[str]:
+    """Training divergence that depends on sigma_w biases the verdict: the analysis's own warning."""
+    out = []
+    for p in a.pipelines:
+        dv = a.pipe(p).divergence
+        if dv is not None and dv.warning:
+            out.append(f"{p}: {dv.warning}")
+    return out
+
+
+def _ppc_failures(a: Analysis) -> list[str]:
+    out = []
+    for r in diagnostics_rows(a):
+        for key, label in (("ppc_spread_p", "spread"), ("ppc_sd_p", "seed SD")):
+            p = r[key]
+            if math.isfinite(p) and not PPC_LOW <= p <= PPC_HIGH:
+                out.append(f"{r['name']}: posterior predictive check of the {label} fails (p = {p:.3f}); "
+                           "the model does not reproduce the data here.")
+    return out
+
+
+def warnings(a: Analysis) -> list[str]:
+    """Data problems that are not fit failures: failed or diverged runs, excluded cells."""
+    out: list[str] = []
+    if a.cube is not None:
+        bad_status = [C.STATUS_NAMES[s] for s in (C.DIVERGED, C.FAILED, C.MISSING)]
+        for p, counts in C.status_counts(a.cube).items():
+            bad = {k: v for k, v in counts.items() if k in bad_status and v}
+            if bad:
+                out.append(f"{p}: " + ", ".join(f"{v} run(s) {k}" for k, v in bad.items()) + ".")
+    for p in a.pipelines:
+        info = a.pipe(p)
+        if (info.n_excluded_total or 0) > 0:
+            out.append(f"{p}: cells excluded from the analysis ({excluded_text(info.n_excluded)}).")
+    d = a.summary.diagnostics
+    if d.retried:
+        out.append(f"The sampler's first fit failed its checks and was rerun (target_accept "
+                   f"{fmt(d.target_accept)}, tune {d.tune if d.tune is not None else '?'}); the diagnostics below "
+                   "are those of the rerun.")
+    return out
+
+
+__all__ = ["collapse_sentence", "divergence_warnings", "failures", "fmt", "fmt_p", "headline",
+           "interpolation_sentence", "min_p_note", "sort_key", "spread_sentence", "warnings"]

@@ -1,0 +1,501 @@
+"""The analysis folder: its layout, its typed records, and the only code that reads or writes its JSON.
+
+``initmem analyze`` writes an analysis folder; ``initmem report``, ``initmem plan`` and the command
+line read it. Every field of ``summary.json`` (schema ``initmem.summary/2``) and ``collapse.json``
+(schema ``initmem.collapse/2``) is a typed attribute here, documented field by field in
+docs/analysis-folder.md. Writers validate what they are given, so a renamed or mistyped field fails
+where it is produced instead of silently dropping out of the report; readers refuse an unknown
+schema with one line instead of guessing.
+
+Records accept extra keys (``extra="allow"``): the statistics may report more than the contract
+names (a collapse test's bandwidths, say) and those travel through unchanged, but nothing in the
+report reads an extra key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+import xarray as xr
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from initmem import cube
+from initmem.errors import UserError
+from initmem.jsonio import json_safe, write_json
+
+# Layout -----------------------------------------------------------------------------------
+SUMMARY_JSON = "summary.json"
+COLLAPSE_JSON = "collapse.json"
+CURVES_NC = "curves.nc"
+POSTERIOR_NC = "posterior.nc"
+REPORT_HTML = "report.html"
+DEFAULT_CUBE = "cube.nc"  # where ``initmem run`` puts the cube: beside the analysis folder
+RUN_ANALYSIS_DIR = "analysis"  # the analysis folder inside an ``initmem run`` folder
+
+# Variables of curves.nc (written by initmem.stats.curves) that the report draws.
+CURVE_RHO, CURVE_RHO_Q05, CURVE_RHO_Q95 = "rho", "rho_q05", "rho_q95"
+CURVE_FUNC_SPREAD = "func_spread"
+T_FIT = "T_fit"  # the collapse test's fitted clock: an axis of collapse.json, not a cube variable
+
+SUMMARY_SCHEMA = "initmem.summary/2"
+COLLAPSE_SCHEMA = "initmem.collapse/2"
+
+Verdict = Literal["remembers", "forgets", "inconclusive", "borderline"]
+VERDICTS: tuple[str, ...] = ("remembers", "forgets", "inconclusive", "borderline")
+Gate = Literal["interpolated", "all"]
+GATES: tuple[str, ...] = ("interpolated", "all")
+Likelihood = Literal["per_example", "counts", "gaussian", "student_t"]
+CollapseVerdict = Literal["clock_better", "epoch_better", "no_difference", "not_identifiable"]
+Adjustment = Literal["holm", "max_statistic"]
+
+Num = float | None  # a statistic; null in JSON when it could not be computed
+
+
+class Record(BaseModel):
+    """Base of every record: extra keys travel through; attributes are what readers may use."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON-safe dict (NaN -> null), without keys left unset on optional records."""
+        return json_safe(self.model_dump(mode="python", exclude_unset=False, by_alias=True))
+
+
+Rec = TypeVar("Rec", bound=Record)
+
+
+class Quantiles(Record):
+    """Posterior (or bootstrap) median and 90% interval of one quantity."""
+
+    model_config = ConfigDict(extra="forbid")
+    median: Num
+    q05: Num
+    q95: Num
+
+
+class Expected(Record):
+    """The expected metric at each sigma_w level, seed and residual averaged out."""
+
+    sigma_w: list[float]
+    median: list[Num]
+    q05: list[Num]
+    q95: list[Num]
+
+
+class Shares(Record):
+    sigma: Quantiles
+    seed: Quantiles
+    residual: Quantiles
+
+
+class PpcStat(Record):
+    """A posterior predictive check of one statistic: observed value, replicate interval, p."""
+
+    observed: Num = None
+    p_value: Num = None
+    q05: Num = None
+    q95: Num = None
+
+
+class PipelineDiagnostics(Record):
+    max_rhat: Num = None
+    min_ess_bulk: Num = None
+    divergences: int | None = None
+
+
+class Reml(Record):
+    sigma_sd: Num = None
+    seed_sd: Num = None
+    residual_sd: Num = None
+
+
+class TestResult(Record):
+    """One frequentist test: its statistic(s) and p-value, raw and Holm-adjusted across pipelines."""
+
+    p: Num = None
+    p_holm: Num = None
+    F: Num = None  # noqa: N815 - the statistic's name
+    Q: Num = None  # noqa: N815
+    ng2: Num = None
+    equivalent: bool | None = None
+    delta: Num = None
+
+
+class Frequentist(Record):
+    reml: Reml = Field(default_factory=Reml)
+    rm_anova: TestResult = Field(default_factory=TestResult)
+    friedman: TestResult = Field(default_factory=TestResult)
+    tost: TestResult = Field(default_factory=TestResult)
+    min_effect: TestResult | None = None
+    verdict: str | None = None
+
+
+class Estimate(Record):
+    """A point estimate with its 90% interval."""
+
+    estimate: Num = None
+    q05: Num = None
+    q95: Num = None
+
+
+class EffectSizes(Record):
+    """Effect sizes of the frequentist cross-check (docs/statistics.md); more may be added."""
+
+    spread_points: Estimate = Field(default_factory=Estimate)  # spread in points (or outcome units)
+    spread_over_seed_sd: Num = None
+    omega_sq: Num = None
+    units: str | None = None
+
+
+class Mcse(Record):
+    """Monte Carlo standard errors of the two verdict probabilities."""
+
+    p_spread_gt_delta: Num = None
+    p_spread_lt_delta: Num = None
+
+
+class PriorSensitivity(Record):
+    """The verdict refitted under a second prior (``prior`` describes it in one line)."""
+
+    prior: str
+    p_spread_gt_delta: Num = None
+    p_spread_lt_delta: Num = None
+    verdict: str
+
+
+class Interpolation(Record):
+    """How many cells reached the interpolation threshold, overall and per sigma_w level."""
+
+    n_cells: int
+    n_interpolated: int
+    by_sigma_w: dict[str, int] = Field(default_factory=dict)
+    levels_without_interpolation: list[float] = Field(default_factory=list)
+    gate: Gate = "interpolated"
+
+
+class DivergenceSensitivity(Record):
+    """The verdict with diverged runs counted at chance accuracy."""
+
+    verdict: str
+    spread: Quantiles
+    p_spread_gt_delta: Num = None
+    p_spread_lt_delta: Num = None
+    note: str = ""
+
+
+class Divergence(Record):
+    """Diverged runs per sigma_w and whether divergence itself depends on sigma_w."""
+
+    n_diverged: int
+    by_sigma_w: dict[str, int] = Field(default_factory=dict)
+    depends_on_sigma_w: bool = False
+    p_value: Num = None
+    warning: str | None = None
+    sensitivity: DivergenceSensitivity | None = None
+
+
+class ForgettingTime(Record):
+    """One pipeline's forgetting time on one axis, in that axis's units."""
+
+    median: Num = None
+    q05: Num = None
+    q95: Num = None
+    censored: bool = False
+
+
+class PipelineResult(Record):
+    """One pipeline's entry in ``summary.json`` (docs/analysis-folder.md, "pipelines")."""
+
+    n_sigma: int
+    n_seed: int
+    n_cells: int | None = None
+    sigma_sd: Quantiles
+    seed_sd: Quantiles
+    residual_sd: Quantiles
+    memory_share: Quantiles
+    spread: Quantiles
+    p_spread_gt_delta: Num
+    p_spread_lt_delta: Num = None
+    verdict: Verdict
+    expected: Expected | None = None
+    shares: Shares | None = None
+    n_excluded: int | dict[str, int] | None = None
+    ppc: dict[str, PpcStat] = Field(default_factory=dict)
+    diagnostics: PipelineDiagnostics = Field(default_factory=PipelineDiagnostics)
+    frequentist: Frequentist | None = None
+    agreement: bool | None = None
+    disagreements: list[str] = Field(default_factory=list)
+    effect_sizes: EffectSizes | None = None
+    notes: list[str] = Field(default_factory=list)
+    # summary/2 additions: optional so a fit without them still validates.
+    mcse: Mcse | None = None
+    borderline: bool | None = None
+    estimand: str | None = None
+    likelihood: Likelihood | None = None
+    prior_sensitivity: PriorSensitivity | None = None
+    interpolation: Interpolation | None = None
+    divergence: Divergence | None = None
+    forgetting_time: dict[str, ForgettingTime] = Field(default_factory=dict)
+
+    @property
+    def n_excluded_total(self) -> int | None:
+        """Excluded cells summed over reasons (diverged, failed, missing)."""
+        if isinstance(self.n_excluded, dict):
+            return int(sum(self.n_excluded.values()))
+        return self.n_excluded
+
+
+class Attempt(Record):
+    target_accept: Num = None
+    tune: int | None = None
+    draws: int | None = None
+    flags: list[str] = Field(default_factory=list)
+    sampling_seconds: Num = None
+
+
+class Diagnostics(Record):
+    """The sampler's diagnostics over the whole fit (per-pipeline ones live in each pipeline)."""
+
+    sampler: str | None = None
+    max_rhat: Num = None
+    min_ess_bulk: Num = None
+    divergences: int | None = None
+    seconds: Num = None
+    compile_seconds: Num = None
+    sampling_seconds: Num = None
+    retried: bool = False
+    attempts: list[Attempt] = Field(default_factory=list)
+    target_accept: Num = None
+    draws: int | None = None
+    tune: int | None = None
+    chains: int | None = None
+    seed: int | None = None
+    flags: list[str] | None = None
+
+
+class Outputs(Record):
+    """The folder's other files, by role (null when not written)."""
+
+    posterior: str | None = POSTERIOR_NC
+    curves: str | None = None
+    collapse: str | None = None
+
+
+class TrendComparison(Record):
+    """Exchangeable sigma_w levels against a smooth trend, by PSIS-LOO (``--trend``)."""
+
+    comparison: list[dict[str, Any]] = Field(default_factory=list)  # arviz compare rows
+    preferred: str
+    pareto_k_warning: bool = False
+    note: str = ""
+    spread: dict[str, Quantiles] = Field(default_factory=dict)
+    verdict: dict[str, str] = Field(default_factory=dict)
+    diagnostics: dict[str, Any] = Field(default_factory=dict)
+
+
+class Summary(Record):
+    """``summary.json`` (docs/analysis-folder.md, "summary.json")."""
+
+    schema_: str = Field(SUMMARY_SCHEMA, alias="schema")
+    metric: str
+    family: str
+    likelihood: Likelihood | None = None
+    estimand: str | None = None
+    delta: float
+    gate: Gate | None = None
+    n_test: int | None = None
+    pipelines: dict[str, PipelineResult]
+    skipped: dict[str, str] = Field(default_factory=dict)
+    n_excluded: dict[str, dict[str, int]] | dict[str, int] | int | None = None
+    priors: dict[str, str] | str = Field(default_factory=dict)
+    prior_values: dict[str, Any] = Field(default_factory=dict)
+    model: str = ""
+    verdict_rule: str = ""
+    diagnostics: Diagnostics = Field(default_factory=Diagnostics)
+    cube: str | None = None
+    command: list[str] | str | None = None
+    versions: dict[str, str] = Field(default_factory=dict)
+    trend: TrendComparison | None = None
+    outputs: Outputs = Field(default_factory=Outputs)
+
+
+class AxisScore(Record):
+    """How well one axis collapses the memory curves (extras: scored_pipelines, note, ...)."""
+
+    loco_error: Num = None
+    floor_ratio: Num = None
+    overlap: Num = None
+    scored_pipelines: int | list[str] | None = None
+    note: str | None = None
+
+
+class VsEpoch(Record):
+    """One clock against epochs: collapse gain D with its interval, raw and adjusted p."""
+
+    D: Num = None  # noqa: N815
+    q05: Num = None
+    q95: Num = None
+    p_value: Num = None
+    p_adjusted: Num = None
+
+
+class Identifiability(Record):
+    sd_log_ratio: Num = None
+    threshold: Num = None
+
+
+class ForgettingTimes(Record):
+    """Per axis: every pipeline's forgetting time and their spread on the log scale."""
+
+    fraction: Num = None
+    rope: Num = None
+    spread: Num = None
+    n_pipelines: int = 0
+    n_censored: int = 0
+    per_pipeline: dict[str, ForgettingTime] = Field(default_factory=dict)
+
+
+class CollapseResult(Record):
+    """``collapse.json`` (docs/analysis-folder.md, "collapse.json")."""
+
+    schema_: str = Field(COLLAPSE_SCHEMA, alias="schema")
+    memory: str = "radial"
+    axes: dict[str, AxisScore] = Field(default_factory=dict)
+    vs_epoch: dict[str, VsEpoch] = Field(default_factory=dict)
+    adjustment: Adjustment | None = None
+    best: str | None = None
+    verdict: CollapseVerdict
+    identifiable: dict[str, bool] = Field(default_factory=dict)
+    identifiability: dict[str, Identifiability] = Field(default_factory=dict)
+    forgetting_times: dict[str, ForgettingTimes] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+    n_pipelines: int | None = None
+    min_p_possible: Num = None
+
+
+# Building and reading records ---------------------------------------------------------------
+
+def _one_line_validation(where: str, exc: ValidationError) -> UserError:
+    """A pydantic error as one line: the first problem's location and message, and the count."""
+    errs = exc.errors()
+    first = errs[0]
+    loc = ".".join(str(x) for x in first["loc"]) or "(top level)"
+    more = f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else ""
+    return UserError(f"{where}: {loc}: {first['msg']}{more}")
+
+
+def _build(model: type[Rec], schema: str, data: dict[str, Any]) -> Rec:
+    try:
+        return model.model_validate({**json_safe(data), "schema": schema})
+    except ValidationError as exc:  # pragma: no cover - reached only when a producer drifts
+        raise ValueError(f"{model.__name__} does not match {schema}: {exc}") from exc
+
+
+def build_summary(data: dict[str, Any]) -> Summary:
+    """Validate an analysis's summary dict into a record; a mismatch is a bug in the producer."""
+    return _build(Summary, SUMMARY_SCHEMA, data)
+
+
+def build_collapse(data: dict[str, Any]) -> CollapseResult:
+    """Validate a collapse-test dict (``stats.collapse.collapse_test``) into a record."""
+    return _build(CollapseResult, COLLAPSE_SCHEMA, data)
+
+
+def write_summary(out_dir: str | os.PathLike, summary: Summary) -> Path:
+    """Write ``DIR/summary.json`` atomically (NaN -> null)."""
+    return write_json(Path(out_dir) / SUMMARY_JSON, summary.to_json())
+
+
+def write_collapse(out_dir: str | os.PathLike, collapse: CollapseResult) -> Path:
+    """Write ``DIR/collapse.json`` atomically (NaN -> null)."""
+    return write_json(Path(out_dir) / COLLAPSE_JSON, collapse.to_json())
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except OSError as exc:
+        raise UserError(f"{path} cannot be read ({exc.strerror})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path} must hold a JSON object")
+    return data
+
+
+def _load(path: Path, model: type[Rec], schema: str) -> Rec:
+    """Read one JSON file of the folder: another schema or a mistyped field is one line."""
+    data = _read_json(path)
+    found = data.get("schema")
+    if found != schema:
+        shown = found if isinstance(found, str) and found else "missing"
+        raise UserError(f"{path} is schema {shown}; this initmem reads {schema}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _one_line_validation(f"{path} does not match {schema}", exc) from None
+
+
+def check_folder(analysis_dir: str | os.PathLike) -> Path:
+    """The folder as a path; a missing folder or summary is a user error saying what to run."""
+    d = Path(analysis_dir)
+    if not d.is_dir():
+        raise UserError(f"no such analysis folder: {d} (run 'initmem analyze CUBE --out {d}' first)")
+    if not (d / SUMMARY_JSON).is_file():
+        raise UserError(f"{d} has no {SUMMARY_JSON}: run 'initmem analyze CUBE --out {d}' first")
+    return d
+
+
+def load_summary(analysis_dir: str | os.PathLike) -> Summary:
+    """``DIR/summary.json`` as a record; bad or foreign files raise ``UserError`` with one line."""
+    path = check_folder(analysis_dir) / SUMMARY_JSON
+    summary = _load(path, Summary, SUMMARY_SCHEMA)
+    if not summary.pipelines:
+        raise UserError(f"{path} lists no pipelines")
+    return summary
+
+
+def load_collapse(analysis_dir: str | os.PathLike) -> CollapseResult | None:
+    """``DIR/collapse.json`` as a record, or None when the cube had no curves."""
+    path = Path(analysis_dir) / COLLAPSE_JSON
+    return _load(path, CollapseResult, COLLAPSE_SCHEMA) if path.is_file() else None
+
+
+def attach_forgetting_times(summary: Summary, collapse: CollapseResult) -> None:
+    """Copy each pipeline's forgetting time per axis from the collapse test into its summary entry,
+    so a reader of summary.json alone sees on which clock the pipelines forget alike."""
+    for axis, times in collapse.forgetting_times.items():
+        for pipe, t in times.per_pipeline.items():
+            if pipe in summary.pipelines:
+                summary.pipelines[pipe].forgetting_time[axis] = t.model_copy()
+
+
+def sigma_key(sigma_w: float) -> str:
+    """The key of a sigma_w level in ``by_sigma_w`` maps: ``repr(float(sigma_w))`` ("0.25", "1.0")."""
+    return repr(float(sigma_w))
+
+
+def interpolated_cells(ds: xr.Dataset) -> xr.DataArray:
+    """Usable runs (status ok) that reached the interpolation threshold, (pipeline, sigma_w, seed)."""
+    return cube.ok_cells(ds) & np.isfinite(ds[cube.TAU_INTERP]).transpose(*cube.CELL_DIMS)
+
+
+def interpolation_from_cube(ds: xr.Dataset, pipe: str, gate: str) -> Interpolation:
+    """How many of a pipeline's usable runs interpolated, per sigma_w, and the levels where none did.
+
+    A level is listed in ``levels_without_interpolation`` when it has usable runs but none of them
+    reached the threshold (a level without any usable run is not an interpolation question)."""
+    ok = cube.ok_cells(ds).sel({cube.PIPELINE: pipe})
+    by_level = interpolated_cells(ds).sel({cube.PIPELINE: pipe}).sum(cube.SEED).values
+    has_runs = ok.any(cube.SEED).values
+    levels = [float(s) for s in ds[cube.SIGMA].values]
+    return Interpolation(
+        n_cells=int(ok.sum()), n_interpolated=int(by_level.sum()),
+        by_sigma_w={sigma_key(s): int(n) for s, n in zip(levels, by_level, strict=True)},
+        levels_without_interpolation=[s for s, n, h in zip(levels, by_level, has_runs, strict=True) if h and n == 0],
+        gate=gate,
+    )

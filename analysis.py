@@ -12,11 +12,8 @@ from __future__ import annotations
 import math
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
-
-import xarray as xr
 
 from initmem import cube
 from initmem import results as R
@@ -30,11 +27,12 @@ from initmem.models.memory import (
     SAMPLERS,
     MemoryModel,
     prepare_data,
+    resolve_delta,
     versions,
 )
+from initmem.models.summaries import estimand
 
 MEMORY_KINDS = ("radial", "functional")
-ACCURACY_DELTA = 0.01  # one accuracy point: the default smallest spread that matters for accuracies
 VERDICT_RULE = ("remembers if P(spread > delta) >= 0.95, forgets if P(spread < delta) >= 0.95, else "
                 "inconclusive; borderline when a verdict probability lies within 2 Monte Carlo standard errors "
                 "of 0.95 (not counted as decided); spread = max - min over the sigma_w grid of the expected "
@@ -98,7 +96,6 @@ def analyze_cube(
     seed: int = 0,
     memory: str = "radial",
     progress: bool = True,
-    trend: bool = False,
     command: list[str] | None = None,
 ) -> R.Summary:
     """Analyze one metric of a cube; writes DIR/posterior.nc and DIR/summary.json (and the
@@ -123,9 +120,10 @@ def analyze_cube(
         raise UserError("--chains must be >= 2: R-hat needs several chains")
     out = Path(out_dir)
     ds = cube.open_cube(cube_path)
-    gate = _usable_gate(ds, gate)
-    data = _prepare(ds, metric, family, gate)
-    delta = _resolve_delta(data.metric, delta)
+    data = prepare_data(ds, metric, family, gate=gate, seed=seed)
+    delta = resolve_delta(data.metric, delta)
+    for note in data.notes:
+        warn(note)
     for pipe, reason in data.skipped.items():
         warn(f"pipeline {pipe!r} skipped: {reason}")
 
@@ -136,8 +134,6 @@ def analyze_cube(
     for pipe, entry in pipelines.items():
         entry["ppc"] = ppc[pipe]
         entry["diagnostics"] = diag["per_pipeline"][pipe]
-        if "interpolation" not in entry and cube.TAU_INTERP in ds.data_vars:  # INTEGRATOR: models may report it
-            entry["interpolation"] = R.interpolation_from_cube(ds, pipe, gate).model_dump()
 
     from initmem.stats.frequentist import crosscheck
 
@@ -153,19 +149,18 @@ def analyze_cube(
     if curves is not None:
         with atomic_path(out / R.CURVES_NC) as tmp:
             curves.to_netcdf(tmp)
-    raw_collapse = collapse_test(ds, memory=memory, n_boot=200, seed=seed)
+    raw_collapse = collapse_test(ds, memory=memory, n_boot=200, seed=seed, rope=float(delta))
     collapse = R.build_collapse(raw_collapse) if raw_collapse is not None else None
     if collapse is not None:
         R.write_collapse(out, collapse)
 
-    first = next(iter(pipelines.values()), {})
     summary: dict[str, Any] = {
         "metric": data.metric,
         "family": data.family,
-        "likelihood": getattr(model, "likelihood", None) or first.get("likelihood"),
-        "estimand": first.get("estimand"),
+        "likelihood": data.likelihood,
+        "estimand": estimand(model),
         "delta": float(delta),
-        "gate": gate,
+        "gate": data.gate,
         "n_test": data.n_test,
         "pipelines": pipelines,
         "skipped": data.skipped,
@@ -181,80 +176,12 @@ def analyze_cube(
         "outputs": {"posterior": R.POSTERIOR_NC, "curves": R.CURVES_NC if curves is not None else None,
                     "collapse": R.COLLAPSE_JSON if collapse is not None else None},
     }
-    if trend:
-        summary["trend"] = _trend_comparison(model, sampler=sampler, draws=draws, tune=tune, chains=chains,
-                                             seed=seed, progress=progress, summary=summary)
-
     record = R.build_summary(summary)
     if collapse is not None:
         R.attach_forgetting_times(record, collapse)
     arviz_io.to_netcdf(model.idata, out / R.POSTERIOR_NC)
     R.write_summary(out, record)
     return record
-
-
-def _resolve_delta(metric: str, delta: float | None) -> float:
-    """The smallest spread that matters: given, or one point for an accuracy.
-
-    INTEGRATOR: replace with the models helper's ``resolve_delta`` once it lands."""
-    if delta is not None:
-        return float(delta)
-    if metric in cube.ACCURACY_VARS:
-        return ACCURACY_DELTA
-    raise UserError(f"--delta is required for {metric}: it is not an accuracy, so there is no default "
-                    "smallest spread that matters (give it in the metric's units)")
-
-
-def _usable_gate(ds: xr.Dataset, gate: str) -> str:
-    """Gate on interpolation only where the cube records it (imported tables may not)."""
-    if gate == "interpolated" and cube.TAU_INTERP not in ds.data_vars:
-        warn(f"the cube has no {cube.TAU_INTERP}, so runs cannot be gated on interpolation: every run is used")
-        return "all"
-    return gate
-
-
-def _prepare(ds: xr.Dataset, metric: str | None, family: str | None, gate: str) -> Any:
-    """The model's data with the gate applied.
-
-    INTEGRATOR: when models' ``prepare_data`` takes ``gate`` it applies the gate itself; until
-    then runs that did not interpolate are marked missing here, so they are counted as excluded."""
-    import inspect
-
-    if "gate" in inspect.signature(prepare_data).parameters:
-        return prepare_data(ds, metric, family, gate=gate)
-    if gate == "interpolated":
-        ds = ds.copy()
-        ds[cube.STATUS] = ds[cube.STATUS].where(~cube.ok_cells(ds) | R.interpolated_cells(ds), cube.MISSING)
-    return prepare_data(ds, metric, family)
-
-
-def _trend_comparison(model: MemoryModel, *, sampler: str, draws: int, tune: int, chains: int, seed: int,
-                      progress: bool, summary: dict[str, Any]) -> dict[str, Any]:
-    """Fit the smooth-trend variant and compare it with exchangeable levels by PSIS-LOO."""
-    trend_model = MemoryModel(model.data, levels="trend", priors=model.priors)
-    t0 = time.perf_counter()
-    diag = fit_checked(trend_model, sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed,
-                       progress=progress, label="trend model: ")
-    model.add_log_likelihood()
-    trend_model.add_log_likelihood()
-    rows = arviz_io.compare({"exchangeable": model.idata, "trend": trend_model.idata})
-    trend_summary = trend_model.summarize(summary["delta"])
-    summary["diagnostics"]["flags"] = summary["diagnostics"]["flags"] + [f"trend model: {f}" for f in diag["flags"]]
-    best = rows[0]["model"]
-    worse = rows[1]
-    decisive = worse["elpd_diff"] > 2 * max(worse["dse"], 1e-12)
-    return {
-        "comparison": rows,
-        "preferred": best if decisive else "neither (difference within 2 standard errors)",
-        "pareto_k_warning": any(r["warning"] for r in rows),
-        "note": ("LOO is pointwise over cells; for the binomial the residual is a per-cell effect, so "
-                 "high Pareto k values are expected and the comparison is indicative only."
-                 if model.data.family == "binomial" else "PSIS-LOO over cells."),
-        "spread": {p: v["spread"] for p, v in trend_summary.items()},
-        "verdict": {p: v["verdict"] for p, v in trend_summary.items()},
-        "diagnostics": {"max_rhat": diag["max_rhat"], "min_ess_bulk": diag["min_ess_bulk"],
-                        "divergences": diag["divergences"], "seconds": time.perf_counter() - t0},
-    }
 
 
 __all__ = ["analyze_cube", "fit_checked"]

@@ -261,7 +261,7 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
 @click.option("--out", "-o", "out_dir", required=True, metavar="DIR", type=click.Path(path_type=Path),
               help="Analysis folder for posterior.nc and summary.json.")
 @click.option("--metric", default=None, help="Run variable to analyze (default: selected_test_acc).")
-@click.option("--family", type=click.Choice(["binomial", "gaussian", "student_t"]), default=None,
+@click.option("--family", type=click.Choice(["binomial", "gaussian"]), default=None,
               help="Likelihood (default: binomial when test counts exist, else gaussian).")
 @click.option("--delta", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Smallest spread that matters, in outcome units (default 0.01 = 1 point for accuracies; "
@@ -275,16 +275,15 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed (reproducible results).")
 @click.option("--memory", type=click.Choice(["radial", "functional"]), default="radial", show_default=True,
               help="Memory curve used by the collapse test.")
-@click.option("--trend", is_flag=True, help="Also fit a smooth trend over log sigma_w and compare by LOO.")
 def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | None, delta: float | None, gate: str,
-            sampler: str, draws: int, tune: int, chains: int, seed: int, memory: str, trend: bool) -> None:
+            sampler: str, draws: int, tune: int, chains: int, seed: int, memory: str) -> None:
     """Fit the hierarchical memory model; write DIR/posterior.nc and DIR/summary.json."""
     from initmem.analysis import analyze_cube
     from initmem.results import SUMMARY_JSON
 
     summary = analyze_cube(cube_path, out_dir, metric=metric, family=family, delta=delta, gate=gate,
                            sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed, memory=memory,
-                           progress=not is_quiet(), trend=trend, command=["initmem", *sys.argv[1:]])
+                           progress=not is_quiet(), command=["initmem", *sys.argv[1:]])
     d = summary.diagnostics
     echo(f"{summary.metric} ({summary.family}), delta = {summary.delta:g}, gate {summary.gate}; sampler "
          f"{d.sampler}: compile {d.compile_seconds or 0:.1f} s, sampling {d.sampling_seconds or 0:.1f} s"
@@ -316,7 +315,7 @@ def _g(v: float | None, spec: str = ".4g") -> str:
 @app.command()
 @click.argument("analysis_dir", metavar="DIR", type=click.Path(path_type=Path))
 @click.option("--delta", type=float, default=None, help="Smallest spread that matters (default: the analysis's).")
-@click.option("--n-sim", type=click.IntRange(min=10), default=400, show_default=True,
+@click.option("--n-sim", type=click.IntRange(min=10), default=200, show_default=True,
               help="Simulated experiments per seed count.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")

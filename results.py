@@ -19,11 +19,8 @@ import os
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import numpy as np
-import xarray as xr
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from initmem import cube
 from initmem.errors import UserError
 from initmem.jsonio import json_safe, write_json
 
@@ -48,7 +45,7 @@ Verdict = Literal["remembers", "forgets", "inconclusive", "borderline"]
 VERDICTS: tuple[str, ...] = ("remembers", "forgets", "inconclusive", "borderline")
 Gate = Literal["interpolated", "all"]
 GATES: tuple[str, ...] = ("interpolated", "all")
-Likelihood = Literal["per_example", "counts", "gaussian", "student_t"]
+Likelihood = Literal["per_example", "counts", "gaussian"]
 CollapseVerdict = Literal["clock_better", "epoch_better", "no_difference", "not_identifiable"]
 Adjustment = Literal["holm", "max_statistic"]
 
@@ -111,6 +108,9 @@ class Reml(Record):
     sigma_sd: Num = None
     seed_sd: Num = None
     residual_sd: Num = None
+    singular: bool | None = None
+    method: str | None = None
+    reml_loglik: Num = None
 
 
 class TestResult(Record):
@@ -240,6 +240,8 @@ class PipelineResult(Record):
     interpolation: Interpolation | None = None
     divergence: Divergence | None = None
     forgetting_time: dict[str, ForgettingTime] = Field(default_factory=dict)
+    noise_scale: Num = None  # run-to-run noise SD the model standardises by (docs/memory-model.md)
+    test_set_se: Num = None  # extra SE of the spread if the estimand were the test distribution
 
     @property
     def n_excluded_total(self) -> int | None:
@@ -285,18 +287,6 @@ class Outputs(Record):
     collapse: str | None = None
 
 
-class TrendComparison(Record):
-    """Exchangeable sigma_w levels against a smooth trend, by PSIS-LOO (``--trend``)."""
-
-    comparison: list[dict[str, Any]] = Field(default_factory=list)  # arviz compare rows
-    preferred: str
-    pareto_k_warning: bool = False
-    note: str = ""
-    spread: dict[str, Quantiles] = Field(default_factory=dict)
-    verdict: dict[str, str] = Field(default_factory=dict)
-    diagnostics: dict[str, Any] = Field(default_factory=dict)
-
-
 class Summary(Record):
     """``summary.json`` (docs/analysis-folder.md, "summary.json")."""
 
@@ -319,7 +309,6 @@ class Summary(Record):
     cube: str | None = None
     command: list[str] | str | None = None
     versions: dict[str, str] = Field(default_factory=dict)
-    trend: TrendComparison | None = None
     outputs: Outputs = Field(default_factory=Outputs)
 
 
@@ -479,23 +468,3 @@ def sigma_key(sigma_w: float) -> str:
     return repr(float(sigma_w))
 
 
-def interpolated_cells(ds: xr.Dataset) -> xr.DataArray:
-    """Usable runs (status ok) that reached the interpolation threshold, (pipeline, sigma_w, seed)."""
-    return cube.ok_cells(ds) & np.isfinite(ds[cube.TAU_INTERP]).transpose(*cube.CELL_DIMS)
-
-
-def interpolation_from_cube(ds: xr.Dataset, pipe: str, gate: str) -> Interpolation:
-    """How many of a pipeline's usable runs interpolated, per sigma_w, and the levels where none did.
-
-    A level is listed in ``levels_without_interpolation`` when it has usable runs but none of them
-    reached the threshold (a level without any usable run is not an interpolation question)."""
-    ok = cube.ok_cells(ds).sel({cube.PIPELINE: pipe})
-    by_level = interpolated_cells(ds).sel({cube.PIPELINE: pipe}).sum(cube.SEED).values
-    has_runs = ok.any(cube.SEED).values
-    levels = [float(s) for s in ds[cube.SIGMA].values]
-    return Interpolation(
-        n_cells=int(ok.sum()), n_interpolated=int(by_level.sum()),
-        by_sigma_w={sigma_key(s): int(n) for s, n in zip(levels, by_level, strict=True)},
-        levels_without_interpolation=[s for s, n, h in zip(levels, by_level, has_runs, strict=True) if h and n == 0],
-        gate=gate,
-    )

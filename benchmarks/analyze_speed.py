@@ -16,7 +16,6 @@ PyMC's min-ESS per second on the quick cube.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from initmem import cube
+    from initmem.results import load_summary
 
     cubes = _cubes()
     with tempfile.TemporaryDirectory() as tmp:
@@ -55,12 +55,12 @@ def main() -> int:
             if proc.returncode != 0:
                 print(proc.stderr, file=sys.stderr)
                 return 1
-            summary = json.loads((out / "summary.json").read_text())
-            d = summary["diagnostics"]
-            verdicts = {p: e["verdict"] for p, e in summary["pipelines"].items()}
-            print(f"{name}: initmem analyze {wall:.1f} s (goal <= {goal:.0f} s; compile {d['compile_seconds']:.1f} s, "
-                  f"sampling {d['sampling_seconds']:.1f} s); divergences {d['divergences']}, max R-hat "
-                  f"{d['max_rhat']:.4f}, min bulk ESS {d['min_ess_bulk']:.0f}, retried {d['retried']}; {verdicts}")
+            summary = load_summary(out)
+            d = summary.diagnostics
+            verdicts = {p: e.verdict for p, e in summary.pipelines.items()}
+            print(f"{name}: initmem analyze {wall:.1f} s (goal <= {goal:.0f} s; compile {d.compile_seconds:.1f} s, "
+                  f"sampling {d.sampling_seconds:.1f} s); divergences {d.divergences}, max R-hat "
+                  f"{d.max_rhat:.4f}, min bulk ESS {d.min_ess_bulk:.0f}, retried {d.retried}; {verdicts}")
 
     if args.compare_pymc:
         from initmem.models.data import prepare_data

@@ -91,36 +91,5 @@ def divergences(idata: az.InferenceData) -> int:
     return 0
 
 
-def loo(idata: az.InferenceData, var_name: str | None = None) -> dict[str, Any]:
-    """PSIS-LOO of a fit with a log_likelihood group, as plain numbers."""
-    res = az.loo(idata, var_name=var_name, pointwise=True)
-    k = np.asarray(res.pareto_k)
-    return {
-        "elpd_loo": float(res.elpd_loo),
-        "se": float(res.se),
-        "p_loo": float(res.p_loo),
-        "n_pareto_k_gt_0.7": int((k > 0.7).sum()),
-    }
-
-
-def compare(fits: dict[str, az.InferenceData]) -> list[dict[str, Any]]:
-    """LOO comparison of several fits of the same data, best first (ArviZ's compare table)."""
-    table = az.compare(fits, ic="loo")
-    rows = []
-    for name, row in table.iterrows():
-        rows.append({
-            "model": str(name),
-            "rank": int(row["rank"]),
-            "elpd_loo": float(row["elpd_loo"]),
-            "p_loo": float(row["p_loo"]),
-            "elpd_diff": float(row["elpd_diff"]),
-            "dse": float(row["dse"]),
-            "se": float(row["se"]),
-            "weight": float(row["weight"]),
-            "warning": bool(row["warning"]),
-        })
-    return rows
-
-
 def version() -> str:
     return az.__version__

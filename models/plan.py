@@ -19,7 +19,6 @@ in >= 80% of experiments) and ``delta_remembers`` (the largest delta with "remem
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from initmem.errors import UserError
 from initmem.models import arviz_io, core
 from initmem.models.priors import Priors, default_priors
 from initmem.models.summaries import DECISION
+from initmem.results import POSTERIOR_NC, SUMMARY_JSON, load_summary
 from initmem.stats.anova import mean_squares
 
 SEED_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
@@ -132,47 +132,42 @@ def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: 
          ladder: tuple[int, ...] = SEED_LADDER) -> dict[str, Any]:
     """Seeds per cell needed for a decisive verdict with probability >= 0.8, per pipeline."""
     folder = Path(analysis_dir)
-    summary_path = folder / "summary.json"
-    if not summary_path.exists():
-        raise UserError(f"no summary.json in {folder}: run 'initmem analyze CUBE.nc --out {folder}' first")
-    try:
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{summary_path} is not valid JSON ({exc})") from None
-    delta = float(summary.get("delta", 0.01)) if delta is None else float(delta)
-    if not (np.isfinite(delta) and delta > 0):
+    summary = load_summary(folder)
+    delta = summary.delta if delta is None else float(delta)
+    if not (delta is not None and np.isfinite(delta) and delta > 0):
         raise UserError(f"--delta must be a positive number, not {delta!r}")
     if n_sim < 10:
         raise UserError("--n-sim must be at least 10")
-    post = arviz_io.from_netcdf(folder / "posterior.nc").posterior
+    post = arviz_io.from_netcdf(folder / POSTERIOR_NC).posterior
     for name in ("expected", "seed_sd", "residual_sd"):
         if name not in post:
-            raise UserError(f"{folder / 'posterior.nc'} lacks {name!r}: rerun 'initmem analyze' with this version")
+            raise UserError(f"{folder / POSTERIOR_NC} lacks {name!r}: rerun 'initmem analyze' with this version")
     rng = np.random.default_rng(seed)
     out: dict[str, Any] = {"delta": delta, "target": TARGET, "n_sim": n_sim, "ladder": list(ladder), "rule": RULE,
-                           "family": summary.get("family"), "metric": summary.get("metric"), "pipelines": {}}
+                           "family": summary.family, "metric": summary.metric, "pipelines": {}}
 
     def flat(name: str, pipe: str) -> np.ndarray:
         x = post[name].sel({cube.PIPELINE: pipe}).values
         return x.reshape(-1, *x.shape[2:])
 
-    for pipe, entry in summary["pipelines"].items():
-        scale = entry.get("noise_scale")
-        if not isinstance(scale, int | float) or not scale > 0:
-            raise UserError(f"{summary_path} has no noise_scale for {pipe!r}: rerun 'initmem analyze' with this version")
-        levels = np.isin(post[cube.SIGMA].values, np.asarray(entry["expected"]["sigma_w"], dtype=float))
+    for pipe, entry in summary.pipelines.items():
+        scale = entry.noise_scale
+        if scale is None or not scale > 0:
+            raise UserError(f"{folder / SUMMARY_JSON} has no noise_scale for {pipe!r}: rerun 'initmem analyze' "
+                            "with this version")
+        levels = np.isin(post[cube.SIGMA].values, np.asarray(entry.expected.sigma_w, dtype=float))
         n_draws = post.sizes["chain"] * post.sizes["draw"]
         take = rng.choice(n_draws, size=n_sim, replace=n_draws < n_sim)
         exp_, sd_seed, sd_res = flat("expected", pipe)[take][:, levels], flat("seed_sd", pipe)[take], \
             flat("residual_sd", pipe)[take]
-        n_now = entry.get("n_seed")
+        n_now = entry.n_seed
         lad = tuple(sorted(set(ladder) | ({int(n_now)} if n_now and n_now >= 2 else set())))
         result: dict[str, Any] = {
-            "n_seed_now": n_now, "n_sigma": int(levels.sum()), "verdict_now": entry.get("verdict"),
+            "n_seed_now": n_now, "n_sigma": int(levels.sum()), "verdict_now": entry.verdict,
             "posterior": power(lambda s, e=exp_, a=sd_seed, b=sd_res: core.predictive_tables(
                 np.zeros(n_sim), e, a, b, s, rng), scale, delta, lad, rng, n_now),
         }
-        reml = (entry.get("frequentist") or {}).get("reml") or {}
+        reml = entry.frequentist.reml.model_dump() if entry.frequentist is not None else {}
         if all(isinstance(reml.get(k), int | float) and np.isfinite(reml[k])
                for k in ("sigma_sd", "seed_sd", "residual_sd")):
             result["reml"] = power(lambda s, r=reml, n_lev=int(levels.sum()): simulate_reml(r, n_lev, s, n_sim, rng),

@@ -16,7 +16,7 @@ from initmem.reports.load import Analysis
 OPTIMIZER_NAMES = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW"}
 LIKELIHOOD_TEXT = {"per_example": "per-example Bernoulli outcomes on the shared test set",
                    "counts": "binomial counts of correct test examples per run",
-                   "gaussian": "a Gaussian on the metric", "student_t": "a Student-t on the metric"}
+                   "gaussian": "a Gaussian on the metric"}
 SELECT_TEXT = {"best_val_acc": "the checkpoint with the best validation accuracy", "last": "the last checkpoint"}
 
 

@@ -126,14 +126,4 @@ def forgetting_times(ds: xr.Dataset, *, memory: str = "radial", fraction: float 
     return out
 
 
-def per_pipeline(collapse: dict | None) -> dict[str, dict[str, dict]]:
-    """summary.json's ``forgetting_time`` for every pipeline, from a collapse.json dict:
-    {pipeline: {axis: {"median", "q05", "q95", "censored"}}} (empty without curves)."""
-    out: dict[str, dict[str, dict]] = {}
-    for axis, entry in ((collapse or {}).get("forgetting_times") or {}).items():
-        for pipe, v in entry["per_pipeline"].items():
-            out.setdefault(pipe, {})[axis] = {k: v[k] for k in ("median", "q05", "q95", "censored")}
-    return out
-
-
-__all__ = ["DEFAULT_FRACTION", "DEFAULT_ROPE", "crossing", "forgetting_times", "memory_draws", "per_pipeline"]
+__all__ = ["DEFAULT_FRACTION", "DEFAULT_ROPE", "crossing", "forgetting_times", "memory_draws"]

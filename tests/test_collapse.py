@@ -115,11 +115,8 @@ def test_output_schema_and_partial_axes():
     assert r["vs_epoch"]["step"]["p_adjusted"] is None  # steps are a count, not a clock under test
     ft = r["forgetting_times"]["T_sgd"]
     assert ft["fraction"] == 0.5 and ft["n_pipelines"] == 6
-    from initmem.stats.forgetting import per_pipeline
-
-    summ = per_pipeline(r)
-    assert set(summ) == set(ds.pipeline.values.tolist())
-    assert set(summ["sgd_l2"]["T_sgd"]) == {"median", "q05", "q95", "censored"}
+    assert set(ft["per_pipeline"]) == set(ds.pipeline.values.tolist())
+    assert set(ft["per_pipeline"]["sgd_l2"]) >= {"median", "q05", "q95", "censored"}
 
 
 def test_no_curves_and_bad_memory():

@@ -270,7 +270,7 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
     for a, pipe in enumerate(pipes):
         st = status[a]
         by_level = (ok[a] & interp[a]).sum(axis=1)
-        without = [float(s) for s, n_ok, n_i in zip(sigma_w, observed[a].sum(axis=1), by_level, strict=True)
+        without = [float(s) for s, n_ok, n_i in zip(sigma_w, ok[a].sum(axis=1), by_level, strict=True)
                    if n_ok > 0 and n_i == 0] if gate_used == "interpolated" else []
         interpolation[pipe] = {
             "n_cells": int(ok[a].sum()), "n_interpolated": int((ok[a] & interp[a]).sum()),

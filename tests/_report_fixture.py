@@ -23,6 +23,7 @@ from scipy import stats
 
 from initmem import cube as C
 from initmem import results as R
+from initmem.models.data import prepare_data
 from initmem.simulate import SimPipeline, simulate_cube
 
 AXES = (C.EPOCH, C.STEP, C.T_ETA, C.T_SGD, C.T_L2, C.T_ADAPT, R.T_FIT)
@@ -203,7 +204,9 @@ def write_analysis(ds: xr.Dataset, root: Path, *, delta: float = 0.01, verdicts:
     out.mkdir(exist_ok=True)
     rng = np.random.default_rng(0)
     pipes = {}
-    use = R.interpolated_cells(ds) if gate == "interpolated" and C.TAU_INTERP in ds else C.ok_cells(ds)
+    gated = gate == "interpolated" and C.TAU_INTERP in ds
+    use = C.ok_cells(ds) & np.isfinite(ds[C.TAU_INTERP]) if gated else C.ok_cells(ds)
+    interpolation = prepare_data(ds, C.SELECTED_TEST_ACC, "gaussian", gate=gate).interpolation
     for p in ds[C.PIPELINE].values.tolist():
         y_all = ds[C.SELECTED_TEST_ACC].sel({C.PIPELINE: p})
         y = y_all.where(use.sel({C.PIPELINE: p}))
@@ -211,8 +214,8 @@ def write_analysis(ds: xr.Dataset, root: Path, *, delta: float = 0.01, verdicts:
         keep_seed = y.isel({C.SIGMA: keep_sigma}).notnull().all(C.SIGMA).values
         y = y.isel({C.SIGMA: keep_sigma, C.SEED: keep_seed})
         entry = pipeline_summary(y.values, y[C.SIGMA].values, delta, rng, (verdicts or {}).get(p))
-        if C.TAU_INTERP in ds:
-            entry.interpolation = R.interpolation_from_cube(ds, p, gate)
+        if C.TAU_INTERP in ds and p in interpolation:
+            entry.interpolation = R.Interpolation(**interpolation[p])
         entry.divergence = _divergence(ds, p, y_all, delta, rng)
         entry.n_excluded = {"diverged": entry.divergence.n_diverged, "failed": 0, "missing": 0}
         pipes[p] = entry

@@ -104,5 +104,5 @@ def test_analyze_needs_delta_for_a_metric_that_is_not_an_accuracy(tmp_path):
     ds[cube.WALL_SECONDS] = 60.0 + 100 * ds[cube.SELECTED_TEST_ACC]  # seconds: not an accuracy
     cube.write_cube(ds, tmp_path / "c.nc")
     args = ("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--metric", cube.WALL_SECONDS, "--gate", "all")
-    assert_user_error(invoke(*args), f"--delta is required for {cube.WALL_SECONDS}")
+    assert_user_error(invoke(*args), f"metric {cube.WALL_SECONDS!r} is not an accuracy: give --delta")
     assert not (tmp_path / "a").exists()  # refused before anything was fitted or written

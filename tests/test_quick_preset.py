@@ -10,7 +10,7 @@ import pytest
 
 from initmem import cube
 from initmem.collect.devices import deterministic
-from initmem.collect.engine import collect_grid
+from initmem.collect.packs import collect_grid
 from initmem.grid import load_grid, parse_grid
 
 

@@ -420,26 +420,6 @@ def test_splits_are_fixed_by_split_seed():
     assert a.x_train.shape[1:] == (1, 8, 8)
 
 
-# -- the phenomenon ------------------------------------------------------------------------------------
-
-@pytest.mark.slow
-def test_reduced_quick_grid_shows_low_lr_sgd_remembers_more_than_adam_and_sgd_l2():
-    quick = load_grid("quick")
-    keep = ("sgd_low_lr", "sgd_l2", "adam")
-    d = quick.to_dict()
-    d["pipelines"] = {k: {**d["pipelines"][k], "epochs": 8} for k in keep}
-    d["sigma_w"] = [0.25, 8.0]
-    d["seeds"] = [0, 1]
-    d["engine"]["cpu_threads"] = 1
-    ds = collect_grid(parse_grid(d))
-    spread = {}
-    for p in keep:
-        m = ds["selected_test_acc"].sel(pipeline=p).mean("seed").values
-        spread[p] = float(m.max() - m.min())
-    assert spread["sgd_low_lr"] > spread["adam"] + 0.12, spread
-    assert spread["sgd_low_lr"] > spread["sgd_l2"] + 0.12, spread
-
-
 def _plain_tiny(x: torch.Tensor, p: dict[str, torch.Tensor]) -> torch.Tensor:
     """ResNet-tiny written with plain (ungrouped) torch ops for one member: the reference."""
     import torch.nn.functional as F

@@ -11,7 +11,8 @@ from initmem import cube
 from initmem.collect.data import Split, load_split
 from initmem.collect.devices import deterministic
 from initmem.collect.engine import STREAM_INIT, seed_generator
-from initmem.collect.nets import PConv, PLinear, SkipGain, build_net, init_member, member_sums
+from initmem.collect.nets import PConv, PLinear, build_net, init_member
+from initmem.collect.normfree import SkipGain, member_sums
 from initmem.collect.packs import collect_grid
 from initmem.grid import parse_grid
 

@@ -143,7 +143,7 @@ class Estimate(Record):
 
 
 class EffectSizes(Record):
-    """Effect sizes of the frequentist cross-check (docs/statistics.md); more may be added."""
+    """Effect sizes of the frequentist cross-check (docs/frequentist.md); more may be added."""
 
     spread_points: Estimate = Field(default_factory=Estimate)  # spread in points (or outcome units)
     spread_over_seed_sd: Num = None

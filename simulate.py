@@ -25,7 +25,7 @@ from initmem.models.core import expected_accuracy
 SIGMA_RANGE = (0.25, 8.0)
 N_CLASSES = 10
 ADAPTIVE = ("adam", "adamw")
-TRUTH_AXES = ("epoch", "T_sgd", "T_l2", "T_adapt", "flat")  # "flat": no forgetting at all
+TRUTH_AXES = (cube.EPOCH, cube.T_SGD, cube.T_L2, cube.T_ADAPT, "flat")  # "flat": no forgetting at all
 
 
 @dataclass(frozen=True)
@@ -198,7 +198,7 @@ def simulate_cube(
     *,
     n_test: int = 450,
     curves: bool = False,
-    truth_axis: str = "T_sgd",
+    truth_axis: str = cube.T_SGD,
     epochs: int = 30,
     seed: int = 0,
     n_train: int = 1024,  # a multiple of every preset batch size: no dropped last batch
@@ -371,13 +371,13 @@ def _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_
         ds[name] = (cube.CURVE_DIMS, arr)
 
     ds.coords[cube.EPOCH] = np.arange(n_ep)
-    put("kernel_norm", np.exp(log_kn))
-    put("train_acc", train_acc)
-    put("val_acc", val_acc)
-    put("test_acc", test_acc)
-    put("train_loss", -np.log(train_acc))
-    put("val_loss", -np.log(val_acc))
-    put("test_loss", -np.log(test_acc))
+    put(cube.KERNEL_NORM, np.exp(log_kn))
+    put(cube.TRAIN_ACC, train_acc)
+    put(cube.VAL_ACC, val_acc)
+    put(cube.TEST_ACC, test_acc)
+    put(cube.TRAIN_LOSS, -np.log(train_acc))
+    put(cube.VAL_LOSS, -np.log(val_acc))
+    put(cube.TEST_LOSS, -np.log(test_acc))
     for name, arr in clock.items():
         put(name, arr[:, None, None, :])
 

@@ -42,8 +42,9 @@ def main() -> None:
             seconds = time.perf_counter() - t0
             size = path.stat().st_size
         total = sum(raw.values())
-        print(f"epochs {epochs}: raw {total / 1e6:.1f} MB (13 curves {curves / 1e6:.1f} MB, layer_norm "
-              f"{raw['layer_norm'] / 1e6:.1f} MB, test_pred {raw['test_pred'] / 1e6:.1f} MB, run vars "
+        print(f"epochs {epochs}: raw {total / 1e6:.1f} MB ({len(cube.CURVE_VARS)} curves {curves / 1e6:.1f} MB, per-layer "
+              f"{sum(raw[v] for v in cube.LAYER_VARS if v in raw) / 1e6:.1f} MB, {cube.TEST_PRED} "
+              f"{raw[cube.TEST_PRED] / 1e6:.1f} MB, run vars "
               f"{sum(raw[v] for v in cube.RUN_VARS) / 1e3:.1f} kB); NetCDF zlib-4 {size / 1e6:.1f} MB "
               f"(ratio {total / size:.2f}), written in {seconds:.1f} s")
 

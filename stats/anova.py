@@ -3,7 +3,7 @@
 Every classical quantity of a randomized complete block design (sigma_w levels as treatments,
 seeds as blocks, one value per cell) comes from these mean squares: the ANOVA variance
 components, omega squared, the functional variance share of a memory curve and the planner's
-decision rule (docs/statistics.md, "Frequentist cross-checks").
+decision rule (docs/frequentist.md).
 """
 
 from __future__ import annotations

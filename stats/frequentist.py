@@ -280,7 +280,7 @@ def crosscheck(ds: xr.Dataset, metric: str, delta: float, bayes: dict[str, dict]
                                ("min", "sp", "min_effect_p"))
     }
     scale = cube.points_scale(metric)
-    n_test = ds.attrs.get("n_test")
+    n_test = ds.attrs.get(cube.A_N_TEST)
     out: dict[str, dict] = {}
     for p in pipes:
         r = raw[p]

@@ -106,3 +106,31 @@ def test_analyze_needs_delta_for_a_metric_that_is_not_an_accuracy(tmp_path):
     args = ("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--metric", cube.WALL_SECONDS, "--gate", "all")
     assert_user_error(invoke(*args), f"metric {cube.WALL_SECONDS!r} is not an accuracy: give --delta")
     assert not (tmp_path / "a").exists()  # refused before anything was fitted or written
+
+
+@pytest.mark.slow
+def test_analyze_then_plan_from_the_command_line(tmp_path):
+    """The user's path: simulate, analyze, plan. The plan reads the folder through results.py and
+    names, per pipeline, the seeds or the delta that would decide."""
+    import json
+
+    from initmem.simulate import SimPipeline, simulate_cube
+
+    ds = simulate_cube([SimPipeline("mem", sigma_sd=0.4, n_sigma=4, n_seed=3),
+                        SimPipeline("null", sigma_sd=0.0, n_sigma=4, n_seed=3)], seed=1)
+    cube.write_cube(ds, tmp_path / "c.nc")
+    proc = invoke("--quiet", "analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--draws", "300",
+                  "--tune", "300", "--chains", "2")
+    assert proc.returncode == 0, proc.stderr
+    proc = invoke("plan", tmp_path / "a", "--n-sim", "40", "--json")
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert set(plan["pipelines"]) == {"mem", "null"}
+    for entry in plan["pipelines"].values():
+        assert entry["n_seed_now"] == 3
+        post = entry["posterior"]
+        p_dec = {int(k): v for k, v in post["p_decisive"].items()}
+        assert 3 in p_dec and all(0.0 <= v <= 1.0 for v in p_dec.values())
+        needed = post["seeds_needed"]
+        assert needed is None or (needed in p_dec and p_dec[needed] >= plan["target"])
+    assert_user_error(invoke("plan", tmp_path / "nowhere"), "nowhere")

@@ -169,7 +169,7 @@ def variance_shares(a: Analysis) -> Figure:
     desc = "; ".join(
         f"{p}: σ_w {q(a.pipe(p).shares.sigma if a.pipe(p).shares else None):.2f}" for p in pipes)
     caption = ("Variance decomposition per pipeline: the shares of the σ_w-level effects (initialization memory), "
-               "the seed effects shared across σ_w, and the residual, on the model's scale. Bars are posterior "
+               "the seed effects shared across σ_w, and the residual (run-to-run noise included). Bars are posterior "
                "medians, whiskers 90% intervals; the medians of the three shares need not add up to one.")
     alt = f"Horizontal grouped bar chart of variance shares for {len(pipes)} pipelines. Memory share medians: {desc}."
     return figure_to_svg(fig, "variance-shares", caption, alt)

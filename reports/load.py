@@ -53,7 +53,7 @@ class Analysis:
     @property
     def scale(self) -> float:
         """Outcome units -> the units the report speaks in (points for accuracies)."""
-        return 100.0 if self.is_accuracy else 1.0
+        return cubemod.points_scale(cubemod.SELECTED_TEST_ACC if self.is_accuracy else self.metric)
 
     @property
     def unit(self) -> str:
@@ -68,7 +68,7 @@ class Analysis:
         """Decimals that resolve delta in the shown unit (1 for points with delta = 1 point)."""
         import math
 
-        shown = self.delta * (100.0 if self.is_accuracy else 1.0)
+        shown = self.delta * self.scale
         return max(1, 1 - math.floor(math.log10(shown))) if shown > 0 else 2
 
     def cube_has(self, *names: str) -> bool:

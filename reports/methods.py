@@ -147,7 +147,7 @@ def analysis_sentences(a: Analysis) -> list[str]:
                    "levels without such a run were left out.")
     elif s.gate == "all":
         out.append("Every finished run entered the fit, whether or not it reached the interpolation threshold.")
-    unit = f"{a.delta * 100:g} accuracy points" if a.is_accuracy else f"{a.delta:g}"
+    unit = f"{a.delta * a.scale:g} accuracy points" if a.is_accuracy else f"{a.delta:g}"
     out.append(
         (s.estimand.strip() + " " if s.estimand else
          "The spread is the maximum minus the minimum over the sigma_w grid of the expected metric with seed noise "

@@ -55,8 +55,8 @@ def summary_rows(a: Analysis) -> list[dict[str, Any]]:
         sp, ms, sd = info.spread, info.memory_share, info.seed_sd
         ti = _cell_stats(a, C.TAU_INTERP, p)
         tb = _cell_stats(a, C.TAU_BEST, p)
-        sel = _cell_stats(a, C.SELECTED_TEST_ACC, p) * 100
-        fin = _cell_stats(a, C.FINAL_TEST_ACC, p) * 100
+        sel = _cell_stats(a, C.SELECTED_TEST_ACC, p) * C.points_scale(C.SELECTED_TEST_ACC)
+        fin = _cell_stats(a, C.FINAL_TEST_ACC, p) * C.points_scale(C.FINAL_TEST_ACC)
         return {
             "name": p,
             "verdict": info.verdict,

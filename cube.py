@@ -100,6 +100,9 @@ A_SCHEMA, A_N_TEST, A_INTERP_THRESHOLD, A_SELECT = "schema", "n_test", "interp_t
 A_GRID, A_DATASET_FINGERPRINT = "grid", "dataset_fingerprint"
 A_INITMEM_VERSION, A_TORCH_VERSION, A_DEVICE, A_CREATED = "initmem_version", "torch_version", "device", "created"
 A_TRUTH, A_FAILED_CELLS, A_CORRUPT_SHARDS, A_SOURCE = "truth", "failed_cells", "corrupt_shards", "source"
+# What a collected cube was trained with, for provenance and for telling grids apart.
+A_GRID_HASH, A_GRID_NAME, A_DATASET = "grid_hash", "grid_name", "dataset"
+A_ARCH, A_NORM, A_INIT_SCALE, A_AUGMENT = "arch", "norm", "init_scale", "augment"
 GLOBAL_ATTRS = (
     A_SCHEMA, A_N_TEST, A_INTERP_THRESHOLD, A_SELECT, A_GRID, A_DATASET_FINGERPRINT,
     A_INITMEM_VERSION, A_TORCH_VERSION, A_DEVICE, A_CREATED,

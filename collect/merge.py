@@ -31,7 +31,7 @@ def merge_run(run_dir: str | os.PathLike, *, grid: Any = None) -> MergeReport:
     report = merge_dir(
         run.shards, run.cube, pipelines=list(grid.pipelines), sigma_w=[float(s) for s in grid.sigma_w],
         seeds=[int(k) for k in grid.seeds], accepted_hashes=run.accepted_hashes(),
-        attrs={cube.A_GRID: grid.to_yaml(), "grid_hash": grid_hash(grid), "grid_name": grid.name},
+        attrs={cube.A_GRID: grid.to_yaml(), cube.A_GRID_HASH: grid_hash(grid), cube.A_GRID_NAME: grid.name},
         pipeline_defaults={p: pipeline_coords(spec) for p, spec in grid.pipelines.items()})
     EventLog(run.events).emit("merge", cube=str(run.cube), shards=report.n_shards,
                               corrupt=[p.name for p, _ in report.corrupt],

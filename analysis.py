@@ -17,7 +17,6 @@ from typing import Any
 
 from initmem import cube
 from initmem import results as R
-from initmem.atomic import atomic_path
 from initmem.errors import UserError
 from initmem.models import arviz_io
 from initmem.models.memory import (
@@ -143,12 +142,11 @@ def analyze_cube(
             pipelines[pipe].update(extra)
 
     from initmem.stats.collapse import collapse_test
-    from initmem.stats.curves import memory_curves
+    from initmem.stats.curves import memory_curves, write_curves
 
     curves = memory_curves(ds, n_boot=200, seed=seed)
     if curves is not None:
-        with atomic_path(out / R.CURVES_NC) as tmp:
-            curves.to_netcdf(tmp)
+        write_curves(curves, out / R.CURVES_NC)
     raw_collapse = collapse_test(ds, memory=memory, n_boot=200, seed=seed, rope=float(delta))
     collapse = R.build_collapse(raw_collapse) if raw_collapse is not None else None
     if collapse is not None:

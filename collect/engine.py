@@ -31,7 +31,7 @@ from initmem.collect.measure import StepMeter
 from initmem.collect.nets import PackedNet, build_net, init_member, kernel_norms, use_channels_last
 from initmem.collect.optim import PackedOptimizer
 from initmem.collect.schedule import LrSchedule, epoch_clocks, steps_per_epoch
-from initmem.collect.select import Selector
+from initmem.collect.select import Selector, tau_interp
 from initmem.errors import UserError
 from initmem.grid import Grid
 
@@ -369,12 +369,7 @@ def _to_dataset(grid: Grid, pipeline: str, tr: PackTrainer, rec: Recorder, devic
             out[0, i, j] = values[g]
         return out
 
-    thr = grid.eval.interp_threshold
-    tau_interp = np.full(tr.G, np.nan)
-    for g in range(tr.G):
-        hit = np.nonzero(rec.curves[cube.TRAIN_ACC][g] >= thr)[0]
-        if hit.size:
-            tau_interp[g] = float(hit[0])
+    tau = np.array([tau_interp(rec.curves[cube.TRAIN_ACC][g], grid.eval.interp_threshold) for g in range(tr.G)])
     sel = rec.selector.selected()
     status = np.where(rec.diverged_epoch >= 0, cube.DIVERGED, cube.OK)
     cd, ed = cube.CELL_DIMS, cube.CURVE_DIMS
@@ -384,7 +379,7 @@ def _to_dataset(grid: Grid, pipeline: str, tr: PackTrainer, rec: Recorder, devic
     for v in cube.LAYER_VARS:
         data[v] = ((*ed, cube.LAYER), cell_array(np.nan, cube.FLOAT_DTYPE, rec.layer[v], (E, L)))
     run = {
-        cube.TAU_INTERP: tau_interp, cube.TAU_BEST: sel["tau"], cube.SELECTED_VAL_ACC: sel["val"],
+        cube.TAU_INTERP: tau, cube.TAU_BEST: sel["tau"], cube.SELECTED_VAL_ACC: sel["val"],
         cube.SELECTED_TEST_ACC: sel["test"], cube.FINAL_TEST_ACC: rec.curves[cube.TEST_ACC][:, -1],
         cube.INIT_KERNEL_NORM: rec.curves[cube.KERNEL_NORM][:, 0],
         cube.WALL_SECONDS: np.full(tr.G, rec.wall / tr.G),

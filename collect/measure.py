@@ -26,11 +26,6 @@ from collections.abc import Sequence
 import torch
 
 
-def flat64(w: torch.Tensor) -> torch.Tensor:
-    """A kernel ``[G, ...]`` as ``[G, n]`` float64 rows (a copy)."""
-    return w.detach().flatten(1).to(torch.float64)
-
-
 def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Row-wise cosine of two ``[G, n]`` float64 tensors, clamped to [-1, 1].
 
@@ -79,11 +74,9 @@ class StepMeter:
 
     def after_step(self) -> None:
         """Add the angle each kernel turned in the step just taken."""
-        cur = self._flat()
-        norm = self._norms(cur)
-        unit = cur * (1.0 / norm).index_select(1, self.layer_of_column)
-        self.path += 2.0 * torch.atan2(self._norms(self.prev_unit - unit), self._norms(self.prev_unit + unit))
-        self.prev, self.prev_norm, self.prev_unit = cur, norm, unit
+        before = self.prev_unit
+        self._set_prev(self._flat())
+        self.path += 2.0 * torch.atan2(self._norms(before - self.prev_unit), self._norms(before + self.prev_unit))
 
     def cos_to_init(self) -> torch.Tensor:
         """``[G, L]`` cosine of every kernel now with its value at epoch 0."""

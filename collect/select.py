@@ -17,12 +17,15 @@ checkpoints with the pack.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
-SELECT_RULES = ("best_val_acc_interp", "best_val_acc", "last")
-DEFAULT_RULE = "best_val_acc_interp"
+from initmem.grid import EvalSpec
+
+# The grid schema owns the rule names and the default; this module owns what they mean.
+SELECT_RULES: tuple[str, ...] = get_args(EvalSpec.model_fields["select"].annotation)
+DEFAULT_RULE: str = EvalSpec.model_fields["select"].default
 
 
 def _better(acc: float, loss: float, best_acc: float, best_loss: float, ties: bool) -> bool:

@@ -23,10 +23,9 @@ import xarray as xr
 
 from initmem import cube
 from initmem.errors import UserError
+from initmem.results import GATES, sigma_key
 
 FAMILIES = ("binomial", "gaussian")
-GATES = ("interpolated", "all")
-LIKELIHOODS = ("per_example", "counts", "gaussian")
 COUNT_METRICS = (cube.SELECTED_TEST_ACC, cube.SELECTED_TEST_CORRECT)
 NOT_METRICS = (cube.STATUS, cube.TAU_INTERP, cube.TAU_BEST, cube.WALL_SECONDS)
 DEFAULT_ACCURACY_DELTA = 0.01
@@ -274,7 +273,7 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
                    if n_ok > 0 and n_i == 0] if gate_used == "interpolated" else []
         interpolation[pipe] = {
             "n_cells": int(ok[a].sum()), "n_interpolated": int((ok[a] & interp[a]).sum()),
-            "by_sigma_w": {repr(float(s)): int(n) for s, n in zip(sigma_w, by_level, strict=True)},
+            "by_sigma_w": {sigma_key(s): int(n) for s, n in zip(sigma_w, by_level, strict=True)},
             "levels_without_interpolation": without, "gate": gate_used,
         }
         n_excluded[pipe] = {
@@ -319,5 +318,5 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
     return data
 
 
-__all__ = ["FAMILIES", "GATES", "LIKELIHOODS", "MemoryData", "choose_family", "choose_metric", "prepare_data",
+__all__ = ["FAMILIES", "MemoryData", "choose_family", "choose_metric", "prepare_data",
            "resolve_delta"]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from initmem.models import arviz_io
+from initmem.results import sigma_key
 
 if TYPE_CHECKING:
     from initmem.models.memory import MemoryModel
@@ -90,7 +91,7 @@ def _divergence(model: MemoryModel, a: int, pipe: str, delta: float, sensitivity
     if depends:
         warning = (f"{n_div} run(s) diverged and divergence depends on sigma_w (permutation p = {p_value:.3g}): "
                    "the verdict rests on the runs that survived; see the sensitivity result")
-    return {"n_diverged": n_div, "by_sigma_w": {repr(float(s)): int(n) for s, n in zip(d.sigma_w, div.sum(axis=1),
+    return {"n_diverged": n_div, "by_sigma_w": {sigma_key(s): int(n) for s, n in zip(d.sigma_w, div.sum(axis=1),
                                                                                      strict=True) if n},
             "depends_on_sigma_w": bool(depends), "p_value": p_value, "warning": warning,
             "sensitivity": sensitivity}

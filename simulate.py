@@ -18,13 +18,12 @@ import numpy as np
 import xarray as xr
 
 from initmem import __version__, cube
-from initmem.collect.schedule import LrSchedule, pipeline_clocks
+from initmem.collect.schedule import ADAPTIVE, LrSchedule, pipeline_clocks
 from initmem.errors import UserError
 from initmem.models.core import expected_accuracy
 
 SIGMA_RANGE = (0.25, 8.0)
 N_CLASSES = 10
-ADAPTIVE = ("adam", "adamw")
 TRUTH_AXES = (cube.EPOCH, cube.T_SGD, cube.T_L2, cube.T_ADAPT, "flat")  # "flat": no forgetting at all
 
 

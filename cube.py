@@ -103,6 +103,12 @@ A_TRUTH, A_FAILED_CELLS, A_CORRUPT_SHARDS, A_SOURCE = "truth", "failed_cells", "
 # What a collected cube was trained with, for provenance and for telling grids apart.
 A_GRID_HASH, A_GRID_NAME, A_DATASET = "grid_hash", "grid_name", "dataset"
 A_ARCH, A_NORM, A_INIT_SCALE, A_AUGMENT = "arch", "norm", "init_scale", "augment"
+# How seeds relate across sigma_w levels: "paired" (one seed shares initial direction, data order and
+# augmentation across every level: initmem's own collect) or "independent" (imported runs whose seeds
+# share nothing). Absent means paired. The memory model keeps the shared seed effect only when paired.
+A_SEED_DESIGN = "seed_design"
+SEED_PAIRED, SEED_INDEPENDENT = "paired", "independent"
+SEED_DESIGNS = (SEED_PAIRED, SEED_INDEPENDENT)
 GLOBAL_ATTRS = (
     A_SCHEMA, A_N_TEST, A_INTERP_THRESHOLD, A_SELECT, A_GRID, A_DATASET_FINGERPRINT,
     A_INITMEM_VERSION, A_TORCH_VERSION, A_DEVICE, A_CREATED,
@@ -237,6 +243,14 @@ def points_scale(metric: str) -> float:
     """Factor from a metric's units to the units the report speaks in: 100 for accuracies
     (fractions become points), 1 for any other metric."""
     return 100.0 if metric in ACCURACY_VARS or metric.endswith("_acc") else 1.0
+
+
+def seed_design(ds: xr.Dataset) -> str:
+    """``"paired"`` or ``"independent"`` (attribute ``seed_design``; absent means paired)."""
+    design = str(ds.attrs.get(A_SEED_DESIGN, SEED_PAIRED))
+    if design not in SEED_DESIGNS:
+        raise UserError(f"cube attribute {A_SEED_DESIGN}={design!r} is not one of {', '.join(SEED_DESIGNS)}")
+    return design
 
 
 def unpaired_seeds(ds: xr.Dataset) -> dict[str, list[int]]:

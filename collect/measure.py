@@ -35,6 +35,20 @@ def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (dot / torch.sqrt((a * a).sum(1) * (b * b).sum(1))).clamp(-1.0, 1.0)
 
 
+def _row_atan2(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
+    """``2 atan2(num, den)`` of ``[G, L]`` tensors, member by member on the CPU.
+
+    On the CPU a transcendental takes a SIMD kernel over whole vector widths and a scalar libm
+    call for the tail, and the two can differ in the last bit: a ``[3, 7]`` tensor and a ``[1, 7]``
+    one would route a member's layers differently. One call per member row gives every member the
+    same shape whatever the pack size, so the angular path stays bitwise pack-invariant. On CUDA
+    the elementwise kernel does not depend on the shape.
+    """
+    if num.device.type != "cpu":
+        return 2.0 * torch.atan2(num, den)
+    return torch.stack([2.0 * torch.atan2(n, d) for n, d in zip(num, den, strict=True)])
+
+
 class StepMeter:
     """Angular path and T_eff accumulated over optimizer steps, for every member of a pack.
 
@@ -76,7 +90,7 @@ class StepMeter:
         """Add the angle each kernel turned in the step just taken."""
         before = self.prev_unit
         self._set_prev(self._flat())
-        self.path += 2.0 * torch.atan2(self._norms(before - self.prev_unit), self._norms(before + self.prev_unit))
+        self.path += _row_atan2(self._norms(before - self.prev_unit), self._norms(before + self.prev_unit))
 
     def cos_to_init(self) -> torch.Tensor:
         """``[G, L]`` cosine of every kernel now with its value at epoch 0."""

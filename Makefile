@@ -22,8 +22,11 @@ lint: install
 	$(VENV)/bin/ruff check .
 
 # pytest exits 5 when it collects no test; that is a failure, never a success.
+# Two workers (pytest-xdist), one test file per worker at a time: a file's module fixtures are built once,
+# and the long single-threaded tests (training, sampling) overlap instead of queueing.
+TEST_WORKERS ?= 2
 test: lint
-	@rc=0; $(VENV)/bin/pytest -q --durations=15 || rc=$$?; \
+	@rc=0; $(VENV)/bin/pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 test-fast: install

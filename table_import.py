@@ -106,6 +106,7 @@ def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = N
     status = (COL.status_codes(df[cube.STATUS], source) if cube.STATUS in kind
               else pd.Series(cube.OK, index=df.index, dtype="int64"))
     raw: dict[str, pd.Series] = {}
+    text = {c: df[c].copy() for c in df.columns}
     values = [c for c, k in kind.items() if k in ("run", "curve", "metric")]
     for col in values:
         raw[col] = COL.numeric(df, col, source, original.get(col))
@@ -136,8 +137,8 @@ def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = N
         if not nan_as_missing:
             i = int(np.flatnonzero(bad_rows)[0])
             col = next((c for c in values if not np.isfinite(float(df[c].iloc[i]))), values[0])
-            v = df[col].iloc[i]
-            what = "empty" if pd.isna(raw[col].iloc[i]) else f"{v}"
+            v = text[col].iloc[i]
+            what = "empty" if pd.isna(v) else repr(str(v))
             raise UserError(f"{source}: column '{original.get(col, col)}' is {what} in row {i + 2}; a run without a "
                             "finite result is not a finished run: fix the row, or pass --nan-as-missing to import "
                             "such runs as missing")
@@ -193,6 +194,9 @@ def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = N
         notes += more
         ds, more = derive.clocks(df, ds, n_train=n_train)
         notes += more
+    if cube.SELECTED_TEST_CORRECT in kind and n_test is None:
+        COL.check_counts(df[cube.SELECTED_TEST_CORRECT], None, original.get(cube.SELECTED_TEST_CORRECT,
+                                                                            cube.SELECTED_TEST_CORRECT), source)
     if n_test is not None:
         ds.attrs[cube.A_N_TEST] = int(n_test)
         _counts(ds, df, raw, kind, original, n_test, source, has_epoch)

@@ -66,6 +66,26 @@ def _per_run(df: pd.DataFrame, col: str, keys: list[str]) -> pd.Series:
     return df.groupby(keys, sort=False)[col].first()
 
 
+def _per_step_lr(rows: pd.DataFrame, sched: pd.Series | None, key: tuple, E: int, spe: int,
+                 warm: pd.Series | None = None) -> np.ndarray:
+    """The rate of every optimizer step of one run.
+
+    A per-epoch lr column is a step function over epochs (the row of epoch e gives the rate of
+    epoch e's steps; epochs the table skips take the next logged rate). A constant lr with a
+    ``schedule`` column of constant or cosine is expanded per step by the engine's
+    ``LrSchedule`` (a cosine changes within an epoch, which one value per epoch cannot say).
+    """
+    lr = rows.set_index(cube.EPOCH)["lr"].astype(float)
+    name = str(sched[key]) if sched is not None and pd.notna(sched[key]) else None
+    if lr.nunique() == 1 and name not in (None, "constant"):
+        if name != "cosine":
+            raise UserError(f"run {key}: schedule {name!r} with one lr per run; give the lr of every epoch instead")
+        w = int(warm[key]) if warm is not None and pd.notna(warm[key]) else 0
+        return schedule.LrSchedule(lr=float(lr.iloc[0]), schedule=name, epochs=E, steps_per_epoch=spe,
+                                   warmup_epochs=w).per_step()
+    return np.repeat(lr.reindex(range(1, E + 1)).bfill().ffill().to_numpy(), spe)
+
+
 def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None) -> tuple[xr.Dataset, list[str]]:
     """Add the schedule clocks (``cube.CLOCKS`` and their momentum forms, ``step``, ``lr_now``).
 
@@ -92,6 +112,8 @@ def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None) -> tuple[xr
     opt = _per_run(df, "optimizer", run_keys) if "optimizer" in df.columns else None
     mom = _per_run(df, "momentum", run_keys) if "momentum" in df.columns else None
     wd = _per_run(df, "weight_decay", run_keys) if "weight_decay" in df.columns else None
+    sched = _per_run(df, "schedule", run_keys) if "schedule" in df.columns else None
+    warm = _per_run(df, "warmup_epochs", run_keys) if "warmup_epochs" in df.columns else None
     if opt is None:
         notes.append("no optimizer column: the clocks assume SGD (T_adapt = 0)")
     index = {d: {v: i for i, v in enumerate(ds[d].values.tolist())} for d in cube.CELL_DIMS}
@@ -106,9 +128,7 @@ def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None) -> tuple[xr
             spe = int(round(per.iloc[0]))
         else:
             spe = schedule.steps_per_epoch(n_train, b)
-        lr = rows.set_index(cube.EPOCH)["lr"].astype(float)
-        lr_epoch = lr.reindex(range(1, E + 1)).bfill().ffill().to_numpy()
-        eta = np.repeat(lr_epoch, spe)
+        eta = _per_step_lr(rows, sched, key, E, spe, warm)
         optimizer = str(opt[key]) if opt is not None else "sgd"
         lam = float(wd[key]) if wd is not None and np.isfinite(wd[key]) else 0.0
         res = schedule.epoch_clocks(

@@ -12,6 +12,7 @@ run metadata columns (Name, State, ...) are dropped and State becomes the run st
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ WANDB_STATUS = {"finished": cube.OK, "crashed": cube.FAILED, "failed": cube.FAIL
                 "running": cube.MISSING, "pending": cube.MISSING}
 MLFLOW_STATUS = {"FINISHED": cube.OK, "FAILED": cube.FAILED, "KILLED": cube.FAILED, "RUNNING": cube.MISSING,
                  "SCHEDULED": cube.MISSING}
+MLFLOW_FILE_STORE_ENV = "MLFLOW_ALLOW_FILE_STORE"
 MAP_KEYS = (cube.PIPELINE, cube.SIGMA, cube.SEED, cube.EPOCH)
 
 
@@ -160,7 +162,20 @@ def mlflow_frame(path: Path) -> pd.DataFrame:
     from mlflow.tracking import MlflowClient
 
     root = path / "mlruns" if (path / "mlruns").is_dir() else path
-    client = MlflowClient(tracking_uri=root.resolve().as_uri())
+    # MLflow 3 keeps the file store in maintenance mode and refuses it unless opted in; reading an
+    # existing mlruns/ folder is exactly what the opt-in is for (restored afterwards).
+    old = os.environ.get(MLFLOW_FILE_STORE_ENV)
+    os.environ[MLFLOW_FILE_STORE_ENV] = "true"
+    try:
+        return _mlflow_store_frame(MlflowClient(tracking_uri=root.resolve().as_uri()), path)
+    finally:
+        if old is None:
+            os.environ.pop(MLFLOW_FILE_STORE_ENV, None)
+        else:
+            os.environ[MLFLOW_FILE_STORE_ENV] = old
+
+
+def _mlflow_store_frame(client: Any, path: Path) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     runs_seen = 0
     for exp in client.search_experiments():

@@ -239,13 +239,14 @@ def cube_to_frame(ds: xr.Dataset) -> pd.DataFrame:
     has_epoch = cube.EPOCH in ds.dims
     obs = cube.observed(ds) if cube.STATUS in ds else None
     cell_vars = [v for v in ds.data_vars if ds[v].dims == cube.CELL_DIMS and v != cube.STATUS]
-    frame = ds[cell_vars].reset_coords(drop=True).to_dataframe()
+    keep = [*cell_vars, cube.STATUS] if cube.STATUS in ds else cell_vars
+    frame = ds[keep].reset_coords(drop=True).to_dataframe()
     if obs is not None:
         frame = frame[obs.to_series().reindex(frame.index).to_numpy()]
     if has_epoch:
         curve_vars = [v for v in ds.data_vars if ds[v].dims == cube.CURVE_DIMS]
         curves = ds[curve_vars].reset_coords(drop=True).to_dataframe().dropna(how="all")
-        frame = curves.join(frame, how="inner") if cell_vars else curves
+        frame = curves.join(frame, how="inner")
     coords = [c for c in ds.coords if ds[c].dims == (cube.PIPELINE,)]
     out = frame.reset_index()
     for c in coords:

@@ -137,8 +137,13 @@ def non_finite_rows(values: pd.Series) -> np.ndarray:
 
 def decimals(v: float) -> int:
     """Decimal places of the shortest text that gives ``v`` (0.6352 -> 4): how precisely it was written."""
+    v = float(v)
+    if math.isfinite(v) and float(np.float32(v)) == v:  # stored as float32 (TensorBoard): its shortest text
+        v_text = str(np.float32(v))
+    else:
+        v_text = repr(v)
     try:
-        exp = Decimal(repr(float(v))).normalize().as_tuple().exponent
+        exp = Decimal(v_text).normalize().as_tuple().exponent
     except InvalidOperation:
         return 17
     return max(0, -int(exp)) if isinstance(exp, int) else 17

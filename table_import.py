@@ -192,7 +192,7 @@ def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = N
     if has_epoch:
         ds, more = derive.selected_from_curves(ds)
         notes += more
-        ds, more = derive.clocks(df, ds, n_train=n_train)
+        ds, more = derive.clocks(df, ds, n_train=n_train, source=source)
         notes += more
     if cube.SELECTED_TEST_CORRECT in kind and n_test is None:
         COL.check_counts(df[cube.SELECTED_TEST_CORRECT], None, original.get(cube.SELECTED_TEST_CORRECT,

@@ -58,16 +58,16 @@ def selected_from_curves(ds: xr.Dataset) -> tuple[xr.Dataset, list[str]]:
     return ds, notes
 
 
-def _per_run(df: pd.DataFrame, col: str, keys: list[str]) -> pd.Series:
+def _per_run(df: pd.DataFrame, col: str, keys: list[str], source: str) -> pd.Series:
     """One value per run; refused when a run's rows disagree (a per-epoch batch size, say)."""
     vals = df.groupby(keys, sort=False)[col].nunique(dropna=True)
     if (vals > 1).any():
-        raise UserError(f"column '{col}' changes within a run; the clocks need one {col} per run")
+        raise UserError(f"{source}: column '{col}' changes within a run; the clocks need one {col} per run")
     return df.groupby(keys, sort=False)[col].first()
 
 
 def _per_step_lr(rows: pd.DataFrame, sched: pd.Series | None, key: tuple, E: int, spe: int,
-                 warm: pd.Series | None = None) -> np.ndarray:
+                 warm: pd.Series | None, source: str) -> np.ndarray:
     """The rate of every optimizer step of one run.
 
     A per-epoch lr column is a step function over epochs (the row of epoch e gives the rate of
@@ -79,14 +79,16 @@ def _per_step_lr(rows: pd.DataFrame, sched: pd.Series | None, key: tuple, E: int
     name = str(sched[key]) if sched is not None and pd.notna(sched[key]) else None
     if lr.nunique() == 1 and name not in (None, "constant"):
         if name != "cosine":
-            raise UserError(f"run {key}: schedule {name!r} with one lr per run; give the lr of every epoch instead")
+            raise UserError(f"{source}: run {key}: schedule {name!r} with one lr per run; give the lr of every "
+                            "epoch instead")
         w = int(warm[key]) if warm is not None and pd.notna(warm[key]) else 0
         return schedule.LrSchedule(lr=float(lr.iloc[0]), schedule=name, epochs=E, steps_per_epoch=spe,
                                    warmup_epochs=w).per_step()
     return np.repeat(lr.reindex(range(1, E + 1)).bfill().ffill().to_numpy(), spe)
 
 
-def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None) -> tuple[xr.Dataset, list[str]]:
+def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None,
+           source: str = "table") -> tuple[xr.Dataset, list[str]]:
     """Add the schedule clocks (``cube.CLOCKS`` and their momentum forms, ``step``, ``lr_now``).
 
     ``df`` is the long per-epoch table (keys, ``epoch``, lr and batch_size per row, per run or per
@@ -108,12 +110,12 @@ def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None) -> tuple[xr
     E = int(epochs.max())
     out = {name: np.full((*[ds.sizes[d] for d in cube.CELL_DIMS], epochs.size), np.nan)
            for name in (cube.STEP, cube.LR_NOW, *cube.CLOCKS, *cube.MOMENTUM_CLOCKS)}
-    batch = _per_run(df, "batch_size", run_keys)
-    opt = _per_run(df, "optimizer", run_keys) if "optimizer" in df.columns else None
-    mom = _per_run(df, "momentum", run_keys) if "momentum" in df.columns else None
-    wd = _per_run(df, "weight_decay", run_keys) if "weight_decay" in df.columns else None
-    sched = _per_run(df, "schedule", run_keys) if "schedule" in df.columns else None
-    warm = _per_run(df, "warmup_epochs", run_keys) if "warmup_epochs" in df.columns else None
+    batch = _per_run(df, "batch_size", run_keys, source)
+    opt = _per_run(df, "optimizer", run_keys, source) if "optimizer" in df.columns else None
+    mom = _per_run(df, "momentum", run_keys, source) if "momentum" in df.columns else None
+    wd = _per_run(df, "weight_decay", run_keys, source) if "weight_decay" in df.columns else None
+    sched = _per_run(df, "schedule", run_keys, source) if "schedule" in df.columns else None
+    warm = _per_run(df, "warmup_epochs", run_keys, source) if "warmup_epochs" in df.columns else None
     if opt is None:
         notes.append("no optimizer column: the clocks assume SGD (T_adapt = 0)")
     index = {d: {v: i for i, v in enumerate(ds[d].values.tolist())} for d in cube.CELL_DIMS}
@@ -124,11 +126,11 @@ def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None) -> tuple[xr
             st = rows.set_index(cube.EPOCH)[cube.STEP]
             per = (st / st.index.to_series().replace(0, np.nan)).dropna()
             if per.empty or not np.allclose(per, per.iloc[0]) or per.iloc[0] != round(per.iloc[0]):
-                raise UserError(f"run {key}: the step column is not a fixed number of steps per epoch")
+                raise UserError(f"{source}: run {key}: the step column is not a fixed number of steps per epoch")
             spe = int(round(per.iloc[0]))
         else:
             spe = schedule.steps_per_epoch(n_train, b)
-        eta = _per_step_lr(rows, sched, key, E, spe, warm)
+        eta = _per_step_lr(rows, sched, key, E, spe, warm, source)
         optimizer = str(opt[key]) if opt is not None else "sgd"
         lam = float(wd[key]) if wd is not None and np.isfinite(wd[key]) else 0.0
         res = schedule.epoch_clocks(

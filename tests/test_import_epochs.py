@@ -113,3 +113,19 @@ def test_stale_sentences_are_gone_from_the_code():
         src = (root / rel).read_text()
         for stale in STALE_MODEL:
             assert stale not in src, (rel, stale)
+
+
+def test_paired_and_independent_designs_are_described_from_one_place(imported):
+    from initmem.reports import methods
+    from initmem.reports.figures import metric_vs_sigma
+    from initmem.reports.load import load_analysis
+
+    _, root = imported
+    a = load_analysis(root / "an")
+    for design in cube.SEED_DESIGNS:
+        a.cube.attrs[cube.A_SEED_DESIGN] = design
+        text = " ".join(methods.methods_paragraphs(a, {}))
+        assert methods.SEED_DESIGN_TEXT[design] in text
+        assert f"--seeds {design}" in text
+        assert methods.seed_caption(a) in metric_vs_sigma(a).caption
+    assert "joined by seed (paired design" in methods.seed_caption(a)

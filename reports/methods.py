@@ -169,9 +169,12 @@ def analysis_sentences(a: Analysis) -> list[str]:
     if s.model:
         out.append(s.model.strip())
     else:
+        effects = ("sigma_w-level and residual effects" if seed_design(a) == C.SEED_INDEPENDENT
+                   else "crossed sigma_w-level, seed and residual effects")
         out.append(
-            f"The metric {a.metric} was modelled per pipeline with crossed sigma_w-level, seed and residual effects "
-            f"({s.family} likelihood), with partially pooled component standard deviations.")
+            f"The metric {a.metric} was modelled for each pipeline on its own with {effects}, their standard "
+            "deviations given half-Student-t priors in units of the pipeline's noise scale (nothing pooled across "
+            "pipelines).")
     if s.likelihood:
         out.append(f"Observation model: {LIKELIHOOD_TEXT.get(s.likelihood, s.likelihood)}.")
     pr = _priors_text(s.priors)

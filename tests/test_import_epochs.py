@@ -31,7 +31,7 @@ DROPPED = (*cube.ALL_CLOCKS, cube.STEP, cube.LR_NOW, cube.TEST_PRED, cube.TEST_L
 # Sentences the issue found about the model that is no longer in force, and in reports of imported tables
 # claims the table did not give (interpolation counts, seeds shared across sigma_w).
 STALE_MODEL = ("binomial counts of correct", "Bayesian binomial model", "hyper-prior", "partial pooling shrinks",
-               "pools pipelines", "borrows strength", "a fraction for accuracies")
+               "pools pipelines", "borrows strength", "a fraction for accuracies", "partially pooled")
 STALE = (*STALE_MODEL, "runs interpolated", "initial direction, data order and augmentation across",
          "nothing to compare with")
 
@@ -128,4 +128,4 @@ def test_paired_and_independent_designs_are_described_from_one_place(imported):
         assert methods.SEED_DESIGN_TEXT[design] in text
         assert f"--seeds {design}" in text
         assert methods.seed_caption(a) in metric_vs_sigma(a).caption
-    assert "joined by seed (paired design" in methods.seed_caption(a)
+        assert ("joined by seed (paired design" in methods.seed_caption(a)) == (design == cube.SEED_PAIRED)

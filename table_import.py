@@ -117,37 +117,8 @@ def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = N
         if num.notna().sum() == df[col].notna().sum():
             df[col] = num
 
-    # Results that are not finite: refused, or (with the flag) the whole run becomes missing.
-    finished = status.isin([cube.OK, cube.DIVERGED]).to_numpy()
-    checked = [c for c in values if kind[c] != "curve"]
-    if has_epoch:  # a blank curve value is an epoch the run did not log; a written nan or inf is a result
-        bad_rows = np.zeros(len(df), bool)
-        for c in (c for c in values if kind[c] == "curve"):
-            bad_rows |= raw[c].notna().to_numpy() & COL.non_finite_rows(raw[c])
-        per_run_blank = np.zeros(len(df), bool)
-        for c in checked:
-            per_run_blank |= df.groupby(list(KEYS))[c].transform(lambda s: s.notna().sum() == 0).to_numpy()
-        bad_rows |= per_run_blank
-    else:
-        bad_rows = np.zeros(len(df), bool)
-        for c in checked:
-            bad_rows |= COL.non_finite_rows(df[c])
-    bad_rows &= finished
-    if bad_rows.any():
-        if not nan_as_missing:
-            i = int(np.flatnonzero(bad_rows)[0])
-            col = next((c for c in values if not np.isfinite(float(df[c].iloc[i]))), values[0])
-            v = text[col].iloc[i]
-            what = "empty" if pd.isna(v) else repr(str(v))
-            raise UserError(f"{source}: column '{original.get(col, col)}' is {what} in row {i + 2}; a run without a "
-                            "finite result is not a finished run: fix the row, or pass --nan-as-missing to import "
-                            "such runs as missing")
-        runs = df.loc[bad_rows, list(KEYS)].drop_duplicates()
-        bad_run = df.set_index(list(KEYS)).index.isin(pd.MultiIndex.from_frame(runs))
-        status = status.where(~bad_run, cube.MISSING)
-        for c in values:
-            df.loc[bad_run, c] = np.nan
-        notes.append(f"{len(runs)} run(s) with non-finite results imported as missing")
+    status = _non_finite(df, raw, text, kind, original, status, has_epoch=has_epoch, nan_as_missing=nan_as_missing,
+                         source=source, notes=notes)
     for c in values:  # infinities of unfinished runs are no values either
         df[c] = df[c].where(np.isfinite(df[c].to_numpy(dtype=float)))
 
@@ -203,6 +174,45 @@ def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = N
     if cube.TAU_INTERP not in ds:
         notes.append("no tau_interp column: the report says interpolation was not recorded")
     return cube.canonicalize(ds)
+
+
+def _non_finite(df: pd.DataFrame, raw: dict[str, pd.Series], text: dict[str, pd.Series], kind: dict[str, str],
+                original: dict[str, str], status: pd.Series, *, has_epoch: bool, nan_as_missing: bool, source: str,
+                notes: list[str]) -> pd.Series:
+    """Results that are not finite: refused, or (``nan_as_missing``) the whole run becomes missing.
+
+    A finished run (ok or diverged) must have a finite value in every per-run column; in a
+    per-epoch table an empty curve value is an epoch the run did not log, but a written nan or
+    inf is a result, and a per-run column empty in every row of a run is no result. Returns the
+    status with such runs missing (their values cleared in ``df``)."""
+    values = [c for c, k in kind.items() if k in ("run", "curve", "metric")]
+    checked = [c for c in values if kind[c] != "curve"]
+    bad_rows = np.zeros(len(df), bool)
+    if has_epoch:
+        for c in (c for c in values if kind[c] == "curve"):
+            bad_rows |= raw[c].notna().to_numpy() & COL.non_finite_rows(raw[c])
+        for c in checked:
+            bad_rows |= df.groupby(list(KEYS))[c].transform(lambda s: s.notna().sum() == 0).to_numpy()
+    else:
+        for c in checked:
+            bad_rows |= COL.non_finite_rows(df[c])
+    bad_rows &= status.isin([cube.OK, cube.DIVERGED]).to_numpy()
+    if not bad_rows.any():
+        return status
+    if not nan_as_missing:
+        i = int(np.flatnonzero(bad_rows)[0])
+        col = next((c for c in values if not np.isfinite(float(df[c].iloc[i]))), values[0])
+        v = text[col].iloc[i]
+        what = "empty" if pd.isna(v) else repr(str(v))
+        raise UserError(f"{source}: column '{original.get(col, col)}' is {what} in row {i + 2}; a run without a "
+                        "finite result is not a finished run: fix the row, or pass --nan-as-missing to import "
+                        "such runs as missing")
+    runs = df.loc[bad_rows, list(KEYS)].drop_duplicates()
+    bad_run = df.set_index(list(KEYS)).index.isin(pd.MultiIndex.from_frame(runs))
+    for c in values:
+        df.loc[bad_run, c] = np.nan
+    notes.append(f"{len(runs)} run(s) with non-finite results imported as missing")
+    return status.where(~bad_run, cube.MISSING)
 
 
 def _n_test(df: pd.DataFrame, kind: dict[str, str], n_test: int | None, source: str) -> int | None:

@@ -111,18 +111,49 @@ def inspect(cube_path: Path, as_json: bool) -> None:
 # --- import ------------------------------------------------------------------------------
 
 @app.command("import")
-@click.argument("table", metavar="TABLE.csv", type=click.Path(path_type=Path))
+@click.argument("source", metavar="SOURCE", type=click.Path(path_type=Path))
 @click.option("--out", "-o", required=True, metavar="CUBE.nc", type=click.Path(path_type=Path),
               help="Where to write the cube.")
+@click.option("--seeds", type=click.Choice(["paired", "independent"]), default=None,
+              help="Required. paired: one seed number gives the same initial direction and data order at every "
+                   "sigma_w; independent: each run drew its own randomness.")
+@click.option("--format", "fmt", type=click.Choice(["auto", "csv", "wandb", "mlflow", "tensorboard"]),
+              default="auto", show_default=True,
+              help="The source: a CSV table, a W&B runs CSV export, an MLflow mlruns/ folder or a TensorBoard "
+                   "log folder (auto: by what SOURCE looks like).")
 @click.option("--n-test", type=click.IntRange(min=1), default=None,
-              help="Test-set size, so accuracies can be analyzed as binomial counts.")
-def import_(table: Path, out: Path, n_test: int | None) -> None:
-    """Turn a long results table (pipeline, sigma_w, seed, [epoch], metrics) into a cube."""
+              help="Test-set size: every test accuracy must be a whole count out of it.")
+@click.option("--scale", type=click.Choice(["fraction", "percent"]), default="fraction", show_default=True,
+              help="Unit of the accuracy columns.")
+@click.option("--metric-col", multiple=True, metavar="NAME", help="Keep column NAME as a metric (repeatable).")
+@click.option("--ignore-col", multiple=True, metavar="NAME", help="Drop column NAME (repeatable).")
+@click.option("--pipeline-col", default=None, metavar="NAME", help="The column / config key naming the pipeline.")
+@click.option("--sigma-col", default=None, metavar="NAME", help="The column / config key holding sigma_w.")
+@click.option("--seed-col", default=None, metavar="NAME", help="The column / config key holding the seed.")
+@click.option("--mapping", type=click.Path(path_type=Path), default=None, metavar="MAP.yaml",
+              help="The same mapping as a small YAML file (keys pipeline, sigma_w, seed, epoch, metrics, ignore).")
+@click.option("--nan-as-missing", is_flag=True, help="Import runs whose results are NaN or infinite as missing.")
+@click.option("--n-train", type=click.IntRange(min=1), default=None,
+              help="Training examples, for steps per epoch of the clocks (without a step column).")
+def import_(source: Path, out: Path, seeds: str | None, fmt: str, n_test: int | None, scale: str,
+            metric_col: tuple[str, ...], ignore_col: tuple[str, ...], pipeline_col: str | None,
+            sigma_col: str | None, seed_col: str | None, mapping: Path | None, nan_as_missing: bool,
+            n_train: int | None) -> None:
+    """Turn runs made elsewhere into a cube: a long table (pipeline, sigma_w, seed, [epoch], metrics)
+    or a tracker export (docs/import.md)."""
     from initmem import cube
-    from initmem.table_import import table_to_cube
+    from initmem.importers.trackers import Mapping, read_source
+    from initmem.table_import import frame_to_cube
 
-    ds = table_to_cube(table, n_test=n_test)
+    cols = Mapping.load(mapping).override(pipeline=pipeline_col, sigma_w=sigma_col, seed=seed_col,
+                                          metrics=metric_col, ignore=ignore_col)
+    df, label = read_source(source, fmt, cols)
+    notes: list[str] = []
+    ds = frame_to_cube(df, seeds=seeds, n_test=n_test, source=label, scale=scale, metric_cols=cols.metrics,
+                       ignore_cols=cols.ignore, nan_as_missing=nan_as_missing, n_train=n_train, notes=notes)
     cube.write_cube(ds, out)
+    for note in notes:
+        echo(f"  {note}")
     echo(f"wrote {out}: {_shape(ds)}")
 
 

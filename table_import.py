@@ -1,13 +1,18 @@
 """``initmem import``: a long results table made elsewhere becomes a cube.
 
-Researchers often already have their numbers in a CSV (one row per run, or per run and epoch).
-The import keeps the meaning of columns named like cube variables, turns per-pipeline settings
-into pipeline coordinates, marks cells absent from the table as missing (status 3), and refuses
-ambiguous tables with one line that names the offending row or column.
+Researchers often already have their numbers in a CSV (one row per run, or per run and epoch) or
+in a tracker (importers/trackers.py turns W&B, MLflow and TensorBoard exports into the same long
+table). The import keeps the meaning of columns named like cube variables or their aliases
+(importers/columns.py), turns per-pipeline settings into pipeline coordinates, marks cells absent
+from the table as missing (status 3), derives what per-epoch curves imply with the engine's code
+(importers/derive.py), and refuses ambiguous or wrongly scaled tables with one line that names
+the offending row or column (docs/import.md). How seeds relate across sigma_w is declared, never
+assumed (``seeds``: paired or independent).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -16,16 +21,24 @@ import xarray as xr
 
 from initmem import __version__, cube
 from initmem.errors import UserError
+from initmem.importers import columns as COL
+from initmem.importers import derive
 
 KEYS = (cube.PIPELINE, cube.SIGMA, cube.SEED)
+SEEDS_HELP = ("declare how seeds relate across sigma_w with --seeds paired (one seed number gives the same "
+              "initial direction, data order and augmentation at every sigma_w) or --seeds independent "
+              "(each run drew its own randomness)")
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
+    """A CSV as text-faithful columns: only an empty field is missing; 'nan' and 'inf' stay values to check."""
     path = Path(path)
     if not path.exists():
         raise UserError(f"no such table: {path}")
+    if path.is_dir():
+        raise UserError(f"{path} is a folder, not a CSV table (for MLflow or TensorBoard folders give --format)")
     try:
-        df = pd.read_csv(path, skipinitialspace=True)
+        df = pd.read_csv(path, skipinitialspace=True, keep_default_na=False, na_values=[""])
     except pd.errors.EmptyDataError:
         raise UserError(f"{path}: the table is empty") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -34,110 +47,201 @@ def read_table(path: str | Path) -> pd.DataFrame:
     return df
 
 
-def table_to_cube(path: str | Path, *, n_test: int | None = None) -> xr.Dataset:
-    """Read ``path`` and build a cube from it (see :func:`frame_to_cube`)."""
-    return frame_to_cube(read_table(path), n_test=n_test, source=str(path))
+def table_to_cube(path: str | Path, **options) -> xr.Dataset:
+    """Read ``path`` and build a cube from it (see :func:`frame_to_cube` for the options)."""
+    return frame_to_cube(read_table(path), source=str(path), **options)
 
 
-def frame_to_cube(df: pd.DataFrame, *, n_test: int | None = None, source: str = "table") -> xr.Dataset:
+def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = None, source: str = "table",
+                  scale: str = "fraction", metric_cols: Iterable[str] = (), ignore_cols: Iterable[str] = (),
+                  nan_as_missing: bool = False, n_train: int | None = None,
+                  notes: list[str] | None = None) -> xr.Dataset:
     """Build a cube from a long table.
 
+    ``seeds`` (``paired`` / ``independent``) is required: the memory model treats paired seeds as
+    one block across sigma_w, which is false for runs that share nothing. ``scale`` is the unit of
+    the accuracy columns (``fraction`` or ``percent``). ``nan_as_missing`` imports runs whose
+    results are not finite as missing instead of refusing the table. ``n_train`` gives steps per
+    epoch for the clocks. What was mapped or derived is appended to ``notes``.
     Row numbers in messages count like a spreadsheet: the header is row 1, data start at row 2.
     """
+    notes = notes if notes is not None else []
+    if seeds not in cube.SEED_DESIGNS:
+        raise UserError(f"{source}: {SEEDS_HELP}" if seeds is None
+                        else f"{source}: --seeds must be paired or independent, not {seeds!r}")
+    if scale not in COL.SCALES:
+        raise UserError(f"--scale must be one of {', '.join(COL.SCALES)}, not {scale!r}")
     if df.empty:
         raise UserError(f"{source}: the table is empty (no data rows)")
     for key in KEYS:
         if key not in df.columns:
             raise UserError(f"{source}: missing key column '{key}' (need pipeline, sigma_w, seed)")
+    df = df.reset_index(drop=True).copy()
+    if cube.EPOCH not in df.columns and cube.STEP in df.columns:
+        df[cube.EPOCH] = df[cube.STEP]
+        notes.append("no epoch column: each logged step is one point of the curves (epoch = step)")
     has_epoch = cube.EPOCH in df.columns
     keys = [*KEYS, cube.EPOCH] if has_epoch else list(KEYS)
-    df = df.copy()
     df[cube.PIPELINE] = _pipeline_column(df[cube.PIPELINE], source)
     df[cube.SIGMA] = _positive_column(df[cube.SIGMA], cube.SIGMA, source)
     df[cube.SEED] = _integer_column(df[cube.SEED], cube.SEED, source)
     if has_epoch:
         df[cube.EPOCH] = _integer_column(df[cube.EPOCH], cube.EPOCH, source, minimum=0)
 
+    value_cols = [c for c in df.columns if c not in keys]
+    rename, kind, mapped = COL.resolve(value_cols, per_epoch=has_epoch, metric_cols=metric_cols,
+                                       ignore_cols=ignore_cols, source=source)
+    notes += mapped
+    original = {new: old for old, new in rename.items()}
+    df = df[[*keys, *rename]].rename(columns=rename)
+    if not any(k in ("run", "curve", "metric") for k in kind.values()):
+        raise UserError(f"{source}: no metric column besides {', '.join(keys)}")
+
     dup = df.duplicated(keys, keep=False)
     if dup.any():
         rows = [int(i) + 2 for i in np.flatnonzero(dup.to_numpy())]
         raise UserError(f"{source}: duplicate ({', '.join(keys)}) in rows {_rows(rows)}")
 
-    if cube.A_N_TEST in df.columns:
-        values = pd.to_numeric(df[cube.A_N_TEST], errors="coerce").dropna().unique()
-        if len(values) != 1:
-            raise UserError(f"{source}: column 'n_test' must hold one value for the whole table")
-        n_test = n_test or int(values[0])
-        df = df.drop(columns=cube.A_N_TEST)
+    n_test = _n_test(df, kind, n_test, source)
+    status = (COL.status_codes(df[cube.STATUS], source) if cube.STATUS in kind
+              else pd.Series(cube.OK, index=df.index, dtype="int64"))
+    raw: dict[str, pd.Series] = {}
+    text = {c: df[c].copy() for c in df.columns}
+    values = [c for c, k in kind.items() if k in ("run", "curve", "metric")]
+    for col in values:
+        raw[col] = COL.numeric(df, col, source, original.get(col))
+        df[col] = COL.check_scale(raw[col], original.get(col, col), scale, source) if COL.is_accuracy(col) \
+            else raw[col]
+    for col in (c for c, k in kind.items() if k == "setting"):
+        num = pd.to_numeric(df[col], errors="coerce")
+        if num.notna().sum() == df[col].notna().sum():
+            df[col] = num
 
-    value_cols = [c for c in df.columns if c not in keys]
-    coord_cols, metric_cols = [], []
-    for col in value_cols:
-        numeric = pd.to_numeric(df[col], errors="coerce")
-        is_numeric = numeric.notna().sum() == df[col].notna().sum()
-        if col in cube.EXPECTED_DIMS:
-            if not is_numeric:
-                row = int(np.flatnonzero(numeric.isna() & df[col].notna())[0]) + 2
-                raise UserError(f"{source}: column '{col}' must be numeric (row {row} holds {df[col].iloc[row - 2]!r})")
-            df[col] = numeric
-            metric_cols.append(col)
-        elif col in cube.PIPELINE_COORDS or not is_numeric:
-            if (df.groupby(cube.PIPELINE)[col].nunique(dropna=False) > 1).any():
-                if not is_numeric:
-                    raise UserError(f"{source}: column '{col}' is not numeric and varies within a pipeline; "
-                                    "per-pipeline settings must be constant, metrics numeric")
-                df[col] = numeric
-                metric_cols.append(col)
-            else:
-                coord_cols.append(col)
-        else:
-            df[col] = numeric
-            metric_cols.append(col)
-    if not metric_cols:
-        raise UserError(f"{source}: no numeric metric column besides {', '.join(keys)}")
+    status = _non_finite(df, raw, text, kind, original, status, has_epoch=has_epoch, nan_as_missing=nan_as_missing,
+                         source=source, notes=notes)
+    for c in values:  # infinities of unfinished runs are no values either
+        df[c] = df[c].where(np.isfinite(df[c].to_numpy(dtype=float)))
 
     pipelines = list(dict.fromkeys(df[cube.PIPELINE]))
     sigmas = sorted(df[cube.SIGMA].unique().tolist())
-    seeds = sorted(df[cube.SEED].unique().tolist())
-    epochs = sorted(df[cube.EPOCH].unique().tolist()) if has_epoch else None
-    ds = cube.empty_cube(pipelines, sigmas, seeds, attrs={
+    seed_values = sorted(df[cube.SEED].unique().tolist())
+    ds = cube.empty_cube(pipelines, sigmas, seed_values, attrs={
         cube.A_SOURCE: f"initmem import {source}", cube.A_INITMEM_VERSION: __version__,
         cube.A_GRID: "", cube.A_CREATED: pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
+        cube.A_SEED_DESIGN: seeds,
     })
     if has_epoch:
-        ds = ds.assign_coords({cube.EPOCH: np.asarray(epochs, dtype="int64")})
+        ds = ds.assign_coords({cube.EPOCH: np.asarray(sorted(df[cube.EPOCH].unique().tolist()), dtype="int64")})
 
-    cell_cols = [c for c in metric_cols if c in cube.RUN_VARS or not has_epoch]
-    curve_cols = [c for c in metric_cols if c not in cell_cols]
+    curve_cols = [c for c in values if kind[c] == "curve" or (kind[c] == "metric" and has_epoch
+                                                               and _varies_in_run(df, c))]
+    cell_cols = [c for c in values if c not in curve_cols]
     indexed = df.set_index(keys)
     for col in curve_cols:
-        da = xr.DataArray.from_series(indexed[col]).reindex_like(ds)
-        ds[col] = da.transpose(*cube.CURVE_DIMS)
+        ds[col] = xr.DataArray.from_series(indexed[col]).reindex_like(ds).transpose(*cube.CURVE_DIMS)
     cells = df.groupby(list(KEYS), sort=False)
     for col in cell_cols:
-        per_cell = cells[col].agg(_one_value, col=col, source=source)
+        per_cell = cells[col].agg(_one_value, col=original.get(col, col), source=source)
         ds[col] = xr.DataArray.from_series(per_cell).reindex_like(ds).transpose(*cube.CELL_DIMS)
+    run_status = pd.concat([df[list(KEYS)], status.rename(cube.STATUS)], axis=1).groupby(list(KEYS))[cube.STATUS].max()
+    ds[cube.STATUS] = (xr.DataArray.from_series(run_status).reindex_like(ds).fillna(cube.MISSING)
+                       .transpose(*cube.CELL_DIMS))
 
-    present = xr.DataArray.from_series(cells.size()).reindex_like(ds).notnull().transpose(*cube.CELL_DIMS)
-    if cube.STATUS in ds.data_vars:
-        ds[cube.STATUS] = ds[cube.STATUS].where(present, cube.MISSING).fillna(cube.MISSING)
-    else:
-        ds[cube.STATUS] = xr.where(present, cube.OK, cube.MISSING).astype("int8")
-
-    for col in coord_cols:
+    settings = [c for c, k in kind.items() if k == "setting"]
+    for col in settings:
+        if (df.groupby(cube.PIPELINE)[col].nunique(dropna=False) > 1).any():
+            if col in COL.PER_EPOCH_SETTINGS and has_epoch:
+                continue  # a per-run or per-epoch schedule: the clocks read it from the table
+            raise UserError(f"{source}: setting '{original.get(col, col)}' varies within a pipeline; "
+                            "per-pipeline settings must be constant (declare it with --metric-col if it is a result)")
         first = df.groupby(cube.PIPELINE, sort=False)[col].first().reindex(pipelines)
-        values = first.to_numpy()
+        vals = first.to_numpy()
         if first.dtype.kind not in "iuf":
-            values = np.array(["" if pd.isna(v) else str(v) for v in values], dtype=object)
-        ds = ds.assign_coords({col: (cube.PIPELINE, values)})
+            vals = np.array(["" if pd.isna(v) else str(v) for v in vals], dtype=object)
+        ds = ds.assign_coords({col: (cube.PIPELINE, vals)})
 
+    if has_epoch:
+        ds, more = derive.selected_from_curves(ds)
+        notes += more
+        ds, more = derive.clocks(df, ds, n_train=n_train, source=source)
+        notes += more
+    if cube.SELECTED_TEST_CORRECT in kind and n_test is None:
+        COL.check_counts(df[cube.SELECTED_TEST_CORRECT], None, original.get(cube.SELECTED_TEST_CORRECT,
+                                                                            cube.SELECTED_TEST_CORRECT), source)
     if n_test is not None:
         ds.attrs[cube.A_N_TEST] = int(n_test)
-        if cube.SELECTED_TEST_CORRECT not in ds and cube.SELECTED_TEST_ACC in ds:
-            counts = ds[cube.SELECTED_TEST_ACC] * n_test
-            if bool((np.abs(counts - counts.round()) < 1e-3).where(counts.notnull(), True).all()):
-                ds[cube.SELECTED_TEST_CORRECT] = counts.round()
+        _counts(ds, df, raw, kind, original, n_test, source, has_epoch)
+    if cube.TAU_INTERP not in ds:
+        notes.append("no tau_interp column: the report says interpolation was not recorded")
     return cube.canonicalize(ds)
+
+
+def _non_finite(df: pd.DataFrame, raw: dict[str, pd.Series], text: dict[str, pd.Series], kind: dict[str, str],
+                original: dict[str, str], status: pd.Series, *, has_epoch: bool, nan_as_missing: bool, source: str,
+                notes: list[str]) -> pd.Series:
+    """Results that are not finite: refused, or (``nan_as_missing``) the whole run becomes missing.
+
+    A finished run (ok or diverged) must have a finite value in every per-run column; in a
+    per-epoch table an empty curve value is an epoch the run did not log, but a written nan or
+    inf is a result, and a per-run column empty in every row of a run is no result. Returns the
+    status with such runs missing (their values cleared in ``df``)."""
+    values = [c for c, k in kind.items() if k in ("run", "curve", "metric")]
+    checked = [c for c in values if kind[c] != "curve"]
+    bad_rows = np.zeros(len(df), bool)
+    if has_epoch:
+        for c in (c for c in values if kind[c] == "curve"):
+            bad_rows |= raw[c].notna().to_numpy() & COL.non_finite_rows(raw[c])
+        for c in checked:
+            bad_rows |= df.groupby(list(KEYS))[c].transform(lambda s: s.notna().sum() == 0).to_numpy()
+    else:
+        for c in checked:
+            bad_rows |= COL.non_finite_rows(df[c])
+    bad_rows &= status.isin([cube.OK, cube.DIVERGED]).to_numpy()
+    if not bad_rows.any():
+        return status
+    if not nan_as_missing:
+        i = int(np.flatnonzero(bad_rows)[0])
+        col = next((c for c in values if not np.isfinite(float(df[c].iloc[i]))), values[0])
+        v = text[col].iloc[i]
+        what = "empty" if pd.isna(v) else repr(str(v))
+        raise UserError(f"{source}: column '{original.get(col, col)}' is {what} in row {i + 2}; a run without a "
+                        "finite result is not a finished run: fix the row, or pass --nan-as-missing to import "
+                        "such runs as missing")
+    runs = df.loc[bad_rows, list(KEYS)].drop_duplicates()
+    bad_run = df.set_index(list(KEYS)).index.isin(pd.MultiIndex.from_frame(runs))
+    for c in values:
+        df.loc[bad_run, c] = np.nan
+    notes.append(f"{len(runs)} run(s) with non-finite results imported as missing")
+    return status.where(~bad_run, cube.MISSING)
+
+
+def _n_test(df: pd.DataFrame, kind: dict[str, str], n_test: int | None, source: str) -> int | None:
+    if cube.A_N_TEST not in kind:
+        return n_test
+    values = pd.to_numeric(df[cube.A_N_TEST], errors="coerce").dropna().unique()
+    if len(values) != 1 or values[0] != round(values[0]) or values[0] < 1:
+        raise UserError(f"{source}: column 'n_test' must hold one whole number for the whole table")
+    if n_test is not None and int(values[0]) != n_test:
+        raise UserError(f"{source}: --n-test {n_test} contradicts the table's n_test column ({int(values[0])})")
+    return int(values[0])
+
+
+def _counts(ds: xr.Dataset, df: pd.DataFrame, raw: dict[str, pd.Series], kind: dict[str, str],
+            original: dict[str, str], n_test: int, source: str, has_epoch: bool) -> None:
+    """Check every test accuracy against ``n_test`` and store the selected one's counts."""
+    if cube.SELECTED_TEST_CORRECT in kind:
+        COL.check_counts(df[cube.SELECTED_TEST_CORRECT], n_test, original.get(cube.SELECTED_TEST_CORRECT,
+                                                                               cube.SELECTED_TEST_CORRECT), source)
+    for col in COL.TEST_ACCURACIES:
+        if col in raw:
+            COL.counts_from_accuracy(df[col], raw[col], n_test, original.get(col, col), source)
+    if cube.SELECTED_TEST_CORRECT not in ds and cube.SELECTED_TEST_ACC in ds:
+        counts = ds[cube.SELECTED_TEST_ACC] * n_test
+        ds[cube.SELECTED_TEST_CORRECT] = counts.round()
+
+
+def _varies_in_run(df: pd.DataFrame, col: str) -> bool:
+    return bool((df.groupby(list(KEYS))[col].nunique(dropna=True) > 1).any())
 
 
 def cube_to_frame(ds: xr.Dataset) -> pd.DataFrame:
@@ -145,13 +249,14 @@ def cube_to_frame(ds: xr.Dataset) -> pd.DataFrame:
     has_epoch = cube.EPOCH in ds.dims
     obs = cube.observed(ds) if cube.STATUS in ds else None
     cell_vars = [v for v in ds.data_vars if ds[v].dims == cube.CELL_DIMS and v != cube.STATUS]
-    frame = ds[cell_vars].reset_coords(drop=True).to_dataframe()
+    keep = [*cell_vars, cube.STATUS] if cube.STATUS in ds else cell_vars
+    frame = ds[keep].reset_coords(drop=True).to_dataframe()
     if obs is not None:
         frame = frame[obs.to_series().reindex(frame.index).to_numpy()]
     if has_epoch:
         curve_vars = [v for v in ds.data_vars if ds[v].dims == cube.CURVE_DIMS]
         curves = ds[curve_vars].reset_coords(drop=True).to_dataframe().dropna(how="all")
-        frame = curves.join(frame, how="inner") if cell_vars else curves
+        frame = curves.join(frame, how="inner")
     coords = [c for c in ds.coords if ds[c].dims == (cube.PIPELINE,)]
     out = frame.reset_index()
     for c in coords:

@@ -16,6 +16,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from initmem import cube as C
 from initmem.reports.load import Analysis, ok_mask
+from initmem.reports.methods import seed_caption, seed_design
 from initmem.reports.svg import PALETTE, VERDICT_COLOURS, Figure, figure_to_svg, new_figure, style
 from initmem.reports.tables import q
 
@@ -99,7 +100,8 @@ def metric_vs_sigma(a: Analysis) -> Figure:
                     y = da.sel({C.SEED: s}).values * scale
                     if np.isfinite(y).any():
                         m = np.isfinite(y)
-                        ax.plot(sig[m], y[m], "-o", color="#8a8a8a", lw=0.7, ms=2.6, alpha=0.75, zorder=2)
+                        ax.plot(sig[m], y[m], "o" if seed_design(a) == C.SEED_INDEPENDENT else "-o",
+                                color="#8a8a8a", lw=0.7, ms=2.6, alpha=0.75, zorder=2)
             exp = info.expected
             if exp is not None and exp.sigma_w:
                 xs = np.asarray(exp.sigma_w, dtype=float)
@@ -125,8 +127,7 @@ def metric_vs_sigma(a: Analysis) -> Figure:
         sp = a.pipe(p).spread
         parts.append(f"{p}: {a.pipe(p).verdict}, spread {q(sp) * scale:.{a.digits}f} {unit}")
     caption = (f"{_metric_label(a).capitalize()} against σ_w, one panel per pipeline. Grey dots are single runs, "
-               "joined by seed (one seed shares its initial direction, data order and augmentation across σ_w). "
-               "The coloured line and band are the posterior median and 90% interval of the expected metric "
+               + seed_caption(a) + " The coloured line and band are the posterior median and 90% interval of the expected metric "
                f"with seed noise averaged out. The text gives the verdict and the spread over the grid in {unit} "
                "with its 90% interval.")
     if not has_cells:

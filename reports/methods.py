@@ -14,9 +14,54 @@ from initmem import cube as C
 from initmem.reports.load import Analysis
 
 OPTIMIZER_NAMES = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW"}
-LIKELIHOOD_TEXT = {"per_example": "per-example Bernoulli outcomes on the shared test set",
-                   "counts": "binomial counts of correct test examples per run",
-                   "gaussian": "a Gaussian on the metric"}
+# The observation model of docs/memory-model.md ("Likelihood"): always a Gaussian on the metric,
+# with a per-pipeline noise scale (the unit of the priors) taken from what the cube holds.
+LIKELIHOOD_TEXT = {
+    "per_example": "a Gaussian on the accuracy, with the independent-errors SD of the per-example predictions "
+                   "on the shared test set as each pipeline's noise scale",
+    "counts": "a Gaussian on the accuracy, with the binomial bound sqrt(p(1 - p) / n) from the counts of correct "
+              "test answers as each pipeline's noise scale (an upper bound on the fixed-test-set noise)",
+    "gaussian": "a Gaussian on the metric, with the pooled SD across seeds within sigma_w levels as each "
+                "pipeline's noise scale",
+}
+# How seeds relate across sigma_w (cube attribute seed_design): one sentence per design, used by the
+# Methods text and the figure captions alike.
+SEED_DESIGN_TEXT = {
+    C.SEED_PAIRED: "Seeds are paired across sigma_w (common random numbers): one seed fixes the initial direction, "
+                   "the data order and the augmentation draws identically at every sigma_w, so the model has a "
+                   "seed effect shared by all levels.",
+    C.SEED_INDEPENDENT: "Seeds are independent across sigma_w: runs with the same seed number at different sigma_w "
+                        "share no randomness, so the model has no shared seed effect and a seed number only labels "
+                        "a replicate.",
+}
+
+
+def seed_design(a: Analysis) -> str | None:
+    """``paired`` / ``independent`` as the cube records it (collected grids are paired); None without a cube."""
+    if a.cube is None:
+        return None
+    return C.seed_design(a.cube)
+
+
+def seed_caption(a: Analysis) -> str:
+    """How a figure of single runs draws seeds: joined across sigma_w only when they are paired."""
+    design = seed_design(a)
+    if design == C.SEED_INDEPENDENT:
+        return "not joined: seeds are independent across σ_w (declared on import), so no line links runs."
+    if design == C.SEED_PAIRED:
+        return ("joined by seed (paired design: one seed shares its initial direction, data order and augmentation "
+                "across σ_w).")
+    return "joined by seed number (the seed design is unknown without the cube)."
+
+
+def seed_design_sentence(a: Analysis) -> str:
+    design = seed_design(a)
+    if design is None:
+        return "The seed design (paired or independent across sigma_w) is unknown: the cube was not available."
+    text = SEED_DESIGN_TEXT[design]
+    if a.grid() is None and C.A_SEED_DESIGN in a.cube.attrs:
+        text += " The design was declared when the table was imported (--seeds " + design + ")."
+    return text
 SELECT_TEXT = {"best_val_acc": "the checkpoint with the best validation accuracy", "last": "the last checkpoint"}
 
 
@@ -79,8 +124,7 @@ def design_sentences(a: Analysis) -> list[str]:
             f"The {init.get('scheme', 'kaiming_normal').replace('_', ' ')} initialization of "
             f"{str(init.get('scale', 'all_kernels')).replace('_', ' ')} was multiplied by sigma_w in "
             f"{{{', '.join(_fmt(float(s)) for s in sig)}}} ({len(sig)} levels), each with {len(seeds)} seeds. "
-            "Seeds are common random numbers: one seed fixes the initial direction, the data order and the "
-            "augmentation draws identically at every sigma_w.")
+            + seed_design_sentence(a))
         pipes = grid.get("pipelines", {}) or {}
         out.append(f"Each of {len(pipes)} training pipelines ran every (sigma_w, seed) cell "
                    f"({len(pipes) * len(sig) * len(seeds)} runs): "
@@ -94,7 +138,12 @@ def design_sentences(a: Analysis) -> list[str]:
         n = a.cube.sizes
         out.append(
             f"The cube was not collected from a grid file (source: {src}); it holds {n.get(C.PIPELINE, 0)} "
-            f"pipelines, {n.get(C.SIGMA, 0)} sigma_w levels and {n.get(C.SEED, 0)} seeds.")
+            f"pipelines, {n.get(C.SIGMA, 0)} sigma_w levels and {n.get(C.SEED, 0)} seeds"
+            + (f", {a.cube.attrs[C.A_N_TEST]} test examples" if C.A_N_TEST in a.cube.attrs else "") + ". "
+            + seed_design_sentence(a))
+        if C.TAU_INTERP not in a.cube.data_vars:
+            out.append("The table records no interpolation epoch (tau_interp), so whether a run interpolated "
+                       "is not known.")
     else:
         out.append("The analysed cube was not available when this report was built, so the design is described "
                    "from the analysis summary only.")
@@ -120,9 +169,12 @@ def analysis_sentences(a: Analysis) -> list[str]:
     if s.model:
         out.append(s.model.strip())
     else:
+        effects = ("sigma_w-level and residual effects" if seed_design(a) == C.SEED_INDEPENDENT
+                   else "crossed sigma_w-level, seed and residual effects")
         out.append(
-            f"The metric {a.metric} was modelled per pipeline with crossed sigma_w-level, seed and residual effects "
-            f"({s.family} likelihood), with partially pooled component standard deviations.")
+            f"The metric {a.metric} was modelled for each pipeline on its own with {effects}, their standard "
+            "deviations given half-Student-t priors in units of the pipeline's noise scale (nothing pooled across "
+            "pipelines).")
     if s.likelihood:
         out.append(f"Observation model: {LIKELIHOOD_TEXT.get(s.likelihood, s.likelihood)}.")
     pr = _priors_text(s.priors)
@@ -145,6 +197,8 @@ def analysis_sentences(a: Analysis) -> list[str]:
     if s.gate == "interpolated":
         out.append("Only runs whose training accuracy reached the interpolation threshold entered the fit; sigma_w "
                    "levels without such a run were left out.")
+    elif s.gate == "all" and a.cube is not None and C.TAU_INTERP not in a.cube.data_vars:
+        out.append("Every finished run entered the fit.")
     elif s.gate == "all":
         out.append("Every finished run entered the fit, whether or not it reached the interpolation threshold.")
     unit = f"{a.delta * a.scale:g} accuracy points" if a.is_accuracy else f"{a.delta:g}"
@@ -159,7 +213,9 @@ def analysis_sentences(a: Analysis) -> list[str]:
         "As frequentist cross-checks, each pipeline was treated as a randomized complete block design (treatment "
         "sigma_w, block seed): REML variance components of y ~ 1 + (1|sigma_w) + (1|seed), a repeated-measures "
         "ANOVA with generalized eta squared, a Friedman test and two one-sided tests (TOST) of the spread against "
-        "+-delta, with Holm's correction across pipelines.")
+        "+-delta, with Holm's correction across pipelines"
+        + ("; with independent seeds the blocks are arbitrary labels, which costs the tests degrees of freedom but "
+           "not validity." if seed_design(a) == C.SEED_INDEPENDENT else "."))
     c = a.collapse
     if c is not None:
         adj = {"holm": "Holm's correction", "max_statistic": "the max-statistic permutation correction"}

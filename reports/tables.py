@@ -63,8 +63,9 @@ def summary_rows(a: Analysis) -> list[dict[str, Any]]:
             "spread": q(sp) * k, "spread_lo": q(sp, "q05") * k, "spread_hi": q(sp, "q95") * k,
             "p_gt": num(info.p_spread_gt_delta), "p_lt": num(info.p_spread_lt_delta),
             "share": q(ms), "share_lo": q(ms, "q05"), "share_hi": q(ms, "q95"),
-            "seed_sd": q(sd), "seed_sd_lo": q(sd, "q05"), "seed_sd_hi": q(sd, "q95"),
+            "seed_sd": q(sd) * k, "seed_sd_lo": q(sd, "q05") * k, "seed_sd_hi": q(sd, "q95") * k,
             "tau_interp": _median(ti), "n_interp": int(ti.size), "n_runs": int(tb.size),
+            "interp_recorded": a.cube is None or a.cube_has(C.TAU_INTERP),
             "tau_best": _median(tb),
             "sel": float(sel.mean()) if sel.size else math.nan,
             "sel_sd": float(sel.std(ddof=1)) if sel.size > 1 else math.nan,
@@ -80,7 +81,9 @@ def summary_rows(a: Analysis) -> list[dict[str, Any]]:
 
 def interpolation_rows(a: Analysis) -> list[dict[str, Any]]:
     """Per pipeline: how many cells interpolated, per sigma_w, and the levels left out."""
-    rows = []
+    rows: list[dict[str, Any]] = []
+    if a.cube is not None and not a.cube_has(C.TAU_INTERP):
+        return rows  # the table did not record interpolation: no counts to show
     for p in a.pipelines:
         it = a.pipe(p).interpolation
         if it is None:
@@ -123,6 +126,9 @@ def verdict_rows(a: Analysis) -> list[dict[str, Any]]:
 
 
 def frequentist_rows(a: Analysis) -> list[dict[str, Any]]:
+    """Per pipeline: the cross-checks, with the REML SDs in report units (points for accuracies)."""
+    k = a.scale
+
     def row(p: str, info: R.PipelineResult) -> dict[str, Any]:
         fq = info.frequentist or R.Frequentist()
         reml, rm, fr, tost = fq.reml, fq.rm_anova, fq.friedman, fq.tost
@@ -130,7 +136,8 @@ def frequentist_rows(a: Analysis) -> list[dict[str, Any]]:
         sp = eff.spread_points
         return {
             "name": p, "verdict": info.verdict, "freq_verdict": fq.verdict,
-            "reml_sigma": num(reml.sigma_sd), "reml_seed": num(reml.seed_sd), "reml_resid": num(reml.residual_sd),
+            "reml_sigma": num(reml.sigma_sd) * k, "reml_seed": num(reml.seed_sd) * k,
+            "reml_resid": num(reml.residual_sd) * k,
             "F": num(rm.F), "rm_p": num(rm.p), "rm_p_holm": num(rm.p_holm), "ng2": num(rm.ng2),
             "Q": num(fr.Q), "fr_p": num(fr.p), "fr_p_holm": num(fr.p_holm),
             "tost_p": num(tost.p), "tost_p_holm": num(tost.p_holm), "equivalent": tost.equivalent,

@@ -96,25 +96,38 @@ VERDICT_PHRASES = {"remembers": "remember{s} the initialization", "forgets": "fo
                    "inconclusive": "{are} inconclusive"}
 
 
+def interpolation_recorded(a: Analysis) -> bool | None:
+    """Does the data say which runs interpolated? False for a cube without ``tau_interp`` (an
+    imported table that did not record it), None when the cube is not available."""
+    if a.cube is None:
+        return None
+    return a.cube_has(C.TAU_INTERP)
+
+
+NOT_RECORDED = "interpolation was not recorded in this table (no tau_interp), so the verdicts use every finished run"
+
+
 def headline(a: Analysis) -> str:
-    """One clause per verdict group, each pipeline with its spread, largest first, then how many
-    runs the verdicts rest on: 'sgd (4.2) remembers the initialization; adam (0.2) forgets it
-    (spread over sigma_w in points; delta = 1 point). 175 of 175 runs interpolated ...'. The
-    verdict alone hides magnitudes, and a memory measured before interpolation is not the
-    paper's."""
+    """One clause per verdict group, each pipeline with its spread and unit, largest first, then how
+    many runs the verdicts rest on: 'sgd (spread 4.2 points) remembers the initialization; adam
+    (spread 0.2 points) forgets it (δ = 1 point). 175 of 175 runs interpolated ...'. The verdict
+    alone hides magnitudes, and a memory measured before interpolation is not the paper's; a
+    table that did not record interpolation gets no count, only that fact."""
     groups: dict[str, list[str]] = {}
     for p in sorted(a.pipelines, key=lambda p: -_finite_or(q(a.pipe(p).spread), -math.inf)):
         groups.setdefault(a.pipe(p).verdict, []).append(p)
+    shown = a.delta * a.scale
+    unit = ("point" if shown == 1 else "points") if a.is_accuracy else "units"
     parts = []
     for v, text in VERDICT_PHRASES.items():
         names = groups.get(v)
         if names:
             one = len(names) == 1
-            named = ", ".join(f"{p} ({_spread_shown(a, p)})" for p in names)
+            named = ", ".join(f"{p} (spread {_spread_shown(a, p)} {a.unit})" for p in names)
             parts.append(named + " " + text.format(s="s" if one else "", are="is" if one else "are"))
-    shown = a.delta * a.scale
-    unit = ("point" if shown == 1 else "points") if a.is_accuracy else "units"
-    out = "; ".join(parts) + f" (spread over σ_w in {a.unit}; δ = {shown:g} {unit})."
+    out = "; ".join(parts) + f" (spread of the expected {a.metric} over σ_w; δ = {shown:g} {unit})."
+    if interpolation_recorded(a) is False:
+        return out + " " + NOT_RECORDED[0].upper() + NOT_RECORDED[1:] + "."
     interp = [a.pipe(p).interpolation for p in a.pipelines]
     if interp and all(i is not None for i in interp):
         n_int, n_all = sum(i.n_interpolated for i in interp), sum(i.n_cells for i in interp)
@@ -156,6 +169,8 @@ def interpolation_sentence(a: Analysis) -> str | None:
                                    if a.pipe(p).interpolation is not None), None)
     if gate is None:
         return None
+    if interpolation_recorded(a) is False:
+        return NOT_RECORDED[0].upper() + NOT_RECORDED[1:] + " (gate: all)."
     if gate == "interpolated":
         s = ("The verdicts use only runs that reached the interpolation threshold (gate: interpolated); "
              "a run that never fit its training set says nothing about what training forgets.")
@@ -240,4 +255,4 @@ def warnings(a: Analysis) -> list[str]:
 
 
 __all__ = ["collapse_sentence", "divergence_warnings", "failures", "fmt", "fmt_p", "headline",
-           "interpolation_sentence", "min_p_note", "sort_key", "spread_sentence", "warnings"]
+           "interpolation_recorded", "interpolation_sentence", "min_p_note", "sort_key", "spread_sentence", "warnings"]

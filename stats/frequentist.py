@@ -1,7 +1,8 @@
 """Frequentist cross-checks of the memory model, one pipeline at a time (docs/frequentist.md).
 
-Each pipeline is a randomized complete block design: treatment sigma_w, block seed (seeds are
-common random numbers shared by every sigma_w). For every pipeline we report
+Each pipeline is a randomized complete block design: treatment sigma_w, block seed (with paired
+seeds, common random numbers shared by every sigma_w; with independent seeds the blocks are
+arbitrary labels, which costs degrees of freedom but not validity). For every pipeline we report
 
 - REML variance components of y ~ 1 + (1|sigma_w) + (1|seed), crossed, at the exact optimum
   (stats/reml.py), as standard deviations, with singular fits flagged;
@@ -10,12 +11,17 @@ common random numbers shared by every sigma_w). For every pipeline we report
 - two one-sided tests (TOST) that the spread over the grid lies inside +-delta, and the mirror
   minimum-effect test that it exceeds delta;
 - Holm corrections across pipelines, a frequentist verdict, and an agreement flag against the
-  Bayesian verdict with every disagreement explained in words.
+  Bayesian verdict with every disagreement explained in words. A "borderline" Bayesian verdict
+  (a probability within two Monte Carlo errors of 0.95) is a verdict of its own: it agrees with
+  no frequentist verdict, and the reason says so.
 
-Why both: the Bayesian model pools pipelines and models the binomial test-set noise; the
-classical tests do neither. When the two agree the reader can trust the verdict without trusting
-the sampler; when they differ the reason is usually one of a few (few seeds, a binomial floor,
-an outlier seed, a spread close to delta) and we say which.
+Why both: the Bayesian model (docs/memory-model.md) fits each pipeline on its own, nothing pooled
+across pipelines, with half-Student-t priors on its three SDs in units of a noise scale taken from
+the test set (per-example predictions or the binomial bound of counts) or, for other metrics, the
+pooled seed SD; its spread is that of the expected metric over new seeds. The classical tests
+have no prior and see only the scatter between seeds. When the two agree the reader can trust
+the verdict without trusting the sampler; when they differ the reason is usually one of a few
+(few seeds, a binomial floor, an outlier seed, a spread close to delta) and we say which.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from initmem.stats.reml import reml_fit
 
 ALPHA = 0.05
 VERDICTS = ("remembers", "forgets", "inconclusive")
+BORDERLINE = "borderline"  # a Bayesian verdict only: too close to 0.95 to call
 
 
 # Data --------------------------------------------------------------------------------------
@@ -336,6 +343,10 @@ def explain(pipe: str, freq: dict, raw: dict, bay: dict, *, delta: float, scale:
                          "disagree on whether sigma_w matters at all: non-normal errors or an outlier seed")
     if f_verdict == "forgets" and math.isfinite(rm_p) and rm_p < ALPHA:
         notes.append("a sigma_w effect is detectable (ANOVA) but smaller than delta: negligible memory, not none")
+    if b_verdict == BORDERLINE:
+        return False, [f"the Bayesian verdict is borderline: a verdict probability lies within two Monte Carlo "
+                       f"errors of 0.95, so another sampler run could decide it either way; the frequentist "
+                       f"verdict is {f_verdict!r}"], notes
     if b_verdict not in VERDICTS:
         notes.append("no Bayesian verdict for this pipeline: nothing to compare with")
         return True, [], notes
@@ -347,13 +358,13 @@ def explain(pipe: str, freq: dict, raw: dict, bay: dict, *, delta: float, scale:
     n_seed, n_lev = raw["n_complete_seed"], raw["n_complete_sigma"]
     if n_seed < 2 or n_lev < 2:
         reasons.append("the frequentist tests could not run (too few complete seed blocks), so their verdict is "
-                       "inconclusive by default; the Bayesian model still uses every cell and borrows strength")
+                       "inconclusive by default; the Bayesian model still uses every cell (a missing cell is integrated out)")
         return False, reasons, notes
     sp = raw["sp"]
     if n_seed < 5:
         reasons.append(f"few seeds: only {n_seed} seeds at every sigma_w, so the tests have {sp['df']} residual "
-                       "degrees of freedom and little power; the Bayesian model borrows strength across "
-                       "pipelines through its hyper-prior")
+                       "degrees of freedom and little power; the Bayesian model adds its priors, scaled by the "
+                       "test-set noise, which the tests do not have")
     res_sd = freq["reml"]["residual_sd"]
     mean_acc = float(np.nanmean(table))
     if isinstance(n_test, int | float | np.integer | np.floating) and n_test and 0 < mean_acc < 1 and \
@@ -362,8 +373,8 @@ def explain(pipe: str, freq: dict, raw: dict, bay: dict, *, delta: float, scale:
         if math.isfinite(res_sd) and res_sd <= 1.5 * floor:
             reasons.append(f"binomial floor: the residual SD ({res_sd * scale:.3g} points) is about the test-set "
                            f"sampling SD of an accuracy of {mean_acc:.3f} on {int(n_test)} examples "
-                           f"({floor * scale:.3g} points); the Bayesian binomial model attributes that noise "
-                           "to the test set, the gaussian tests cannot")
+                           f"({floor * scale:.3g} points); the Bayesian model measures its SDs in units of this "
+                           "noise scale, the tests see only the scatter between seeds")
     if n_seed >= 3:
         loso = _loso_verdicts(table, delta, max(1, sum(math.isfinite(v) for v in p_adj["tost"].values())))
         flips = [(raw["seed_labels"][j], v) for j, v in enumerate(loso) if v != f_verdict]
@@ -387,8 +398,9 @@ def explain(pipe: str, freq: dict, raw: dict, bay: dict, *, delta: float, scale:
     if isinstance(bsp, dict) and all(isinstance(bsp.get(k), int | float) for k in ("q05", "q95")):
         if math.isfinite(spread) and not (bsp["q05"] <= spread <= bsp["q95"]):
             reasons.append(f"the observed spread ({spread * scale:.3g}) lies outside the Bayesian 90% interval "
-                           f"({bsp['q05'] * scale:.3g} to {bsp['q95'] * scale:.3g}): partial pooling shrinks "
-                           "this pipeline towards the others")
+                           f"({bsp['q05'] * scale:.3g} to {bsp['q95'] * scale:.3g}): the model's spread is of the "
+                           "expected metric over new seeds, whose level effects shrink towards the mean when "
+                           "seed noise is comparable to the memory")
     if not reasons:
         reasons.append(f"no specific cause found: the Bayesian rule (posterior probability >= 0.95) and the "
                        f"Holm-corrected tests at {ALPHA} draw the line in different places "

@@ -33,7 +33,7 @@ def long_table(with_epoch: bool = False) -> pd.DataFrame:
 @pytest.mark.parametrize("with_epoch", [False, True])
 def test_table_to_cube_and_back(tmp_path, with_epoch):
     table = long_table(with_epoch)
-    ds = frame_to_cube(table, n_test=200)
+    ds = frame_to_cube(table, n_test=200, seeds="paired")
     assert cube.errors(ds) == []
     assert list(ds["optimizer"].values) == ["sgd", "adam"]
     assert ds[cube.SELECTED_TEST_CORRECT].dtype == np.int32
@@ -48,7 +48,7 @@ def test_table_to_cube_and_back(tmp_path, with_epoch):
 
 def test_missing_cells_become_status_3():
     table = long_table().iloc[1:]  # drop (sgd, 0.5, seed 0)
-    ds = frame_to_cube(table)
+    ds = frame_to_cube(table, seeds="paired")
     assert int(ds[cube.STATUS].sel(pipeline="sgd", sigma_w=0.5, seed=0)) == cube.MISSING
     assert np.isnan(float(ds[cube.SELECTED_TEST_ACC].sel(pipeline="sgd", sigma_w=0.5, seed=0)))
     assert int((ds[cube.STATUS] == cube.OK).sum()) == len(table)
@@ -57,7 +57,7 @@ def test_missing_cells_become_status_3():
 
 def test_cli_import_writes_a_valid_cube(tmp_path):
     long_table().to_csv(tmp_path / "t.csv", index=False)
-    proc = invoke("import", tmp_path / "t.csv", "--out", tmp_path / "c.nc", "--n-test", "200")
+    proc = invoke("import", tmp_path / "t.csv", "--out", tmp_path / "c.nc", "--n-test", "200", "--seeds", "paired")
     assert proc.returncode == 0, proc.stderr
     proc = invoke("inspect", tmp_path / "c.nc", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -89,7 +89,7 @@ BAD_TABLES = {
 def test_bad_tables_exit_2_with_one_line(tmp_path, case):
     text, needles = BAD_TABLES[case]
     out = tmp_path / "out" / "c.nc"
-    proc = invoke("import", _write(tmp_path, text), "--out", out)
+    proc = invoke("import", _write(tmp_path, text), "--out", out, "--seeds", "paired")
     assert_user_error(proc, *needles)
     assert not out.exists()
     assert not (tmp_path / "out").exists() or atomic.leftover_temporaries(tmp_path / "out") == []

@@ -151,8 +151,8 @@ def test_verdicts_are_badges_matching_the_summary(full_report):
                      r'<span class="badge badge-forgets">', text)
     assert re.search(r'data-sort="edge">edge</th>\s*<td class="badge-cell" data-sort="borderline">'
                      r'<span class="badge badge-borderline">', text)
-    assert re.search(r"remembering \(\d+\.\d\) remembers the initialization; forgetting \(\d+\.\d\) forgets it; "
-                     r"edge \(\d+\.\d\) is borderline", text)
+    assert re.search(r"remembering \(spread \d+\.\d points\) remembers the initialization; forgetting "
+                     r"\(spread \d+\.\d points\) forgets it; edge \(spread \d+\.\d points\) is borderline", text)
 
 
 def test_interpolation_is_reported_before_the_verdicts(full):

@@ -1,0 +1,147 @@
+"""What a per-epoch table implies: the selected and final accuracy, and the forgetting clocks.
+
+Both are computed by the code the engine uses (collect/select.py picks the checkpoint,
+collect/schedule.py sums the clocks; both are numpy only), so an imported grid and a collected
+one are measured the same way. Nothing here invents what the table does not give: without a
+``train_acc`` curve no interpolation epoch is derived, and without steps per epoch (a ``step``
+column or ``--n-train``) no clock is computed; the returned notes say so (docs/import.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from initmem import cube
+from initmem.collect import schedule
+from initmem.collect.select import select_epoch
+from initmem.errors import UserError
+
+SELECT_RULE = "best_val_acc"  # the engine's rule without the interpolation gate (no tau_interp is claimed)
+
+
+def selected_from_curves(ds: xr.Dataset) -> tuple[xr.Dataset, list[str]]:
+    """Add ``selected_*``, ``final_test_acc`` and ``tau_best`` from the curves when the table lacks them."""
+    notes: list[str] = []
+    if cube.TEST_ACC not in ds or cube.SELECTED_TEST_ACC in ds:
+        return ds, notes
+    test = ds[cube.TEST_ACC].transpose(*cube.CURVE_DIMS).values.astype(float)
+    has_val = cube.VAL_ACC in ds
+    val = ds[cube.VAL_ACC].transpose(*cube.CURVE_DIMS).values.astype(float) if has_val else None
+    vloss = (ds[cube.VAL_LOSS].transpose(*cube.CURVE_DIMS).values.astype(float) if cube.VAL_LOSS in ds
+             else np.full_like(test, np.nan))
+    rule = SELECT_RULE if has_val else "last"
+    epochs = ds[cube.EPOCH].values
+    shape = test.shape[:3]
+    sel, fin, tau, sval = (np.full(shape, np.nan) for _ in range(4))
+    for idx in np.ndindex(*shape):
+        keep = np.isfinite(test[idx]) & (np.isfinite(val[idx]) if has_val else True)
+        if not keep.any():
+            continue
+        pos = np.flatnonzero(keep)
+        v = val[idx][pos] if has_val else test[idx][pos]
+        e = pos[select_epoch(rule, np.zeros(pos.size), v, vloss[idx][pos], 1.0)]
+        sel[idx], tau[idx] = test[idx][e], epochs[e]
+        if has_val:
+            sval[idx] = val[idx][e]
+        fin[idx] = test[idx][np.flatnonzero(np.isfinite(test[idx]))[-1]]
+    ds[cube.SELECTED_TEST_ACC] = (cube.CELL_DIMS, sel)
+    ds[cube.FINAL_TEST_ACC] = (cube.CELL_DIMS, fin)
+    ds[cube.TAU_BEST] = (cube.CELL_DIMS, tau)
+    if has_val and cube.SELECTED_VAL_ACC not in ds:
+        ds[cube.SELECTED_VAL_ACC] = (cube.CELL_DIMS, sval)
+    ds.attrs[cube.A_SELECT] = rule
+    notes.append(f"{cube.SELECTED_TEST_ACC} is {cube.TEST_ACC} at the epoch "
+                 + ("of the best val_acc (rule best_val_acc)" if has_val else "last logged (rule last)")
+                 + f"; {cube.FINAL_TEST_ACC} at the last logged epoch")
+    return ds, notes
+
+
+def _per_run(df: pd.DataFrame, col: str, keys: list[str], source: str) -> pd.Series:
+    """One value per run; refused when a run's rows disagree (a per-epoch batch size, say)."""
+    vals = df.groupby(keys, sort=False)[col].nunique(dropna=True)
+    if (vals > 1).any():
+        raise UserError(f"{source}: column '{col}' changes within a run; the clocks need one {col} per run")
+    return df.groupby(keys, sort=False)[col].first()
+
+
+def _per_step_lr(rows: pd.DataFrame, sched: pd.Series | None, key: tuple, E: int, spe: int,
+                 warm: pd.Series | None, source: str) -> np.ndarray:
+    """The rate of every optimizer step of one run.
+
+    A per-epoch lr column is a step function over epochs (the row of epoch e gives the rate of
+    epoch e's steps; epochs the table skips take the next logged rate). A constant lr with a
+    ``schedule`` column of constant or cosine is expanded per step by the engine's
+    ``LrSchedule`` (a cosine changes within an epoch, which one value per epoch cannot say).
+    """
+    lr = rows.set_index(cube.EPOCH)["lr"].astype(float)
+    name = str(sched[key]) if sched is not None and pd.notna(sched[key]) else None
+    if lr.nunique() == 1 and name not in (None, "constant"):
+        if name != "cosine":
+            raise UserError(f"{source}: run {key}: schedule {name!r} with one lr per run; give the lr of every "
+                            "epoch instead")
+        w = int(warm[key]) if warm is not None and pd.notna(warm[key]) else 0
+        return schedule.LrSchedule(lr=float(lr.iloc[0]), schedule=name, epochs=E, steps_per_epoch=spe,
+                                   warmup_epochs=w).per_step()
+    return np.repeat(lr.reindex(range(1, E + 1)).bfill().ffill().to_numpy(), spe)
+
+
+def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None,
+           source: str = "table") -> tuple[xr.Dataset, list[str]]:
+    """Add the schedule clocks (``cube.CLOCKS`` and their momentum forms, ``step``, ``lr_now``).
+
+    ``df`` is the long per-epoch table (keys, ``epoch``, lr and batch_size per row, per run or per
+    epoch; optimizer, momentum and weight_decay optional). The lr in the row of epoch e >= 1 is the
+    rate of every step of epoch e (epochs the table skips take the next logged rate). Steps per
+    epoch come from the ``step`` column (steps taken by the end of each epoch) or from
+    ``n_train // batch_size`` (the engine drops the last incomplete batch).
+    """
+    notes: list[str] = []
+    need = [c for c in ("lr", "batch_size") if c not in df.columns]
+    if need:
+        return ds, ([f"no clocks: the table has no {' or '.join(need)} column"] if "lr" in df.columns
+                    or "batch_size" in df.columns else [])
+    has_step = cube.STEP in df.columns
+    if not has_step and n_train is None:
+        return ds, ["no clocks: give --n-train (training examples) or a step column, so steps per epoch are known"]
+    run_keys = list(cube.CELL_DIMS)
+    epochs = ds[cube.EPOCH].values.astype(int)
+    E = int(epochs.max())
+    out = {name: np.full((*[ds.sizes[d] for d in cube.CELL_DIMS], epochs.size), np.nan)
+           for name in (cube.STEP, cube.LR_NOW, *cube.CLOCKS, *cube.MOMENTUM_CLOCKS)}
+    batch = _per_run(df, "batch_size", run_keys, source)
+    opt = _per_run(df, "optimizer", run_keys, source) if "optimizer" in df.columns else None
+    mom = _per_run(df, "momentum", run_keys, source) if "momentum" in df.columns else None
+    wd = _per_run(df, "weight_decay", run_keys, source) if "weight_decay" in df.columns else None
+    sched = _per_run(df, "schedule", run_keys, source) if "schedule" in df.columns else None
+    warm = _per_run(df, "warmup_epochs", run_keys, source) if "warmup_epochs" in df.columns else None
+    if opt is None:
+        notes.append("no optimizer column: the clocks assume SGD (T_adapt = 0)")
+    index = {d: {v: i for i, v in enumerate(ds[d].values.tolist())} for d in cube.CELL_DIMS}
+    for key, rows in df.groupby(run_keys, sort=False):
+        rows = rows.sort_values(cube.EPOCH)
+        b = int(batch[key])
+        if has_step:
+            st = rows.set_index(cube.EPOCH)[cube.STEP]
+            per = (st / st.index.to_series().replace(0, np.nan)).dropna()
+            if per.empty or not np.allclose(per, per.iloc[0]) or per.iloc[0] != round(per.iloc[0]):
+                raise UserError(f"{source}: run {key}: the step column is not a fixed number of steps per epoch")
+            spe = int(round(per.iloc[0]))
+        else:
+            spe = schedule.steps_per_epoch(n_train, b)
+        eta = _per_step_lr(rows, sched, key, E, spe, warm, source)
+        optimizer = str(opt[key]) if opt is not None else "sgd"
+        lam = float(wd[key]) if wd is not None and np.isfinite(wd[key]) else 0.0
+        res = schedule.epoch_clocks(
+            eta, E, spe, batch_size=b, optimizer=optimizer,
+            momentum=float(mom[key]) if mom is not None and np.isfinite(mom[key]) else 0.0,
+            coupled_l2=0.0 if optimizer == "adamw" else lam)
+        i = tuple(index[d][k] for d, k in zip(cube.CELL_DIMS, key, strict=True))
+        for name, values in res.items():
+            out[name][i] = values[epochs]
+    for name, arr in out.items():
+        if name not in ds:
+            ds[name] = (cube.CURVE_DIMS, arr)
+    notes.append("clocks computed from the lr and batch_size columns with the engine's schedule code")
+    return ds, notes

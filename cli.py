@@ -60,6 +60,19 @@ class CubeNameChoice(click.Choice):
         return tuple(getattr(cube, c) for c in self.constants)
 
 
+class TruthAxisChoice(CubeNameChoice):
+    """``--truth-axis``: epochs or any clock the clocks table marks as simulated (resolved lazily)."""
+
+    def __init__(self) -> None:
+        super().__init__("EPOCH")
+
+    @property
+    def choices(self) -> tuple[str, ...]:  # type: ignore[override]
+        from initmem import clocks, cube
+
+        return (cube.EPOCH, *clocks.simulated())
+
+
 def is_quiet() -> bool:
     return Verbosity.level == 0
 
@@ -150,7 +163,7 @@ def import_(table: Path, out: Path, n_test: int | None) -> None:
               help="Test-set size for binomial counts.")
 @click.option("--curves/--no-curves", default=False, show_default=True,
               help="Add training curves whose radial memory decays along --truth-axis.")
-@click.option("--truth-axis", type=CubeNameChoice("EPOCH", "T_SGD", "T_L2", "T_ADAPT"),
+@click.option("--truth-axis", type=TruthAxisChoice(),
               default=lambda: CubeNameChoice("T_SGD").choices[0],
               show_default=True, help="Time axis along which the simulated memory decays.")
 @click.option("--epochs", type=click.IntRange(min=1), default=30, show_default=True,

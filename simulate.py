@@ -17,14 +17,15 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import xarray as xr
 
-from initmem import __version__, cube
-from initmem.collect.schedule import ADAPTIVE, LrSchedule, pipeline_clocks
+from initmem import __version__, clocks, cube, optimizers
+from initmem.collect.schedule import LrSchedule, pipeline_clocks
 from initmem.errors import UserError
 from initmem.models.core import expected_accuracy
 
 SIGMA_RANGE = (0.25, 8.0)
 N_CLASSES = 10
-TRUTH_AXES = (cube.EPOCH, cube.T_SGD, cube.T_L2, cube.T_ADAPT, "flat")  # "flat": no forgetting at all
+FLAT = "flat"  # a truth axis along which nothing is forgotten
+TRUTH_AXES = (cube.EPOCH, *clocks.simulated(), FLAT)
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,8 @@ class SimPipeline:
                 raise UserError(f"pipeline {self.name!r}: {name} must be >= 0")
         if self.n_sigma < 1 or self.n_seed < 1:
             raise UserError(f"pipeline {self.name!r}: n_sigma and n_seed must be >= 1")
-        if self.optimizer not in ("sgd", *ADAPTIVE):
-            raise UserError(f"pipeline {self.name!r}: optimizer must be sgd, adam or adamw")
+        if self.optimizer not in optimizers.BY_NAME:
+            raise UserError(f"pipeline {self.name!r}: optimizer must be one of {', '.join(optimizers.names())}")
         if self.schedule not in ("constant", "cosine", "step"):
             raise UserError(f"pipeline {self.name!r}: schedule must be constant, cosine or step")
         if self.lr <= 0 or self.batch_size < 1 or self.weight_decay < 0:
@@ -71,7 +72,12 @@ class SimPipeline:
     @property
     def coupled_l2(self) -> float:
         """lambda of T_l2: the coupled L2 coefficient (AdamW's decay is decoupled, so 0)."""
-        return 0.0 if self.optimizer == "adamw" else self.weight_decay
+        return optimizers.get(self.optimizer).coupled_l2(self.weight_decay)
+
+    @property
+    def decoupled_wd(self) -> float:
+        """The decoupled weight-decay coefficient (AdamW-style), else 0."""
+        return optimizers.get(self.optimizer).decoupled_wd(self.weight_decay)
 
 
 def _quick_like() -> list[SimPipeline]:
@@ -328,12 +334,12 @@ def _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_
     n_p, n_sig, n_sd = status.shape
     n_ep = horizon + 1
     levels = ds[cube.SIGMA].values
-    clock = {name: np.full((n_p, n_ep), np.nan) for name in ("step", "lr_now", *cube.CLOCKS)}
+    clock = {name: np.full((n_p, n_ep), np.nan) for name in (cube.STEP, cube.LR_NOW, *clocks.simulated())}
     for a, p in enumerate(pipes):
         c = clocks(p, p.epochs, n_train)
         for name in clock:
             clock[name][a, : p.epochs + 1] = c[name]
-    if truth_axis in ("epoch", "flat"):
+    if truth_axis in (cube.EPOCH, FLAT):
         axis = np.tile(np.arange(n_ep, dtype=float), (n_p, 1))
     else:
         axis = clock[truth_axis].copy()
@@ -344,7 +350,7 @@ def _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_
         positive = finals[finals > 0]
         decay_scale = float(np.median(positive) / 2.0) if positive.size else 1.0
     rho = np.exp(-axis / decay_scale)  # (pipeline, epoch)
-    if truth_axis == "flat":
+    if truth_axis == FLAT:
         rho = np.where(np.isnan(axis), np.nan, 1.0)  # no forgetting on any axis
 
     t = np.arange(n_ep, dtype=float)

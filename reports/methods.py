@@ -11,9 +11,9 @@ import json
 from typing import Any
 
 from initmem import cube as C
+from initmem import optimizers
 from initmem.reports.load import Analysis
 
-OPTIMIZER_NAMES = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW"}
 LIKELIHOOD_TEXT = {"per_example": "per-example Bernoulli outcomes on the shared test set",
                    "counts": "binomial counts of correct test examples per run",
                    "gaussian": "a Gaussian on the metric"}
@@ -35,14 +35,15 @@ def _fmt(v: Any) -> str:
 
 def _pipeline_text(name: str, s: dict[str, Any]) -> str:
     opt = str(s.get("optimizer", "?"))
-    parts = [OPTIMIZER_NAMES.get(opt, opt), f"lr {_fmt(s.get('lr'))}"]
+    parts = [optimizers.display_name(opt), f"lr {_fmt(s.get('lr'))}"]
     if s.get("momentum"):
         parts.append(f"{'Nesterov ' if s.get('nesterov') else ''}momentum {_fmt(s['momentum'])}")
     if s.get("batch_size") is not None:
         parts.append(f"batch {s['batch_size']}")
     wd = s.get("weight_decay")
     if wd:
-        parts.append(("decoupled weight decay " if opt == "adamw" else "L2 ") + _fmt(wd))
+        decoupled = opt in optimizers.BY_NAME and optimizers.get(opt).l2 == optimizers.DECOUPLED
+        parts.append(("decoupled weight decay " if decoupled else "L2 ") + _fmt(wd))
     if s.get("schedule"):
         sched = f"{s['schedule']} schedule"
         if s["schedule"] == "step" and s.get("milestones"):

@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import xarray as xr
 
-from initmem import __version__, clocks, cube, optimizers
+from initmem import __version__, cube, optimizers
+from initmem.clocks import simulated as simulated_clocks
 from initmem.collect.schedule import LrSchedule, pipeline_clocks
 from initmem.errors import UserError
 from initmem.models.core import expected_accuracy
@@ -25,7 +26,7 @@ from initmem.models.core import expected_accuracy
 SIGMA_RANGE = (0.25, 8.0)
 N_CLASSES = 10
 FLAT = "flat"  # a truth axis along which nothing is forgotten
-TRUTH_AXES = (cube.EPOCH, *clocks.simulated(), FLAT)
+TRUTH_AXES = (cube.EPOCH, *simulated_clocks(), FLAT)
 
 
 @dataclass(frozen=True)
@@ -334,7 +335,7 @@ def _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_
     n_p, n_sig, n_sd = status.shape
     n_ep = horizon + 1
     levels = ds[cube.SIGMA].values
-    clock = {name: np.full((n_p, n_ep), np.nan) for name in (cube.STEP, cube.LR_NOW, *clocks.simulated())}
+    clock = {name: np.full((n_p, n_ep), np.nan) for name in (cube.STEP, cube.LR_NOW, *simulated_clocks())}
     for a, p in enumerate(pipes):
         c = clocks(p, p.epochs, n_train)
         for name in clock:

@@ -29,6 +29,7 @@ SCHEDULE, MEASURED = "schedule", "measured"
 # The clock names (cube variables, re-exported by initmem.cube, which is where other modules take them).
 T_ETA, T_SGD, T_L2, T_ADAPT = "T_eta", "T_sgd", "T_l2", "T_adapt"
 T_ETA_MOM, T_SGD_MOM, T_L2_MOM = "T_eta_mom", "T_sgd_mom", "T_l2_mom"
+T_WD = "T_wd"
 T_ANGLE, T_EFF = "T_angle", "T_eff"
 
 
@@ -87,6 +88,11 @@ CLOCKS: tuple[Clock, ...] = (
           compute=lambda s: s.cum(s.eff * s.eff) / s.batch_size),
     Clock(T_L2_MOM, SCHEDULE, "T_l2 with the momentum-corrected step", f"{T_L2_MOM} = λ Σ η_k / (1 - μ)",
           compute=lambda s: s.coupled_l2 * s.cum(s.eff)),
+    # Decoupled decay (AdamW) shrinks the weights by eta_k * lambda_dec at every step, apart from the
+    # gradient: the decoupled twin of T_l2. Not in the collapse family by default: it is 0 on every
+    # pipeline without decoupled decay, and adding it would change the family's p-value adjustment.
+    Clock(T_WD, SCHEDULE, "decoupled weight decay times T_eta (AdamW-style decay)", f"{T_WD} = λ_dec Σ η_k",
+          in_family=False, simulated=True, compute=lambda s: s.decoupled_wd * s.cum(s.eta)),
     Clock(T_ANGLE, MEASURED, "mean over layers of the cumulative per-step angle of each kernel (radians)",
           f"{T_ANGLE} = angular path (rad)"),
     Clock(T_EFF, MEASURED, "cumulative eta_k / ||w||^2, mean over normalised layers", f"{T_EFF} = Σ η_k / ‖w‖²"),

@@ -27,6 +27,7 @@ from initmem.clocks import (  # noqa: F401  (the clock names are owned by the cl
     T_L2_MOM,
     T_SGD,
     T_SGD_MOM,
+    T_WD,
 )
 from initmem.errors import UserError
 

@@ -25,6 +25,24 @@ from collections.abc import Sequence
 
 import torch
 
+LANE_PAD = 16  # twice the widest CPU vector of float64 (AVX-512: 8 lanes)
+
+
+def lane_atan2(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``atan2`` of ``[G, L]`` tensors whose every element takes the same code path whatever G is.
+
+    On CPU torch evaluates a transcendental function in vector lanes and the last
+    ``n mod 2 * lanes`` elements with the scalar libm, and the two differ in the last bit: a member
+    whose row falls in the tail in one pack size and not in another would get a different angle.
+    Padding every row to a multiple of :data:`LANE_PAD` sends every element through the vector path.
+    """
+    pad = (-y.shape[1]) % LANE_PAD
+    if y.device.type != "cpu" or not pad:
+        return torch.atan2(y, x)
+    yp = torch.nn.functional.pad(y, (0, pad), value=0.0)
+    xp = torch.nn.functional.pad(x, (0, pad), value=1.0)
+    return torch.atan2(yp, xp)[:, : y.shape[1]]
+
 
 def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Row-wise cosine of two ``[G, n]`` float64 tensors, clamped to [-1, 1].
@@ -76,7 +94,7 @@ class StepMeter:
         """Add the angle each kernel turned in the step just taken."""
         before = self.prev_unit
         self._set_prev(self._flat())
-        self.path += 2.0 * torch.atan2(self._norms(before - self.prev_unit), self._norms(before + self.prev_unit))
+        self.path += 2.0 * lane_atan2(self._norms(before - self.prev_unit), self._norms(before + self.prev_unit))
 
     def cos_to_init(self) -> torch.Tensor:
         """``[G, L]`` cosine of every kernel now with its value at epoch 0."""

@@ -56,6 +56,15 @@ def _adamw(params: list[Any], spec: Any, device_kind: str) -> Any:
                              weight_decay=spec.weight_decay, **_fast(device_kind))
 
 
+def _rmsprop(params: list[Any], spec: Any, device_kind: str) -> Any:
+    import torch
+
+    # torch has no fused RMSprop: foreach on every device. alpha (the squared-gradient average) is
+    # torch's default 0.99; the grid's eps applies.
+    return torch.optim.RMSprop(params, lr=spec.lr, eps=spec.eps, weight_decay=spec.weight_decay,
+                               **_fast(device_kind, fused=False))
+
+
 @dataclass(frozen=True)
 class OptimizerKind:
     """One optimizer kind: its grid name, how the report names it, and how it trains."""
@@ -81,6 +90,7 @@ OPTIMIZERS: tuple[OptimizerKind, ...] = (
     OptimizerKind("sgd", "SGD", adaptive=False, l2=COUPLED, momentum=True, betas=False, factory=_sgd),
     OptimizerKind("adam", "Adam", adaptive=True, l2=COUPLED, momentum=False, betas=True, factory=_adam),
     OptimizerKind("adamw", "AdamW", adaptive=True, l2=DECOUPLED, momentum=False, betas=True, factory=_adamw),
+    OptimizerKind("rmsprop", "RMSprop", adaptive=True, l2=COUPLED, momentum=False, betas=False, factory=_rmsprop),
 )
 
 BY_NAME: dict[str, OptimizerKind] = {o.name: o for o in OPTIMIZERS}

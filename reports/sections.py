@@ -48,6 +48,11 @@ def with_cube(a: Analysis, figures: list[Figure]) -> bool:
     return a.cube is not None
 
 
+def with_settings(a: Analysis, figures: list[Figure]) -> bool:
+    """Shown when the cube records how its pipelines trained."""
+    return bool(T.settings_rows(a))
+
+
 @dataclass(frozen=True)
 class Section:
     """One report section.
@@ -80,6 +85,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("frequentist", "Frequentist cross-checks", tables=(("frequentist_rows", T.frequentist_rows),)),
     Section("diagnostics", "Diagnostics", figures=(F.ppc_intervals,),
             tables=(("diagnostics_rows", T.diagnostics_rows),)),
+    Section("settings", "Pipeline settings", tables=(("settings_rows", T.settings_rows),), show=with_settings,
+            partial="settings.html.j2", skip_reason="the cube records no per-pipeline settings"),
     Section("methods", "Methods"),
     Section("provenance", "Provenance"),
 )
@@ -108,4 +115,4 @@ def _check() -> None:
 _check()
 
 __all__ = ["BY_ID", "SECTIONS", "Section", "always", "numbers", "with_cube", "with_figures",
-           "with_figures_or_collapse"]
+           "with_figures_or_collapse", "with_settings"]

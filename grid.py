@@ -25,6 +25,7 @@ ARCH_PATTERN = re.compile(r"^(resnet_tiny|resnet9|resnet(\d+))$")
 OPTIMIZERS = optimizers.names()  # the optimizer table, initmem/optimizers.py
 SCHEDULES = ("constant", "cosine", "step")
 INIT_SCALES = ("all_kernels", "normalized_kernels", "convolutions", "head")
+INTERP_THRESHOLD = 0.995  # default train accuracy that counts as interpolation (eval.interp_threshold)
 
 
 class _Strict(BaseModel):
@@ -132,7 +133,7 @@ class EvalSpec(_Strict):
     epoch; a run that never interpolates falls back to its best-validation epoch overall.
     """
 
-    interp_threshold: float = Field(0.995, gt=0, le=1)
+    interp_threshold: float = Field(INTERP_THRESHOLD, gt=0, le=1)
     select: Literal["best_val_acc_interp", "best_val_acc", "last"] = "best_val_acc_interp"
 
 

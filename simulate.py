@@ -21,6 +21,7 @@ from initmem import __version__, cube, optimizers
 from initmem.clocks import simulated as simulated_clocks
 from initmem.collect.schedule import LrSchedule, pipeline_clocks
 from initmem.errors import UserError
+from initmem.grid import INTERP_THRESHOLD
 from initmem.models.core import expected_accuracy
 
 SIGMA_RANGE = (0.25, 8.0)
@@ -306,7 +307,7 @@ def simulate_cube(
         ds[cube.TAU_INTERP] = (dims, np.where(status == cube.OK, tau, np.nan))
     ds.attrs.update({
         cube.A_N_TEST: n_test,
-        cube.A_INTERP_THRESHOLD: 0.995,
+        cube.A_INTERP_THRESHOLD: INTERP_THRESHOLD,
         cube.A_SELECT: "best_val_acc",
         cube.A_GRID: "",
         cube.A_DATASET_FINGERPRINT: f"simulated:seed={seed}",
@@ -387,17 +388,17 @@ def _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_
     for name, arr in clock.items():
         put(name, arr[:, None, None, :])
 
-    kn = ds["kernel_norm"]
-    ds["init_kernel_norm"] = kn.isel({cube.EPOCH: 0}, drop=True)
+    kn = ds[cube.KERNEL_NORM]
+    ds[cube.INIT_KERNEL_NORM] = kn.isel({cube.EPOCH: 0}, drop=True)
     tau_best = val_acc.argmax(axis=-1).astype(float)
-    interp = train_acc >= 0.995
+    interp = train_acc >= INTERP_THRESHOLD
     tau_interp = np.where(interp.any(-1), interp.argmax(-1), np.nan).astype(float)
     obs = status != cube.MISSING
-    ds["tau_best"] = (cube.CELL_DIMS, np.where(obs, tau_best, np.nan))
-    ds["tau_interp"] = (cube.CELL_DIMS, np.where(obs, tau_interp, np.nan))
+    ds[cube.TAU_BEST] = (cube.CELL_DIMS, np.where(obs, tau_best, np.nan))
+    ds[cube.TAU_INTERP] = (cube.CELL_DIMS, np.where(obs, tau_interp, np.nan))
     sel_val = np.take_along_axis(val_acc, tau_best.astype(int)[..., None], -1)[..., 0]
-    ds["selected_val_acc"] = (cube.CELL_DIMS, np.where(obs, sel_val, np.nan))
-    ds["final_test_acc"] = (cube.CELL_DIMS, np.where(obs, test_acc[..., -1], np.nan))
+    ds[cube.SELECTED_VAL_ACC] = (cube.CELL_DIMS, np.where(obs, sel_val, np.nan))
+    ds[cube.FINAL_TEST_ACC] = (cube.CELL_DIMS, np.where(obs, test_acc[..., -1], np.nan))
     truth["curves"] = {
         "truth_axis": truth_axis,
         "decay_scale": decay_scale,
@@ -408,7 +409,7 @@ def _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_
 
 def read_truth(ds: xr.Dataset) -> dict:
     """The truth a simulated cube was drawn from (raises UserError for a cube that has none)."""
-    truth = cube.json_attr(ds, "truth")
+    truth = cube.json_attr(ds, cube.A_TRUTH)
     if not isinstance(truth, dict):
         raise UserError("this cube was not simulated: it has no 'truth' attribute")
     return truth

@@ -212,7 +212,7 @@ def rho_curves(a: Analysis) -> Figure:
                "bootstrap intervals over seeds (resampled jointly across σ_w, since seeds are paired). ρ = 1 at "
                "initialization; ρ = 0 means the final norm no longer depends on the initial scale.")
     alt = "Line plot of rho against epoch per pipeline: " + "; ".join(finals) + "."
-    return figure_to_svg(fig, "rho", caption, alt)
+    return figure_to_svg(fig, R.CURVE_RHO, caption, alt)
 
 
 # (6) forgetting clocks ---------------------------------------------------------------------------

@@ -107,8 +107,8 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
     figure_skips = [(f"{sec.title}: {what}", why) for sec in S.SECTIONS if shown[sec.id]
                     for what, why in skipped.get(sec.id, [])]
     section_tables = {name: build(a) for sec in S.SECTIONS for name, build in sec.tables}
-    grid = a.grid() or {}
-    name = grid.get("name") or _fallback_name(a)
+    grid = a.grid()
+    name = grid.name if grid is not None else _fallback_name(a)
     return {
         "title": f"initmem report: {name}",
         "name": name,
@@ -139,7 +139,7 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         "figure_skips": figure_skips,
         "methods": methods_paragraphs(a, _versions()),
         "provenance": _provenance(a, command),
-        "rhat_max": X.RHAT_MAX, "ess_min": X.ESS_MIN,
+        "rhat_max": R.RHAT_MAX, "ess_min": R.ESS_MIN, "verdict_names": R.VERDICTS,
         "has_cube": a.cube is not None,
     }
 

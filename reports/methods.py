@@ -57,7 +57,8 @@ def _pipeline_text(name: str, s: dict[str, Any]) -> str:
 
 
 def design_sentences(a: Analysis) -> list[str]:
-    grid = a.grid()
+    validated = a.grid()  # a grid.Grid: every field present and valid
+    grid = validated.to_dict() if validated is not None else None
     out: list[str] = []
     if grid:
         ds = grid.get("dataset", {}) or {}
@@ -89,7 +90,7 @@ def design_sentences(a: Analysis) -> list[str]:
         out.append(
             f"Each run is represented by {SELECT_TEXT.get(ev.get('select', 'best_val_acc'), ev.get('select'))}; "
             f"a run counts as interpolating"
-            f" from the first epoch its training accuracy reaches {_fmt(float(ev.get('interp_threshold', 0.995)))}.")
+            f" from the first epoch its training accuracy reaches {_fmt(float(ev['interp_threshold']))}.")
     elif a.cube is not None:
         src = a.cube.attrs.get(C.A_SOURCE) or a.cube.attrs.get(C.A_DEVICE) or "an external source"
         n = a.cube.sizes

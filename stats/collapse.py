@@ -30,6 +30,7 @@ from initmem import cube
 from initmem.clocks import family as clock_family
 from initmem.errors import UserError
 from initmem.jsonio import json_safe
+from initmem.names import CURVE_EPOCH_AXIS
 from initmem.stats import inference
 from initmem.stats.curves import has_curve, seed_mean_clocks
 from initmem.stats.forgetting import DEFAULT_FRACTION, DEFAULT_ROPE, forgetting_times
@@ -130,7 +131,7 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
     v = floor_var(v)
 
     clocks = seed_mean_clocks(ds)
-    epoch = clocks["epoch_axis"]
+    epoch = clocks[CURVE_EPOCH_AXIS]
     x = {EPOCH_AXIS: _log_axis(epoch, epoch)}
     for a in (STEP_AXIS, *clock_family()):  # the clocks table says which clocks join the family
         xa = _log_axis(clocks[a], epoch)

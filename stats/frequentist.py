@@ -31,12 +31,13 @@ from scipy import stats
 
 from initmem import cube
 from initmem.errors import UserError
+from initmem.names import DECISIONS
 from initmem.stats import effects
 from initmem.stats.anova import mean_squares
 from initmem.stats.reml import reml_fit
 
 ALPHA = 0.05
-VERDICTS = ("remembers", "forgets", "inconclusive")
+VERDICTS = DECISIONS  # initmem/names.py
 
 
 # Data --------------------------------------------------------------------------------------

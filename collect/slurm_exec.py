@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import click
 import submitit
 
 from initmem.collect.events import EventLog, read_events
@@ -130,8 +129,8 @@ def submit_and_wait(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash:
                       slurm_cluster=ex.cluster)
     events.emit("submit", cluster=ex.cluster, jobs=records, options=opts)
     if not quiet:
-        click.echo(f"submitted {len(jobs)} pack(s) as a {ex.cluster} job array "
-                   f"({records[0]['job_id'].split('_')[0]}); job folders under {run.slurm}")
+        print(f"submitted {len(jobs)} pack(s) as a {ex.cluster} job array "
+              f"({records[0]['job_id'].split('_')[0]}); job folders under {run.slurm}", flush=True)
     if not wait:
         return False
     tracker = _Tracker(ex.cluster)
@@ -148,9 +147,9 @@ def submit_and_wait(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash:
         except Exception as exc:  # noqa: BLE001 -- report a lost task; its cells stay unfinished
             events.emit("job_lost", job_id=str(j.job_id), pack=t.pack_id, error=f"{exc.__class__.__name__}: {exc}")
             if not quiet:
-                        click.echo(f"warning: job {j.job_id} (pack {t.pack_id}) ended without finishing: "
-                           f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else exc.__class__.__name__}; "
-                           f"its cells stay unfinished, rerun with --resume")
+                        print(f"warning: job {j.job_id} (pack {t.pack_id}) ended without finishing: "
+                              f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else exc.__class__.__name__}; "
+                              "its cells stay unfinished, rerun with --resume", flush=True)
     return True
 
 

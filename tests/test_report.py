@@ -258,7 +258,8 @@ def test_methods_and_provenance_come_from_the_grid(full_report):
     methods = text[text.index('id="sec-methods"'):text.index('id="sec-provenance"')]
     assert "resnet_tiny" in methods and "digits" in methods
     assert "{0.25, 1, 4, 8} (4 levels), each with 3 seeds" in methods
-    assert "remembering (SGD, lr 0.01, batch 32, 8 epochs)" in methods
+    # the grid is read through grid.Grid: every field explicit, as in a collected cube's canonical grid
+    assert "remembering (SGD, lr 0.01, batch 32, constant schedule, 8 epochs)" in methods
     prov = text[text.index('id="sec-provenance"'):]
     assert "simulated:seed=1" in prov  # the dataset fingerprint
     assert html.escape("name: tiny") in prov and "initmem report analysis" in prov

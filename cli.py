@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from initmem.cli_params import SpecChoice, TruthAxisChoice, option_flag
 from initmem.errors import OptionError, UserError
 
 log = logging.getLogger("initmem")
@@ -58,43 +59,6 @@ class CubeNameChoice(click.Choice):
         from initmem import cube
 
         return tuple(getattr(cube, c) for c in self.constants)
-
-
-class SpecChoice(click.Choice):
-    """A choice among an analysis option's values, read from initmem/spec.py on first use (that module
-    owns them; importing it, with pydantic, when this module loads would slow down every command)."""
-
-    def __init__(self, vocabulary: str) -> None:  # click.Choice.__init__ would resolve them now
-        self.vocabulary = vocabulary
-        self.case_sensitive = True
-
-    @property
-    def choices(self) -> tuple[str, ...]:  # type: ignore[override]
-        from initmem import spec
-
-        return tuple(getattr(spec, self.vocabulary))
-
-
-# Flags whose name is not ``--`` + the option's name with '-' for '_' (library errors name options).
-OPTION_FLAGS: dict[str, str] = {}
-
-
-def option_flag(option: str) -> str:
-    """The command-line flag of a library option (``delta`` -> ``--delta``)."""
-    return OPTION_FLAGS.get(option, "--" + option.replace("_", "-"))
-
-
-class TruthAxisChoice(CubeNameChoice):
-    """``--truth-axis``: epochs or any clock the clocks table marks as simulated (resolved lazily)."""
-
-    def __init__(self) -> None:
-        super().__init__("EPOCH")
-
-    @property
-    def choices(self) -> tuple[str, ...]:  # type: ignore[override]
-        from initmem import clocks, cube
-
-        return (cube.EPOCH, *clocks.simulated())
 
 
 def is_quiet() -> bool:

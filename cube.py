@@ -17,18 +17,6 @@ import xarray as xr
 
 from initmem import clocks as _clocks
 from initmem.atomic import atomic_path
-from initmem.clocks import (  # noqa: F401  (the clock names are owned by the clocks table, re-exported here)
-    T_ADAPT,
-    T_ANGLE,
-    T_EFF,
-    T_ETA,
-    T_ETA_MOM,
-    T_L2,
-    T_L2_MOM,
-    T_SGD,
-    T_SGD_MOM,
-    T_WD,
-)
 from initmem.errors import UserError
 
 SCHEMA = "initmem.cube/1"
@@ -47,8 +35,10 @@ TRAIN_LOSS, TRAIN_ACC = "train_loss", "train_acc"
 VAL_LOSS, VAL_ACC = "val_loss", "val_acc"
 TEST_LOSS, TEST_ACC = "test_loss", "test_acc"
 KERNEL_NORM, STEP, LR_NOW = "kernel_norm", "step", "lr_now"
-# The clocks (T_eta, T_sgd, ... T_angle, T_eff) are named and described in the clocks table,
-# initmem/clocks.py, and imported above (docs/cube.md, "Clocks" and "Measured clocks").
+# Clock names are owned by the clocks table, initmem/clocks.py (docs/cube.md, "Clocks"); take them from here.
+T_ETA, T_SGD, T_L2, T_ADAPT, T_WD = _clocks.T_ETA, _clocks.T_SGD, _clocks.T_L2, _clocks.T_ADAPT, _clocks.T_WD
+T_ETA_MOM, T_SGD_MOM, T_L2_MOM = _clocks.T_ETA_MOM, _clocks.T_SGD_MOM, _clocks.T_L2_MOM
+T_ANGLE, T_EFF = _clocks.T_ANGLE, _clocks.T_EFF
 # Per layer, dims (pipeline, sigma_w, seed, epoch, layer).
 LAYER_NORM = "layer_norm"
 COS_TO_INIT = "cos_to_init"    # cosine between each kernel and its value at epoch 0

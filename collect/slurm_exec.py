@@ -33,7 +33,7 @@ from initmem.collect.packrun import PackContext, PackTask, TrainFn, run_pack
 from initmem.collect.progress import ProgressView
 from initmem.collect.rundir import RunDir
 from initmem.collect.shards import all_cells, shard_files, shard_name
-from initmem.errors import UserError
+from initmem.errors import OptionError
 from initmem.grid import SlurmSpec
 
 CLUSTER_ENV = "INITMEM_SUBMITIT_CLUSTER"  # "local" runs the array with submitit's LocalExecutor
@@ -87,7 +87,7 @@ def make_executor(run: RunDir, grid: Any, opts: dict[str, Any], cluster: str | N
     cluster = cluster or os.environ.get(CLUSTER_ENV) or None
     if cluster is None:
         if shutil.which("sbatch") is None:
-            raise UserError("--executor slurm needs Slurm (sbatch not found on PATH); use --executor local")
+            raise OptionError("executor", "{option} slurm needs Slurm (sbatch not found on PATH); use {option} local")
         cluster = "slurm"
     ex = submitit.AutoExecutor(folder=run.slurm / "%j", cluster=cluster)
     gpus = int(opts["gpus_per_job"])

@@ -20,8 +20,7 @@ vocabularies that extensions add to are tables: ``clocks``, ``optimizers`` and
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from initmem.lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -38,14 +37,7 @@ _API: dict[str, tuple[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """The public names, imported when first used."""
-    if name not in _API:
-        raise AttributeError(f"module 'initmem' has no attribute {name!r}")
-    module, attr = _API[name]
-    value = getattr(import_module(module), attr)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _API)
 
 
 __all__ = ["__version__", *_API]

@@ -10,8 +10,7 @@ grid's run resumable, shardable and mergeable. Public face: :func:`collect` (a r
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from initmem.lazy import lazy_getattr
 
 _API: dict[str, tuple[str, str]] = {
     "collect": ("initmem.collect.runner", "collect"),
@@ -22,14 +21,7 @@ _API: dict[str, tuple[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """The public names, imported when first used (importing the package imports nothing heavy)."""
-    if name not in _API:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attr = _API[name]
-    value = getattr(import_module(module), attr)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _API)
 
 
 __all__ = list(_API)

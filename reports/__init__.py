@@ -5,8 +5,7 @@ and the report-section table :data:`SECTIONS` (reports/sections.py; docs/extendi
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from initmem.lazy import lazy_getattr
 
 _API: dict[str, tuple[str, str]] = {
     "build_report": ("initmem.reports.html", "build_report"),
@@ -16,14 +15,7 @@ _API: dict[str, tuple[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """The public names, imported when first used (importing the package imports nothing heavy)."""
-    if name not in _API:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attr = _API[name]
-    value = getattr(import_module(module), attr)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _API)
 
 
 __all__ = list(_API)

@@ -85,7 +85,10 @@ class Analysis:
             return None
         try:
             return parse_grid(yaml.safe_load(text), source="the cube's grid attribute")
-        except (yaml.YAMLError, UserError):
+        except (yaml.YAMLError, UserError) as exc:
+            note = f"the cube's grid file is not one this initmem reads, so the methods omit the design ({exc})"
+            if note not in self.notes:
+                self.notes.append(note)
             return None
 
 

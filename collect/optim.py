@@ -2,9 +2,10 @@
 
 Every kind of the optimizer table (initmem/optimizers.py: SGD with momentum, Nesterov and
 coupled L2, Adam with coupled L2, AdamW with decoupled decay, RMSprop) is element-wise, so one
-optimizer over the stacked tensors is exactly G independent optimizers: on CPU the multi-tensor (``foreach``) kernels give a member bitwise the same numbers alone and
-in any pack (tests/test_engine.py checks it with ``torch.equal``). On CUDA the fused kernels
-are used. The learning rate of every step comes from :mod:`initmem.collect.schedule` and is set
+optimizer over the stacked tensors is exactly G independent optimizers: on CPU the
+multi-tensor (``foreach``) kernels give a member bitwise the same numbers alone and in any pack
+(tests/test_engine.py checks it with ``torch.equal``). On CUDA the fused kernels are used where
+torch has them. The learning rate of every step comes from :mod:`initmem.collect.schedule` and is set
 on the parameter groups before the step.
 
 A member marked frozen (diverged) keeps its parameters and optimizer state: they are copied

@@ -1,3 +1,43 @@
-"""initmem: does a deep network still remember its initialization?"""
+"""initmem: does a deep network still remember its initialization?
+
+The small public API (the ``initmem`` command line does the same from a shell; docs/analysis.md):
+
+    import initmem
+
+    ds = initmem.open_cube("runs/quick/cube.nc")            # the cube, an xarray.Dataset (docs/cube.md)
+    summary = initmem.analyze("runs/quick/cube.nc", "runs/quick/analysis", delta=0.01)
+    print({p: r.verdict for p, r in summary.pipelines.items()})
+    initmem.report("runs/quick/analysis")                    # -> runs/quick/analysis/report.html
+
+``analyze`` takes an :class:`AnalysisSpec` or its fields as keywords. The names are imported on first
+use, so ``import initmem`` stays light (no torch, no PyMC).
+
+Packages: ``collect`` trains grids into cubes (torch), ``models`` fits the memory model (PyMC),
+``stats`` holds the frequentist and curve statistics, ``reports`` writes the HTML report. The
+vocabularies that extensions add to are tables: ``clocks``, ``optimizers`` and
+``reports.sections`` (docs/extending.md).
+"""
+
+from __future__ import annotations
+
+from initmem.lazy import lazy_getattr
 
 __version__ = "0.1.0"
+
+_API: dict[str, tuple[str, str]] = {
+    "open_cube": ("initmem.cube", "open_cube"),
+    "write_cube": ("initmem.cube", "write_cube"),
+    "load_grid": ("initmem.grid", "load_grid"),
+    "AnalysisSpec": ("initmem.spec", "AnalysisSpec"),
+    "analyze": ("initmem.analysis", "analyze_cube"),
+    "report": ("initmem.reports.html", "build_report"),
+    "simulate_cube": ("initmem.simulate", "simulate_cube"),
+    "SimPipeline": ("initmem.simulate", "SimPipeline"),
+    "UserError": ("initmem.errors", "UserError"),
+}
+
+
+__getattr__ = lazy_getattr(__name__, _API)
+
+
+__all__ = ["__version__", *_API]

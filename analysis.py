@@ -9,7 +9,6 @@ records (:mod:`initmem.results`, fields in docs/analysis-folder.md) and writes `
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from pathlib import Path
@@ -17,21 +16,18 @@ from typing import Any
 
 from initmem import cube
 from initmem import results as R
-from initmem.errors import UserError
 from initmem.models import arviz_io
 from initmem.models.memory import (
     DEFAULT_TARGET_ACCEPT,
-    FAMILIES,
     RETRY_TARGET_ACCEPT,
-    SAMPLERS,
     MemoryModel,
     prepare_data,
     resolve_delta,
     versions,
 )
 from initmem.models.summaries import estimand
+from initmem.spec import AnalysisSpec
 
-MEMORY_KINDS = ("radial", "functional")
 VERDICT_RULE = ("remembers if P(spread > delta) >= 0.95, forgets if P(spread < delta) >= 0.95, else "
                 "inconclusive; borderline when a verdict probability lies within 2 Monte Carlo standard errors "
                 "of 0.95 (not counted as decided); spread = max - min over the sigma_w grid of the expected "
@@ -83,51 +79,34 @@ def fit_checked(model: MemoryModel, *, sampler: str, draws: int, tune: int, chai
 def analyze_cube(
     cube_path: str | os.PathLike,
     out_dir: str | os.PathLike,
+    spec: AnalysisSpec | None = None,
     *,
-    metric: str | None = None,
-    family: str | None = None,
-    delta: float | None = None,
-    gate: str = "interpolated",
-    sampler: str = "nutpie",
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    seed: int = 0,
-    memory: str = "radial",
     progress: bool = True,
     command: list[str] | None = None,
+    **options: Any,
 ) -> R.Summary:
     """Analyze one metric of a cube; writes DIR/posterior.nc and DIR/summary.json (and the
     curve outputs when present) and returns the summary record.
 
+    The options are an :class:`~initmem.spec.AnalysisSpec` (``spec``), or its fields as keywords
+    (``delta=0.02``), or both (keywords replace the spec's fields); they are validated once, here.
     ``gate="interpolated"`` fits only runs that reached the interpolation threshold (a run that
     never fit its training set says nothing about what it remembers); ``"all"`` fits every run.
     ``delta`` defaults to one point for accuracies and is required for any other metric."""
-    if delta is not None and not (isinstance(delta, int | float) and math.isfinite(delta) and delta > 0):
-        raise UserError(f"--delta must be a positive number, not {delta!r}")
-    if gate not in R.GATES:
-        raise UserError(f"--gate must be one of {', '.join(R.GATES)}, not {gate!r}")
-    if sampler not in SAMPLERS:
-        raise UserError(f"--sampler must be one of {', '.join(SAMPLERS)}, not {sampler!r}")
-    if family is not None and family not in FAMILIES:
-        raise UserError(f"--family must be one of {', '.join(FAMILIES)}, not {family!r}")
-    if memory not in MEMORY_KINDS:
-        raise UserError(f"--memory must be one of {', '.join(MEMORY_KINDS)}, not {memory!r}")
-    if draws < 1 or chains < 1 or tune < 0:
-        raise UserError("--draws and --chains must be >= 1 and --tune >= 0")
-    if chains < 2:
-        raise UserError("--chains must be >= 2: R-hat needs several chains")
+    spec = AnalysisSpec.of(spec, **options)
+    seed = spec.seed
     out = Path(out_dir)
     ds = cube.open_cube(cube_path)
-    data = prepare_data(ds, metric, family, gate=gate, seed=seed)
-    delta = resolve_delta(data.metric, delta)
+    data = prepare_data(ds, spec.metric, spec.family, gate=spec.gate, seed=seed)
+    delta = resolve_delta(data.metric, spec.delta)
     for note in data.notes:
         warn(note)
     for pipe, reason in data.skipped.items():
         warn(f"pipeline {pipe!r} skipped: {reason}")
 
     model = MemoryModel(data)
-    diag = fit_checked(model, sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress)
+    diag = fit_checked(model, sampler=spec.sampler, draws=spec.draws, tune=spec.tune, chains=spec.chains, seed=seed,
+                       progress=progress)
     pipelines = model.summarize(delta)
     ppc = model.ppc(seed=seed)
     for pipe, entry in pipelines.items():
@@ -144,10 +123,10 @@ def analyze_cube(
     from initmem.stats.collapse import collapse_test
     from initmem.stats.curves import memory_curves, write_curves
 
-    curves = memory_curves(ds, n_boot=200, seed=seed)
+    curves = memory_curves(ds, n_boot=spec.n_boot, seed=seed)
     if curves is not None:
         write_curves(curves, out / R.CURVES_NC)
-    raw_collapse = collapse_test(ds, memory=memory, n_boot=200, seed=seed, rope=float(delta))
+    raw_collapse = collapse_test(ds, memory=spec.memory, n_boot=spec.n_boot, seed=seed, rope=float(delta))
     collapse = R.build_collapse(raw_collapse) if raw_collapse is not None else None
     if collapse is not None:
         R.write_collapse(out, collapse)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import click
 
-from initmem.errors import UserError
+from initmem.cli_params import SpecChoice, TruthAxisChoice, option_flag
+from initmem.errors import OptionError, UserError
 
 log = logging.getLogger("initmem")
 
@@ -175,13 +176,13 @@ def import_(source: Path, out: Path, seeds: str | None, fmt: str, n_test: int | 
               help="SD of the seed effects shared across sigma_w.")
 @click.option("--residual-sd", type=click.FloatRange(min=0), default=0.1, show_default=True,
               help="SD of the residual (sigma_w x seed).")
-@click.option("--family", type=click.Choice(["binomial", "gaussian"]), default="binomial", show_default=True,
+@click.option("--family", type=SpecChoice("FAMILIES"), default="binomial", show_default=True,
               help="Binomial counts out of --n-test, or a gaussian metric.")
 @click.option("--n-test", type=click.IntRange(min=1), default=450, show_default=True,
               help="Test-set size for binomial counts.")
 @click.option("--curves/--no-curves", default=False, show_default=True,
               help="Add training curves whose radial memory decays along --truth-axis.")
-@click.option("--truth-axis", type=CubeNameChoice("EPOCH", "T_SGD", "T_L2", "T_ADAPT"),
+@click.option("--truth-axis", type=TruthAxisChoice(),
               default=lambda: CubeNameChoice("T_SGD").choices[0],
               show_default=True, help="Time axis along which the simulated memory decays.")
 @click.option("--epochs", type=click.IntRange(min=1), default=30, show_default=True,
@@ -292,19 +293,19 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
 @click.option("--out", "-o", "out_dir", required=True, metavar="DIR", type=click.Path(path_type=Path),
               help="Analysis folder for posterior.nc and summary.json.")
 @click.option("--metric", default=None, help="Run variable to analyze (default: selected_test_acc).")
-@click.option("--family", type=click.Choice(["binomial", "gaussian"]), default=None,
+@click.option("--family", type=SpecChoice("FAMILIES"), default=None,
               help="Likelihood (default: binomial when test counts exist, else gaussian).")
 @click.option("--delta", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Smallest spread that matters, in outcome units (default 0.01 = 1 point for accuracies; "
                    "required for other metrics).")
-@click.option("--gate", type=click.Choice(["interpolated", "all"]), default="interpolated", show_default=True,
+@click.option("--gate", type=SpecChoice("GATES"), default="interpolated", show_default=True,
               help="Fit only runs that reached the interpolation threshold, or every run.")
-@click.option("--sampler", type=click.Choice(["nutpie", "pymc"]), default="nutpie", show_default=True)
+@click.option("--sampler", type=SpecChoice("SAMPLERS"), default="nutpie", show_default=True)
 @click.option("--draws", type=click.IntRange(min=1), default=1000, show_default=True, help="Draws per chain.")
 @click.option("--tune", type=click.IntRange(min=0), default=1000, show_default=True, help="Tuning steps per chain.")
 @click.option("--chains", type=click.IntRange(min=2), default=4, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed (reproducible results).")
-@click.option("--memory", type=click.Choice(["radial", "functional"]), default="radial", show_default=True,
+@click.option("--memory", type=SpecChoice("MEMORY_KINDS"), default="radial", show_default=True,
               help="Memory curve used by the collapse test.")
 def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | None, delta: float | None, gate: str,
             sampler: str, draws: int, tune: int, chains: int, seed: int, memory: str) -> None:
@@ -416,6 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: bad input -> exit 2 with one line; an internal fault -> exit 1."""
     try:
         app.main(args=argv, prog_name="initmem", standalone_mode=False)
+    except OptionError as exc:  # the library names the option; the command line names its flag
+        click.echo(f"initmem: error: {_one_line(exc.for_flag(option_flag(exc.option)))}", err=True)
+        return 2
     except UserError as exc:
         click.echo(f"initmem: error: {_one_line(str(exc))}", err=True)
         return 2

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from initmem import clocks as _clocks
 from initmem.atomic import atomic_path
 from initmem.errors import UserError
 
@@ -34,13 +35,10 @@ TRAIN_LOSS, TRAIN_ACC = "train_loss", "train_acc"
 VAL_LOSS, VAL_ACC = "val_loss", "val_acc"
 TEST_LOSS, TEST_ACC = "test_loss", "test_acc"
 KERNEL_NORM, STEP, LR_NOW = "kernel_norm", "step", "lr_now"
-# Clocks from the learning rate actually used at every step (docs/cube.md, "Clocks").
-T_ETA, T_SGD, T_L2, T_ADAPT = "T_eta", "T_sgd", "T_l2", "T_adapt"
-# The same clocks with the momentum-corrected step eta / (1 - mu) (heavy-ball and Nesterov SGD).
-T_ETA_MOM, T_SGD_MOM, T_L2_MOM = "T_eta_mom", "T_sgd_mom", "T_l2_mom"
-# Measured clocks, layer-pooled (docs/cube.md, "Measured clocks").
-T_ANGLE = "T_angle"        # mean over layers of angular_path, radians
-T_EFF = "T_eff"            # cumulative sum over steps of eta / ||w||^2, mean over normalised layers
+# Clock names are owned by the clocks table, initmem/clocks.py (docs/cube.md, "Clocks"); take them from here.
+T_ETA, T_SGD, T_L2, T_ADAPT, T_WD = _clocks.T_ETA, _clocks.T_SGD, _clocks.T_L2, _clocks.T_ADAPT, _clocks.T_WD
+T_ETA_MOM, T_SGD_MOM, T_L2_MOM = _clocks.T_ETA_MOM, _clocks.T_SGD_MOM, _clocks.T_L2_MOM
+T_ANGLE, T_EFF = _clocks.T_ANGLE, _clocks.T_EFF
 # Per layer, dims (pipeline, sigma_w, seed, epoch, layer).
 LAYER_NORM = "layer_norm"
 COS_TO_INIT = "cos_to_init"    # cosine between each kernel and its value at epoch 0
@@ -54,10 +52,11 @@ INIT_KERNEL_NORM, WALL_SECONDS = "init_kernel_norm", "wall_seconds"
 # Per-example predictions.
 TEST_PRED, TEST_LABEL = "test_pred", "test_label"
 
-CLOCKS = (T_ETA, T_SGD, T_L2, T_ADAPT)
+CLOCKS = (T_ETA, T_SGD, T_L2, T_ADAPT)  # the clocks every collected cube has (SPEC section 2)
 MOMENTUM_CLOCKS = (T_ETA_MOM, T_SGD_MOM, T_L2_MOM)
-MEASURED_CLOCKS = (T_ANGLE, T_EFF)
-ALL_CLOCKS = (*CLOCKS, *MOMENTUM_CLOCKS, *MEASURED_CLOCKS)
+SCHEDULE_CLOCKS = _clocks.names(_clocks.SCHEDULE)  # every clock computed from the learning-rate schedule
+MEASURED_CLOCKS = _clocks.names(_clocks.MEASURED)
+ALL_CLOCKS = _clocks.names()
 CURVE_VARS = (
     TRAIN_LOSS, TRAIN_ACC, VAL_LOSS, VAL_ACC, TEST_LOSS, TEST_ACC,
     KERNEL_NORM, STEP, LR_NOW, *ALL_CLOCKS,

@@ -17,13 +17,15 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from initmem import optimizers
 from initmem.errors import UserError
 
 DATASETS = ("digits", "cifar10", "cifar100", "fashion_mnist", "svhn")
 ARCH_PATTERN = re.compile(r"^(resnet_tiny|resnet9|resnet(\d+))$")
-OPTIMIZERS = ("sgd", "adam", "adamw")
+OPTIMIZERS = optimizers.names()  # the optimizer table, initmem/optimizers.py
 SCHEDULES = ("constant", "cosine", "step")
 INIT_SCALES = ("all_kernels", "normalized_kernels", "convolutions", "head")
+INTERP_THRESHOLD = 0.995  # default train accuracy that counts as interpolation (eval.interp_threshold)
 
 
 class _Strict(BaseModel):
@@ -71,7 +73,7 @@ class InitSpec(_Strict):
 
 
 class PipelineSpec(_Strict):
-    optimizer: Literal["sgd", "adam", "adamw"]
+    optimizer: Literal[OPTIMIZERS]  # type: ignore[valid-type]
     lr: float = Field(gt=0)
     batch_size: int = Field(ge=1)
     epochs: int = Field(ge=1)
@@ -94,10 +96,12 @@ class PipelineSpec(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> PipelineSpec:
-        if self.nesterov and (self.optimizer != "sgd" or self.momentum <= 0):
-            raise ValueError("nesterov: needs optimizer sgd with momentum > 0")
-        if self.optimizer != "sgd" and self.momentum != 0:
-            raise ValueError("momentum: only for optimizer sgd (Adam uses betas)")
+        kind = optimizers.get(self.optimizer)
+        with_momentum = " or ".join(optimizers.with_momentum())
+        if self.nesterov and (not kind.momentum or self.momentum <= 0):
+            raise ValueError(f"nesterov: needs optimizer {with_momentum} with momentum > 0")
+        if not kind.momentum and self.momentum != 0:
+            raise ValueError(f"momentum: only for optimizer {with_momentum} (Adam uses betas)")
         if self.warmup_epochs >= self.epochs:
             raise ValueError(f"warmup_epochs: must be smaller than epochs ({self.epochs})")
         if self.milestones and self.schedule != "step":
@@ -112,13 +116,13 @@ class PipelineSpec(_Strict):
 
     @property
     def coupled_l2(self) -> float:
-        """The L2 coefficient added to the gradient (lambda in T_l2); 0 for AdamW."""
-        return 0.0 if self.optimizer == "adamw" else self.weight_decay
+        """The L2 coefficient added to the gradient (lambda in T_l2); 0 for decoupled decay (AdamW)."""
+        return optimizers.get(self.optimizer).coupled_l2(self.weight_decay)
 
     @property
     def decoupled_wd(self) -> float:
         """The decoupled weight-decay coefficient (AdamW); 0 for coupled L2."""
-        return self.weight_decay if self.optimizer == "adamw" else 0.0
+        return optimizers.get(self.optimizer).decoupled_wd(self.weight_decay)
 
 
 class EvalSpec(_Strict):
@@ -129,7 +133,7 @@ class EvalSpec(_Strict):
     epoch; a run that never interpolates falls back to its best-validation epoch overall.
     """
 
-    interp_threshold: float = Field(0.995, gt=0, le=1)
+    interp_threshold: float = Field(INTERP_THRESHOLD, gt=0, le=1)
     select: Literal["best_val_acc_interp", "best_val_acc", "last"] = "best_val_acc_interp"
 
 

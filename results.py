@@ -23,26 +23,30 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from initmem.errors import UserError
 from initmem.jsonio import json_safe, write_json
+from initmem.names import (  # noqa: F401  (re-exported: owned by initmem/names.py)
+    COLLAPSE_JSON,
+    CURVE_FUNC_SPREAD,
+    CURVE_RHO,
+    CURVE_RHO_Q05,
+    CURVE_RHO_Q95,
+    CURVES_NC,
+    ESS_MIN,
+    POSTERIOR_NC,
+    REPORT_HTML,
+    RHAT_MAX,
+    RUN_ANALYSIS_DIR,
+    SUMMARY_JSON,
+    VERDICTS,
+)
+from initmem.names import CUBE_NC as DEFAULT_CUBE  # noqa: F401
 
-# Layout -----------------------------------------------------------------------------------
-SUMMARY_JSON = "summary.json"
-COLLAPSE_JSON = "collapse.json"
-CURVES_NC = "curves.nc"
-POSTERIOR_NC = "posterior.nc"
-REPORT_HTML = "report.html"
-DEFAULT_CUBE = "cube.nc"  # where ``initmem run`` puts the cube: beside the analysis folder
-RUN_ANALYSIS_DIR = "analysis"  # the analysis folder inside an ``initmem run`` folder
-
-# Variables of curves.nc (written by initmem.stats.curves) that the report draws.
-CURVE_RHO, CURVE_RHO_Q05, CURVE_RHO_Q95 = "rho", "rho_q05", "rho_q95"
-CURVE_FUNC_SPREAD = "func_spread"
+# Layout, curves.nc variables, verdicts and diagnostics goals are owned by initmem/names.py (imported above).
 T_FIT = "T_fit"  # the collapse test's fitted clock: an axis of collapse.json, not a cube variable
 
 SUMMARY_SCHEMA = "initmem.summary/2"
 COLLAPSE_SCHEMA = "initmem.collapse/2"
 
-Verdict = Literal["remembers", "forgets", "inconclusive", "borderline"]
-VERDICTS: tuple[str, ...] = ("remembers", "forgets", "inconclusive", "borderline")
+Verdict = Literal[VERDICTS]  # type: ignore[valid-type]
 Gate = Literal["interpolated", "all"]
 GATES: tuple[str, ...] = ("interpolated", "all")
 Likelihood = Literal["per_example", "counts", "gaussian"]

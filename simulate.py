@@ -17,14 +17,17 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import xarray as xr
 
-from initmem import __version__, cube
-from initmem.collect.schedule import ADAPTIVE, LrSchedule, pipeline_clocks
+from initmem import __version__, cube, optimizers
+from initmem.clocks import simulated as simulated_clocks
+from initmem.collect.schedule import LrSchedule, pipeline_clocks
 from initmem.errors import UserError
+from initmem.grid import INTERP_THRESHOLD
 from initmem.models.core import expected_accuracy
 
 SIGMA_RANGE = (0.25, 8.0)
 N_CLASSES = 10
-TRUTH_AXES = (cube.EPOCH, cube.T_SGD, cube.T_L2, cube.T_ADAPT, "flat")  # "flat": no forgetting at all
+FLAT = "flat"  # a truth axis along which nothing is forgotten
+TRUTH_AXES = (cube.EPOCH, *simulated_clocks(), FLAT)
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,8 @@ class SimPipeline:
                 raise UserError(f"pipeline {self.name!r}: {name} must be >= 0")
         if self.n_sigma < 1 or self.n_seed < 1:
             raise UserError(f"pipeline {self.name!r}: n_sigma and n_seed must be >= 1")
-        if self.optimizer not in ("sgd", *ADAPTIVE):
-            raise UserError(f"pipeline {self.name!r}: optimizer must be sgd, adam or adamw")
+        if self.optimizer not in optimizers.BY_NAME:
+            raise UserError(f"pipeline {self.name!r}: optimizer must be one of {', '.join(optimizers.names())}")
         if self.schedule not in ("constant", "cosine", "step"):
             raise UserError(f"pipeline {self.name!r}: schedule must be constant, cosine or step")
         if self.lr <= 0 or self.batch_size < 1 or self.weight_decay < 0:
@@ -71,7 +74,12 @@ class SimPipeline:
     @property
     def coupled_l2(self) -> float:
         """lambda of T_l2: the coupled L2 coefficient (AdamW's decay is decoupled, so 0)."""
-        return 0.0 if self.optimizer == "adamw" else self.weight_decay
+        return optimizers.get(self.optimizer).coupled_l2(self.weight_decay)
+
+    @property
+    def decoupled_wd(self) -> float:
+        """The decoupled weight-decay coefficient (AdamW-style), else 0."""
+        return optimizers.get(self.optimizer).decoupled_wd(self.weight_decay)
 
 
 def _quick_like() -> list[SimPipeline]:
@@ -299,7 +307,7 @@ def simulate_cube(
         ds[cube.TAU_INTERP] = (dims, np.where(status == cube.OK, tau, np.nan))
     ds.attrs.update({
         cube.A_N_TEST: n_test,
-        cube.A_INTERP_THRESHOLD: 0.995,
+        cube.A_INTERP_THRESHOLD: INTERP_THRESHOLD,
         cube.A_SELECT: "best_val_acc",
         cube.A_GRID: "",
         cube.A_DATASET_FINGERPRINT: f"simulated:seed={seed}",
@@ -328,12 +336,12 @@ def _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_
     n_p, n_sig, n_sd = status.shape
     n_ep = horizon + 1
     levels = ds[cube.SIGMA].values
-    clock = {name: np.full((n_p, n_ep), np.nan) for name in ("step", "lr_now", *cube.CLOCKS)}
+    clock = {name: np.full((n_p, n_ep), np.nan) for name in (cube.STEP, cube.LR_NOW, *simulated_clocks())}
     for a, p in enumerate(pipes):
         c = clocks(p, p.epochs, n_train)
         for name in clock:
             clock[name][a, : p.epochs + 1] = c[name]
-    if truth_axis in ("epoch", "flat"):
+    if truth_axis in (cube.EPOCH, FLAT):
         axis = np.tile(np.arange(n_ep, dtype=float), (n_p, 1))
     else:
         axis = clock[truth_axis].copy()
@@ -344,7 +352,7 @@ def _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_
         positive = finals[finals > 0]
         decay_scale = float(np.median(positive) / 2.0) if positive.size else 1.0
     rho = np.exp(-axis / decay_scale)  # (pipeline, epoch)
-    if truth_axis == "flat":
+    if truth_axis == FLAT:
         rho = np.where(np.isnan(axis), np.nan, 1.0)  # no forgetting on any axis
 
     t = np.arange(n_ep, dtype=float)
@@ -380,17 +388,17 @@ def _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_
     for name, arr in clock.items():
         put(name, arr[:, None, None, :])
 
-    kn = ds["kernel_norm"]
-    ds["init_kernel_norm"] = kn.isel({cube.EPOCH: 0}, drop=True)
+    kn = ds[cube.KERNEL_NORM]
+    ds[cube.INIT_KERNEL_NORM] = kn.isel({cube.EPOCH: 0}, drop=True)
     tau_best = val_acc.argmax(axis=-1).astype(float)
-    interp = train_acc >= 0.995
+    interp = train_acc >= INTERP_THRESHOLD
     tau_interp = np.where(interp.any(-1), interp.argmax(-1), np.nan).astype(float)
     obs = status != cube.MISSING
-    ds["tau_best"] = (cube.CELL_DIMS, np.where(obs, tau_best, np.nan))
-    ds["tau_interp"] = (cube.CELL_DIMS, np.where(obs, tau_interp, np.nan))
+    ds[cube.TAU_BEST] = (cube.CELL_DIMS, np.where(obs, tau_best, np.nan))
+    ds[cube.TAU_INTERP] = (cube.CELL_DIMS, np.where(obs, tau_interp, np.nan))
     sel_val = np.take_along_axis(val_acc, tau_best.astype(int)[..., None], -1)[..., 0]
-    ds["selected_val_acc"] = (cube.CELL_DIMS, np.where(obs, sel_val, np.nan))
-    ds["final_test_acc"] = (cube.CELL_DIMS, np.where(obs, test_acc[..., -1], np.nan))
+    ds[cube.SELECTED_VAL_ACC] = (cube.CELL_DIMS, np.where(obs, sel_val, np.nan))
+    ds[cube.FINAL_TEST_ACC] = (cube.CELL_DIMS, np.where(obs, test_acc[..., -1], np.nan))
     truth["curves"] = {
         "truth_axis": truth_axis,
         "decay_scale": decay_scale,
@@ -401,7 +409,7 @@ def _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_
 
 def read_truth(ds: xr.Dataset) -> dict:
     """The truth a simulated cube was drawn from (raises UserError for a cube that has none)."""
-    truth = cube.json_attr(ds, "truth")
+    truth = cube.json_attr(ds, cube.A_TRUTH)
     if not isinstance(truth, dict):
         raise UserError("this cube was not simulated: it has no 'truth' attribute")
     return truth

@@ -13,13 +13,13 @@ from importlib import metadata
 from typing import Any
 
 import initmem
-from initmem import cube
+from initmem import cube, optimizers
 from initmem.grid import Grid, PipelineSpec, grid_hash
 
 
 def pipeline_coords(spec: PipelineSpec) -> dict[str, Any]:
     """The per-pipeline settings stored as coordinates on the pipeline dim."""
-    adam = spec.optimizer != "sgd"
+    adam = optimizers.get(spec.optimizer).betas
     return {
         "optimizer": spec.optimizer, "lr": float(spec.lr), "batch_size": int(spec.batch_size),
         "momentum": float(spec.momentum), "weight_decay": float(spec.weight_decay),

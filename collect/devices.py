@@ -1,7 +1,7 @@
 """Which torch device a collection runs on, and the per-device engine settings.
 
 ``auto`` prefers cuda, then mps, then cpu. Asking for a device that is absent is bad input
-(``UserError``), not an internal fault: the user can fix it with ``--device``.
+(``OptionError``, naming the option ``device``), not an internal fault.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import torch
 import torch.utils.deterministic
 
-from initmem.errors import UserError
+from initmem.errors import OptionError
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
@@ -27,7 +27,7 @@ def resolve_device(name: str = "auto") -> str:
     name = str(name).strip().lower()
     base = name.split(":", 1)[0]
     if base not in DEVICES:
-        raise UserError(f"unknown device {name!r}: must be one of {', '.join(DEVICES)}")
+        raise OptionError("device", f"unknown {{option}} {name!r}: must be one of {', '.join(DEVICES)}")
     if base == "auto":
         if torch.cuda.is_available():
             return "cuda"
@@ -35,9 +35,9 @@ def resolve_device(name: str = "auto") -> str:
             return "mps"
         return "cpu"
     if base == "cuda" and not torch.cuda.is_available():
-        raise UserError("device cuda was asked for but torch sees no CUDA GPU; use --device cpu or auto")
+        raise OptionError("device", "{option} cuda was asked for but torch sees no CUDA GPU; use {option} cpu or auto")
     if base == "mps" and not _mps_available():
-        raise UserError("device mps was asked for but this torch build has no usable MPS; use --device cpu")
+        raise OptionError("device", "{option} mps was asked for but this torch build has no usable MPS; use {option} cpu")
     return name
 
 

@@ -38,7 +38,7 @@ from initmem.grid import Grid
 STATE_VERSION = 2
 EVAL_VARS = (cube.TRAIN_LOSS, cube.TRAIN_ACC, cube.VAL_LOSS, cube.VAL_ACC, cube.TEST_LOSS, cube.TEST_ACC)
 CURVES = cube.CURVE_VARS
-SCHEDULE_CLOCKS = (cube.STEP, cube.LR_NOW, *cube.CLOCKS, *cube.MOMENTUM_CLOCKS)
+SCHEDULE_CLOCKS = (cube.STEP, cube.LR_NOW, *cube.SCHEDULE_CLOCKS)
 # Independent random streams per seed: init draws, data order, augmentation draws.
 STREAM_INIT, STREAM_ORDER, STREAM_AUG = 0, 1, 2
 
@@ -83,7 +83,8 @@ class PackTrainer:
         self.lrs = LrSchedule.of(self.spec, self.steps_per_epoch).per_step()
         self.clock_table = epoch_clocks(self.lrs, self.spec.epochs, self.steps_per_epoch,
                                         batch_size=self.spec.batch_size, optimizer=self.spec.optimizer,
-                                        momentum=self.spec.momentum, coupled_l2=self.spec.coupled_l2)
+                                        momentum=self.spec.momentum, coupled_l2=self.spec.coupled_l2,
+                                        decoupled_wd=self.spec.decoupled_wd)
         net = build_net(grid.model.arch, self.G, split.in_channels, split.n_classes, grid.model.width,
                         grid.model.norm)
         for g, (sigma, seed) in enumerate(self.cells):

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from initmem import cube
+from initmem.names import EVENTS_JSONL
 
-EVENTS_FILE = "events.jsonl"
+EVENTS_FILE = EVENTS_JSONL  # initmem/names.py
 
 
 def now_iso() -> str:

@@ -25,6 +25,24 @@ from collections.abc import Sequence
 
 import torch
 
+LANE_PAD = 16  # twice the widest CPU vector of float64 (AVX-512: 8 lanes)
+
+
+def lane_atan2(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``atan2`` of ``[G, L]`` tensors whose every element takes the same code path whatever G is.
+
+    On CPU torch evaluates a transcendental function in vector lanes and the last
+    ``n mod 2 * lanes`` elements with the scalar libm, and the two differ in the last bit: a member
+    whose row falls in the tail in one pack size and not in another would get a different angle.
+    Padding every row to a multiple of :data:`LANE_PAD` sends every element through the vector path.
+    """
+    pad = (-y.shape[1]) % LANE_PAD
+    if y.device.type != "cpu" or not pad:
+        return torch.atan2(y, x)
+    yp = torch.nn.functional.pad(y, (0, pad), value=0.0)
+    xp = torch.nn.functional.pad(x, (0, pad), value=1.0)
+    return torch.atan2(yp, xp)[:, : y.shape[1]]
+
 
 def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Row-wise cosine of two ``[G, n]`` float64 tensors, clamped to [-1, 1].
@@ -33,20 +51,6 @@ def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """
     dot = (a * b).sum(1)
     return (dot / torch.sqrt((a * a).sum(1) * (b * b).sum(1))).clamp(-1.0, 1.0)
-
-
-def _row_atan2(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
-    """``2 atan2(num, den)`` of ``[G, L]`` tensors, member by member on the CPU.
-
-    On the CPU a transcendental takes a SIMD kernel over whole vector widths and a scalar libm
-    call for the tail, and the two can differ in the last bit: a ``[3, 7]`` tensor and a ``[1, 7]``
-    one would route a member's layers differently. One call per member row gives every member the
-    same shape whatever the pack size, so the angular path stays bitwise pack-invariant. On CUDA
-    the elementwise kernel does not depend on the shape.
-    """
-    if num.device.type != "cpu":
-        return 2.0 * torch.atan2(num, den)
-    return torch.stack([2.0 * torch.atan2(n, d) for n, d in zip(num, den, strict=True)])
 
 
 class StepMeter:
@@ -90,7 +94,7 @@ class StepMeter:
         """Add the angle each kernel turned in the step just taken."""
         before = self.prev_unit
         self._set_prev(self._flat())
-        self.path += _row_atan2(self._norms(before - self.prev_unit), self._norms(before + self.prev_unit))
+        self.path += 2.0 * lane_atan2(self._norms(before - self.prev_unit), self._norms(before + self.prev_unit))
 
     def cos_to_init(self) -> torch.Tensor:
         """``[G, L]`` cosine of every kernel now with its value at epoch 0."""

@@ -1,10 +1,11 @@
 """``torch.optim`` over the stacked ``[G, ...]`` parameters of a pack, with per-member freezing.
 
-SGD (momentum, Nesterov, coupled L2), Adam (coupled L2) and AdamW (decoupled decay) are
-element-wise, so one optimizer over the stacked tensors is exactly G independent optimizers:
-on CPU the multi-tensor (``foreach``) kernels give a member bitwise the same numbers alone and
-in any pack (tests/test_engine.py checks it with ``torch.equal``). On CUDA the fused kernels
-are used. The learning rate of every step comes from :mod:`initmem.collect.schedule` and is set
+Every kind of the optimizer table (initmem/optimizers.py: SGD with momentum, Nesterov and
+coupled L2, Adam with coupled L2, AdamW with decoupled decay, RMSprop) is element-wise, so one
+optimizer over the stacked tensors is exactly G independent optimizers: on CPU the
+multi-tensor (``foreach``) kernels give a member bitwise the same numbers alone and in any pack
+(tests/test_engine.py checks it with ``torch.equal``). On CUDA the fused kernels are used where
+torch has them. The learning rate of every step comes from :mod:`initmem.collect.schedule` and is set
 on the parameter groups before the step.
 
 A member marked frozen (diverged) keeps its parameters and optimizer state: they are copied
@@ -17,18 +18,15 @@ from typing import Any
 
 import torch
 
+from initmem import optimizers
 from initmem.grid import PipelineSpec
 
 
 def make_torch_optimizer(params: list[torch.nn.Parameter], spec: PipelineSpec, device_kind: str
                          ) -> torch.optim.Optimizer:
-    """The ``torch.optim`` optimizer of ``spec`` (foreach on CPU, fused on CUDA)."""
-    fast: dict[str, Any] = {"fused": True} if device_kind == "cuda" else {"foreach": True}
-    if spec.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum, nesterov=spec.nesterov,
-                               weight_decay=spec.weight_decay, **fast)
-    cls = torch.optim.Adam if spec.optimizer == "adam" else torch.optim.AdamW
-    return cls(params, lr=spec.lr, betas=tuple(spec.betas), eps=spec.eps, weight_decay=spec.weight_decay, **fast)
+    """The ``torch.optim`` optimizer of ``spec``: the factory of its entry in the optimizer table
+    (initmem/optimizers.py; foreach on CPU, fused on CUDA)."""
+    return optimizers.get(spec.optimizer).factory(params, spec, device_kind)
 
 
 class PackedOptimizer:

@@ -23,6 +23,7 @@ from typing import Any
 from initmem.atomic import leftover_temporaries, write_text
 from initmem.errors import UserError
 from initmem.grid import load_grid
+from initmem.names import CUBE_NC, EVENTS_JSONL
 
 RUN_SCHEMA = "initmem.run/1"
 EXEMPT_FIELDS = ("slurm", "engine")  # how the grid runs, never what it computes
@@ -54,11 +55,11 @@ class RunDir:
 
     @property
     def events(self) -> Path:
-        return self.root / "events.jsonl"
+        return self.root / EVENTS_JSONL
 
     @property
     def cube(self) -> Path:
-        return self.root / "cube.nc"
+        return self.root / CUBE_NC
 
     @property
     def slurm(self) -> Path:

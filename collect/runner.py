@@ -19,8 +19,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import click
-
 from initmem import cube
 from initmem.atomic import write_text
 from initmem.collect import checkpoints
@@ -31,7 +29,7 @@ from initmem.collect.packrun import PackTask, TrainFn, default_train_fn
 from initmem.collect.progress import ProgressView
 from initmem.collect.rundir import RUN_SCHEMA, RunDir, fresh_folder, grid_changes, run_lock
 from initmem.collect.shards import Cell, all_cells, scan_shards
-from initmem.errors import UserError
+from initmem.errors import OptionError, UserError
 from initmem.grid import Grid, grid_hash, load_grid
 
 EXECUTORS = ("local", "slurm")
@@ -39,7 +37,7 @@ EXECUTORS = ("local", "slurm")
 
 def _say(msg: str, quiet: bool) -> None:
     if not quiet:
-        click.echo(msg)
+        print(msg, flush=True)
 
 
 def _load_grid(grid_path_or_grid: Any) -> Any:
@@ -150,15 +148,15 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
     from initmem.collect.devices import resolve_device  # imports torch: not at CLI start-up
 
     if executor not in EXECUTORS:
-        raise UserError(f"--executor must be one of {', '.join(EXECUTORS)} (got {executor!r})")
+        raise OptionError("executor", f"{{option}} must be one of {', '.join(EXECUTORS)} (got {executor!r})")
     if jobs != "auto" and (not isinstance(jobs, int) or jobs < 1):
-        raise UserError(f"--jobs must be 'auto' or at least 1 (got {jobs!r})")
+        raise OptionError("jobs", f"{{option}} must be 'auto' or at least 1 (got {jobs!r})")
     if pack_size is not None and pack_size < 1:
-        raise UserError(f"--pack-size must be at least 1 (got {pack_size})")
+        raise OptionError("pack_size", f"{{option}} must be at least 1 (got {pack_size})")
     if checkpoint_every < 1:
-        raise UserError(f"--checkpoint-every must be at least 1 epoch (got {checkpoint_every})")
+        raise OptionError("checkpoint_every", f"{{option}} must be at least 1 epoch (got {checkpoint_every})")
     if checkpoint_minutes is not None and checkpoint_minutes <= 0:
-        raise UserError(f"--checkpoint-minutes must be positive (got {checkpoint_minutes})")
+        raise OptionError("checkpoint_minutes", f"{{option}} must be positive (got {checkpoint_minutes})")
     grid = _load_grid(grid_path_or_grid)
     root = Path(out_dir)
     resume = resume or retry_failed  # retrying failed cells only makes sense on an existing run

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from initmem import cube
+from initmem import clocks, cube, optimizers
 
-ADAPTIVE = ("adam", "adamw")
+ADAPTIVE = optimizers.adaptive()  # the Adam family (initmem/optimizers.py)
 
 
 def steps_per_epoch(n_train: int, batch_size: int) -> int:
@@ -78,36 +78,24 @@ class LrSchedule:
 
 
 def effective_step_factor(optimizer: str, momentum: float) -> float:
-    """1 / (1 - mu) for SGD with momentum mu (heavy-ball or Nesterov), 1 otherwise."""
-    return 1.0 / (1.0 - float(momentum)) if optimizer == "sgd" and momentum > 0 else 1.0
+    """1 / (1 - mu) for an optimizer with heavy-ball (or Nesterov) momentum mu, 1 otherwise."""
+    return 1.0 / (1.0 - float(momentum)) if optimizers.get(optimizer).momentum and momentum > 0 else 1.0
 
 
 def epoch_clocks(eta: np.ndarray, epochs: int, steps_per_epoch: int, *, batch_size: int, optimizer: str,
-                 momentum: float, coupled_l2: float) -> dict[str, np.ndarray]:
-    """Every schedule clock at the end of each epoch (index 0: before the first step), float64.
+                 momentum: float, coupled_l2: float, decoupled_wd: float = 0.0) -> dict[str, np.ndarray]:
+    """Every schedule clock of the clocks table (initmem/clocks.py) at the end of each epoch (index 0:
+    before the first step), float64.
 
     Also ``cube.STEP`` (steps taken) and ``cube.LR_NOW`` (the rate of the last step taken; at
     epoch 0 the rate of the first step).
     """
     ends = np.arange(epochs + 1) * steps_per_epoch
-
-    def cum(x: np.ndarray) -> np.ndarray:
-        return np.concatenate([[0.0], np.cumsum(x)])[ends]
-
-    eff = eta * effective_step_factor(optimizer, momentum)
-    t_eta, t_mom = cum(eta), cum(eff)
+    steps = clocks.Steps(eta=eta, eff=eta * effective_step_factor(optimizer, momentum), ends=ends,
+                         batch_size=int(batch_size), coupled_l2=float(coupled_l2),
+                         decoupled_wd=float(decoupled_wd), adaptive=optimizers.get(optimizer).adaptive)
     lr_now = np.concatenate([eta[:1], eta[ends[1:] - 1]]) if eta.size else np.full(epochs + 1, np.nan)
-    return {
-        cube.STEP: ends.astype(np.float64),
-        cube.LR_NOW: lr_now,
-        cube.T_ETA: t_eta,
-        cube.T_SGD: cum(eta * eta) / batch_size,
-        cube.T_L2: coupled_l2 * t_eta,
-        cube.T_ADAPT: t_eta if optimizer in ADAPTIVE else np.zeros_like(t_eta),
-        cube.T_ETA_MOM: t_mom,
-        cube.T_SGD_MOM: cum(eff * eff) / batch_size,
-        cube.T_L2_MOM: coupled_l2 * t_mom,
-    }
+    return {cube.STEP: ends.astype(np.float64), cube.LR_NOW: lr_now, **clocks.schedule_clocks(steps)}
 
 
 def pipeline_clocks(spec: Any, n_train: int, *, epochs: int | None = None,
@@ -120,7 +108,7 @@ def pipeline_clocks(spec: Any, n_train: int, *, epochs: int | None = None,
     sched = LrSchedule.of(spec, spe, epochs)
     if milestones is not None:
         sched = replace(sched, milestones=tuple(int(m) for m in milestones))
-    l2 = getattr(spec, "coupled_l2", 0.0)
     return epoch_clocks(sched.per_step(), sched.epochs, spe, batch_size=int(spec.batch_size),
                         optimizer=str(spec.optimizer), momentum=float(getattr(spec, "momentum", 0.0)),
-                        coupled_l2=float(l2))
+                        coupled_l2=float(getattr(spec, "coupled_l2", 0.0)),
+                        decoupled_wd=float(getattr(spec, "decoupled_wd", 0.0)))

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import click
 import submitit
 
 from initmem.collect.events import EventLog, read_events
@@ -34,7 +33,7 @@ from initmem.collect.packrun import PackContext, PackTask, TrainFn, run_pack
 from initmem.collect.progress import ProgressView
 from initmem.collect.rundir import RunDir
 from initmem.collect.shards import all_cells, shard_files, shard_name
-from initmem.errors import UserError
+from initmem.errors import OptionError
 from initmem.grid import SlurmSpec
 
 CLUSTER_ENV = "INITMEM_SUBMITIT_CLUSTER"  # "local" runs the array with submitit's LocalExecutor
@@ -88,7 +87,7 @@ def make_executor(run: RunDir, grid: Any, opts: dict[str, Any], cluster: str | N
     cluster = cluster or os.environ.get(CLUSTER_ENV) or None
     if cluster is None:
         if shutil.which("sbatch") is None:
-            raise UserError("--executor slurm needs Slurm (sbatch not found on PATH); use --executor local")
+            raise OptionError("executor", "{option} slurm needs Slurm (sbatch not found on PATH); use {option} local")
         cluster = "slurm"
     ex = submitit.AutoExecutor(folder=run.slurm / "%j", cluster=cluster)
     gpus = int(opts["gpus_per_job"])
@@ -130,8 +129,8 @@ def submit_and_wait(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash:
                       slurm_cluster=ex.cluster)
     events.emit("submit", cluster=ex.cluster, jobs=records, options=opts)
     if not quiet:
-        click.echo(f"submitted {len(jobs)} pack(s) as a {ex.cluster} job array "
-                   f"({records[0]['job_id'].split('_')[0]}); job folders under {run.slurm}")
+        print(f"submitted {len(jobs)} pack(s) as a {ex.cluster} job array "
+              f"({records[0]['job_id'].split('_')[0]}); job folders under {run.slurm}", flush=True)
     if not wait:
         return False
     tracker = _Tracker(ex.cluster)
@@ -148,9 +147,9 @@ def submit_and_wait(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash:
         except Exception as exc:  # noqa: BLE001 -- report a lost task; its cells stay unfinished
             events.emit("job_lost", job_id=str(j.job_id), pack=t.pack_id, error=f"{exc.__class__.__name__}: {exc}")
             if not quiet:
-                        click.echo(f"warning: job {j.job_id} (pack {t.pack_id}) ended without finishing: "
-                           f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else exc.__class__.__name__}; "
-                           f"its cells stay unfinished, rerun with --resume")
+                        print(f"warning: job {j.job_id} (pack {t.pack_id}) ended without finishing: "
+                              f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else exc.__class__.__name__}; "
+                              "its cells stay unfinished, rerun with --resume", flush=True)
     return True
 
 

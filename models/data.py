@@ -22,10 +22,10 @@ import numpy as np
 import xarray as xr
 
 from initmem import cube
-from initmem.errors import UserError
+from initmem.errors import OptionError, UserError
 from initmem.results import GATES, sigma_key
+from initmem.spec import FAMILIES  # (the analysis options' vocabulary, initmem/spec.py)
 
-FAMILIES = ("binomial", "gaussian")
 COUNT_METRICS = (cube.SELECTED_TEST_ACC, cube.SELECTED_TEST_CORRECT)
 NOT_METRICS = (cube.STATUS, cube.TAU_INTERP, cube.TAU_BEST, cube.WALL_SECONDS)
 DEFAULT_ACCURACY_DELTA = 0.01
@@ -120,13 +120,14 @@ def choose_family(ds: xr.Dataset, metric: str, family: str | None) -> str:
     if family is None:
         return "binomial" if _has_counts(ds, metric) else "gaussian"
     if family == "student_t":
-        raise UserError("--family student_t is no longer offered: the memory model is marginal over its group "
-                        "effects, which needs gaussian noise; use --family gaussian (docs/memory-model.md)")
+        raise OptionError("family", "{option} student_t is no longer offered: the memory model is marginal over "
+                          "its group effects, which needs gaussian noise; use {option} gaussian (docs/memory-model.md)")
     if family not in FAMILIES:
-        raise UserError(f"--family must be one of {', '.join(FAMILIES)}, not {family!r}")
+        raise OptionError("family", f"{{option}} must be one of {', '.join(FAMILIES)}, not {family!r}")
     if family == "binomial" and not _has_counts(ds, metric):
-        raise UserError(f"--family binomial needs counts of correct test predictions ({cube.SELECTED_TEST_CORRECT!r} "
-                        f"and the attribute {cube.A_N_TEST!r}); metric {metric!r} has none: use --family gaussian")
+        raise OptionError("family", f"{{option}} binomial needs counts of correct test predictions "
+                          f"({cube.SELECTED_TEST_CORRECT!r} and the attribute {cube.A_N_TEST!r}); metric {metric!r} "
+                          "has none: use {option} gaussian")
     return family
 
 
@@ -136,11 +137,11 @@ def resolve_delta(metric: str, delta: float | None) -> float:
     if delta is None:
         if cube.points_scale(metric) == 100.0:
             return DEFAULT_ACCURACY_DELTA
-        raise UserError(f"metric {metric!r} is not an accuracy: give --delta in its units (the smallest spread "
-                        "over sigma_w that would matter)")
+        raise OptionError("delta", f"metric {metric!r} is not an accuracy: give {{option}} in its units (the "
+                          "smallest spread over sigma_w that would matter)")
     delta = float(delta)
     if not (np.isfinite(delta) and delta > 0):
-        raise UserError(f"--delta must be a positive number, not {delta!r}")
+        raise OptionError("delta", f"{{option}} must be a positive number, not {delta!r}")
     return delta
 
 
@@ -224,7 +225,7 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
     two sigma_w levels or two seeds left are skipped with the reason; if none remains, UserError.
     """
     if gate not in GATES:
-        raise UserError(f"--gate must be one of {', '.join(GATES)}, not {gate!r}")
+        raise OptionError("gate", f"{{option}} must be one of {', '.join(GATES)}, not {gate!r}")
     metric = choose_metric(ds, metric)
     family = choose_family(ds, metric, family)
     pipes = [str(p) for p in ds[cube.PIPELINE].values.tolist()]

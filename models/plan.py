@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from initmem import cube
-from initmem.errors import UserError
+from initmem.errors import OptionError, UserError
 from initmem.models import arviz_io, core
 from initmem.models.priors import Priors, default_priors
 from initmem.models.summaries import DECISION
@@ -135,9 +135,9 @@ def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: 
     summary = load_summary(folder)
     delta = summary.delta if delta is None else float(delta)
     if not (delta is not None and np.isfinite(delta) and delta > 0):
-        raise UserError(f"--delta must be a positive number, not {delta!r}")
+        raise OptionError("delta", f"{{option}} must be a positive number, not {delta!r}")
     if n_sim < 10:
-        raise UserError("--n-sim must be at least 10")
+        raise OptionError("n_sim", "{option} must be at least 10")
     post = arviz_io.from_netcdf(folder / POSTERIOR_NC).posterior
     for name in ("expected", "seed_sd", "residual_sd"):
         if name not in post:

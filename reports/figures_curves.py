@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 from matplotlib import colormaps
 
+from initmem import clocks
 from initmem import cube as C
 from initmem import results as R
 from initmem.reports.figures import (
@@ -29,13 +30,7 @@ from initmem.reports.svg import SIGMA_CMAP, Figure, figure_to_svg, new_figure, s
 from initmem.reports.tables import q
 
 AXES_ORDER = (C.EPOCH, C.STEP, *C.ALL_CLOCKS)
-AXIS_LABELS = {
-    C.EPOCH: "epoch", C.STEP: "optimizer step k", C.T_ETA: f"{C.T_ETA} = Σ η_k",
-    C.T_SGD: f"{C.T_SGD} = Σ η_k² / b", C.T_L2: f"{C.T_L2} = λ Σ η_k", C.T_ADAPT: f"{C.T_ADAPT} = Σ η_k (adaptive)",
-    C.T_ETA_MOM: f"{C.T_ETA_MOM} = Σ η_k / (1 - μ)", C.T_SGD_MOM: f"{C.T_SGD_MOM} = Σ (η_k / (1 - μ))² / b",
-    C.T_L2_MOM: f"{C.T_L2_MOM} = λ Σ η_k / (1 - μ)", C.T_ANGLE: f"{C.T_ANGLE} = angular path (rad)",
-    C.T_EFF: f"{C.T_EFF} = Σ η_k / ‖w‖²",
-}
+AXIS_LABELS = {C.EPOCH: "epoch", C.STEP: "optimizer step k", **clocks.labels()}  # initmem/clocks.py
 
 
 # (4) training curves and interpolation vs. repair --------------------------------------------
@@ -217,7 +212,7 @@ def rho_curves(a: Analysis) -> Figure:
                "bootstrap intervals over seeds (resampled jointly across σ_w, since seeds are paired). ρ = 1 at "
                "initialization; ρ = 0 means the final norm no longer depends on the initial scale.")
     alt = "Line plot of rho against epoch per pipeline: " + "; ".join(finals) + "."
-    return figure_to_svg(fig, "rho", caption, alt)
+    return figure_to_svg(fig, R.CURVE_RHO, caption, alt)
 
 
 # (6) forgetting clocks ---------------------------------------------------------------------------

@@ -20,14 +20,13 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, StrictUndefined, select_autoescape
+from jinja2 import Environment, FunctionLoader, StrictUndefined, select_autoescape
 
 from initmem import cube as C
 from initmem import results as R
 from initmem.atomic import write_text
 from initmem.reports import figures as F
-from initmem.reports import figures_curves as FC
-from initmem.reports import tables as T
+from initmem.reports import sections as S
 from initmem.reports import text as X
 from initmem.reports.load import Analysis, load_analysis
 from initmem.reports.methods import methods_paragraphs
@@ -35,29 +34,9 @@ from initmem.reports.methods import methods_paragraphs
 REPORT_PACKAGES = ("numpy", "xarray", "matplotlib", "jinja2", "pydantic")
 
 
-# Sections ---------------------------------------------------------------------------------
-
-SECTIONS = (
-    ("summary", "Summary"),
-    ("metric", "Metric against σ_w"),
-    ("variance", "Variance decomposition"),
-    ("training", "Training curves"),
-    ("radial", "Radial memory"),
-    ("clocks", "Forgetting clocks"),
-    ("frequentist", "Frequentist cross-checks"),
-    ("diagnostics", "Diagnostics"),
-    ("methods", "Methods"),
-    ("provenance", "Provenance"),
-)
-
-FIGURES = {
-    "metric": (F.metric_vs_sigma,),
-    "variance": (F.variance_shares, F.spread_forest),
-    "training": (FC.training_curves, FC.tau_scatter),
-    "radial": (FC.kernel_norms, FC.rho_curves),
-    "clocks": (FC.clock_panels, FC.forgetting_times),
-    "diagnostics": (F.ppc_intervals,),
-}
+# Sections: the report-section table (reports/sections.py) says which exist, in which order, with
+# which figures, tables, show rule and template partial.
+SECTIONS = tuple((sec.id, sec.title) for sec in S.SECTIONS)
 
 
 def _versions() -> dict[str, str]:
@@ -115,25 +94,21 @@ def _fallback_name(a: Analysis) -> str:
 def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
     figures: dict[str, list[F.Figure]] = {}
     skipped: dict[str, list[tuple[str, str]]] = {}  # section -> [(figure, why)]
-    for section, fns in FIGURES.items():
-        figures[section] = []
-        for fn in fns:
+    for sec in S.SECTIONS:
+        figures[sec.id] = []
+        for fn in sec.figures:
             try:
-                figures[section].append(fn(a))
+                figures[sec.id].append(fn(a))
             except F.Skip as exc:
-                skipped.setdefault(section, []).append((fn.__name__.replace("_", " "), str(exc)))
-    titles = dict(SECTIONS)
-    shown = {s: True for s, _ in SECTIONS}
-    for s in FIGURES:
-        # A section without any figure is skipped, except the clocks section when the collapse test ran
-        # and the diagnostics, which always have their tables.
-        if not figures[s] and not (s == "clocks" and a.collapse) and s != "diagnostics":
-            shown[s] = False
-    section_skips = [(titles[s], "; ".join(sorted({why for _, why in skipped[s]})))
-                     for s in FIGURES if not shown[s]]
-    figure_skips = [(f"{titles[s]}: {what}", why) for s in FIGURES if shown[s] for what, why in skipped.get(s, [])]
-    grid = a.grid() or {}
-    name = grid.get("name") or _fallback_name(a)
+                skipped.setdefault(sec.id, []).append((fn.__name__.replace("_", " "), str(exc)))
+    shown = {sec.id: sec.show(a, figures[sec.id]) for sec in S.SECTIONS}
+    section_skips = [(sec.title, "; ".join(sorted({why for _, why in skipped.get(sec.id, [])})) or sec.skip_reason)
+                     for sec in S.SECTIONS if not shown[sec.id]]
+    figure_skips = [(f"{sec.title}: {what}", why) for sec in S.SECTIONS if shown[sec.id]
+                    for what, why in skipped.get(sec.id, [])]
+    section_tables = {name: build(a) for sec in S.SECTIONS for name, build in sec.tables}
+    grid = a.grid()
+    name = grid.name if grid is not None else _fallback_name(a)
     return {
         "title": f"initmem report: {name}",
         "name": name,
@@ -149,12 +124,6 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         "interpolation_sentence": X.interpolation_sentence(a),
         "min_p_note": X.min_p_note(a),
         "collapse": a.collapse,
-        "summary_rows": T.summary_rows(a),
-        "interpolation_rows": T.interpolation_rows(a),
-        "verdict_rows": T.verdict_rows(a),
-        "frequentist_rows": T.frequentist_rows(a),
-        "diagnostics_rows": T.diagnostics_rows(a),
-        "collapse_rows": T.collapse_rows(a),
         "collapse_notes": list(a.collapse.notes) if a.collapse else [],
         "failures": X.failures(a),
         "divergence_warnings": X.divergence_warnings(a),
@@ -162,12 +131,15 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         "notes": a.notes,
         "analysis_skipped": [f"{k}: {why}" for k, why in a.summary.skipped.items()],
         "figures": figures,
-        "sections": [(s, t, shown[s]) for s, t in SECTIONS],
+        **section_tables,
+        "sections": [(sec.id, sec.title, shown[sec.id]) for sec in S.SECTIONS],
+        "section_number": S.numbers(),
+        "partial_sections": [sec for sec in S.SECTIONS if sec.partial is not None and shown[sec.id]],
         "section_skips": section_skips,
         "figure_skips": figure_skips,
         "methods": methods_paragraphs(a, _versions()),
         "provenance": _provenance(a, command),
-        "rhat_max": X.RHAT_MAX, "ess_min": X.ESS_MIN,
+        "rhat_max": R.RHAT_MAX, "ess_min": R.ESS_MIN, "verdict_names": R.VERDICTS,
         "has_cube": a.cube is not None,
     }
 
@@ -178,13 +150,14 @@ def _environment() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        loader=FunctionLoader(_asset),  # the section partials, templates/sections/*.html.j2
     )
     env.filters.update(fmt=X.fmt, fmt_p=X.fmt_p, sort_key=X.sort_key)
     return env
 
 
 def _asset(name: str) -> str:
-    return resources.files("initmem.reports").joinpath("templates", name).read_text(encoding="utf-8")
+    return resources.files("initmem.reports").joinpath("templates", *name.split("/")).read_text(encoding="utf-8")
 
 
 def render_html(a: Analysis, command: str | None = None) -> str:

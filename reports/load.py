@@ -20,6 +20,7 @@ import yaml
 from initmem import cube as cubemod
 from initmem import results as R
 from initmem.errors import UserError
+from initmem.grid import Grid, parse_grid
 
 
 @dataclass
@@ -74,18 +75,21 @@ class Analysis:
     def cube_has(self, *names: str) -> bool:
         return self.cube is not None and all(n in self.cube.data_vars for n in names)
 
-    def grid(self) -> dict[str, Any] | None:
-        """The grid file the cube was collected from (None for simulated or imported cubes)."""
+    def grid(self) -> Grid | None:
+        """The grid file the cube was collected from, validated as a :class:`~initmem.grid.Grid` (None
+        for simulated or imported cubes, and for a grid this version of initmem cannot read)."""
         if self.cube is None:
             return None
         text = self.cube.attrs.get(cubemod.A_GRID)
         if not isinstance(text, str) or not text.strip():
             return None
         try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError:
+            return parse_grid(yaml.safe_load(text), source="the cube's grid attribute")
+        except (yaml.YAMLError, UserError) as exc:
+            note = f"the cube's grid file is not one this initmem reads, so the methods omit the design ({exc})"
+            if note not in self.notes:
+                self.notes.append(note)
             return None
-        return data if isinstance(data, dict) else None
 
 
 def _find_cube(analysis_dir: Path, recorded: Any) -> Path | None:

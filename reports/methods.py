@@ -11,9 +11,9 @@ import json
 from typing import Any
 
 from initmem import cube as C
+from initmem import optimizers
 from initmem.reports.load import Analysis
 
-OPTIMIZER_NAMES = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW"}
 # The observation model of docs/memory-model.md ("Likelihood"): always a Gaussian on the metric,
 # with a per-pipeline noise scale (the unit of the priors) taken from what the cube holds.
 LIKELIHOOD_TEXT = {
@@ -80,14 +80,15 @@ def _fmt(v: Any) -> str:
 
 def _pipeline_text(name: str, s: dict[str, Any]) -> str:
     opt = str(s.get("optimizer", "?"))
-    parts = [OPTIMIZER_NAMES.get(opt, opt), f"lr {_fmt(s.get('lr'))}"]
+    parts = [optimizers.display_name(opt), f"lr {_fmt(s.get('lr'))}"]
     if s.get("momentum"):
         parts.append(f"{'Nesterov ' if s.get('nesterov') else ''}momentum {_fmt(s['momentum'])}")
     if s.get("batch_size") is not None:
         parts.append(f"batch {s['batch_size']}")
     wd = s.get("weight_decay")
     if wd:
-        parts.append(("decoupled weight decay " if opt == "adamw" else "L2 ") + _fmt(wd))
+        decoupled = opt in optimizers.BY_NAME and optimizers.get(opt).l2 == optimizers.DECOUPLED
+        parts.append(("decoupled weight decay " if decoupled else "L2 ") + _fmt(wd))
     if s.get("schedule"):
         sched = f"{s['schedule']} schedule"
         if s["schedule"] == "step" and s.get("milestones"):
@@ -101,7 +102,8 @@ def _pipeline_text(name: str, s: dict[str, Any]) -> str:
 
 
 def design_sentences(a: Analysis) -> list[str]:
-    grid = a.grid()
+    validated = a.grid()  # a grid.Grid: every field present and valid
+    grid = validated.to_dict() if validated is not None else None
     out: list[str] = []
     if grid:
         ds = grid.get("dataset", {}) or {}
@@ -132,7 +134,7 @@ def design_sentences(a: Analysis) -> list[str]:
         out.append(
             f"Each run is represented by {SELECT_TEXT.get(ev.get('select', 'best_val_acc'), ev.get('select'))}; "
             f"a run counts as interpolating"
-            f" from the first epoch its training accuracy reaches {_fmt(float(ev.get('interp_threshold', 0.995)))}.")
+            f" from the first epoch its training accuracy reaches {_fmt(float(ev['interp_threshold']))}.")
     elif a.cube is not None:
         src = a.cube.attrs.get(C.A_SOURCE) or a.cube.attrs.get(C.A_DEVICE) or "an external source"
         n = a.cube.sizes

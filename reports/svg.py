@@ -21,9 +21,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from markupsafe import Markup  # noqa: E402
 
+from initmem import names as N  # noqa: E402
+
 # Colour-blind safe (Okabe-Ito), yellow last: it is hard to read on white.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
-VERDICT_COLOURS = {"remembers": "#D55E00", "forgets": "#009E73", "borderline": "#CC79A7", "inconclusive": "#6E6E6E"}
+VERDICT_COLOURS = {N.REMEMBERS: "#D55E00", N.FORGETS: "#009E73", N.BORDERLINE: "#CC79A7", N.INCONCLUSIVE: "#6E6E6E"}
 SIGMA_CMAP = "viridis"
 
 STYLE = {

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from initmem import cube as C
+from initmem import optimizers
 from initmem import results as R
 from initmem.reports.load import Analysis, finite, ok_mask
 
@@ -194,5 +195,34 @@ def collapse_rows(a: Analysis) -> list[dict[str, Any]]:
     return rows
 
 
+def settings_rows(a: Analysis) -> list[dict[str, Any]]:
+    """Per pipeline, how it trained (the cube's pipeline coordinates) and how many runs finished ok."""
+    if a.cube is None:
+        return []
+    settings, counts = C.pipeline_settings(a.cube), C.status_counts(a.cube)
+    rows = []
+    for pipe in a.pipelines:
+        s = settings.get(pipe, {})
+        if not s:
+            continue
+        opt = str(s.get("optimizer") or "")
+        kind = optimizers.BY_NAME.get(opt)
+        wd = s.get("weight_decay") or 0.0
+        mom = s.get("momentum") or 0.0
+        n = counts.get(pipe, {})
+        rows.append({
+            "name": pipe, "optimizer": optimizers.display_name(opt) if opt else "—",
+            "lr": num(s.get("lr")), "batch_size": s.get("batch_size"),
+            "momentum": (f"{mom:g}" + (" (Nesterov)" if s.get("nesterov") else "")) if mom else "—",
+            "weight_decay": (f"{wd:g} " + ("decoupled" if kind and kind.l2 == optimizers.DECOUPLED else "L2"))
+            if wd else "—",
+            "schedule": (str(s.get("schedule") or "—")
+                         + (f" after {s['warmup_epochs']} warm-up epochs" if s.get("warmup_epochs") else "")),
+            "epochs": s.get("epochs"),
+            "runs": f"{n.get('ok', 0)} / {sum(n.values())}" if n else "—",
+        })
+    return rows
+
+
 __all__ = ["collapse_rows", "diagnostics_rows", "excluded_text", "frequentist_rows", "interpolation_rows", "num", "q",
-           "summary_rows", "verdict_rows"]
+           "settings_rows", "summary_rows", "verdict_rows"]

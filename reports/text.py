@@ -10,10 +10,11 @@ import math
 from typing import Any
 
 from initmem import cube as C
+from initmem import names as N
+from initmem.names import ESS_MIN, RHAT_MAX  # the goals have one owner
 from initmem.reports.load import Analysis
 from initmem.reports.tables import diagnostics_rows, excluded_text, num, q
 
-RHAT_MAX, ESS_MIN = 1.01, 400.0
 PPC_LOW, PPC_HIGH = 0.025, 0.975
 ALPHA = 0.05
 
@@ -91,9 +92,9 @@ def min_p_note(a: Analysis) -> str | None:
             f"(above {ALPHA:g}).")
 
 
-VERDICT_PHRASES = {"remembers": "remember{s} the initialization", "forgets": "forget{s} it",
-                   "borderline": "{are} borderline (a verdict probability within 2 Monte Carlo errors of 0.95)",
-                   "inconclusive": "{are} inconclusive"}
+VERDICT_PHRASES = {N.REMEMBERS: "remember{s} the initialization", N.FORGETS: "forget{s} it",
+                   N.BORDERLINE: "{are} borderline (a verdict probability within 2 Monte Carlo errors of 0.95)",
+                   N.INCONCLUSIVE: "{are} inconclusive"}
 
 
 def interpolation_recorded(a: Analysis) -> bool | None:

@@ -1,7 +1,8 @@
 """Does a forgetting clock collapse the memory curves better than epochs? (docs/clocks-and-collapse.md)
 
-1. Axes: epochs, steps and every clock of the cube (``cube.ALL_CLOCKS``), as x = log T over
-   epochs >= 1 where T > 0; an axis is compared with epochs on the pipelines where it is defined.
+1. Axes: epochs, steps and every clock of the cube in the clocks table's collapse family
+   (``initmem.clocks.family()``), as x = log T over epochs >= 1 where T > 0; an axis is compared
+   with epochs on the pipelines where it is defined.
 2. Identifiability across pipelines: at a fixed epoch a clock must separate the pipelines
    differently from epochs; its SD across pipelines of log T - log epoch (median over epochs)
    must exceed IDENT_SD. A design where every clock is the same function of epochs for every
@@ -26,8 +27,10 @@ import numpy as np
 import xarray as xr
 
 from initmem import cube
+from initmem.clocks import family as clock_family
 from initmem.errors import UserError
 from initmem.jsonio import json_safe
+from initmem.names import CURVE_EPOCH_AXIS
 from initmem.stats import inference
 from initmem.stats.curves import has_curve, seed_mean_clocks
 from initmem.stats.forgetting import DEFAULT_FRACTION, DEFAULT_ROPE, forgetting_times
@@ -128,9 +131,9 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
     v = floor_var(v)
 
     clocks = seed_mean_clocks(ds)
-    epoch = clocks["epoch_axis"]
+    epoch = clocks[CURVE_EPOCH_AXIS]
     x = {EPOCH_AXIS: _log_axis(epoch, epoch)}
-    for a in (STEP_AXIS, *cube.ALL_CLOCKS):
+    for a in (STEP_AXIS, *clock_family()):  # the clocks table says which clocks join the family
         xa = _log_axis(clocks[a], epoch)
         if np.isfinite(xa).any():
             x[a] = xa

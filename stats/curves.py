@@ -26,6 +26,7 @@ import numpy as np
 import xarray as xr
 
 from initmem import cube
+from initmem import names as N
 from initmem.atomic import atomic_path
 from initmem.stats.anova import mean_squares
 from initmem.stats.resample import seed_bootstrap, take_seeds
@@ -143,7 +144,7 @@ def seed_mean_clocks(ds: xr.Dataset) -> dict[str, np.ndarray]:
     for var in (cube.KERNEL_NORM, cube.VAL_ACC, *cube.ALL_CLOCKS, cube.STEP):
         if has_curve(ds, var):
             present |= np.isfinite(curve_array(ds, var)).any(axis=(1, 2))
-    out = {"epoch_axis": np.where(present, ds[cube.EPOCH].values.astype(float)[None, :], np.nan)}
+    out = {N.CURVE_EPOCH_AXIS: np.where(present, ds[cube.EPOCH].values.astype(float)[None, :], np.nan)}
     for var in (cube.STEP, *cube.ALL_CLOCKS):
         if has_curve(ds, var):
             out[var] = _nanmean(curve_array(ds, var), axis=(1, 2))
@@ -220,22 +221,22 @@ def memory_curves(ds: xr.Dataset, *, n_boot: int = 200, seed: int = 0) -> xr.Dat
         rho = radial_slope(log_kn, log_sigma)
         boot = radial_slope(take_seeds(log_kn, idx, 2), log_sigma, sigma_axis=1, seed_axis=3)  # (P, B, T)
         lo, hi = _quantiles(np.moveaxis(boot, 1, 0)) if n_boot else (nan_pt, nan_pt)
-        out.update(rho=(pe, rho), rho_q05=(pe, lo), rho_q95=(pe, hi))
+        out.update({N.CURVE_RHO: (pe, rho), N.CURVE_RHO_Q05: (pe, lo), N.CURVE_RHO_Q95: (pe, hi)})
     else:
         skipped.append("rho (no kernel_norm curve)")
-        out.update(rho=(pe, nan_pt), rho_q05=(pe, nan_pt), rho_q95=(pe, nan_pt))
+        out.update({N.CURVE_RHO: (pe, nan_pt), N.CURVE_RHO_Q05: (pe, nan_pt), N.CURVE_RHO_Q95: (pe, nan_pt)})
 
     if has_val:
         acc = curve_array(ds, cube.VAL_ACC)
         spread = functional_spread(acc)
         boot = functional_spread(take_seeds(acc, idx, 2), sigma_axis=1, seed_axis=3)
         lo, hi = _quantiles(np.moveaxis(boot, 1, 0)) if n_boot else (nan_pt, nan_pt)
-        out.update(func_spread=(pe, spread), func_spread_q05=(pe, lo), func_spread_q95=(pe, hi),
-                   func_share=(pe, functional_share(acc)))
+        out.update({N.CURVE_FUNC_SPREAD: (pe, spread), N.CURVE_FUNC_SPREAD_Q05: (pe, lo),
+                    N.CURVE_FUNC_SPREAD_Q95: (pe, hi), N.CURVE_FUNC_SHARE: (pe, functional_share(acc))})
     else:
         skipped.append("func_spread, func_share (no val_acc curve)")
-        out.update(func_spread=(pe, nan_pt), func_spread_q05=(pe, nan_pt), func_spread_q95=(pe, nan_pt),
-                   func_share=(pe, nan_pt))
+        out.update({N.CURVE_FUNC_SPREAD: (pe, nan_pt), N.CURVE_FUNC_SPREAD_Q05: (pe, nan_pt),
+                    N.CURVE_FUNC_SPREAD_Q95: (pe, nan_pt), N.CURVE_FUNC_SHARE: (pe, nan_pt)})
 
     if cube.TEST_PRED in ds.data_vars:
         pred = ds[cube.TEST_PRED].transpose(*cube.CELL_DIMS, cube.EXAMPLE).values.astype(int)
@@ -250,13 +251,13 @@ def memory_curves(ds: xr.Dataset, *, n_boot: int = 200, seed: int = 0) -> xr.Dat
             fs[p] = draws[0]
             if n_boot and np.isfinite(draws[1:]).any():
                 fs_lo[p], fs_hi[p] = np.nanquantile(draws[1:], QUANTILES)
-        out.update(fs_memory=((cube.PIPELINE,), fs), fs_memory_q05=((cube.PIPELINE,), fs_lo),
-                   fs_memory_q95=((cube.PIPELINE,), fs_hi))
+        out.update({N.CURVE_FS_MEMORY: ((cube.PIPELINE,), fs), N.CURVE_FS_MEMORY_Q05: ((cube.PIPELINE,), fs_lo),
+                    N.CURVE_FS_MEMORY_Q95: ((cube.PIPELINE,), fs_hi)})
     else:
         skipped.append("fs_memory (no test_pred)")
 
     for name, arr in seed_mean_clocks(ds).items():
-        if name in ("epoch_axis", cube.STEP, *cube.CLOCKS) or has_curve(ds, name):  # new clocks when present
+        if name in (N.CURVE_EPOCH_AXIS, cube.STEP, *cube.CLOCKS) or has_curve(ds, name):  # new clocks when present
             out[name] = (pe, arr)
     res = xr.Dataset(
         {k: v for k, v in out.items()},

@@ -37,13 +37,14 @@ from scipy import stats
 
 from initmem import cube
 from initmem.errors import UserError
+from initmem.names import BORDERLINE, DECISIONS
 from initmem.stats import effects
 from initmem.stats.anova import mean_squares
 from initmem.stats.reml import reml_fit
 
 ALPHA = 0.05
-VERDICTS = ("remembers", "forgets", "inconclusive")
-BORDERLINE = "borderline"  # a Bayesian verdict only: too close to 0.95 to call
+VERDICTS = DECISIONS  # initmem/names.py
+
 
 
 # Data --------------------------------------------------------------------------------------

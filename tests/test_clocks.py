@@ -45,6 +45,22 @@ def test_the_simulators_clocks_are_the_engines_exactly(run):
             assert np.array_equal(got, np.broadcast_to(want, got.shape)), (name, c)
 
 
+def test_decoupled_decay_clock_is_the_twin_of_t_l2():
+    """T_wd = lambda_dec * T_eta for AdamW and 0 for coupled L2; T_l2 the other way round; it stays
+    out of the collapse family unless asked for."""
+    from initmem import clocks as clock_table
+
+    g = parse_grid({"name": "wd", "sigma_w": [1.0], "seeds": [0], "pipelines": {
+        "adamw": {"optimizer": "adamw", "lr": 0.002, "batch_size": 64, "weight_decay": 0.05, "epochs": 4,
+                  "schedule": "cosine"},
+        "sgd": {"optimizer": "sgd", "lr": 0.1, "batch_size": 64, "weight_decay": 0.01, "epochs": 4}}})
+    adamw, sgd = (pipeline_clocks(g.pipelines[p], 1000) for p in ("adamw", "sgd"))
+    np.testing.assert_allclose(adamw[cube.T_WD], 0.05 * adamw[cube.T_ETA], rtol=1e-12)
+    assert not adamw[cube.T_L2].any() and not sgd[cube.T_WD].any()
+    np.testing.assert_allclose(sgd[cube.T_L2], 0.01 * sgd[cube.T_ETA], rtol=1e-12)
+    assert cube.T_WD in cube.SCHEDULE_CLOCKS and cube.T_WD not in clock_table.family()
+
+
 def test_momentum_clocks_use_the_effective_step(run):
     g, ds = run
     mom = ds.sel(pipeline="nesterov_cos", sigma_w=1.0, seed=0)

@@ -178,6 +178,7 @@ def assert_pack_is_bitwise_alone(g, pipeline: str, cells: list[tuple[float, int]
 @pytest.mark.parametrize("opt", [
     {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.001},
     {"optimizer": "adam", "lr": 0.003, "weight_decay": 0.001},
+    {"optimizer": "rmsprop", "lr": 0.001, "weight_decay": 0.001},
 ])
 @pytest.mark.parametrize("layout", ["nchw", "channels_last"])
 def test_member_of_a_pack_is_bitwise_the_same_cell_trained_alone(opt, layout):
@@ -216,6 +217,7 @@ def test_quick_preset_cells_are_bitwise_the_same_in_any_pack():
     {"optimizer": "sgd", "lr": 0.1, "momentum": 0.0, "weight_decay": 0.01},
     {"optimizer": "adam", "lr": 0.01, "weight_decay": 0.01},
     {"optimizer": "adamw", "lr": 0.01, "weight_decay": 0.1},
+    {"optimizer": "rmsprop", "lr": 0.01, "weight_decay": 0.01},
 ])
 def test_packed_optimizer_matches_torch_optim(spec):
     g = tiny({"a": {**spec, "batch_size": 32, "epochs": 1}})
@@ -227,6 +229,8 @@ def test_packed_optimizer_matches_torch_optim(spec):
     kw = {"lr": p.lr, "weight_decay": p.weight_decay}
     if p.optimizer == "sgd":
         tref = torch.optim.SGD(ref, momentum=p.momentum, nesterov=p.nesterov, **kw)
+    elif p.optimizer == "rmsprop":
+        tref = torch.optim.RMSprop(ref, eps=p.eps, **kw)
     else:
         tref = getattr(torch.optim, {"adam": "Adam", "adamw": "AdamW"}[p.optimizer])(ref, betas=p.betas, eps=p.eps, **kw)
     for _ in range(5):

@@ -88,7 +88,7 @@ def test_slurm_block_defaults():
 
 
 @pytest.mark.parametrize("path,value,needles", [
-    ("pipelines.adam.optimizer", "adamm", ["pipelines.adam.optimizer", "must be one of sgd, adam, adamw", "adamm"]),
+    ("pipelines.adam.optimizer", "adamm", ["pipelines.adam.optimizer", "must be one of sgd, adam, adamw, rmsprop", "adamm"]),
     ("pipelines.sgd.lr", 0, ["pipelines.sgd.lr", "greater than 0"]),
     ("pipelines.sgd.lr", "fast", ["pipelines.sgd.lr", "number"]),
     ("pipelines.sgd.batch_size", 0, ["pipelines.sgd.batch_size"]),
@@ -161,7 +161,7 @@ def test_load_grid_file_errors(tmp_path: Path):
     with pytest.raises(UserError) as exc:
         load_grid(bad)
     assert str(exc.value) == ("grid file quick.yaml: pipelines.adam.optimizer: must be one of sgd, adam, "
-                              "adamw (got 'adamm')")
+                              "adamw, rmsprop (got 'adamm')")
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: [unclosed\n")
     with pytest.raises(UserError, match="not valid YAML"):
@@ -187,3 +187,22 @@ def test_grid_model_is_frozen():
     assert isinstance(g, Grid)
     with pytest.raises(Exception):  # noqa: B017 -- pydantic raises ValidationError on assignment
         g.name = "other"  # type: ignore[misc]
+
+
+def test_rmsprop_is_an_adaptive_optimizer_with_coupled_l2():
+    """RMSprop: T_adapt = T_eta, weight decay is coupled L2 (lambda of T_l2), no heavy-ball momentum."""
+    import numpy as np
+
+    from initmem import cube
+    from initmem.collect.schedule import pipeline_clocks
+
+    g = parse_grid(_with("pipelines.adam", {"optimizer": "rmsprop", "lr": 0.001, "batch_size": 64,
+                                            "weight_decay": 0.01, "epochs": 2}))
+    spec = g.pipelines["adam"]
+    assert (spec.coupled_l2, spec.decoupled_wd) == (0.01, 0.0)
+    c = pipeline_clocks(spec, 1000)
+    np.testing.assert_array_equal(c[cube.T_ADAPT], c[cube.T_ETA])
+    np.testing.assert_allclose(c[cube.T_L2], 0.01 * c[cube.T_ETA], rtol=1e-12)
+    with pytest.raises(UserError, match="momentum: only for optimizer sgd"):
+        parse_grid(_with("pipelines.adam", {"optimizer": "rmsprop", "lr": 0.001, "batch_size": 64, "epochs": 2,
+                                            "momentum": 0.9}))

@@ -130,7 +130,7 @@ def test_full_report_has_every_section_and_figure(full_report):
     path, text = full_report
     doc = parse(text)
     for sec in ("summary", "metric", "variance", "training", "radial", "clocks", "frequentist", "diagnostics",
-                "methods", "provenance"):
+                "settings", "methods", "provenance"):
         assert f"sec-{sec}" in doc.section_ids
     # metric, shares, forest, training curves, tau, kernel norms, rho, clocks, forgetting times, predictive checks
     assert doc.figures == 10
@@ -141,6 +141,19 @@ def test_full_report_has_every_section_and_figure(full_report):
     # Clean sampler diagnostics: the only red banner entry is edge's divergence warning.
     banner = _section(text, 'class="alert alert-fail"', "</section>")
     assert banner.count("<li>") == 1 and "edge: 3 run(s) diverged, at sigma_w 8.0" in banner
+
+
+def test_pipeline_settings_section_lists_how_each_pipeline_trained(full_report):
+    """The section from the report-section table: one row per pipeline, numbered before Methods."""
+    text = full_report[1]
+    sec = _section(text, 'id="sec-settings"', "</section>")
+    assert "<h2>9. Pipeline settings</h2>" in sec and "<h2>10. Methods</h2>" in text
+    rows = re.findall(r'<tr>\s*<th scope="row" class="pipeline" data-sort="(\w+)">.*?</tr>', sec, re.S)
+    assert rows == PIPES
+    cells = {name: re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+             for name, row in zip(rows, re.findall(r'<tr>\s*<th scope="row".*?</tr>', sec, re.S), strict=True)}
+    assert cells["remembering"][:2] == ["SGD", "0.01"] and cells["forgetting"][:2] == ["Adam", "0.02"]
+    assert cells["edge"][-1] == "9 / 12" and cells["remembering"][-1] == "12 / 12"  # edge diverged at the top sigma_w
 
 
 def test_verdicts_are_badges_matching_the_summary(full_report):
@@ -245,7 +258,8 @@ def test_methods_and_provenance_come_from_the_grid(full_report):
     methods = text[text.index('id="sec-methods"'):text.index('id="sec-provenance"')]
     assert "resnet_tiny" in methods and "digits" in methods
     assert "{0.25, 1, 4, 8} (4 levels), each with 3 seeds" in methods
-    assert "remembering (SGD, lr 0.01, batch 32, 8 epochs)" in methods
+    # the grid is read through grid.Grid: every field explicit, as in a collected cube's canonical grid
+    assert "remembering (SGD, lr 0.01, batch 32, constant schedule, 8 epochs)" in methods
     prov = text[text.index('id="sec-provenance"'):]
     assert "simulated:seed=1" in prov  # the dataset fingerprint
     assert html.escape("name: tiny") in prov and "initmem report analysis" in prov
@@ -301,6 +315,7 @@ def test_missing_cube_still_reports_from_the_summary(tmp_path):
     text = build_report(analysis).read_text()
     assert "was not found" in text
     assert parse(text).figures >= 4  # posterior band, shares, forest, rho, clocks still apply
+    assert "Section “Pipeline settings” skipped: the cube records no per-pipeline settings." in text
 
 
 def test_fit_failures_are_red_at_the_top(tmp_path):

@@ -1,0 +1,40 @@
+"""One owner for every output name that several modules share (no imports: anything may read it).
+
+Each name below used to be spelled in two to four modules (the verdicts in results.py,
+models/summaries.py, stats/frequentist.py and the report template; the R-hat / ESS goals in
+models/memory.py and reports/text.py; the run folder's file names in collect/rundir.py,
+collect/events.py and results.py; the curves.nc variables in stats/curves.py and results.py).
+They are defined here once; the modules that write or read them import them, and
+tests/test_owners.py fails when one is defined a second time. Cube variable names are owned by
+initmem/cube.py (clock names by initmem/clocks.py), the interpolation threshold's default by
+initmem/grid.py.
+"""
+
+from __future__ import annotations
+
+# Verdicts of the memory model (docs/memory-model.md, "Verdict") ---------------------------------
+REMEMBERS, FORGETS, INCONCLUSIVE, BORDERLINE = "remembers", "forgets", "inconclusive", "borderline"
+DECISIONS = (REMEMBERS, FORGETS, INCONCLUSIVE)      # what a decision rule (Bayesian or frequentist) says
+VERDICTS = (*DECISIONS, BORDERLINE)                 # borderline: within two MCSE of the decision level
+
+# Sampler diagnostics: the goals every reported quantity must meet (docs/memory-model.md).
+RHAT_MAX, ESS_MIN = 1.01, 400.0
+
+# The analysis folder (docs/analysis-folder.md) ------------------------------------------------
+SUMMARY_JSON = "summary.json"
+COLLAPSE_JSON = "collapse.json"
+CURVES_NC = "curves.nc"
+POSTERIOR_NC = "posterior.nc"
+REPORT_HTML = "report.html"
+RUN_ANALYSIS_DIR = "analysis"  # the analysis folder inside an ``initmem run`` folder
+
+# The run folder (docs/collect-runs.md; layout in collect/rundir.py) ------------------------------
+CUBE_NC = "cube.nc"            # the merged cube; ``initmem run`` puts it beside the analysis folder
+EVENTS_JSONL = "events.jsonl"  # the event log
+
+# Variables of curves.nc (written by initmem.stats.curves, drawn by the report) -------------------
+CURVE_EPOCH_AXIS = "epoch_axis"
+CURVE_RHO, CURVE_RHO_Q05, CURVE_RHO_Q95 = "rho", "rho_q05", "rho_q95"
+CURVE_FUNC_SPREAD, CURVE_FUNC_SPREAD_Q05, CURVE_FUNC_SPREAD_Q95 = "func_spread", "func_spread_q05", "func_spread_q95"
+CURVE_FUNC_SHARE = "func_share"
+CURVE_FS_MEMORY, CURVE_FS_MEMORY_Q05, CURVE_FS_MEMORY_Q95 = "fs_memory", "fs_memory_q05", "fs_memory_q95"

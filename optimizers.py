@@ -1,0 +1,129 @@
+"""The optimizer table: every optimizer kind a grid pipeline may name, one entry each.
+
+Torch-free at import: each entry's :attr:`OptimizerKind.factory` imports torch when it is called
+(by ``initmem.collect.optim`` in the engine). Before this table an optimizer kind lived in seven
+places (grid.py's tuple, ``Literal``, validator and ``coupled_l2``; collect/optim.py's if/else;
+collect/schedule.py's adaptive set; collect/coords.py; simulate.py; reports/methods.py's display
+names); they now all read :data:`OPTIMIZERS`:
+
+* ``adaptive``: an Adam-family optimizer, whose clock ``T_adapt`` is ``sum eta_k`` (0 otherwise);
+* ``l2``: how ``weight_decay`` acts: ``coupled`` (added to the gradient: lambda of ``T_l2``) or
+  ``decoupled`` (shrinks the weights apart from the gradient, AdamW-style: ``T_l2`` is 0);
+* ``momentum``: the grid's ``momentum`` / ``nesterov`` fields apply (heavy-ball momentum, whose
+  momentum-corrected clocks use ``eta / (1 - mu)``);
+* ``betas``: the grid's ``betas`` apply (stored as ``beta1`` / ``beta2`` cube coordinates).
+
+Every factory is element-wise (``foreach`` on CPU, ``fused`` on CUDA where torch has it), so one
+optimizer over a pack's stacked ``[G, ...]`` tensors is exactly G independent optimizers
+(tests/test_engine.py checks bitwise pack invariance for every kind). How to add one:
+docs/extending.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from initmem.errors import UserError
+
+COUPLED, DECOUPLED = "coupled", "decoupled"
+
+
+def _fast(device_kind: str, *, fused: bool = True) -> dict[str, Any]:
+    """Multi-tensor kernels: fused on CUDA (where the optimizer has them), foreach otherwise."""
+    return {"fused": True} if device_kind == "cuda" and fused else {"foreach": True}
+
+
+def _sgd(params: list[Any], spec: Any, device_kind: str) -> Any:
+    import torch
+
+    return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum, nesterov=spec.nesterov,
+                           weight_decay=spec.weight_decay, **_fast(device_kind))
+
+
+def _adam(params: list[Any], spec: Any, device_kind: str) -> Any:
+    import torch
+
+    return torch.optim.Adam(params, lr=spec.lr, betas=tuple(spec.betas), eps=spec.eps,
+                            weight_decay=spec.weight_decay, **_fast(device_kind))
+
+
+def _adamw(params: list[Any], spec: Any, device_kind: str) -> Any:
+    import torch
+
+    return torch.optim.AdamW(params, lr=spec.lr, betas=tuple(spec.betas), eps=spec.eps,
+                             weight_decay=spec.weight_decay, **_fast(device_kind))
+
+
+def _rmsprop(params: list[Any], spec: Any, device_kind: str) -> Any:
+    import torch
+
+    # torch has no fused RMSprop: foreach on every device. alpha (the squared-gradient average) is
+    # torch's default 0.99; the grid's eps applies.
+    return torch.optim.RMSprop(params, lr=spec.lr, eps=spec.eps, weight_decay=spec.weight_decay,
+                               **_fast(device_kind, fused=False))
+
+
+@dataclass(frozen=True)
+class OptimizerKind:
+    """One optimizer kind: its grid name, how the report names it, and how it trains."""
+
+    name: str
+    display: str
+    adaptive: bool
+    l2: str
+    momentum: bool
+    betas: bool
+    factory: Callable[[list[Any], Any, str], Any]
+
+    def coupled_l2(self, weight_decay: float) -> float:
+        """lambda of ``T_l2``: the weight decay when it is added to the gradient, else 0."""
+        return float(weight_decay) if self.l2 == COUPLED else 0.0
+
+    def decoupled_wd(self, weight_decay: float) -> float:
+        """The decoupled weight-decay coefficient (AdamW-style), else 0."""
+        return float(weight_decay) if self.l2 == DECOUPLED else 0.0
+
+
+OPTIMIZERS: tuple[OptimizerKind, ...] = (
+    OptimizerKind("sgd", "SGD", adaptive=False, l2=COUPLED, momentum=True, betas=False, factory=_sgd),
+    OptimizerKind("adam", "Adam", adaptive=True, l2=COUPLED, momentum=False, betas=True, factory=_adam),
+    OptimizerKind("adamw", "AdamW", adaptive=True, l2=DECOUPLED, momentum=False, betas=True, factory=_adamw),
+    OptimizerKind("rmsprop", "RMSprop", adaptive=True, l2=COUPLED, momentum=False, betas=False, factory=_rmsprop),
+)
+
+BY_NAME: dict[str, OptimizerKind] = {o.name: o for o in OPTIMIZERS}
+
+
+def names() -> tuple[str, ...]:
+    """Every optimizer kind, in table order (the grid file's allowed values)."""
+    return tuple(BY_NAME)
+
+
+def adaptive() -> tuple[str, ...]:
+    """The adaptive (Adam-family) kinds."""
+    return tuple(o.name for o in OPTIMIZERS if o.adaptive)
+
+
+def with_momentum() -> tuple[str, ...]:
+    """The kinds that take the grid's ``momentum`` and ``nesterov`` fields."""
+    return tuple(o.name for o in OPTIMIZERS if o.momentum)
+
+
+def get(name: str) -> OptimizerKind:
+    """The entry of ``name``; an unknown kind is bad input (``UserError`` naming the allowed ones)."""
+    try:
+        return BY_NAME[str(name)]
+    except KeyError:
+        raise UserError(f"optimizer must be one of {', '.join(BY_NAME)} (got {name!r})") from None
+
+
+def display_name(name: str) -> str:
+    """How the report names a kind (unknown kinds, e.g. from an imported table, as given)."""
+    kind = BY_NAME.get(str(name))
+    return kind.display if kind else str(name)
+
+
+__all__ = ["BY_NAME", "COUPLED", "DECOUPLED", "OPTIMIZERS", "OptimizerKind", "adaptive", "display_name",
+           "get", "names", "with_momentum"]

@@ -1,0 +1,118 @@
+"""The report-section table: every section of the HTML report, one entry each.
+
+Before this table a section's id was typed four times (the section list, the figure map, the
+context builder, a hard-coded show rule) plus a hand-written ``<section>`` in the template. Now
+an entry holds all of it: id, title, figures, tables (the context rows it needs), the rule that
+decides whether it is shown, and the template partial that draws it. ``reports/html.py`` reads
+:data:`SECTIONS` for the table of contents, the section numbers, the figures, the skipped-section
+notes and the partials. How to add a section: docs/extending.md.
+
+The sections present before the table (summary ... provenance) are still drawn inline by
+``templates/report.html.j2`` (``partial=None``); a section with a partial is drawn from
+``templates/sections/<partial>`` between Diagnostics and Methods, in table order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from initmem.reports import figures as F
+from initmem.reports import figures_curves as FC
+from initmem.reports import tables as T
+from initmem.reports.load import Analysis
+from initmem.reports.svg import Figure
+
+FigureFn = Callable[[Analysis], Figure]
+ShowRule = Callable[[Analysis, list[Figure]], bool]
+
+
+def always(a: Analysis, figures: list[Figure]) -> bool:
+    """Shown in every report."""
+    return True
+
+
+def with_figures(a: Analysis, figures: list[Figure]) -> bool:
+    """Shown when at least one of its figures could be drawn."""
+    return bool(figures)
+
+
+def with_figures_or_collapse(a: Analysis, figures: list[Figure]) -> bool:
+    """Shown when a figure could be drawn or the collapse test ran (its table needs no figure)."""
+    return bool(figures) or a.collapse is not None
+
+
+def with_cube(a: Analysis, figures: list[Figure]) -> bool:
+    """Shown when the analysed cube could be read."""
+    return a.cube is not None
+
+
+def with_settings(a: Analysis, figures: list[Figure]) -> bool:
+    """Shown when the cube records how its pipelines trained."""
+    return bool(T.settings_rows(a))
+
+
+@dataclass(frozen=True)
+class Section:
+    """One report section.
+
+    ``tables`` maps a template-context name to the function that builds its rows from the
+    analysis; ``show`` gets the analysis and the figures that could be drawn; ``partial`` is a
+    file under ``templates/sections/`` (None: drawn inline by report.html.j2). ``skip_reason``
+    is the note a hidden section gets when no figure said why.
+    """
+
+    id: str
+    title: str
+    figures: tuple[FigureFn, ...] = ()
+    tables: tuple[tuple[str, Callable[[Analysis], Any]], ...] = ()
+    show: ShowRule = always
+    partial: str | None = None
+    skip_reason: str = "nothing to show"
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("summary", "Summary", tables=(
+        ("summary_rows", T.summary_rows), ("interpolation_rows", T.interpolation_rows),
+        ("verdict_rows", T.verdict_rows))),
+    Section("metric", "Metric against σ_w", figures=(F.metric_vs_sigma,), show=with_figures),
+    Section("variance", "Variance decomposition", figures=(F.variance_shares, F.spread_forest), show=with_figures),
+    Section("training", "Training curves", figures=(FC.training_curves, FC.tau_scatter), show=with_figures),
+    Section("radial", "Radial memory", figures=(FC.kernel_norms, FC.rho_curves), show=with_figures),
+    Section("clocks", "Forgetting clocks", figures=(FC.clock_panels, FC.forgetting_times),
+            tables=(("collapse_rows", T.collapse_rows),), show=with_figures_or_collapse),
+    Section("frequentist", "Frequentist cross-checks", tables=(("frequentist_rows", T.frequentist_rows),)),
+    Section("diagnostics", "Diagnostics", figures=(F.ppc_intervals,),
+            tables=(("diagnostics_rows", T.diagnostics_rows),)),
+    Section("settings", "Pipeline settings", tables=(("settings_rows", T.settings_rows),), show=with_settings,
+            partial="settings.html.j2", skip_reason="the cube records no per-pipeline settings"),
+    Section("methods", "Methods"),
+    Section("provenance", "Provenance"),
+)
+
+BY_ID: dict[str, Section] = {s.id: s for s in SECTIONS}
+
+
+def numbers() -> dict[str, int]:
+    """Section id -> its number on the page (1-based, table order)."""
+    return {s.id: i for i, s in enumerate(SECTIONS, 1)}
+
+
+def _check() -> None:
+    """The table's invariants: unique ids; partial sections sit between Diagnostics and Methods,
+    where the template draws them (so the page order is the table order)."""
+    if len(BY_ID) != len(SECTIONS):
+        raise ValueError("reports.sections: a section id appears twice")
+    ids = [s.id for s in SECTIONS]
+    lo, hi = ids.index("diagnostics"), ids.index("methods")
+    for i, s in enumerate(SECTIONS):
+        if s.partial is not None and not lo < i < hi:
+            raise ValueError(f"reports.sections: {s.id}: a section with a partial goes between diagnostics "
+                             "and methods")
+
+
+_check()
+
+__all__ = ["BY_ID", "SECTIONS", "Section", "always", "numbers", "with_cube", "with_figures",
+           "with_figures_or_collapse", "with_settings"]

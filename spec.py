@@ -1,0 +1,83 @@
+"""``AnalysisSpec``: every option of an analysis, validated once where it enters (the analysis-side
+twin of :class:`initmem.grid.Grid`).
+
+The command line, ``initmem run`` and library callers build one ``AnalysisSpec``; the analysis and
+the models receive it already valid, so no layer re-checks ``delta`` or ``gate``. A bad value raises
+:class:`~initmem.errors.OptionError`, one line that names the option (``delta must be a positive
+number (got -1.0)``); the command line turns the option name into its flag (``--delta``). Options
+that depend on the cube (whether ``delta`` may be left out, whether the binomial family has counts)
+are checked by the models, with the same error type. docs/analysis.md lists every option.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from initmem.errors import OptionError
+from initmem.results import GATES
+
+FAMILIES = ("binomial", "gaussian")      # likelihood of the memory model (docs/memory-model.md)
+SAMPLERS = ("nutpie", "pymc")
+MEMORY_KINDS = ("radial", "functional")  # memory curve the collapse test uses
+N_BOOT = 200                             # seed-bootstrap draws of the memory curves and the collapse test
+
+
+class AnalysisSpec(BaseModel):
+    """Every analysis option with its default (docs/analysis.md, "Options")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    metric: str | None = None                    # run variable; None: selected_test_acc
+    family: Literal[FAMILIES] | None = None      # type: ignore[valid-type]  # None: binomial when counts exist
+    delta: float | None = None                   # smallest spread that matters; None: 1 point for accuracies
+    gate: Literal[GATES] = "interpolated"        # type: ignore[valid-type]
+    sampler: Literal[SAMPLERS] = "nutpie"        # type: ignore[valid-type]
+    draws: int = Field(1000, ge=1)
+    tune: int = Field(1000, ge=0)
+    chains: int = Field(4, ge=2)                 # R-hat needs several chains
+    seed: int = 0
+    memory: Literal[MEMORY_KINDS] = "radial"     # type: ignore[valid-type]
+    n_boot: int = Field(N_BOOT, ge=0)
+
+    @field_validator("delta")
+    @classmethod
+    def _delta(cls, v: float | None) -> float | None:
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise ValueError(f"must be a positive number (got {v!r})")
+        return v
+
+    @classmethod
+    def of(cls, spec: AnalysisSpec | None = None, **options: Any) -> AnalysisSpec:
+        """``spec`` with ``options`` replaced (or a new spec from ``options``), validated."""
+        data = {**(spec.model_dump() if spec is not None else {}), **options}
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise _option_error(exc.errors()[0]) from None
+
+    def options(self) -> dict[str, Any]:
+        """The options as plain values (what ``initmem run`` records to decide whether to reanalyze)."""
+        return self.model_dump()
+
+
+def _option_error(err: dict[str, Any]) -> OptionError:
+    option = str(err.get("loc", ("?",))[0])
+    etype, got, ctx = err.get("type", ""), err.get("input"), err.get("ctx") or {}
+    if etype == "extra_forbidden":
+        return OptionError(option, "{option} is not an analysis option")
+    if etype == "literal_error":
+        allowed = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
+        return OptionError(option, f"{{option}} must be one of {allowed} (got {got!r})")
+    if etype == "value_error":
+        return OptionError(option, f"{{option}} {ctx.get('error', err.get('msg', ''))}")
+    if etype in ("greater_than_equal", "greater_than"):
+        bound = ctx.get("ge", ctx.get("gt"))
+        return OptionError(option, f"{{option}} must be at least {bound} (got {got!r})")
+    msg = str(err.get("msg", "invalid value"))
+    return OptionError(option, f"{{option}}: {msg[0].lower() + msg[1:]} (got {got!r})")
+
+
+__all__ = ["FAMILIES", "MEMORY_KINDS", "N_BOOT", "SAMPLERS", "AnalysisSpec"]

@@ -1,0 +1,147 @@
+"""One owner per name: a vocabulary or constant that several modules share is defined in one module.
+
+The test reads the source tree (not tests/ or benchmarks/) with ``ast`` and fails when a shared
+name is defined a second time: the verdict names, the R-hat / ESS goals, the interpolation
+threshold, the analysis- and run-folder file names, the curves.nc variables, the optimizer kinds,
+the clock labels and the report sections, and cube variable names spelled as strings in
+simulate.py. Owners: initmem/names.py, grid.py, optimizers.py, clocks.py, cube.py,
+reports/sections.py (docs/extending.md).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from initmem import clocks, cube, names, optimizers
+
+ROOT = Path(__file__).resolve().parents[1]
+SKIP_DIRS = {"tests", "benchmarks", ".venv", "build", "runs"}
+
+# Definitions still to be removed by another branch (issue 17 leaves models/memory.py and
+# models/summaries.py to branch `verdict`); delete an entry once that branch has landed.
+PENDING = {
+    ("models/memory.py", "RHAT_MAX"), ("models/memory.py", "ESS_MIN"),
+    ("models/summaries.py", "verdicts"),
+}
+
+
+def _modules() -> dict[str, ast.Module]:
+    out = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        if rel.parts[0] in SKIP_DIRS or any(p.startswith(".") for p in rel.parts):
+            continue
+        out[rel.as_posix()] = ast.parse(path.read_text(encoding="utf-8"))
+    return out
+
+
+MODULES = _modules()
+NODES = {rel: list(ast.walk(tree)) for rel, tree in MODULES.items()}
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                ids.add(id(first.value))
+    return ids
+
+
+def _collections(rel: str):
+    """Every tuple / list / set / dict literal and every ``Literal[...]`` subscript of a module."""
+    for node in NODES[rel]:
+        if isinstance(node, ast.Tuple | ast.List | ast.Set | ast.Dict):
+            yield node
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "Literal":
+            yield node
+
+
+def _vocabulary_sites(vocab: tuple[str, ...], min_hits: int = 2) -> set[str]:
+    """Modules with a collection literal holding at least ``min_hits`` words of ``vocab``."""
+    found = set()
+    for rel in MODULES:
+        for node in _collections(rel):
+            if isinstance(node, ast.Dict):
+                items = node.keys
+            elif isinstance(node, ast.Subscript):
+                items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            else:
+                items = node.elts
+            words = [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+            if len(set(words) & set(vocab)) >= min_hits:
+                found.add(rel)
+    return found
+
+
+def _assigned(name: str) -> set[str]:
+    """Modules that assign ``name`` a literal value (a derived value such as a registry lookup is fine)."""
+    found = set()
+    for rel in MODULES:
+        for node in NODES[rel]:
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    tnames = [t] if isinstance(t, ast.Name) else (t.elts if isinstance(t, ast.Tuple) else [])
+                    if any(isinstance(n, ast.Name) and n.id == name for n in tnames) and _is_literal(node.value):
+                        found.add(rel)
+    return found
+
+
+def _is_literal(node: ast.AST) -> bool:
+    try:
+        ast.literal_eval(node)
+        return True
+    except ValueError:
+        return False
+
+
+def _pending(label: str) -> set[str]:
+    return {m for m, what in PENDING if what == label}
+
+
+def test_verdict_names_have_one_owner():
+    assert _vocabulary_sites(names.VERDICTS) - _pending("verdicts") == {"names.py"}
+    template = (ROOT / "reports" / "templates" / "report.html.j2").read_text(encoding="utf-8")
+    assert '"remembers", "forgets"' not in template
+
+
+def test_sampler_goals_and_the_interpolation_threshold_have_one_owner():
+    for name in ("RHAT_MAX", "ESS_MIN"):
+        assert _assigned(name) - _pending(name) == {"names.py"}, name
+    sites = {rel for rel in MODULES for n in NODES[rel]
+             if isinstance(n, ast.Constant) and n.value == 0.995}
+    assert sites == {"grid.py"}
+
+
+def test_folder_layout_and_curves_variables_have_one_owner():
+    words = {names.SUMMARY_JSON, names.COLLAPSE_JSON, names.CURVES_NC, names.POSTERIOR_NC, names.REPORT_HTML,
+             names.CUBE_NC, names.EVENTS_JSONL, names.CURVE_EPOCH_AXIS, names.CURVE_RHO, names.CURVE_RHO_Q05,
+             names.CURVE_RHO_Q95, names.CURVE_FUNC_SPREAD, names.CURVE_FUNC_SHARE, names.CURVE_FS_MEMORY}
+    for rel, tree in MODULES.items():
+        if rel == "names.py":
+            continue
+        docs = _docstrings(tree)
+        spelled = {n.value for n in NODES[rel] if isinstance(n, ast.Constant) and n.value in words
+                   and id(n) not in docs}
+        assert not spelled, (rel, spelled)
+
+
+def test_optimizer_kinds_clock_labels_and_sections_have_one_owner():
+    assert _vocabulary_sites(optimizers.names()) == set()  # the table builds OptimizerKind entries
+    for name in ("OPTIMIZERS", "ADAPTIVE", "OPTIMIZER_NAMES"):
+        assert _assigned(name) <= {"optimizers.py"}, name
+    assert _vocabulary_sites(tuple(c.label for c in clocks.CLOCKS), 1) == set()  # labels: built by clocks.py
+    for name in ("AXIS_LABELS", "TRUTH_AXES", "SECTIONS", "FIGURES"):
+        assert not _assigned(name), name
+
+
+def test_simulate_spells_no_cube_variable():
+    tree = MODULES["simulate.py"]
+    docs = _docstrings(tree)
+    variables = (set(cube.known_variables()) | {cube.A_TRUTH}) - {cube.STEP}  # "step" is also a schedule name
+    spelled = sorted({n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in variables
+                      and id(n) not in docs})
+    assert not spelled

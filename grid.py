@@ -20,7 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from initmem.errors import UserError
 
 DATASETS = ("digits", "cifar10", "cifar100", "fashion_mnist", "svhn")
-ARCH_PATTERN = re.compile(r"^(resnet_tiny|resnet9|resnet(\d+))$")
+ARCH_PATTERN = re.compile(r"^(resnet_tiny|resnet9|resnet(\d+)|mlp|vit_tiny)$")
+DENSE_ARCHS = ("mlp", "vit_tiny")  # take any image size (digits included); no BatchNorm
+# The initialization probes (docs/arms.md): what the sigma_w axis of a grid sweeps.
+PROBES = ("scale", "layer_scale", "shape", "width_scaling")
+SHAPES = ("normal", "uniform", "truncated_normal", "orthogonal")
+DEFAULT_WIDTH = {"resnet_tiny": 16, "resnet9": 64, "mlp": 64, "vit_tiny": 32}  # CIFAR ResNets: 16
 OPTIMIZERS = ("sgd", "adam", "adamw")
 SCHEDULES = ("constant", "cosine", "step")
 INIT_SCALES = ("all_kernels", "normalized_kernels", "convolutions", "head")
@@ -41,11 +46,35 @@ class DatasetSpec(_Strict):
 
 class ModelSpec(_Strict):
     """``norm: none`` is the norm-free arm: per-channel biases instead of BatchNorm and a
-    SkipInit gain (learnable, starting at 0) on every residual branch."""
+    SkipInit gain (learnable, starting at 0) on every residual branch. ``norm: layer`` is
+    LayerNorm (mlp: optional after each hidden layer; vit_tiny: always, pre-norm blocks); the
+    norm defaults by arch (ResNets batch, mlp none, vit_tiny layer). ``depth`` (mlp: hidden
+    layers; vit_tiny: blocks), ``heads`` and ``patch`` (vit_tiny) only for the dense arms."""
 
     arch: str = "resnet_tiny"
     width: int | None = Field(None, ge=1, le=4096)
-    norm: Literal["batch", "none"] = "batch"
+    norm: Literal["batch", "none", "layer"] = "batch"
+    depth: int | None = Field(None, ge=1, le=64)
+    heads: int | None = Field(None, ge=1, le=64)
+    patch: int | None = Field(None, ge=1, le=64)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_norm(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "norm" not in data and data.get("arch") in DENSE_ARCHS:
+            return {**data, "norm": "none" if data["arch"] == "mlp" else "layer"}
+        return data
+
+    @model_validator(mode="after")
+    def _arch_options(self) -> ModelSpec:
+        allowed = {"mlp": ("none", "layer"), "vit_tiny": ("layer",)}.get(self.arch, ("batch", "none"))
+        if self.norm not in allowed:
+            raise ValueError(f"norm: {self.arch} takes {' or '.join(allowed)} (got {self.norm!r})")
+        for key in ("depth", "heads", "patch"):
+            if getattr(self, key) is not None and (self.arch not in DENSE_ARCHS or
+                                                   (key != "depth" and self.arch != "vit_tiny")):
+                raise ValueError(f"{key}: only for arch {'vit_tiny' if key != 'depth' else 'mlp or vit_tiny'}")
+        return self
 
     @field_validator("arch")
     @classmethod
@@ -68,6 +97,27 @@ class InitSpec(_Strict):
 
     scheme: Literal["kaiming_normal"] = "kaiming_normal"
     scale: Literal["all_kernels", "normalized_kernels", "convolutions", "head"] = "all_kernels"
+    # What the sigma_w axis sweeps (docs/arms.md): ``scale`` multiplies the kernels ``scale``
+    # names; ``layer_scale`` multiplies one layer group (``layers``); ``shape`` draws the kernels
+    # ``scale`` names from ``shapes[level - 1]`` at the scheme's variance (sigma_w holds the codes
+    # 1..k: a categorical axis); ``width_scaling`` sets the width to sigma_w x model.width under
+    # ``parametrization`` (standard, or muP init multipliers and learning rates).
+    probe: Literal["scale", "layer_scale", "shape", "width_scaling"] = "scale"
+    layers: Literal["first", "body", "head"] | None = None
+    shapes: list[Literal["normal", "uniform", "truncated_normal", "orthogonal"]] | None = None
+    parametrization: Literal["standard", "mup"] = "standard"
+
+    @model_validator(mode="after")
+    def _probe_options(self) -> InitSpec:
+        if (self.layers is not None) != (self.probe == "layer_scale"):
+            raise ValueError("layers: set it for probe layer_scale, and only then")
+        if (self.shapes is not None) != (self.probe == "shape"):
+            raise ValueError("shapes: set it for probe shape, and only then")
+        if self.shapes is not None and (len(self.shapes) < 2 or len(set(self.shapes)) != len(self.shapes)):
+            raise ValueError("shapes: at least two distinct distributions")
+        if self.parametrization != "standard" and self.probe != "width_scaling":
+            raise ValueError("parametrization: only for probe width_scaling")
+        return self
 
 
 class PipelineSpec(_Strict):
@@ -168,6 +218,9 @@ class EngineSpec(_Strict):
 
 
 class Grid(_Strict):
+    """A grid: ``sigma_w`` is the probe's level axis (docs/arms.md); for ``init.probe: shape``
+    it may be left out and is then the level codes 1..k of ``init.shapes``."""
+
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     dataset: DatasetSpec = DatasetSpec()
     model: ModelSpec = ModelSpec()
@@ -178,6 +231,15 @@ class Grid(_Strict):
     eval: EvalSpec = EvalSpec()
     slurm: SlurmSpec | None = None
     engine: EngineSpec = EngineSpec()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape_codes(cls, data: Any) -> Any:
+        init = data.get("init") if isinstance(data, dict) else None
+        if isinstance(init, dict) and init.get("probe") == "shape" and "sigma_w" not in data \
+                and isinstance(init.get("shapes"), list):
+            return {**data, "sigma_w": [float(i + 1) for i in range(len(init["shapes"]))]}
+        return data
 
     @field_validator("sigma_w")
     @classmethod
@@ -208,13 +270,30 @@ class Grid(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Grid:
-        if self.init.scale == "normalized_kernels" and self.model.norm != "batch":
-            raise ValueError("init.scale: normalized_kernels needs model.norm: batch")
+        if self.init.scale == "normalized_kernels" and not (
+                self.model.norm == "batch" or (self.model.arch == "mlp" and self.model.norm == "layer")):
+            raise ValueError("init.scale: normalized_kernels needs model.norm: batch (or an mlp with norm: layer)")
+        if self.init.scale == "convolutions" and self.model.arch in DENSE_ARCHS:
+            raise ValueError(f"init.scale: {self.model.arch} has no convolutions")
         if self.dataset.name != "digits" and self.dataset.root is None:
             raise ValueError(f"dataset.root: {self.dataset.name} needs a torchvision data folder")
-        if self.dataset.name == "digits" and self.model.arch != "resnet_tiny":
-            raise ValueError("model.arch: the 8x8 digits images need resnet_tiny")
+        if self.dataset.name == "digits" and self.model.arch not in ("resnet_tiny", *DENSE_ARCHS):
+            raise ValueError("model.arch: the 8x8 digits images need resnet_tiny, mlp or vit_tiny")
+        self._check_probe()
         return self
+
+    def _check_probe(self) -> None:
+        init = self.init
+        if init.probe == "shape" and self.sigma_w != [float(i + 1) for i in range(len(init.shapes or []))]:
+            raise ValueError(f"sigma_w: with probe shape it holds the level codes 1..{len(init.shapes or [])} "
+                             "of init.shapes (leave it out to get them)")
+        if init.probe == "width_scaling":
+            if self.model.arch != "mlp" or self.model.norm != "none":
+                raise ValueError("init.probe: width_scaling needs model.arch mlp with norm none")
+            base = self.model.width or DEFAULT_WIDTH["mlp"]
+            if any(abs(s * base - round(s * base)) > 1e-9 or round(s * base) < 1 for s in self.sigma_w):
+                raise ValueError(f"sigma_w: with probe width_scaling each level times model.width ({base}) "
+                                 "must be a whole number of units")
 
     # ---------------------------------------------------------------------------------------
     def cells(self, pipeline: str) -> list[tuple[float, int]]:
@@ -235,11 +314,11 @@ class Grid(_Strict):
         return resolve_preset(name_or_path)
 
 
-PRESETS = ("quick", "paper")
+PRESETS = ("quick", "paper", "arms")
 
 
 def resolve_preset(name_or_path: str | Path) -> Path:
-    """'quick' / 'paper' -> the packaged configs/*.yaml; anything else is taken as a path."""
+    """'quick' / 'paper' / 'arms' -> the packaged configs/*.yaml; anything else is taken as a path."""
     if str(name_or_path) in PRESETS:
         ref = resources.files("initmem").joinpath("configs", f"{name_or_path}.yaml")
         return Path(str(ref))

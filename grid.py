@@ -65,24 +65,13 @@ class ModelSpec(_Strict):
             return {**data, "norm": "none" if data["arch"] == "mlp" else "layer"}
         return data
 
-    @model_validator(mode="after")
-    def _arch_options(self) -> ModelSpec:
-        allowed = {"mlp": ("none", "layer"), "vit_tiny": ("layer",)}.get(self.arch, ("batch", "none"))
-        if self.norm not in allowed:
-            raise ValueError(f"norm: {self.arch} takes {' or '.join(allowed)} (got {self.norm!r})")
-        for key in ("depth", "heads", "patch"):
-            if getattr(self, key) is not None and (self.arch not in DENSE_ARCHS or
-                                                   (key != "depth" and self.arch != "vit_tiny")):
-                raise ValueError(f"{key}: only for arch {'vit_tiny' if key != 'depth' else 'mlp or vit_tiny'}")
-        return self
-
     @field_validator("arch")
     @classmethod
     def _arch(cls, v: str) -> str:
         m = ARCH_PATTERN.match(v)
         if not m:
-            raise ValueError(f"must be one of resnet_tiny, resnet9, resnet20, resnet32, resnet56 or "
-                             f"resnet(6n+2) (got {v!r})")
+            raise ValueError(f"must be one of resnet_tiny, resnet9, resnet20, resnet32, resnet56, "
+                             f"resnet(6n+2), mlp, vit_tiny (got {v!r})")
         if m.group(2) is not None:
             depth = int(m.group(2))
             if depth < 8 or (depth - 2) % 6 != 0:
@@ -107,18 +96,6 @@ class InitSpec(_Strict):
     shapes: list[Literal["normal", "uniform", "truncated_normal", "orthogonal"]] | None = None
     parametrization: Literal["standard", "mup"] = "standard"
 
-    @model_validator(mode="after")
-    def _probe_options(self) -> InitSpec:
-        if (self.layers is not None) != (self.probe == "layer_scale"):
-            raise ValueError("layers: set it for probe layer_scale, and only then")
-        if (self.shapes is not None) != (self.probe == "shape"):
-            raise ValueError("shapes: set it for probe shape, and only then")
-        if self.shapes is not None and (len(self.shapes) < 2 or len(set(self.shapes)) != len(self.shapes)):
-            raise ValueError("shapes: at least two distinct distributions")
-        if self.parametrization != "standard" and self.probe != "width_scaling":
-            raise ValueError("parametrization: only for probe width_scaling")
-        return self
-
 
 class PipelineSpec(_Strict):
     optimizer: Literal["sgd", "adam", "adamw"]
@@ -134,6 +111,9 @@ class PipelineSpec(_Strict):
     gamma: float = Field(0.1, gt=0, le=1)
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = Field(1e-8, gt=0)
+    # This pipeline's own model section (replaces the grid's): one grid can then set several
+    # architectures side by side, e.g. the arms preset (docs/arms.md).
+    model: ModelSpec | None = None
 
     @field_validator("betas")
     @classmethod
@@ -270,27 +250,58 @@ class Grid(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Grid:
-        if self.init.scale == "normalized_kernels" and not (
-                self.model.norm == "batch" or (self.model.arch == "mlp" and self.model.norm == "layer")):
-            raise ValueError("init.scale: normalized_kernels needs model.norm: batch (or an mlp with norm: layer)")
-        if self.init.scale == "convolutions" and self.model.arch in DENSE_ARCHS:
-            raise ValueError(f"init.scale: {self.model.arch} has no convolutions")
+        self._check_model()
         if self.dataset.name != "digits" and self.dataset.root is None:
             raise ValueError(f"dataset.root: {self.dataset.name} needs a torchvision data folder")
-        if self.dataset.name == "digits" and self.model.arch not in ("resnet_tiny", *DENSE_ARCHS):
-            raise ValueError("model.arch: the 8x8 digits images need resnet_tiny, mlp or vit_tiny")
-        self._check_probe()
+        for model in {self.model_of(p) for p in self.pipelines}:
+            if self.init.scale == "normalized_kernels" and not (
+                    model.norm == "batch" or (model.arch == "mlp" and model.norm == "layer")):
+                raise ValueError("init.scale: normalized_kernels needs model.norm: batch (or an mlp with norm: layer)")
+            if self.init.scale == "convolutions" and model.arch in DENSE_ARCHS:
+                raise ValueError(f"init.scale: {model.arch} has no convolutions")
+            if self.dataset.name == "digits" and model.arch not in ("resnet_tiny", *DENSE_ARCHS):
+                raise ValueError("model.arch: the 8x8 digits images need resnet_tiny, mlp or vit_tiny")
+            self._check_probe(model)
         return self
 
-    def _check_probe(self) -> None:
+    def model_of(self, pipeline: str) -> ModelSpec:
+        """The model section a pipeline trains: its own, or the grid's."""
+        return self.pipelines[pipeline].model or self.model
+
+    @property
+    def mixed_models(self) -> bool:
+        """Whether some pipeline sets its own model (then the cube records arch and norm per pipeline)."""
+        return any(spec.model is not None for spec in self.pipelines.values())
+
+    def _check_model(self) -> None:
+        for m in [self.model, *(spec.model for spec in self.pipelines.values() if spec.model is not None)]:
+            self._check_one_model(m)
+
+    def _check_one_model(self, m: ModelSpec) -> None:
+        allowed = {"mlp": ("none", "layer"), "vit_tiny": ("layer",)}.get(m.arch, ("batch", "none"))
+        if m.norm not in allowed:
+            raise ValueError(f"model.norm: {m.arch} takes one of {', '.join(allowed)} (got {m.norm!r})")
+        for key in ("depth", "heads", "patch"):
+            if getattr(m, key) is not None and (m.arch not in DENSE_ARCHS or (key != "depth" and m.arch != "vit_tiny")):
+                raise ValueError(f"model.{key}: only for arch {'vit_tiny' if key != 'depth' else 'mlp or vit_tiny'}")
+
+    def _check_probe(self, model: ModelSpec) -> None:
         init = self.init
+        if (init.layers is not None) != (init.probe == "layer_scale"):
+            raise ValueError("init.layers: set it for probe layer_scale, and only then")
+        if (init.shapes is not None) != (init.probe == "shape"):
+            raise ValueError("init.shapes: set it for probe shape, and only then")
+        if init.shapes is not None and (len(init.shapes) < 2 or len(set(init.shapes)) != len(init.shapes)):
+            raise ValueError("init.shapes: at least two distinct distributions")
+        if init.parametrization != "standard" and init.probe != "width_scaling":
+            raise ValueError("init.parametrization: only for probe width_scaling")
         if init.probe == "shape" and self.sigma_w != [float(i + 1) for i in range(len(init.shapes or []))]:
             raise ValueError(f"sigma_w: with probe shape it holds the level codes 1..{len(init.shapes or [])} "
                              "of init.shapes (leave it out to get them)")
         if init.probe == "width_scaling":
-            if self.model.arch != "mlp" or self.model.norm != "none":
+            if model.arch != "mlp" or model.norm != "none":
                 raise ValueError("init.probe: width_scaling needs model.arch mlp with norm none")
-            base = self.model.width or DEFAULT_WIDTH["mlp"]
+            base = model.width or DEFAULT_WIDTH["mlp"]
             if any(abs(s * base - round(s * base)) > 1e-9 or round(s * base) < 1 for s in self.sigma_w):
                 raise ValueError(f"sigma_w: with probe width_scaling each level times model.width ({base}) "
                                  "must be a whole number of units")
@@ -326,6 +337,26 @@ def resolve_preset(name_or_path: str | Path) -> Path:
     if not path.exists():
         raise UserError(f"no such grid file: {path} (presets: {', '.join(PRESETS)})")
     return path
+
+
+def probe_levels(grid: Grid) -> list[str]:
+    """The name of every sigma_w level, in sigma_w order (the cube's ``probe_levels``)."""
+    init = grid.init
+    if init.probe == "shape":
+        return list(init.shapes or [])
+    if init.probe == "width_scaling":
+        return [f"width x{s:g}" for s in grid.sigma_w]
+    return [f"{s:g}" for s in grid.sigma_w]
+
+
+def probe_target(init: InitSpec) -> str:
+    """What the probe acts on: the kernels (scale, shape), the layer group, the parametrization."""
+    if init.probe == "layer_scale":
+        return str(init.layers)
+    if init.probe == "width_scaling":
+        return init.parametrization
+    return init.scale
+
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:

@@ -86,9 +86,9 @@ class PackTrainer:
                                         batch_size=self.spec.batch_size, optimizer=self.spec.optimizer,
                                         momentum=self.spec.momentum, coupled_l2=self.spec.coupled_l2)
         # The init probe (collect/probes.py): what sigma_w does to each member at init.
-        net = build_for_grid(grid, self.G, split.in_channels, split.n_classes, split.image_size)
+        net = build_for_grid(grid, pipeline, self.G, split.in_channels, split.n_classes, split.image_size)
         for g, (sigma, seed) in enumerate(self.cells):
-            init_cell(net, g, sigma, seed_generator(seed, STREAM_INIT), grid)
+            init_cell(net, g, sigma, seed_generator(seed, STREAM_INIT), grid, pipeline)
         mult = width_multipliers(grid, self.cells)
         if mult is not None:
             net.head.out_mult = 1.0 / mult
@@ -404,7 +404,7 @@ def _to_dataset(grid: Grid, pipeline: str, tr: PackTrainer, rec: Recorder, devic
         cube.LAYER: np.array(tr.layers, dtype=object),
         cube.EXAMPLE: np.arange(n_test, dtype="int64"),
     }
-    for k, v in pipeline_coords(spec).items():
+    for k, v in pipeline_coords(spec, grid.model_of(pipeline) if grid.mixed_models else None).items():
         coords[k] = (cube.PIPELINE, np.array([v], dtype=object if isinstance(v, str) else None))
     ds = xr.Dataset({k: xr.Variable(d, a) for k, (d, a) in data.items()}, coords=coords)
     ds.attrs = cube_attrs(grid, device, n_test=n_test, dataset_fingerprint=tr.split.fingerprint)

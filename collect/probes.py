@@ -29,39 +29,19 @@ import torch
 
 from initmem.collect.dense import PDense
 from initmem.collect.nets import PackedNet, build_net, init_member, scaled_kernels
-from initmem.grid import DEFAULT_WIDTH, Grid, InitSpec
+from initmem.grid import DEFAULT_WIDTH, Grid
 
 TRUNC = 2.0  # truncated normal: cut at +-2 standard deviations of the parent normal
 
 
-def build_for_grid(grid: Grid, G: int, in_ch: int, n_classes: int, size: int) -> PackedNet:
-    """The packed net of a grid's model section (at the widest level under width_scaling)."""
-    m = grid.model
+def build_for_grid(grid: Grid, pipeline: str, G: int, in_ch: int, n_classes: int, size: int) -> PackedNet:
+    """The packed net of a pipeline's model section (at the widest level under width_scaling)."""
+    m = grid.model_of(pipeline)
     width = m.width
     if grid.init.probe == "width_scaling":
         width = round(max(grid.sigma_w) * (m.width or DEFAULT_WIDTH[m.arch]))
     return build_net(m.arch, G, in_ch, n_classes, width, m.norm, size=size, depth=m.depth, heads=m.heads,
                      patch=m.patch)
-
-
-def probe_levels(grid: Grid) -> list[str]:
-    """The name of every sigma_w level, in sigma_w order (the cube's ``probe_levels``)."""
-    init = grid.init
-    if init.probe == "shape":
-        return list(init.shapes or [])
-    if init.probe == "width_scaling":
-        base = grid.model.width or DEFAULT_WIDTH[grid.model.arch]
-        return [f"width {round(s * base)}" for s in grid.sigma_w]
-    return [f"{s:g}" for s in grid.sigma_w]
-
-
-def probe_target(init: InitSpec) -> str:
-    """What the probe acts on: the kernels (scale, shape), the layer group, the parametrization."""
-    if init.probe == "layer_scale":
-        return str(init.layers)
-    if init.probe == "width_scaling":
-        return init.parametrization
-    return init.scale
 
 
 def shaped(z: torch.Tensor, shape: str) -> torch.Tensor:
@@ -93,9 +73,10 @@ def trunc_sd() -> float:
     return math.sqrt(1 - 2 * a * phi / math.erf(a / math.sqrt(2)))
 
 
-def init_cell(net: PackedNet, g: int, level: float, generator: torch.Generator, grid: Grid) -> None:
+def init_cell(net: PackedNet, g: int, level: float, generator: torch.Generator, grid: Grid, pipeline: str) -> None:
     """Member g's init at probe level ``level`` (sigma_w) with the seed's generator."""
     init = grid.init
+    model = grid.model_of(pipeline)
     if init.probe == "scale":
         init_member(net, g, level, generator, init.scale)
     elif init.probe == "layer_scale":
@@ -103,7 +84,7 @@ def init_cell(net: PackedNet, g: int, level: float, generator: torch.Generator, 
     elif init.probe == "shape":
         _init_shape(net, g, (init.shapes or [])[int(round(level)) - 1], generator, init.scale)
     else:
-        _init_width(net, g, round(level * (grid.model.width or DEFAULT_WIDTH[grid.model.arch])), generator)
+        _init_width(net, g, round(level * (model.width or DEFAULT_WIDTH[model.arch])), generator)
     extra = getattr(net, "init_extra", None)
     if extra is not None:
         extra(g, generator)

@@ -18,6 +18,7 @@ from typing import Any
 from initmem import cube
 from initmem import results as R
 from initmem.errors import UserError
+from initmem.levels import probe_is_categorical
 from initmem.models import arviz_io
 from initmem.models.memory import (
     DEFAULT_TARGET_ACCEPT,
@@ -119,6 +120,10 @@ def analyze_cube(
         raise UserError("--chains must be >= 2: R-hat needs several chains")
     out = Path(out_dir)
     ds = cube.open_cube(cube_path)
+    if memory == "radial" and probe_is_categorical(ds):
+        warn("the cube's probe is categorical (shape): the radial memory (a slope on log sigma_w) does not apply, "
+             "so the collapse test uses the functional memory (docs/arms.md)")
+        memory = "functional"
     data = prepare_data(ds, metric, family, gate=gate, seed=seed)
     delta = resolve_delta(data.metric, delta)
     for note in data.notes:

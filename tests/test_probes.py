@@ -20,8 +20,9 @@ from initmem.collect.nets import init_member
 from initmem.collect.packs import collect_grid
 from initmem.collect.probes import TRUNC, build_for_grid, init_cell, shaped, trunc_sd
 from initmem.errors import UserError
-from initmem.levels import level_names, probe_is_categorical
+from initmem.levels import PROBE_LABEL, level_names, probe_is_categorical
 from initmem.reports.html import build_report
+from initmem.stats.curves import memory_curves
 
 from .test_engine import _one_thread  # noqa: F401 (autouse fixture)
 from .test_nets_dense import MLP, dense_grid
@@ -120,7 +121,7 @@ def test_probe_options_are_checked():
 
 PROBES = {
     "scale": ({"scale": "all_kernels"}, (0.5, 2.0), ["0.5", "2"]),
-    "layer_scale": ({"probe": "layer_scale", "layers": "body"}, (0.5, 2.0), ["0.5", "2"]),
+    "layer_scale": ({"probe": "layer_scale", "layers": "head"}, (0.5, 2.0), ["0.5", "2"]),
     "shape": ({"probe": "shape", "shapes": ["uniform", "orthogonal"]}, (1.0, 2.0), ["uniform", "orthogonal"]),
     "width_scaling": ({"probe": "width_scaling", "parametrization": "mup"}, (0.5, 1.0), ["width x0.5", "width x1"]),
 }
@@ -138,6 +139,21 @@ def test_each_probe_runs_into_a_valid_cube_and_a_report_that_names_it(probe, tmp
     assert ds.attrs[cube.A_PROBE] == probe and level_names(ds) == names
     assert probe_is_categorical(ds) == (probe == "shape")
     assert bool(cube.ok_cells(ds).all()) and np.isfinite(ds[cube.TAU_INTERP].values).all()
+    # Known-answer memory at epoch 0 (before any step), through the analysis' own statistics: all
+    # kernels x sigma_w make the total kernel norm exactly proportional to sigma_w, so the radial
+    # memory rho(0) is exactly 1; the head x sigma_w multiplies the logits by a positive number, so
+    # no prediction changes and the functional memory is exactly 0; shape has no radial memory.
+    mc = memory_curves(ds, n_boot=0)
+    rho0, func0 = (float(mc[v].isel({cube.EPOCH: 0}).values.item()) for v in ("rho", "func_spread"))
+    if probe == "scale":
+        assert abs(rho0 - 1.0) < 1e-12, rho0
+    elif probe == "layer_scale":
+        assert func0 == 0.0
+    elif probe == "shape":
+        assert np.isnan(mc["rho"].values).all() and "categorical" in str(mc.attrs.get("skipped"))
+        assert func0 > 0.0                  # two distributions draw two different functions
+    # The report names the probe: in the design paragraph and the metric figure's caption and axis.
     html = build_report(write_analysis(ds, tmp_path), tmp_path / "report.html").read_text()
     assert f"Initialization probe {probe}" in html and f"initialization probe {probe}" in html
     assert all(n in html for n in names)
+    assert PROBE_LABEL[probe] in html

@@ -134,3 +134,18 @@ def test_pipelines_with_their_own_architectures_collect_into_one_cube():
     assert np.isnan(norms.sel({cube.PIPELINE: "a", cube.LAYER: "embed"}).values).all()
     acc = ds[cube.TRAIN_ACC].isel({cube.EPOCH: -1})
     assert float(acc.min()) > 0.25, acc.values                     # measured: 0.28 or more
+
+
+def test_the_arms_preset_crosses_five_architectures_with_the_same_two_optimizers():
+    from initmem.grid import load_grid
+
+    g = load_grid("arms")
+    models = {p: g.model_of(p) for p in g.pipelines}
+    assert {(m.arch, m.norm) for m in models.values()} == {
+        ("resnet_tiny", "batch"), ("resnet_tiny", "none"), ("mlp", "none"), ("mlp", "layer"), ("vit_tiny", "layer")}
+    for opt in ("sgd", "adamw"):   # one optimizer per suffix, identical settings in every architecture
+        specs = {p: s.model_copy(update={"model": None}) for p, s in g.pipelines.items() if p.endswith("." + opt)}
+        assert len(specs) == 5 and len(set(map(repr, specs.values()))) == 1
+    assert g.init.probe == "scale"
+    for p in g.pipelines:
+        assert build_for_grid(g, p, 1, 1, 10, 8).G == 1

@@ -16,6 +16,7 @@ from typing import Any
 
 from initmem import cube
 from initmem import results as R
+from initmem.levels import probe_is_categorical
 from initmem.models import arviz_io
 from initmem.models.memory import (
     DEFAULT_TARGET_ACCEPT,
@@ -97,6 +98,10 @@ def analyze_cube(
     seed = spec.seed
     out = Path(out_dir)
     ds = cube.open_cube(cube_path)
+    if spec.memory == "radial" and probe_is_categorical(ds):
+        warn("the cube's probe is categorical (shape): the radial memory (a slope on log sigma_w) does not apply, "
+             "so the collapse test uses the functional memory (docs/arms.md)")
+        spec = spec.model_copy(update={"memory": "functional"})
     data = prepare_data(ds, spec.metric, spec.family, gate=spec.gate, seed=seed)
     delta = resolve_delta(data.metric, spec.delta)
     for note in data.notes:

@@ -102,6 +102,9 @@ A_TRUTH, A_FAILED_CELLS, A_CORRUPT_SHARDS, A_SOURCE = "truth", "failed_cells", "
 # What a collected cube was trained with, for provenance and for telling grids apart.
 A_GRID_HASH, A_GRID_NAME, A_DATASET = "grid_hash", "grid_name", "dataset"
 A_ARCH, A_NORM, A_INIT_SCALE, A_AUGMENT = "arch", "norm", "init_scale", "augment"
+# The init probe sigma_w holds (absent: scale), what it acts on, its level names (docs/arms.md).
+A_PROBE, A_PROBE_TARGET, A_PROBE_LEVELS = "probe", "probe_target", "probe_levels"
+PROBE_SCALE, PROBE_SHAPE = "scale", "shape"
 # How seeds relate across sigma_w levels: "paired" (one seed shares initial direction, data order and
 # augmentation across every level: initmem's own collect) or "independent" (imported runs whose seeds
 # share nothing). Absent means paired. The memory model keeps the shared seed effect only when paired.

@@ -21,7 +21,12 @@ from initmem import optimizers
 from initmem.errors import UserError
 
 DATASETS = ("digits", "cifar10", "cifar100", "fashion_mnist", "svhn")
-ARCH_PATTERN = re.compile(r"^(resnet_tiny|resnet9|resnet(\d+))$")
+ARCH_PATTERN = re.compile(r"^(resnet_tiny|resnet9|resnet(\d+)|mlp|vit_tiny)$")
+DENSE_ARCHS = ("mlp", "vit_tiny")  # take any image size (digits included); no BatchNorm
+# The initialization probes (docs/arms.md): what the sigma_w axis of a grid sweeps.
+PROBES = ("scale", "layer_scale", "shape", "width_scaling")
+SHAPES = ("normal", "uniform", "truncated_normal", "orthogonal")
+DEFAULT_WIDTH = {"resnet_tiny": 16, "resnet9": 64, "mlp": 64, "vit_tiny": 32}  # CIFAR ResNets: 16
 OPTIMIZERS = optimizers.names()  # the optimizer table, initmem/optimizers.py
 SCHEDULES = ("constant", "cosine", "step")
 INIT_SCALES = ("all_kernels", "normalized_kernels", "convolutions", "head")
@@ -43,19 +48,32 @@ class DatasetSpec(_Strict):
 
 class ModelSpec(_Strict):
     """``norm: none`` is the norm-free arm: per-channel biases instead of BatchNorm and a
-    SkipInit gain (learnable, starting at 0) on every residual branch."""
+    SkipInit gain (learnable, starting at 0) on every residual branch. ``norm: layer`` is
+    LayerNorm (mlp: optional after each hidden layer; vit_tiny: always, pre-norm blocks); the
+    norm defaults by arch (ResNets batch, mlp none, vit_tiny layer). ``depth`` (mlp: hidden
+    layers; vit_tiny: blocks), ``heads`` and ``patch`` (vit_tiny) only for the dense arms."""
 
     arch: str = "resnet_tiny"
     width: int | None = Field(None, ge=1, le=4096)
-    norm: Literal["batch", "none"] = "batch"
+    norm: Literal["batch", "none", "layer"] = "batch"
+    depth: int | None = Field(None, ge=1, le=64)
+    heads: int | None = Field(None, ge=1, le=64)
+    patch: int | None = Field(None, ge=1, le=64)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_norm(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "norm" not in data and data.get("arch") in DENSE_ARCHS:
+            return {**data, "norm": "none" if data["arch"] == "mlp" else "layer"}
+        return data
 
     @field_validator("arch")
     @classmethod
     def _arch(cls, v: str) -> str:
         m = ARCH_PATTERN.match(v)
         if not m:
-            raise ValueError(f"must be one of resnet_tiny, resnet9, resnet20, resnet32, resnet56 or "
-                             f"resnet(6n+2) (got {v!r})")
+            raise ValueError(f"must be one of resnet_tiny, resnet9, resnet20, resnet32, resnet56, "
+                             f"resnet(6n+2), mlp, vit_tiny (got {v!r})")
         if m.group(2) is not None:
             depth = int(m.group(2))
             if depth < 8 or (depth - 2) % 6 != 0:
@@ -70,6 +88,15 @@ class InitSpec(_Strict):
 
     scheme: Literal["kaiming_normal"] = "kaiming_normal"
     scale: Literal["all_kernels", "normalized_kernels", "convolutions", "head"] = "all_kernels"
+    # What the sigma_w axis sweeps (docs/arms.md): ``scale`` multiplies the kernels ``scale``
+    # names; ``layer_scale`` multiplies one layer group (``layers``); ``shape`` draws the kernels
+    # ``scale`` names from ``shapes[level - 1]`` at the scheme's variance (sigma_w holds the codes
+    # 1..k: a categorical axis); ``width_scaling`` sets the width to sigma_w x model.width under
+    # ``parametrization`` (standard, or muP init multipliers and learning rates).
+    probe: Literal["scale", "layer_scale", "shape", "width_scaling"] = "scale"
+    layers: Literal["first", "body", "head"] | None = None
+    shapes: list[Literal["normal", "uniform", "truncated_normal", "orthogonal"]] | None = None
+    parametrization: Literal["standard", "mup"] = "standard"
 
 
 class PipelineSpec(_Strict):
@@ -86,6 +113,9 @@ class PipelineSpec(_Strict):
     gamma: float = Field(0.1, gt=0, le=1)
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = Field(1e-8, gt=0)
+    # This pipeline's own model section (replaces the grid's): one grid can then set several
+    # architectures side by side, e.g. the arms preset (docs/arms.md).
+    model: ModelSpec | None = None
 
     @field_validator("betas")
     @classmethod
@@ -172,6 +202,9 @@ class EngineSpec(_Strict):
 
 
 class Grid(_Strict):
+    """A grid: ``sigma_w`` is the probe's level axis (docs/arms.md); for ``init.probe: shape``
+    it may be left out and is then the level codes 1..k of ``init.shapes``."""
+
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     dataset: DatasetSpec = DatasetSpec()
     model: ModelSpec = ModelSpec()
@@ -182,6 +215,15 @@ class Grid(_Strict):
     eval: EvalSpec = EvalSpec()
     slurm: SlurmSpec | None = None
     engine: EngineSpec = EngineSpec()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape_codes(cls, data: Any) -> Any:
+        init = data.get("init") if isinstance(data, dict) else None
+        if isinstance(init, dict) and init.get("probe") == "shape" and "sigma_w" not in data \
+                and isinstance(init.get("shapes"), list):
+            return {**data, "sigma_w": [float(i + 1) for i in range(len(init["shapes"]))]}
+        return data
 
     @field_validator("sigma_w")
     @classmethod
@@ -212,13 +254,61 @@ class Grid(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Grid:
-        if self.init.scale == "normalized_kernels" and self.model.norm != "batch":
-            raise ValueError("init.scale: normalized_kernels needs model.norm: batch")
+        self._check_model()
         if self.dataset.name != "digits" and self.dataset.root is None:
             raise ValueError(f"dataset.root: {self.dataset.name} needs a torchvision data folder")
-        if self.dataset.name == "digits" and self.model.arch != "resnet_tiny":
-            raise ValueError("model.arch: the 8x8 digits images need resnet_tiny")
+        for model in {self.model_of(p) for p in self.pipelines}:
+            if self.init.scale == "normalized_kernels" and not (
+                    model.norm == "batch" or (model.arch == "mlp" and model.norm == "layer")):
+                raise ValueError("init.scale: normalized_kernels needs model.norm: batch (or an mlp with norm: layer)")
+            if self.init.scale == "convolutions" and model.arch in DENSE_ARCHS:
+                raise ValueError(f"init.scale: {model.arch} has no convolutions")
+            if self.dataset.name == "digits" and model.arch not in ("resnet_tiny", *DENSE_ARCHS):
+                raise ValueError("model.arch: the 8x8 digits images need resnet_tiny, mlp or vit_tiny")
+            self._check_probe(model)
         return self
+
+    def model_of(self, pipeline: str) -> ModelSpec:
+        """The model section a pipeline trains: its own, or the grid's."""
+        return self.pipelines[pipeline].model or self.model
+
+    @property
+    def mixed_models(self) -> bool:
+        """Whether some pipeline sets its own model (then the cube records arch and norm per pipeline)."""
+        return any(spec.model is not None for spec in self.pipelines.values())
+
+    def _check_model(self) -> None:
+        for m in [self.model, *(spec.model for spec in self.pipelines.values() if spec.model is not None)]:
+            self._check_one_model(m)
+
+    def _check_one_model(self, m: ModelSpec) -> None:
+        allowed = {"mlp": ("none", "layer"), "vit_tiny": ("layer",)}.get(m.arch, ("batch", "none"))
+        if m.norm not in allowed:
+            raise ValueError(f"model.norm: {m.arch} takes one of {', '.join(allowed)} (got {m.norm!r})")
+        for key in ("depth", "heads", "patch"):
+            if getattr(m, key) is not None and (m.arch not in DENSE_ARCHS or (key != "depth" and m.arch != "vit_tiny")):
+                raise ValueError(f"model.{key}: only for arch {'vit_tiny' if key != 'depth' else 'mlp or vit_tiny'}")
+
+    def _check_probe(self, model: ModelSpec) -> None:
+        init = self.init
+        if (init.layers is not None) != (init.probe == "layer_scale"):
+            raise ValueError("init.layers: set it for probe layer_scale, and only then")
+        if (init.shapes is not None) != (init.probe == "shape"):
+            raise ValueError("init.shapes: set it for probe shape, and only then")
+        if init.shapes is not None and (len(init.shapes) < 2 or len(set(init.shapes)) != len(init.shapes)):
+            raise ValueError("init.shapes: at least two distinct distributions")
+        if init.parametrization != "standard" and init.probe != "width_scaling":
+            raise ValueError("init.parametrization: only for probe width_scaling")
+        if init.probe == "shape" and self.sigma_w != [float(i + 1) for i in range(len(init.shapes or []))]:
+            raise ValueError(f"sigma_w: with probe shape it holds the level codes 1..{len(init.shapes or [])} "
+                             "of init.shapes (leave it out to get them)")
+        if init.probe == "width_scaling":
+            if model.arch != "mlp" or model.norm != "none":
+                raise ValueError("init.probe: width_scaling needs model.arch mlp with norm none")
+            base = model.width or DEFAULT_WIDTH["mlp"]
+            if any(abs(s * base - round(s * base)) > 1e-9 or round(s * base) < 1 for s in self.sigma_w):
+                raise ValueError(f"sigma_w: with probe width_scaling each level times model.width ({base}) "
+                                 "must be a whole number of units")
 
     # ---------------------------------------------------------------------------------------
     def cells(self, pipeline: str) -> list[tuple[float, int]]:
@@ -239,11 +329,11 @@ class Grid(_Strict):
         return resolve_preset(name_or_path)
 
 
-PRESETS = ("quick", "paper")
+PRESETS = ("quick", "paper", "arms")
 
 
 def resolve_preset(name_or_path: str | Path) -> Path:
-    """'quick' / 'paper' -> the packaged configs/*.yaml; anything else is taken as a path."""
+    """'quick' / 'paper' / 'arms' -> the packaged configs/*.yaml; anything else is taken as a path."""
     if str(name_or_path) in PRESETS:
         ref = resources.files("initmem").joinpath("configs", f"{name_or_path}.yaml")
         return Path(str(ref))
@@ -251,6 +341,26 @@ def resolve_preset(name_or_path: str | Path) -> Path:
     if not path.exists():
         raise UserError(f"no such grid file: {path} (presets: {', '.join(PRESETS)})")
     return path
+
+
+def probe_levels(grid: Grid) -> list[str]:
+    """The name of every sigma_w level, in sigma_w order (the cube's ``probe_levels``)."""
+    init = grid.init
+    if init.probe == "shape":
+        return list(init.shapes or [])
+    if init.probe == "width_scaling":
+        return [f"width x{s:g}" for s in grid.sigma_w]
+    return [f"{s:g}" for s in grid.sigma_w]
+
+
+def probe_target(init: InitSpec) -> str:
+    """What the probe acts on: the kernels (scale, shape), the layer group, the parametrization."""
+    if init.probe == "layer_scale":
+        return str(init.layers)
+    if init.probe == "width_scaling":
+        return init.parametrization
+    return init.scale
+
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:

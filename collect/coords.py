@@ -14,13 +14,15 @@ from typing import Any
 
 import initmem
 from initmem import cube, optimizers
-from initmem.grid import Grid, PipelineSpec, grid_hash
+from initmem.grid import Grid, ModelSpec, PipelineSpec, grid_hash, probe_levels, probe_target
 
 
-def pipeline_coords(spec: PipelineSpec) -> dict[str, Any]:
-    """The per-pipeline settings stored as coordinates on the pipeline dim."""
+def pipeline_coords(spec: PipelineSpec, model: ModelSpec | None = None) -> dict[str, Any]:
+    """The per-pipeline settings stored as coordinates on the pipeline dim (with ``model``, a
+    grid whose pipelines set their own models: also ``arch`` and ``norm``)."""
     adam = optimizers.get(spec.optimizer).betas
-    return {
+    arch = {} if model is None else {cube.A_ARCH: model.arch, cube.A_NORM: model.norm}
+    return {**arch,
         "optimizer": spec.optimizer, "lr": float(spec.lr), "batch_size": int(spec.batch_size),
         "momentum": float(spec.momentum), "weight_decay": float(spec.weight_decay),
         "schedule": spec.schedule, "epochs": int(spec.epochs),
@@ -55,9 +57,13 @@ def cube_attrs(grid: Grid, device: str, *, n_test: int | None = None,
         cube.A_GRID_HASH: grid_hash(grid),
         cube.A_GRID_NAME: grid.name,
         cube.A_DATASET: grid.dataset.name,
-        cube.A_ARCH: grid.model.arch,
-        cube.A_NORM: grid.model.norm,
+        # one model per grid, or the pipelines' models in grid order (then also per pipeline)
+        cube.A_ARCH: ",".join(dict.fromkeys(grid.model_of(p).arch for p in grid.pipelines)),
+        cube.A_NORM: ",".join(dict.fromkeys(grid.model_of(p).norm for p in grid.pipelines)),
         cube.A_INIT_SCALE: grid.init.scale,
+        cube.A_PROBE: grid.init.probe,
+        cube.A_PROBE_TARGET: probe_target(grid.init),
+        cube.A_PROBE_LEVELS: ",".join(probe_levels(grid)),
         cube.A_AUGMENT: grid.dataset.augment,
         cube.A_INITMEM_VERSION: initmem.__version__,
         cube.A_TORCH_VERSION: _torch_version(),

@@ -28,8 +28,9 @@ from initmem.collect.coords import cube_attrs, pipeline_coords
 from initmem.collect.data import Split, load_split
 from initmem.collect.devices import deterministic, device_kind, resolve_device
 from initmem.collect.measure import StepMeter
-from initmem.collect.nets import PackedNet, build_net, init_member, kernel_norms, use_channels_last
+from initmem.collect.nets import PackedNet, kernel_norms, use_channels_last
 from initmem.collect.optim import PackedOptimizer
+from initmem.collect.probes import build_for_grid, init_cell, mup_lr_factors, width_multipliers
 from initmem.collect.schedule import LrSchedule, epoch_clocks, steps_per_epoch
 from initmem.collect.select import Selector, tau_interp
 from initmem.errors import UserError
@@ -85,13 +86,17 @@ class PackTrainer:
                                         batch_size=self.spec.batch_size, optimizer=self.spec.optimizer,
                                         momentum=self.spec.momentum, coupled_l2=self.spec.coupled_l2,
                                         decoupled_wd=self.spec.decoupled_wd)
-        net = build_net(grid.model.arch, self.G, split.in_channels, split.n_classes, grid.model.width,
-                        grid.model.norm)
+        # The init probe (collect/probes.py): what sigma_w does to each member at init.
+        net = build_for_grid(grid, pipeline, self.G, split.in_channels, split.n_classes, split.image_size)
         for g, (sigma, seed) in enumerate(self.cells):
-            init_member(net, g, sigma, seed_generator(seed, STREAM_INIT), grid.init.scale)
+            init_cell(net, g, sigma, seed_generator(seed, STREAM_INIT), grid, pipeline)
+        mult = width_multipliers(grid, self.cells)
+        if mult is not None:
+            net.head.out_mult = 1.0 / mult
         self.net: PackedNet = net.to(device)
         self.layers, _ = kernel_norms(self.net)
-        self.optimizer = PackedOptimizer([p for p in self.net.parameters() if p.requires_grad], self.spec, self.kind)
+        self.optimizer = PackedOptimizer([p for p in self.net.parameters() if p.requires_grad], self.spec, self.kind,
+                                         None if mult is None else mup_lr_factors(self.net, mult, self.spec.optimizer))
         self.gen_order = [seed_generator(seed, STREAM_ORDER) for _, seed in self.cells]
         self.gen_aug = [seed_generator(seed, STREAM_AUG) for _, seed in self.cells]
         self.aug_pad = max(1, split.image_size // 8) if grid.dataset.augment == "crop_flip" else 0
@@ -400,7 +405,7 @@ def _to_dataset(grid: Grid, pipeline: str, tr: PackTrainer, rec: Recorder, devic
         cube.LAYER: np.array(tr.layers, dtype=object),
         cube.EXAMPLE: np.arange(n_test, dtype="int64"),
     }
-    for k, v in pipeline_coords(spec).items():
+    for k, v in pipeline_coords(spec, grid.model_of(pipeline) if grid.mixed_models else None).items():
         coords[k] = (cube.PIPELINE, np.array([v], dtype=object if isinstance(v, str) else None))
     ds = xr.Dataset({k: xr.Variable(d, a) for k, (d, a) in data.items()}, coords=coords)
     ds.attrs = cube_attrs(grid, device, n_test=n_test, dataset_fingerprint=tr.split.fingerprint)

@@ -32,7 +32,8 @@ def merge_run(run_dir: str | os.PathLike, *, grid: Any = None) -> MergeReport:
         run.shards, run.cube, pipelines=list(grid.pipelines), sigma_w=[float(s) for s in grid.sigma_w],
         seeds=[int(k) for k in grid.seeds], accepted_hashes=run.accepted_hashes(),
         attrs={cube.A_GRID: grid.to_yaml(), cube.A_GRID_HASH: grid_hash(grid), cube.A_GRID_NAME: grid.name},
-        pipeline_defaults={p: pipeline_coords(spec) for p, spec in grid.pipelines.items()})
+        pipeline_defaults={p: pipeline_coords(spec, grid.model_of(p) if grid.mixed_models else None)
+                           for p, spec in grid.pipelines.items()})
     EventLog(run.events).emit("merge", cube=str(run.cube), shards=report.n_shards,
                               corrupt=[p.name for p, _ in report.corrupt],
                               foreign=[p.name for p, _ in report.foreign], missing=len(report.missing))

@@ -8,7 +8,9 @@ channel, and the head is a batched matmul. Every parameter is stored stacked ``[
 element-wise optimizer on the stacked tensors is exactly G independent optimizers.
 
 Architectures: ``resnet_tiny`` (8x8 digits), ``resnet9`` (DAWNBench / Myrtle layout) and the
-CIFAR ``resnet(6n+2)`` family (resnet20/32/56) with 1x1-conv projection shortcuts.
+CIFAR ``resnet(6n+2)`` family (resnet20/32/56) with 1x1-conv projection shortcuts; the dense
+arms ``mlp`` and ``vit_tiny`` live in collect/mlp.py and collect/vit.py (member-major layout,
+collect/dense.py) and share the kernel interface below (``kernels``, ``gain``, ``fan_in``).
 
 ``norm: none`` replaces each BatchNorm with a learnable per-channel bias and multiplies every
 residual branch by a learnable scalar that starts at 0 (SkipInit, De & Smith 2020), so the
@@ -28,6 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from initmem.collect.normfree import PBias, SkipGain
+from initmem.grid import DEFAULT_WIDTH
 
 BN_MOMENTUM = 0.1
 BN_EPS = 1e-5
@@ -115,6 +118,8 @@ class PLinear(nn.Module):
         self.normalized = False
         self.weight = nn.Parameter(torch.empty(G, cout, cin))
         self.bias = nn.Parameter(torch.zeros(G, cout)) if bias else None
+        # Per-member output multipliers [G] (muP's 1/width readout, collect/probes.py); None: none.
+        self.out_mult: torch.Tensor | None = None
 
     @property
     def fan_in(self) -> int:
@@ -139,6 +144,8 @@ class PLinear(nn.Module):
         w = torch.cat([self.weight.transpose(1, 2), bias[:, None, :],
                        self.weight.new_zeros(G, k_pad - cin - 1, cout)], 1)              # G k_pad out
         z = torch.bmm(xg, F.pad(w, (0, n_pad - cout)))[:, :, :cout].transpose(0, 1)    # B G out
+        if self.out_mult is not None:
+            z = z * self.out_mult[None, :, None]
         return z * self.scale if self.scale != 1.0 else z
 
 
@@ -287,10 +294,19 @@ class ResNet9(PackedNet):
         return torch.amax(x, dim=(2, 3))
 
 
-DEFAULT_WIDTH = {"resnet_tiny": 16, "resnet9": 64}
 
 
-def build_net(arch: str, G: int, in_ch: int, n_classes: int, width: int | None, norm: str) -> PackedNet:
+def build_net(arch: str, G: int, in_ch: int, n_classes: int, width: int | None, norm: str, *,
+              size: int = 8, depth: int | None = None, heads: int | None = None,
+              patch: int | None = None) -> PackedNet:
+    """The packed net of ``model.arch`` (``size``: the square image side, for mlp and vit_tiny)."""
+    if arch == "mlp":
+        from initmem.collect.mlp import DEFAULT_DEPTH, MLP
+        return MLP(G, in_ch * size * size, n_classes, width or DEFAULT_WIDTH[arch], depth or DEFAULT_DEPTH, norm)
+    if arch == "vit_tiny":
+        from initmem.collect import vit
+        return vit.ViTTiny(G, in_ch, n_classes, size, width or DEFAULT_WIDTH[arch], depth or vit.DEFAULT_DEPTH,
+                           heads or vit.DEFAULT_HEADS, patch or vit.DEFAULT_PATCH)
     if arch == "resnet_tiny":
         return ResNetTiny(G, in_ch, n_classes, width or 16, norm)
     if arch == "resnet9":
@@ -301,6 +317,13 @@ def build_net(arch: str, G: int, in_ch: int, n_classes: int, width: int | None, 
     raise ValueError(f"unknown architecture {arch!r}")
 
 
+def layer_groups(net: PackedNet) -> dict[str, str]:
+    """Each kernel's group for ``layer_scale``: the first kernel (stem / input layer / patch
+    embedding) is ``first``, the classifier ``head``, every kernel between them ``body``."""
+    names = [n for n, _ in net.kernels()]
+    return {n: "first" if i == 0 else "head" if i == len(names) - 1 else "body" for i, n in enumerate(names)}
+
+
 def scaled_kernels(net: PackedNet, scale: str) -> set[str]:
     """The kernels that sigma_w multiplies under ``init.scale``."""
     names = [(n, m) for n, m in net.kernels()]
@@ -309,9 +332,11 @@ def scaled_kernels(net: PackedNet, scale: str) -> set[str]:
     if scale == "normalized_kernels":
         return {n for n, m in names if m.normalized}
     if scale == "head":
-        return {n for n, m in names if isinstance(m, PLinear)}
+        return {names[-1][0]}
     if scale == "convolutions":
         return {n for n, m in names if isinstance(m, PConv)}
+    if scale in ("first", "body"):
+        return {n for n, grp in layer_groups(net).items() if grp == scale}
     raise ValueError(f"unknown init.scale {scale!r}")
 
 
@@ -353,8 +378,8 @@ def count_train_flops_per_image(net: PackedNet, in_ch: int, size: int) -> int:
             h, w = inp[0].shape[-2:]
             m, _, _ = mod.macs_per_image(int(h), int(w))
             macs += m
-        elif isinstance(mod, PLinear):
-            macs += mod.cin * mod.cout
+        elif isinstance(mod, PLinear):  # a dense layer's output is [G, rows of one image, cout]
+            macs += mod.cin * mod.cout * (int(out.shape[1]) if getattr(mod, "member_major", False) else 1)
         shapes[id(mod)] = tuple(out.shape)
 
     handles = [m.register_forward_hook(hook) for m in net.modules() if isinstance(m, PConv | PLinear)]

@@ -32,10 +32,15 @@ def make_torch_optimizer(params: list[torch.nn.Parameter], spec: PipelineSpec, d
 class PackedOptimizer:
     """A ``torch.optim`` optimizer of a pack, stepped at a given lr with some members frozen."""
 
-    def __init__(self, params: list[torch.nn.Parameter], spec: PipelineSpec, device_kind: str | None = None):
+    def __init__(self, params: list[torch.nn.Parameter], spec: PipelineSpec, device_kind: str | None = None,
+                 lr_factors: list[tuple[torch.nn.Parameter, torch.Tensor]] | None = None):
         self.params = list(params)
         kind = device_kind or self.params[0].device.type
         self.opt = make_torch_optimizer(self.params, spec, kind)
+        # Per-member learning-rate factors [G] of some parameters (muP, collect/probes.py): the
+        # step's change of such a parameter is multiplied by its member's factor, which for SGD,
+        # Adam and AdamW is exactly that member's step at lr x factor (up to rounding).
+        self.lr_factors = [(p, f.to(p.device).reshape(-1, *([1] * (p.dim() - 1)))) for p, f in lr_factors or []]
 
     def _member_state(self) -> list[torch.Tensor]:
         """Every per-member state tensor (momentum buffers, Adam moments); not the step counts."""
@@ -56,7 +61,10 @@ class PackedOptimizer:
             state = self._member_state()
             saved = (idx, [p.index_select(0, idx) for p in self.params], state,
                      [t.index_select(0, idx) for t in state])
+        before = [p.detach().clone() for p, _ in self.lr_factors]
         self.opt.step()
+        for (p, f), old in zip(self.lr_factors, before, strict=True):
+            p.copy_(old + f * (p - old))
         if saved is not None:
             idx, p_old, state, s_old = saved
             for p, old in zip(self.params, p_old, strict=True):

@@ -11,17 +11,19 @@ import math
 
 from initmem.collect.data import load_split
 from initmem.collect.devices import device_kind, free_memory_bytes
-from initmem.collect.nets import activation_elems_per_image, build_net
+from initmem.collect.nets import activation_elems_per_image
+from initmem.collect.probes import build_for_grid
 from initmem.grid import Grid
 
 MAX_PACK = {"cpu": 32, "mps": 64, "cuda": 256}
 MEMORY_FRACTION = 0.5
 
 
-def member_bytes(grid: Grid, batch_size: int) -> int:
+def member_bytes(grid: Grid, batch_size: int, pipeline: str | None = None) -> int:
     """Rough training memory of one member: params, grads, two optimizer states, activations."""
     split = load_split(grid.dataset)
-    net = build_net(grid.model.arch, 1, split.in_channels, split.n_classes, grid.model.width, grid.model.norm)
+    net = build_for_grid(grid, pipeline or next(iter(grid.pipelines)), 1, split.in_channels, split.n_classes,
+                         split.image_size)
     n_params = sum(p.numel() for p in net.parameters())
     acts = activation_elems_per_image(net, split.in_channels, split.image_size)
     return 4 * (4 * n_params + 3 * acts * max(batch_size, 256))
@@ -29,7 +31,7 @@ def member_bytes(grid: Grid, batch_size: int) -> int:
 
 def auto_pack_size(grid: Grid, pipeline: str, device: str) -> int:
     kind = device_kind(device)
-    per = member_bytes(grid, grid.pipelines[pipeline].batch_size)
+    per = member_bytes(grid, grid.pipelines[pipeline].batch_size, pipeline)
     fit = int(MEMORY_FRACTION * free_memory_bytes(device) // max(per, 1))
     return max(1, min(fit, MAX_PACK.get(kind, 32)))
 

@@ -178,7 +178,7 @@ def _epochs_of(state: dict[str, Any], fallback: int) -> int:
 
 
 def _write_failed(cell: Cell, ctx: PackContext, err: str, tb: str) -> None:
-    coords = pipeline_coords(ctx.grid.pipelines[cell[0]])
+    coords = pipeline_coords(ctx.grid.pipelines[cell[0]], ctx.grid.model_of(cell[0]) if ctx.grid.mixed_models else None)
     # No data is loaded here: n_test and the dataset fingerprint come from finished shards at merge.
     attrs = cube_attrs(ctx.grid, ctx.device)
     ds = shards.failed_cell(cell, attrs=attrs, pipeline_coords=coords)

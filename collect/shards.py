@@ -188,6 +188,19 @@ def _var_order(names: set[str]) -> list[str]:
     return known + sorted(names - set(known))
 
 
+def _on_layers(sub: np.ndarray, axis: int, positions: list[int], n_layers: int) -> np.ndarray:
+    """A shard's per-layer values placed at their positions in the merged layer list (NaN elsewhere)."""
+    if positions == list(range(n_layers)):
+        return sub
+    shape = list(sub.shape)
+    shape[axis] = n_layers
+    out = np.full(shape, np.nan, dtype=np.result_type(sub.dtype, np.float64))
+    index: list[Any] = [slice(None)] * sub.ndim
+    index[axis] = positions
+    out[tuple(index)] = sub
+    return out
+
+
 def merge(infos: list[ShardInfo], *, pipelines: list[str], sigma_w: list[float], seeds: list[int],
           attrs: dict[str, Any], pipeline_defaults: dict[str, dict[str, Any]]) -> xr.Dataset:
     """Merge single-cell shard cubes into one cube over the full grid.
@@ -204,8 +217,11 @@ def merge(infos: list[ShardInfo], *, pipelines: list[str], sigma_w: list[float],
     k_idx = {int(k): i for i, k in enumerate(seeds)}
     shape = (len(pipelines), len(sigma_w), len(seeds))
 
-    # Extra dims (epoch, layer, example): epochs as the union, the others must agree.
+    # Extra dims (epoch, layer, example): epochs as the union; layers as the union in first-seen
+    # order (pipelines with their own architectures have their own kernels, docs/arms.md; a
+    # layer a pipeline lacks is NaN there); examples must agree.
     epochs: set[int] = set()
+    layers: dict[str, int] = {}
     fixed: dict[str, np.ndarray] = {}
     var_dims: dict[str, tuple[str, ...]] = {}
     var_dtype: dict[str, np.dtype] = {}
@@ -215,7 +231,10 @@ def merge(infos: list[ShardInfo], *, pipelines: list[str], sigma_w: list[float],
         assert ds is not None
         if cube.EPOCH in ds.coords:
             epochs.update(int(e) for e in ds[cube.EPOCH].values)
-        for dim in (cube.LAYER, cube.EXAMPLE):
+        if cube.LAYER in ds.coords:
+            for name in ds[cube.LAYER].values.tolist():
+                layers.setdefault(str(name), len(layers))
+        for dim in (cube.EXAMPLE,):
             if dim in ds.coords:
                 vals = ds[dim].values
                 if dim not in fixed:
@@ -237,6 +256,8 @@ def merge(infos: list[ShardInfo], *, pipelines: list[str], sigma_w: list[float],
     if epochs:
         coords[cube.EPOCH] = np.asarray(sorted(epochs), dtype="int64")
     coords.update(fixed)
+    if layers:
+        coords[cube.LAYER] = np.array(list(layers), dtype=object)
     sizes = {cube.PIPELINE: shape[0], cube.SIGMA: shape[1], cube.SEED: shape[2],
              **{d: len(v) for d, v in coords.items() if d not in cube.CELL_DIMS}}
 
@@ -283,6 +304,9 @@ def merge(infos: list[ShardInfo], *, pipelines: list[str], sigma_w: list[float],
                 else:
                     index.append(slice(None))
             sub = vals[tuple(0 if d in cube.CELL_DIMS else slice(None) for d in dims)]
+            if cube.LAYER in dims:
+                sub = _on_layers(sub, [d for d in dims if d not in cube.CELL_DIMS].index(cube.LAYER),
+                                 [layers[str(n)] for n in ds[cube.LAYER].values.tolist()], len(layers))
             target = arrays[name]
             if name in cube.INT_VARS:
                 sub = sub.astype(target.dtype)

@@ -15,6 +15,7 @@ from matplotlib.colors import BoundaryNorm, ListedColormap, LogNorm, Normalize
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from initmem import cube as C
+from initmem.levels import PROBE_LABEL, level_names, probe_caption, probe_is_categorical, probe_of
 from initmem.reports.load import Analysis, ok_mask
 from initmem.reports.methods import seed_caption, seed_design
 from initmem.reports.svg import PALETTE, VERDICT_COLOURS, Figure, figure_to_svg, new_figure, style
@@ -65,6 +66,22 @@ def plain_log(ax, axis: str = "x", ticks: np.ndarray | None = None) -> None:
     target.set_minor_formatter(NullFormatter())
 
 
+def _probe_axis(ax, a: Analysis, has_cells: bool) -> None:
+    """sigma_w on a log axis; a categorical probe's level codes on a linear axis named by level
+    (docs/arms.md)."""
+    if a.cube is not None and probe_is_categorical(a.cube):
+        ax.set_xticks(a.cube[C.SIGMA].values, level_names(a.cube), rotation=30, fontsize=6)
+        return
+    ax.set_xscale("log", base=2)
+    plain_log(ax, "x", a.cube[C.SIGMA].values if has_cells else None)
+
+
+def _probe_xlabel(a: Analysis) -> str:
+    probe = probe_of(a.cube) if a.cube is not None else "scale"
+    label = PROBE_LABEL.get(probe, "σ_w")
+    return label if probe == "shape" else f"{label} (log scale)"
+
+
 def _metric_label(a: Analysis) -> str:
     name = a.metric.replace("_", " ")
     return f"{name} (%)" if a.is_accuracy else name
@@ -108,8 +125,7 @@ def metric_vs_sigma(a: Analysis) -> Figure:
                 ax.fill_between(xs, np.asarray(exp.q05, float) * scale, np.asarray(exp.q95, float) * scale,
                                 color=col, alpha=0.25, lw=0, zorder=1)
                 ax.plot(xs, np.asarray(exp.median, float) * scale, color=col, lw=2.0, zorder=3)
-            ax.set_xscale("log", base=2)
-            plain_log(ax, "x", a.cube[C.SIGMA].values if has_cells else None)
+            _probe_axis(ax, a, has_cells)
             ax.set_title(p, color="#111111", loc="left")
             sp = info.spread
             verdict = info.verdict
@@ -117,7 +133,7 @@ def metric_vs_sigma(a: Analysis) -> Figure:
             ax.text(0.02, 0.03, f"{verdict}: spread {q(sp) * scale:.{dg}f} [{q(sp, 'q05') * scale:.{dg}f}, "
                     f"{q(sp, 'q95') * scale:.{dg}f}]", transform=ax.transAxes, fontsize=7,
                     color=VERDICT_COLOURS.get(verdict, "#333333"))
-            ax.set_xlabel("σ_w (log scale)")
+            ax.set_xlabel(_probe_xlabel(a))
             if i % ncols == 0:
                 ax.set_ylabel(_metric_label(a))
         hide_unused(axes, len(pipes))
@@ -130,6 +146,8 @@ def metric_vs_sigma(a: Analysis) -> Figure:
                + seed_caption(a) + " The coloured line and band are the posterior median and 90% interval of the expected metric "
                f"with seed noise averaged out. The text gives the verdict and the spread over the grid in {unit} "
                "with its 90% interval.")
+    if a.cube is not None and C.A_PROBE in a.cube.attrs:
+        caption += " " + probe_caption(a.cube)
     if not has_cells:
         caption += f" The cube's per-run '{a.metric}' values were not available, so only the posterior is drawn."
     alt = f"{len(pipes)} panels of {a.metric} against sigma_w on a log axis. " + "; ".join(parts) + "."

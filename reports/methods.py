@@ -101,6 +101,31 @@ def _pipeline_text(name: str, s: dict[str, Any]) -> str:
     return f"{name} ({', '.join(parts)})"
 
 
+def _model_text(m: dict[str, Any]) -> str:
+    width = f" of width {m['width']}" if m.get("width") else ""
+    return f"{m.get('arch', '?')}{width}, norm {m.get('norm', '?')}"
+
+
+def probe_sentence(init: dict[str, Any], sig: list[Any], n_seeds: int) -> str:
+    """What the sigma_w axis was: the initialization probe of the grid (docs/arms.md)."""
+    scheme = str(init.get("scheme", "kaiming_normal")).replace("_", " ")
+    scale = str(init.get("scale", "all_kernels")).replace("_", " ")
+    probe = init.get("probe", "scale")
+    levels = f"{{{', '.join(_fmt(float(s)) for s in sig)}}} ({len(sig)} levels), each with {n_seeds} seeds."
+    if probe == "shape":
+        shapes = ", ".join(str(s).replace("_", " ") for s in init.get("shapes") or [])
+        return (f"Initialization probe shape: the {scale} were drawn at the {scheme} variance from one of "
+                f"{len(sig)} distributions ({shapes}; sigma_w holds their codes 1..{len(sig)}, an unordered "
+                f"axis), each with {n_seeds} seeds.")
+    if probe == "layer_scale":
+        return (f"Initialization probe layer_scale: the {scheme} initialization of the {init.get('layers')} "
+                f"layer group was multiplied by sigma_w in {levels}")
+    if probe == "width_scaling":
+        return (f"Initialization probe width_scaling ({init.get('parametrization', 'standard')} "
+                f"parametrization): the hidden width was sigma_w times the model width, sigma_w in {levels}")
+    return f"Initialization probe scale: the {scheme} initialization of {scale} was multiplied by sigma_w in {levels}"
+
+
 def design_sentences(a: Analysis) -> list[str]:
     validated = a.grid()  # a grid.Grid: every field present and valid
     grid = validated.to_dict() if validated is not None else None
@@ -112,7 +137,8 @@ def design_sentences(a: Analysis) -> list[str]:
         ev = grid.get("eval", {}) or {}
         arch = str(model.get("arch", "?"))
         width = f" of width {model['width']}" if model.get("width") else ""
-        norm = "with batch normalization" if model.get("norm", "batch") == "batch" else "without normalization"
+        norm = {"batch": "with batch normalization", "layer": "with LayerNorm"}.get(
+            str(model.get("norm", "batch")), "without normalization")
         out.append(
             f"We trained a {arch}{width} {norm} on {ds.get('name', '?')} (validation fraction "
             f"{_fmt(ds.get('val_fraction', 0.2))} of the training set, split seed {ds.get('split_seed', 0)}, "
@@ -122,12 +148,12 @@ def design_sentences(a: Analysis) -> list[str]:
             + ").")
         sig = grid.get("sigma_w") or []
         seeds = grid.get("seeds") or []
-        out.append(
-            f"The {init.get('scheme', 'kaiming_normal').replace('_', ' ')} initialization of "
-            f"{str(init.get('scale', 'all_kernels')).replace('_', ' ')} was multiplied by sigma_w in "
-            f"{{{', '.join(_fmt(float(s)) for s in sig)}}} ({len(sig)} levels), each with {len(seeds)} seeds. "
-            + seed_design_sentence(a))
         pipes = grid.get("pipelines", {}) or {}
+        own = {n: s["model"] for n, s in pipes.items() if isinstance(s, dict) and s.get("model")}
+        if own:
+            out.append("Pipelines with their own model: " + "; ".join(
+                f"{n}: {_model_text(m)}" for n, m in own.items()) + ".")
+        out.append(probe_sentence(init, sig, len(seeds)) + " " + seed_design_sentence(a))
         out.append(f"Each of {len(pipes)} training pipelines ran every (sigma_w, seed) cell "
                    f"({len(pipes) * len(sig) * len(seeds)} runs): "
                    + "; ".join(_pipeline_text(n, s or {}) for n, s in pipes.items()) + ".")

@@ -28,6 +28,7 @@ import xarray as xr
 from initmem import cube
 from initmem import names as N
 from initmem.atomic import atomic_path
+from initmem.levels import probe_is_categorical
 from initmem.stats.anova import mean_squares
 from initmem.stats.resample import seed_bootstrap, take_seeds
 
@@ -204,6 +205,8 @@ def memory_curves(ds: xr.Dataset, *, n_boot: int = 200, seed: int = 0) -> xr.Dat
     has_kn, has_val = has_curve(ds, cube.KERNEL_NORM), has_curve(ds, cube.VAL_ACC)
     if not (has_kn or has_val):
         return None
+    categorical = probe_is_categorical(ds)   # sigma_w holds unordered level codes (docs/arms.md)
+    has_kn = has_kn and not categorical
     rng = np.random.default_rng(seed)
     n_p, n_t = ds.sizes[cube.PIPELINE], ds.sizes[cube.EPOCH]
     seeds = ds[cube.SEED].values
@@ -223,7 +226,7 @@ def memory_curves(ds: xr.Dataset, *, n_boot: int = 200, seed: int = 0) -> xr.Dat
         lo, hi = _quantiles(np.moveaxis(boot, 1, 0)) if n_boot else (nan_pt, nan_pt)
         out.update({N.CURVE_RHO: (pe, rho), N.CURVE_RHO_Q05: (pe, lo), N.CURVE_RHO_Q95: (pe, hi)})
     else:
-        skipped.append("rho (no kernel_norm curve)")
+        skipped.append("rho (categorical probe: no log sigma_w axis)" if categorical else "rho (no kernel_norm curve)")
         out.update({N.CURVE_RHO: (pe, nan_pt), N.CURVE_RHO_Q05: (pe, nan_pt), N.CURVE_RHO_Q95: (pe, nan_pt)})
 
     if has_val:

@@ -2,7 +2,7 @@
 
 ``initmem analyze`` writes an analysis folder; ``initmem report``, ``initmem plan`` and the command
 line read it. Every field of ``summary.json`` (schema ``initmem.summary/2``) and ``collapse.json``
-(schema ``initmem.collapse/2``) is a typed attribute here, documented field by field in
+(schema ``initmem.collapse/3``) is a typed attribute here, documented field by field in
 docs/analysis-folder.md. Writers validate what they are given, so a renamed or mistyped field fails
 where it is produced instead of silently dropping out of the report; readers refuse an unknown
 schema with one line instead of guessing.
@@ -39,7 +39,7 @@ CURVE_FUNC_SPREAD = "func_spread"
 T_FIT = "T_fit"  # the collapse test's fitted clock: an axis of collapse.json, not a cube variable
 
 SUMMARY_SCHEMA = "initmem.summary/2"
-COLLAPSE_SCHEMA = "initmem.collapse/2"
+COLLAPSE_SCHEMA = "initmem.collapse/3"
 
 Verdict = Literal["remembers", "forgets", "inconclusive", "borderline"]
 VERDICTS: tuple[str, ...] = ("remembers", "forgets", "inconclusive", "borderline")

@@ -388,7 +388,7 @@ def test_bad_analysis_folders_are_user_errors(tmp_path):
     c = json.loads((analysis / "collapse.json").read_text())
     (analysis / "collapse.json").write_text(json.dumps({**c, "schema": "initmem.collapse/1"}))
     with pytest.raises(UserError, match="collapse.json is schema initmem.collapse/1; this initmem reads "
-                                        "initmem.collapse/2"):
+                                        "initmem.collapse/3"):
         load_analysis(analysis)
 
 

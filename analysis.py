@@ -31,7 +31,7 @@ from initmem.models.memory import (
 )
 from initmem.models.summaries import estimand
 
-MEMORY_KINDS = ("radial", "functional")
+MEMORY_KINDS = ("radial", "radial_above", "radial_below", "functional")
 VERDICT_RULE = ("remembers if P(spread > delta) >= 0.95, forgets if P(spread < delta) >= 0.95, else "
                 "inconclusive; borderline when a verdict probability lies within 2 Monte Carlo standard errors "
                 "of 0.95 (not counted as decided); spread = max - min over the sigma_w grid of the expected "
@@ -141,13 +141,13 @@ def analyze_cube(
         if pipe in pipelines:
             pipelines[pipe].update(extra)
 
-    from initmem.stats.collapse import collapse_test
+    from initmem.stats.collapse_run import collapse_view
     from initmem.stats.curves import memory_curves, write_curves
 
     curves = memory_curves(ds, n_boot=200, seed=seed)
     if curves is not None:
         write_curves(curves, out / R.CURVES_NC)
-    raw_collapse = collapse_test(ds, memory=memory, n_boot=200, seed=seed, rope=float(delta))
+    raw_collapse = collapse_view(ds, memory=memory, n_boot=200, seed=seed, rope=float(delta))
     collapse = R.build_collapse(raw_collapse) if raw_collapse is not None else None
     if collapse is not None:
         R.write_collapse(out, collapse)

@@ -273,8 +273,8 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
 @click.option("--tune", type=click.IntRange(min=0), default=1000, show_default=True, help="Tuning steps per chain.")
 @click.option("--chains", type=click.IntRange(min=2), default=4, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed (reproducible results).")
-@click.option("--memory", type=click.Choice(["radial", "functional"]), default="radial", show_default=True,
-              help="Memory curve used by the collapse test.")
+@click.option("--memory", type=click.Choice(["radial", "radial_above", "radial_below", "functional"]),
+              default="radial", show_default=True, help="Memory curve used by the collapse test.")
 def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | None, delta: float | None, gate: str,
             sampler: str, draws: int, tune: int, chains: int, seed: int, memory: str) -> None:
     """Fit the hierarchical memory model; write DIR/posterior.nc and DIR/summary.json."""
@@ -297,6 +297,35 @@ def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | No
     if d.flags:
         echo("diagnostics FAILED: " + "; ".join(d.flags), err=True)
     click.echo(str(Path(out_dir) / SUMMARY_JSON))
+
+
+@app.command("collapse")
+@click.argument("cube_path", metavar="CUBE.nc", type=click.Path(path_type=Path))
+@click.option("--out", "-o", "out_dir", required=True, metavar="DIR", type=click.Path(path_type=Path),
+              help="Folder for collapse.json and curves.nc.")
+@click.option("--memory", type=click.Choice(["radial", "radial_above", "radial_below", "functional"]),
+              default="radial", show_default=True,
+              help="Memory curve: radial slope over all sigma_w, over sigma_w >= 1 or <= 1, or val_acc spread.")
+@click.option("--fraction", type=float, default=0.5, show_default=True,
+              help="Radial memory: forgotten when rho falls to this fraction of its start.")
+@click.option("--rope", type=float, default=0.01, show_default=True,
+              help="Functional memory: forgotten when the spread falls below this (metric units).")
+@click.option("--axes", default=None, metavar="A,B,...", help="Only these clocks (epochs are always kept).")
+@click.option("--exponents/--no-exponents", default=True, show_default=True,
+              help="Fit the Bayesian clock-exponent model (nutpie compile, ~10-30 s).")
+@click.option("--tolerance", type=float, default=0.25, show_default=True,
+              help="A named clock holds when every fitted exponent lies within this of its prediction.")
+@click.option("--n-boot", type=click.IntRange(min=0), default=200, show_default=True,
+              help="Bootstrap replicates for the intervals.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def collapse(cube_path: Path, out_dir: Path, memory: str, fraction: float, rope: float, axes: str | None,
+             exponents: bool, tolerance: float, n_boot: int, seed: int) -> None:
+    """The collapse test, forgetting times and clock exponents, without the memory model."""
+    from initmem.stats.collapse_run import collapse_main
+
+    collapse_main(cube_path, out_dir, memory=memory, fraction=fraction, rope=rope,
+                  axes=[a.strip() for a in axes.split(",") if a.strip()] if axes else None,
+                  exponents=exponents, tolerance=tolerance, n_boot=n_boot, seed=seed, say=echo)
 
 
 def _shape(ds: object) -> str:

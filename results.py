@@ -342,7 +342,8 @@ class ForgettingTimes(Record):
 
     fraction: Num = None
     rope: Num = None
-    spread: Num = None
+    spread: Num = None  # collapse/3: censored pipelines kept (Tobit ML); spread_uncensored drops them
+    spread_uncensored: Num = None
     n_pipelines: int = 0
     n_censored: int = 0
     per_pipeline: dict[str, ForgettingTime] = Field(default_factory=dict)
@@ -364,6 +365,9 @@ class CollapseResult(Record):
     notes: list[str] = Field(default_factory=list)
     n_pipelines: int | None = None
     min_p_possible: Num = None
+    # collapse/3: the two radial sides and the fitted clock exponents (stats/collapse_run.py)
+    sides: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    exponents: dict[str, Any] = Field(default_factory=dict)
 
 
 # Building and reading records ---------------------------------------------------------------

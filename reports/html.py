@@ -26,6 +26,7 @@ from initmem import cube as C
 from initmem import results as R
 from initmem.atomic import write_text
 from initmem.reports import figures as F
+from initmem.reports import figures_clocks as FK
 from initmem.reports import figures_curves as FC
 from initmem.reports import tables as T
 from initmem.reports import text as X
@@ -55,7 +56,7 @@ FIGURES = {
     "variance": (F.variance_shares, F.spread_forest),
     "training": (FC.training_curves, FC.tau_scatter),
     "radial": (FC.kernel_norms, FC.rho_curves),
-    "clocks": (FC.clock_panels, FC.forgetting_times),
+    "clocks": (FC.clock_panels, FC.forgetting_times, FK.forgetting_dose, FK.curves_side_by_side),
     "diagnostics": (F.ppc_intervals,),
 }
 
@@ -146,6 +147,7 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         "headline": X.headline(a),
         "spread_sentence": X.spread_sentence(a),
         "collapse_sentence": X.collapse_sentence(a),
+        "forgetting_sentence": FK.forgetting_sentence(a),
         "interpolation_sentence": X.interpolation_sentence(a),
         "min_p_note": X.min_p_note(a),
         "collapse": a.collapse,

@@ -86,6 +86,7 @@ def collapse_view(ds: xr.Dataset, *, memory: str = "radial", fraction: float = D
     if main is None:
         return None
     main["ref_sigma_w"] = REF_SIGMA
+    main["lined_up_by"] = lined_up(main)
     main["sides"] = {}
     if sides and memory.startswith("radial"):
         for side in RADIAL_SIDES:

@@ -133,3 +133,26 @@ def test_cli_collapse_on_an_imported_per_epoch_table(tmp_path):
     assert proc.returncode == 0, proc.stderr
     r = json.loads((tmp_path / "out" / "collapse.json").read_text())
     assert r["n_pipelines"] == 4 and "epoch" in r["forgetting_times"]
+
+
+def test_the_clocks_preset_resolves_its_budgets():
+    from initmem.grid import load_grid
+
+    g = load_grid("clocks")
+    assert len(g.pipelines) == 19 and g.sigma_w == [0.25, 1.0, 4.0] and g.eval.every == 4
+    l2 = {n: p for n, p in g.pipelines.items() if p.weight_decay > 0}
+    assert len(l2) == 15 and all(p.epochs is not None and p.epochs >= 1 for p in l2.values())
+    # On one iso-(eta lambda) diagonal the same T_l2 budget takes the same number of steps.
+    steps = {n: p.epochs * (755 // p.batch_size) for n, p in l2.items() if np.isclose(p.lr * p.weight_decay, 1e-3)}
+    assert max(steps.values()) / min(steps.values()) < 1.05
+
+
+def test_exponents_entry_reads_the_design_and_says_why_it_cannot_fit():
+    from initmem.stats.collapse_run import exponents_entry, pipeline_design
+
+    ds = simulate_cube(preset_pipelines("quick_like")[:4], curves=True, truth_axis=cube.T_SGD, seed=0)
+    d = pipeline_design(ds)
+    assert np.isfinite(d["lr"]).all() and (d["l2"][d["family"] == "adam"] >= 0).all()
+    e = exponents_entry(ds, "radial", fraction=0.5, rope=0.01, tolerance=0.25)
+    assert "skipped" in e and "needs" in e["skipped"]  # 4 pipelines, no compile
+    assert set(e["per_seed_steps"]) == {str(p) for p in ds[cube.PIPELINE].values}

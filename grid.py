@@ -235,7 +235,17 @@ class Grid(_Strict):
         return [(s, k) for s in self.sigma_w for k in self.seeds]
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """Every field, except the clock budgets and eval.every at their defaults: grids written
+        before those options existed keep their canonical form and hash (resumable runs)."""
+        d = self.model_dump(mode="json")
+        if d.get("budget") is None:
+            d.pop("budget", None)
+        if d["eval"].get("every") == 1:
+            d["eval"].pop("every")
+        for p in d["pipelines"].values():
+            if p.get("budget") is None:
+                p.pop("budget", None)
+        return d
 
     def to_yaml(self) -> str:
         """Canonical YAML: every field explicit, keys in model order, so equal grids hash equal."""

@@ -181,7 +181,7 @@ def kernel_norms(a: Analysis) -> Figure:
 
 def _memory_var(a: Analysis) -> tuple[str, str]:
     mem = a.collapse.memory if a.collapse is not None else "radial"
-    if mem == "radial" or a.curves is None or R.CURVE_FUNC_SPREAD not in a.curves:
+    if mem.startswith("radial") or a.curves is None or R.CURVE_FUNC_SPREAD not in a.curves:
         return R.CURVE_RHO, "radial memory ρ(t)"
     return R.CURVE_FUNC_SPREAD, "functional memory (val-acc spread)"
 

@@ -44,6 +44,7 @@ NAMED_CLOCKS = {  # predicted exponents of steps-to-forget on (eta, lambda, b)
 DEFAULT_TOLERANCE = 0.25  # |fitted - predicted| on every exponent: "the clock's exponents hold"
 INTERVAL = (0.05, 0.95)
 MIN_L2_PIPELINES = 5  # with at least this many L2 pipelines, the fit uses only those (one mechanism)
+MIN_PIPELINES = 8  # fewer: up to 5 exponents and a pipeline SD are barely identified; a dose design has more
 
 
 @dataclass
@@ -239,9 +240,11 @@ def fit_exponents(data: ExponentData, *, tolerance: float = DEFAULT_TOLERANCE, s
     """The exponents entry of collapse.json, or None (with the reason) when the design cannot fit."""
     k = len(data.columns)
     n_p = len(data.pipelines)
-    if k == 0 or n_p < k + 3:
+    need = max(k + 3, MIN_PIPELINES)
+    if k == 0 or n_p < need:
         return {"skipped": f"{n_p} pipeline(s) with forgetting times for {k} varying exponent(s): the fit "
-                           f"needs >= {k + 3} (and at least one varying eta, lambda or b)"}
+                           f"needs >= {need} (and at least one varying eta, lambda or b); a dose design "
+                           "such as the clocks preset has them"}
     if data.censored.all():
         return {"skipped": "every seed is censored: no pipeline forgot within its budget"}
     m = ExponentModel(data).fit(draws=draws, tune=tune, chains=chains, seed=seed)

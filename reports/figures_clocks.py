@@ -21,7 +21,17 @@ LR, WEIGHT_DECAY, OPTIMIZER = C.PIPELINE_COORDS[1], C.PIPELINE_COORDS[4], C.PIPE
 
 
 def _dose(a: Analysis) -> tuple[dict[str, float], str]:
-    """Per pipeline the dose on the x axis: eta * lambda where every pipeline shown has coupled L2, else eta."""
+    """Per pipeline the dose on the x axis: eta * lambda where every pipeline shown has coupled L2, else eta.
+
+    From collapse.json's ``design`` (every pipeline of the cube), else the report's cube (only the
+    pipelines the memory model kept)."""
+    design = (a.collapse.model_extra or {}).get("design") if a.collapse is not None else None
+    if design:
+        lr = {p: float(v["lr"]) for p, v in design.items() if v.get("lr") is not None}
+        lam = {p: float(v["lambda"] or 0.0) for p, v in design.items()}
+        if sum(v > 0 for v in lam.values()) >= 3:
+            return {p: lr[p] * lam[p] for p in lr if lam.get(p, 0) > 0}, "η λ (log)"
+        return lr, "η (log)"
     if a.cube is None or LR not in a.cube.coords:
         raise Skip("the cube with the pipelines' learning rates is not available")
     names = [str(p) for p in a.cube[C.PIPELINE].values.tolist()]
@@ -50,7 +60,7 @@ def forgetting_dose(a: Analysis) -> Figure:
     ex = c.exponents or {}
     with style():
         fig, axes = new_figure(3.0 * len(names), 3.0, 1, len(names))
-        for k, (ax, name) in enumerate(zip(axes.ravel(), names, strict=True)):
+        for ax, name in zip(axes.ravel(), names, strict=True):
             ft = c.forgetting_times[name]
             xs, ys = [], []
             for i, (p, t) in enumerate(ft.per_pipeline.items()):
@@ -71,12 +81,19 @@ def forgetting_dose(a: Analysis) -> Figure:
                 ax.plot(np.exp(xx), np.exp(icpt + slope * xx), color="#555555", lw=0.9, ls="--")
             ax.set_xscale("log")
             ax.set_yscale("log")
-            plain_log(ax, "x")
+            xs_all = np.array(sorted(set(dose.values())))
+            plain_log(ax, "x", ticks=xs_all)
+            ax.set_xlim(xs_all.min() / 1.4, xs_all.max() * 1.4)
+            if ys:  # a few round ticks over the range: the times often span less than a decade
+                lo, hi = math.exp(min(ys)), math.exp(max(ys))
+                ticks = np.unique([float(f"{v:.2g}") for v in np.geomspace(lo, hi, 4)])
+                plain_log(ax, "y", ticks=ticks)
+                ax.set_ylim(lo / 1.3, hi * 1.6)
             spread = q(ft, "spread")
             ax.set_title(f"{name}" + (f"   spread {spread:.2f}" if np.isfinite(spread) else ""), loc="left",
                          fontweight="bold" if name == c.best else "normal")
             ax.set_xlabel(xlabel)
-            ax.set_ylabel(f"forgetting time, {AXIS_LABELS.get(name, name)}" if k == 0 else name)
+            ax.set_ylabel(f"forgetting time ({name}, log)")
         fig.tight_layout()
     caption = ("Forgetting time of each pipeline against its dose of regularization (log-log; dot: full-data "
                "estimate, open triangle: censored at its budget; dashed: least-squares line through the "

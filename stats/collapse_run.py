@@ -86,6 +86,10 @@ def collapse_view(ds: xr.Dataset, *, memory: str = "radial", fraction: float = D
     if main is None:
         return None
     main["ref_sigma_w"] = REF_SIGMA
+    d = pipeline_design(ds)  # the report's dose axis, also for pipelines the memory model skipped
+    main["design"] = {str(p): {"lr": d["lr"][i], "lambda": d["l2"][i], "b": d["batch"][i],
+                               "momentum": d["momentum"][i], "family": d["family"][i]}
+                      for i, p in enumerate(ds[cube.PIPELINE].values.tolist())}
     main["lined_up_by"] = lined_up(main)
     main["sides"] = {}
     if sides and memory.startswith("radial"):

@@ -125,13 +125,13 @@ def analyze_cube(
         if pipe in pipelines:
             pipelines[pipe].update(extra)
 
-    from initmem.stats.collapse import collapse_test
+    from initmem.stats.collapse_run import collapse_view
     from initmem.stats.curves import memory_curves, write_curves
 
     curves = memory_curves(ds, n_boot=spec.n_boot, seed=seed)
     if curves is not None:
         write_curves(curves, out / R.CURVES_NC)
-    raw_collapse = collapse_test(ds, memory=spec.memory, n_boot=spec.n_boot, seed=seed, rope=float(delta))
+    raw_collapse = collapse_view(ds, memory=spec.memory, n_boot=spec.n_boot, seed=seed, rope=float(delta))
     collapse = R.build_collapse(raw_collapse) if raw_collapse is not None else None
     if collapse is not None:
         R.write_collapse(out, collapse)

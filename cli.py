@@ -331,6 +331,32 @@ def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | No
     click.echo(str(Path(out_dir) / SUMMARY_JSON))
 
 
+@app.command("collapse")
+@click.argument("cube_path", metavar="CUBE.nc", type=click.Path(path_type=Path))
+@click.option("--out", "-o", "out_dir", required=True, metavar="DIR", type=click.Path(path_type=Path),
+              help="Folder for collapse.json and curves.nc.")
+@click.option("--memory", type=click.Choice(["radial", "radial_above", "radial_below", "functional"]),
+              default="radial", show_default=True,
+              help="Memory curve: radial slope over all sigma_w, over sigma_w >= 1 or <= 1, or val_acc spread.")
+@click.option("--fraction", type=float, default=0.5, show_default=True,
+              help="Radial memory: forgotten when rho falls to this fraction of its start.")
+@click.option("--rope", type=float, default=0.01, show_default=True,
+              help="Functional memory: forgotten when the spread falls below this (metric units).")
+@click.option("--axes", default=None, metavar="A,B,...", help="Only these clocks (epochs are always kept).")
+@click.option("--exponents/--no-exponents", default=True, show_default=True, help="Fit the clock-exponent model.")
+@click.option("--tolerance", type=float, default=0.25, show_default=True,
+              help="A named clock holds when every fitted exponent lies within this of its prediction.")
+@click.option("--n-boot", type=click.IntRange(min=0), default=200, show_default=True, help="Bootstrap replicates.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def collapse(cube_path: Path, out_dir: Path, memory: str, fraction: float, rope: float, axes: str | None,
+             exponents: bool, tolerance: float, n_boot: int, seed: int) -> None:
+    """The collapse test, forgetting times and clock exponents, without the memory model."""
+    from initmem.stats.collapse_run import collapse_main
+    collapse_main(cube_path, out_dir, memory=memory, fraction=fraction, rope=rope,
+                  axes=[a.strip() for a in axes.split(",") if a.strip()] if axes else None,
+                  exponents=exponents, tolerance=tolerance, n_boot=n_boot, seed=seed, say=echo)
+
+
 def _shape(ds: object) -> str:
     """'P pipeline(s) x L sigma_w x S seed(s)' of a cube."""
     from initmem import cube
@@ -376,7 +402,7 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
 @app.command("run")
 @click.argument("grid_file", metavar="GRID.yaml", required=False)
 @click.option("--preset", default=None, metavar="NAME",
-              help="A packaged grid instead of GRID.yaml: quick (default), paper or arms.")
+              help="A packaged grid instead of GRID.yaml: quick (default), paper, clocks or arms.")
 @click.option("--out", "-o", "out", metavar="DIR", type=click.Path(path_type=Path), default=None,
               help="Run folder for cube.nc, analysis/ and report.html (default runs/<grid name>).")
 @click.option("--jobs", type=JOBS, metavar="N|auto", default="auto", show_default=True,

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from initmem import optimizers
+from initmem import cube, optimizers
 from initmem.errors import UserError
 
 DATASETS = ("digits", "cifar10", "cifar100", "fashion_mnist", "svhn")
@@ -103,7 +103,8 @@ class PipelineSpec(_Strict):
     optimizer: Literal[OPTIMIZERS]  # type: ignore[valid-type]
     lr: float = Field(gt=0)
     batch_size: int = Field(ge=1)
-    epochs: int = Field(ge=1)
+    epochs: int | None = Field(None, ge=1)  # None: resolved from ``budget`` (see resolve_budgets)
+    budget: dict[str, float] | None = None  # clock -> value to reach, e.g. {T_l2: 1.2} (docs/reading-the-clocks.md)
     momentum: float = Field(0.0, ge=0, lt=1)
     nesterov: bool = False
     weight_decay: float = Field(0.0, ge=0)
@@ -132,7 +133,9 @@ class PipelineSpec(_Strict):
             raise ValueError(f"nesterov: needs optimizer {with_momentum} with momentum > 0")
         if not kind.momentum and self.momentum != 0:
             raise ValueError(f"momentum: only for optimizer {with_momentum} (Adam uses betas)")
-        if self.warmup_epochs >= self.epochs:
+        if self.budget is not None:
+            _check_budget(self.budget)
+        if self.epochs is not None and self.warmup_epochs >= self.epochs:
             raise ValueError(f"warmup_epochs: must be smaller than epochs ({self.epochs})")
         if self.milestones and self.schedule != "step":
             raise ValueError("milestones: only for schedule step")
@@ -140,7 +143,7 @@ class PipelineSpec(_Strict):
             if not self.milestones:
                 raise ValueError("milestones: schedule step needs a non-empty list of epochs")
             if sorted(set(self.milestones)) != list(self.milestones) or not all(
-                    0 < m < self.epochs for m in self.milestones):
+                    0 < m < (self.epochs or 10**9) for m in self.milestones):
                 raise ValueError(f"milestones: must be increasing epochs in 1..{self.epochs - 1}")
         return self
 
@@ -165,6 +168,10 @@ class EvalSpec(_Strict):
 
     interp_threshold: float = Field(INTERP_THRESHOLD, gt=0, le=1)
     select: Literal["best_val_acc_interp", "best_val_acc", "last"] = "best_val_acc_interp"
+    # Evaluate the splits every N epochs (epoch 0 and the final epoch always): an evaluation pass
+    # costs about 40% of a digits epoch. Kernel norms and clocks are recorded at every epoch, so
+    # the radial memory curves keep full resolution; the checkpoint is selected among evaluated epochs.
+    every: int = Field(1, ge=1)
 
 
 class SlurmSpec(_Strict):
@@ -215,6 +222,7 @@ class Grid(_Strict):
     eval: EvalSpec = EvalSpec()
     slurm: SlurmSpec | None = None
     engine: EngineSpec = EngineSpec()
+    budget: dict[str, float] | None = None  # grid-wide clock budget for pipelines without epochs
 
     @model_validator(mode="before")
     @classmethod
@@ -266,6 +274,8 @@ class Grid(_Strict):
             if self.dataset.name == "digits" and model.arch not in ("resnet_tiny", *DENSE_ARCHS):
                 raise ValueError("model.arch: the 8x8 digits images need resnet_tiny, mlp or vit_tiny")
             self._check_probe(model)
+        if self.budget is not None:
+            _check_budget(self.budget)
         return self
 
     def model_of(self, pipeline: str) -> ModelSpec:
@@ -318,7 +328,17 @@ class Grid(_Strict):
         return [(s, k) for s in self.sigma_w for k in self.seeds]
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """Every field, except the clock budgets and eval.every at their defaults: grids written
+        before those options existed keep their canonical form and hash (resumable runs)."""
+        d = self.model_dump(mode="json")
+        if d.get("budget") is None:
+            d.pop("budget", None)
+        if d["eval"].get("every") == 1:
+            d["eval"].pop("every")
+        for p in d["pipelines"].values():
+            if p.get("budget") is None:
+                p.pop("budget", None)
+        return d
 
     def to_yaml(self) -> str:
         """Canonical YAML: every field explicit, keys in model order, so equal grids hash equal."""
@@ -329,7 +349,60 @@ class Grid(_Strict):
         return resolve_preset(name_or_path)
 
 
-PRESETS = ("quick", "paper", "arms")
+PRESETS = ("quick", "paper", "clocks", "arms")
+BUDGET_CLOCKS = cube.SCHEDULE_CLOCKS  # schedule clocks: known before training
+MAX_BUDGET_EPOCHS = 5000
+
+
+def _check_budget(budget: dict[str, float]) -> None:
+    if not budget:
+        raise ValueError("budget: give at least one clock, e.g. {T_l2: 1.2}")
+    for k, v in budget.items():
+        if k not in BUDGET_CLOCKS:
+            raise ValueError(f"budget: clock must be one of {', '.join(BUDGET_CLOCKS)} (got {k!r})")
+        if not (v > 0 and v != float("inf")):
+            raise ValueError(f"budget.{k}: must be a positive finite number (got {v})")
+
+
+def resolve_budgets(grid: Grid, n_train: int | None = None) -> Grid:
+    """Fill in ``epochs`` of every pipeline that gives none from its clock budget (or the grid's).
+
+    The horizon is the smallest number of epochs at whose end any budgeted clock reaches its
+    value; the schedule is laid out over that horizon (a cosine decays to 0 at it), so the clock at
+    the end grows with the horizon and a bisection finds it. ``n_train`` defaults to the size of the
+    grid's training split (loading the data set). A clock that stays 0 (T_l2 without L2) is an error.
+    """
+    todo = [n for n, p in grid.pipelines.items() if p.epochs is None]
+    if not todo:
+        return grid
+    from initmem.collect.schedule import pipeline_clocks
+
+    if n_train is None:
+        from initmem.collect.data import load_split
+
+        n_train = int(load_split(grid.dataset).y_train.numel())
+    pipes = dict(grid.pipelines)
+    for name in todo:
+        spec = pipes[name]
+        budget = spec.budget or grid.budget
+        if budget is None:
+            raise UserError(f"pipelines.{name}: give epochs or a clock budget (pipeline or grid-wide)")
+
+        def reached(e: int, spec=spec, budget=budget) -> bool:
+            clocks = pipeline_clocks(spec, n_train, epochs=e)
+            return any(clocks[k][-1] >= v for k, v in budget.items())
+
+        lo, hi = 1, 1
+        while not reached(hi):
+            if hi >= MAX_BUDGET_EPOCHS:
+                raise UserError(f"pipelines.{name}: budget {budget} is not reached within {MAX_BUDGET_EPOCHS} "
+                                "epochs (a clock that stays 0, e.g. T_l2 without L2?); give epochs")
+            lo, hi = hi + 1, min(2 * hi, MAX_BUDGET_EPOCHS)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if reached(mid) else (mid + 1, hi)
+        pipes[name] = PipelineSpec.model_validate({**spec.model_dump(), "epochs": hi})
+    return grid.model_copy(update={"pipelines": pipes})
 
 
 def resolve_preset(name_or_path: str | Path) -> Path:
@@ -394,12 +467,13 @@ def parse_grid(data: Any, *, source: str = "grid") -> Grid:
     if not isinstance(data, dict):
         raise UserError(f"{source}: the grid file must be a YAML mapping, got {type(data).__name__}")
     try:
-        return Grid.model_validate(data)
+        grid = Grid.model_validate(data)
     except ValidationError as exc:
         errs = exc.errors()
         first = _one_line(errs[0])
         more = f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else ""
         raise UserError(f"{source}: {first}{more}".replace("\n", " ")) from None
+    return resolve_budgets(grid)
 
 
 def load_grid(path: str | Path) -> Grid:

@@ -2,7 +2,7 @@
 
 ``initmem analyze`` writes an analysis folder; ``initmem report``, ``initmem plan`` and the command
 line read it. Every field of ``summary.json`` (schema ``initmem.summary/2``) and ``collapse.json``
-(schema ``initmem.collapse/2``) is a typed attribute here, documented field by field in
+(schema ``initmem.collapse/3``) is a typed attribute here, documented field by field in
 docs/analysis-folder.md. Writers validate what they are given, so a renamed or mistyped field fails
 where it is produced instead of silently dropping out of the report; readers refuse an unknown
 schema with one line instead of guessing.
@@ -44,7 +44,7 @@ from initmem.names import CUBE_NC as DEFAULT_CUBE  # noqa: F401
 T_FIT = "T_fit"  # the collapse test's fitted clock: an axis of collapse.json, not a cube variable
 
 SUMMARY_SCHEMA = "initmem.summary/2"
-COLLAPSE_SCHEMA = "initmem.collapse/2"
+COLLAPSE_SCHEMA = "initmem.collapse/3"
 
 Verdict = Literal[VERDICTS]  # type: ignore[valid-type]
 Gate = Literal["interpolated", "all"]
@@ -346,7 +346,8 @@ class ForgettingTimes(Record):
 
     fraction: Num = None
     rope: Num = None
-    spread: Num = None
+    spread: Num = None  # collapse/3: censored pipelines kept (Tobit ML); spread_uncensored drops them
+    spread_uncensored: Num = None
     n_pipelines: int = 0
     n_censored: int = 0
     per_pipeline: dict[str, ForgettingTime] = Field(default_factory=dict)
@@ -368,6 +369,9 @@ class CollapseResult(Record):
     notes: list[str] = Field(default_factory=list)
     n_pipelines: int | None = None
     min_p_possible: Num = None
+    # collapse/3: the two radial sides and the fitted clock exponents (stats/collapse_run.py)
+    sides: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    exponents: dict[str, Any] = Field(default_factory=dict)
 
 
 # Building and reading records ---------------------------------------------------------------

@@ -21,7 +21,7 @@ from initmem.results import GATES
 
 FAMILIES = ("binomial", "gaussian")      # likelihood of the memory model (docs/memory-model.md)
 SAMPLERS = ("nutpie", "pymc")
-MEMORY_KINDS = ("radial", "functional")  # memory curve the collapse test uses
+MEMORY_KINDS = ("radial", "radial_above", "radial_below", "functional")  # memory curve the collapse test uses
 N_BOOT = 200                             # seed-bootstrap draws of the memory curves and the collapse test
 
 

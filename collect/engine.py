@@ -242,11 +242,17 @@ class Recorder:
         self.wall = float(st["wall"])
 
 
-def _record_epoch(tr: PackTrainer, rec: Recorder, epoch: int) -> None:
+def _record_epoch(tr: PackTrainer, rec: Recorder, epoch: int, evaluate: bool = True) -> None:
+    """Record one epoch; without ``evaluate`` (grid eval.every) only the norms and clocks, the
+    split metrics stay NaN and the epoch cannot be selected."""
     s = tr.split
-    train_l, train_a, _ = tr.evaluate(s.x_train, s.y_train)
-    val_l, val_a, _ = tr.evaluate(s.x_val, s.y_val)
-    test_l, test_a, pred = tr.evaluate(s.x_test, s.y_test, want_pred=True)
+    nan = np.full(tr.G, np.nan)
+    train_l = train_a = val_l = val_a = test_l = test_a = nan
+    pred = None
+    if evaluate:
+        train_l, train_a, _ = tr.evaluate(s.x_train, s.y_train)
+        val_l, val_a, _ = tr.evaluate(s.x_val, s.y_val)
+        test_l, test_a, pred = tr.evaluate(s.x_test, s.y_test, want_pred=True)
     _, norms = kernel_norms(tr.net)
     norms = norms.double().cpu().numpy()
     lr_now = float(tr.clock_table[cube.LR_NOW][epoch])
@@ -271,7 +277,9 @@ def _record_epoch(tr: PackTrainer, rec: Recorder, epoch: int) -> None:
             rec.curves[k][g, epoch] = v[g]
         for k, v in layer.items():
             rec.layer[k][g, epoch] = v[g]
-        rec.selector.update(g, epoch, float(train_a[g]), float(val_a[g]), float(val_l[g]), float(test_a[g]), pred[g])
+        if pred is not None:
+            rec.selector.update(g, epoch, float(train_a[g]), float(val_a[g]), float(val_l[g]), float(test_a[g]),
+                                pred[g])
 
 
 def _state(tr: PackTrainer, rec: Recorder, epoch: int) -> dict[str, Any]:
@@ -345,7 +353,7 @@ def train_pack(grid: Grid, pipeline: str, cells: Sequence[tuple[float, int]], *,
             order = tr.epoch_order()
             for i in range(tr.steps_per_epoch):
                 tr.train_step(order[:, i * b:(i + 1) * b])
-            _record_epoch(tr, rec, epoch)
+            _record_epoch(tr, rec, epoch, evaluate=epoch % grid.eval.every == 0 or epoch == spec.epochs)
             rec.wall = time.perf_counter() - t0
             if progress is not None:
                 progress(epoch, spec.epochs)

@@ -176,7 +176,7 @@ def kernel_norms(a: Analysis) -> Figure:
 
 def _memory_var(a: Analysis) -> tuple[str, str]:
     mem = a.collapse.memory if a.collapse is not None else "radial"
-    if mem == "radial" or a.curves is None or R.CURVE_FUNC_SPREAD not in a.curves:
+    if mem.startswith("radial") or a.curves is None or R.CURVE_FUNC_SPREAD not in a.curves:
         return R.CURVE_RHO, "radial memory ρ(t)"
     return R.CURVE_FUNC_SPREAD, "functional memory (val-acc spread)"
 
@@ -336,8 +336,8 @@ def forgetting_times(a: Analysis) -> Figure:
     caption = ("Forgetting times: per time axis, when each pipeline's memory curve has fallen far enough "
                "(dot: median, bar: 90% interval, in that axis's units, log scale). On the clock that governs "
                "forgetting the pipelines' times line up; the panel title gives their spread, the SD across "
-               "pipelines of the log forgetting time (uncensored pipelines only; bold: the best axis of the "
-               "collapse test). An open circle with an arrow is censored: the memory had not fallen far enough "
+               "pipelines of the log forgetting time (censored pipelines kept as right-censored at their budget; "
+               "bold: the best axis of the collapse test). An open circle with an arrow is censored: the memory had not fallen far enough "
                "within the training budget, so the time is only a lower bound.")
     alt = (f"{len(axes_names)} panels of forgetting times for {len(pipes)} pipelines; {n_censored} censored "
            f"entries. " + "; ".join(lines) + ".")

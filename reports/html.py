@@ -26,6 +26,7 @@ from initmem import cube as C
 from initmem import results as R
 from initmem.atomic import write_text
 from initmem.reports import figures as F
+from initmem.reports import figures_clocks as FK
 from initmem.reports import sections as S
 from initmem.reports import text as X
 from initmem.reports.load import Analysis, load_analysis
@@ -121,6 +122,7 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         "headline": X.headline(a),
         "spread_sentence": X.spread_sentence(a),
         "collapse_sentence": X.collapse_sentence(a),
+        "forgetting_sentence": FK.forgetting_sentence(a),
         "interpolation_sentence": X.interpolation_sentence(a),
         "min_p_note": X.min_p_note(a),
         "collapse": a.collapse,

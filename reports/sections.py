@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from initmem.reports import figures as F
+from initmem.reports import figures_clocks as FK
 from initmem.reports import figures_curves as FC
 from initmem.reports import tables as T
 from initmem.reports.load import Analysis
@@ -80,7 +81,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("variance", "Variance decomposition", figures=(F.variance_shares, F.spread_forest), show=with_figures),
     Section("training", "Training curves", figures=(FC.training_curves, FC.tau_scatter), show=with_figures),
     Section("radial", "Radial memory", figures=(FC.kernel_norms, FC.rho_curves), show=with_figures),
-    Section("clocks", "Forgetting clocks", figures=(FC.clock_panels, FC.forgetting_times),
+    Section("clocks", "Forgetting clocks", figures=(FC.clock_panels, FC.forgetting_times, FK.forgetting_dose, FK.curves_side_by_side),
             tables=(("collapse_rows", T.collapse_rows),), show=with_figures_or_collapse),
     Section("frequentist", "Frequentist cross-checks", tables=(("frequentist_rows", T.frequentist_rows),)),
     Section("diagnostics", "Diagnostics", figures=(F.ppc_intervals,),

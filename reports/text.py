@@ -17,6 +17,7 @@ from initmem.reports.tables import diagnostics_rows, excluded_text, num, q
 
 PPC_LOW, PPC_HIGH = 0.025, 0.975
 ALPHA = 0.05
+EPOCH_AXIS = C.EPOCH
 
 
 # Formatting filters ---------------------------------------------------------------------
@@ -63,7 +64,13 @@ def collapse_sentence(a: Analysis) -> str | None:
     if math.isfinite(floor):
         times = f"{floor:,.0f}" if floor >= 100 else f"{floor:.1f}"
         floor_txt = f"; its held-out error is {times} times the seed-noise floor"
-        if floor > 2:  # what "beyond the floor" means depends on whether the clock won
+        ep = c.axes.get(EPOCH_AXIS)
+        fr_e = num(ep.floor_ratio) if ep is not None else math.nan
+        if verdict == "clock_better" and math.isfinite(fr_e) and fr_e > 0 and floor <= 0.5 * fr_e:
+            # The floor ratio alone says nothing here (with paired seeds the radial floor is tiny and
+            # every axis sits far above it): say how much of epochs' error the clock removed.
+            floor_txt = f"; its held-out error is {floor / fr_e:.0%} of epochs' ({times} times the seed-noise floor)"
+        elif floor > 2:  # what "beyond the floor" means depends on whether the clock won
             floor_txt += (", so it is less bad than epochs rather than a collapse within noise"
                           if verdict == "clock_better" else ", so no axis collapses the curves within noise")
     if verdict == "clock_better":

@@ -94,6 +94,49 @@ def _q(draws: np.ndarray, q: float) -> float:
     return v if math.isfinite(v) else math.nan
 
 
+def censored_sd(logs: list[float], cens_logs: list[float]) -> float:
+    """SD across pipelines of log forgetting time with right-censored pipelines kept (Tobit MLE).
+
+    Dropping censored pipelines (the slow ones) shrinks the spread of a wrong clock; here each
+    censored pipeline contributes P(log t > log budget). Scaled by sqrt(n / (n - 1)) so that it
+    equals the sample SD without censoring. NaN with fewer than 2 uncensored pipelines.
+    """
+    x, c = np.asarray(logs, float), np.asarray(cens_logs, float)
+    if x.size < 2:
+        return math.nan
+    n = x.size + c.size
+    sd0 = float(np.std(x, ddof=0))
+    if not c.size:
+        return float(np.std(x, ddof=1))
+    from scipy import optimize, stats
+
+    def nll(th: np.ndarray) -> float:
+        mu, s = th[0], math.exp(th[1])
+        return -(stats.norm.logpdf(x, mu, s).sum() + stats.norm.logsf(c, mu, s).sum())
+
+    start = np.array([float(np.mean(np.concatenate([x, c]))), math.log(max(sd0, 1e-3))])
+    res = optimize.minimize(nll, start, method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-9,
+                                                                       "maxiter": 2000})
+    sd = math.exp(float(res.x[1]))
+    return sd * math.sqrt(n / (n - 1)) if np.isfinite(sd) and sd < 1e3 else math.nan
+
+
+def per_seed_times(ds: xr.Dataset, memory: str, axis: np.ndarray, *, fraction: float = DEFAULT_FRACTION,
+                   rope: float = DEFAULT_ROPE) -> tuple[np.ndarray, np.ndarray]:
+    """Each seed's own forgetting time on ``axis`` (P, T): (times (P, S): +inf censored, NaN no
+    curve; budget (P,): the largest axis value with data). The exponent model's measurements."""
+    from initmem.stats.memsource import Source
+
+    curves = Source.from_cube(ds, memory).per_seed_curves()  # (P, S, T)
+    ax = np.asarray(axis, float)
+    t = crossing(curves, ax[:, None, :], memory, fraction, rope)
+    t = np.where(np.isfinite(curves).any(-1), t, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        budget = np.nanmax(np.where(np.isfinite(curves).any(1), ax, np.nan), axis=-1)
+    return t, budget
+
+
 def forgetting_times(ds: xr.Dataset, *, memory: str = "radial", fraction: float = DEFAULT_FRACTION,
                      rope: float = DEFAULT_ROPE, n_boot: int = 200, seed: int = 0,
                      axes: dict[str, np.ndarray]) -> dict[str, dict]:
@@ -119,11 +162,16 @@ def forgetting_times(ds: xr.Dataset, *, memory: str = "radial", fraction: float 
             per[name] = {"median": med, "q05": _q(draws, 0.05), "q95": _q(draws, 0.95), "censored": censored,
                          "estimate": math.nan if censored else float(est),
                          "budget": float(np.nanmax(np.asarray(vals, float)[i]))}
-        entry = {"spread": float(np.std(logs, ddof=1)) if len(logs) >= 2 else math.nan,
+        cens_logs = [math.log(v["budget"]) for v in per.values() if v["censored"] and v["budget"] > 0]
+        entry = {"spread": censored_sd(logs, cens_logs),
+                 "spread_uncensored": float(np.std(logs, ddof=1)) if len(logs) >= 2 else math.nan,
+                 "spread_method": "ML SD of log forgetting time, censored pipelines right-censored at their "
+                                  "budget (normal on the log scale), times sqrt(n / (n - 1))",
                  "n_pipelines": len(per), "n_censored": n_cens, "per_pipeline": per}
         entry.update({"fraction": fraction} if memory == "radial" else {"rope": rope})
         out[a] = entry
     return out
 
 
-__all__ = ["DEFAULT_FRACTION", "DEFAULT_ROPE", "crossing", "forgetting_times", "memory_draws"]
+__all__ = ["DEFAULT_FRACTION", "DEFAULT_ROPE", "censored_sd", "crossing", "forgetting_times", "memory_draws",
+           "per_seed_times"]

@@ -17,11 +17,32 @@ import xarray as xr
 from initmem import cube
 from initmem.stats.curves import curve_array, ols_slope
 
-MEMORIES = ("radial", "functional")
+RADIAL_SIDES = ("radial_above", "radial_below")
+MEMORIES = ("radial", *RADIAL_SIDES, "functional")
+REF_SIGMA = 1.0  # the standard initialization: the two radial sides meet here
 
 
 def memory_variable(memory: str) -> str:
-    return cube.KERNEL_NORM if memory == "radial" else cube.VAL_ACC
+    return cube.VAL_ACC if memory == "functional" else cube.KERNEL_NORM
+
+
+def memory_view(ds: xr.Dataset, memory: str, ref: float = REF_SIGMA) -> tuple[xr.Dataset, str]:
+    """(cube, base memory) for a memory kind: a radial side keeps the sigma_w levels >= ref
+    (radial_above) or <= ref (radial_below) and is then the radial slope over those levels.
+
+    Above the standard init the large kernels shrink (on T_l2 under L2); below it the small
+    kernels grow (on sum eta): one slope over the whole range blurs the two mechanisms.
+    """
+    if memory not in RADIAL_SIDES:
+        return ds, memory
+    sig = ds[cube.SIGMA].values.astype(float)
+    keep = sig >= ref * (1 - 1e-9) if memory == "radial_above" else sig <= ref * (1 + 1e-9)
+    if keep.sum() < 2:
+        from initmem.errors import UserError
+
+        raise UserError(f"memory {memory} needs >= 2 sigma_w levels on that side of {ref:g} "
+                        f"(the cube has {', '.join(f'{s:g}' for s in sig)})")
+    return ds.isel({cube.SIGMA: np.flatnonzero(keep)}), "radial"
 
 
 @dataclass
@@ -73,6 +94,14 @@ class Source:
             var = (n - 1) / n * np.nansum((th - np.nanmean(th, axis=1, keepdims=True)) ** 2, axis=1)
             return y, np.where(n >= 2, var, np.nan)
 
+    def per_seed_curves(self) -> np.ndarray:
+        """Each seed's own memory curve (P, S, T): radial its slope, functional the spread of its val_acc."""
+        if self.kind == "radial":
+            return self.per_seed
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmax(self.acc, axis=1) - np.nanmin(self.acc, axis=1)
+
     def all_seeds(self) -> np.ndarray:
         n_p = self.per_seed.shape[0] if self.kind == "radial" else self.acc.shape[0]
         return np.broadcast_to(np.arange(self.n_seed), (n_p, self.n_seed))
@@ -91,4 +120,4 @@ class Source:
         return np.stack(rows)
 
 
-__all__ = ["MEMORIES", "Source", "memory_variable"]
+__all__ = ["MEMORIES", "RADIAL_SIDES", "REF_SIGMA", "Source", "memory_variable", "memory_view"]

@@ -99,7 +99,7 @@ def test_output_schema_and_partial_axes():
     ds = _cube("T_sgd", seed=3)
     r = collapse_test(ds, n_boot=12)
     json.dumps(r, allow_nan=False)
-    assert r["schema"] == "initmem.collapse/2" and r["memory"] == "radial" and r["adjustment"] == "max_statistic"
+    assert r["schema"] == "initmem.collapse/3" and r["memory"] == "radial" and r["adjustment"] == "max_statistic"
     assert {"epoch", "step", "T_eta", "T_sgd", "T_l2", "T_adapt"} <= set(r["axes"])
     assert r["n_pipelines"] == 6 and r["min_p_possible"] == pytest.approx(2 ** -5)
     assert r["axes"]["epoch"]["n_points"] == 6 * 30  # epoch 0 is never scored

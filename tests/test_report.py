@@ -132,10 +132,11 @@ def test_full_report_has_every_section_and_figure(full_report):
     for sec in ("summary", "metric", "variance", "training", "radial", "clocks", "frequentist", "diagnostics",
                 "settings", "methods", "provenance"):
         assert f"sec-{sec}" in doc.section_ids
-    # metric, shares, forest, training curves, tau, kernel norms, rho, clocks, forgetting times, predictive checks
-    assert doc.figures == 10
-    assert len(doc.captions) == 10 and all(len(c) > 40 for c in doc.captions)
-    assert len(doc.svg_titles) == 10 and all(len(t) > 20 for t in doc.svg_titles)
+    # metric, shares, forest, training curves, tau, kernel norms, rho, clocks, forgetting times,
+    # forgetting time against the dose, curves side by side (epochs | best clock), predictive checks
+    assert doc.figures == 12
+    assert len(doc.captions) == 12 and all(len(c) > 40 for c in doc.captions)
+    assert len(doc.svg_titles) == 12 and all(len(t) > 20 for t in doc.svg_titles)
     assert doc.summary_names == PIPES
     assert "Section skipped" not in text
     # Clean sampler diagnostics: the only red banner entry is edge's divergence warning.
@@ -403,7 +404,7 @@ def test_bad_analysis_folders_are_user_errors(tmp_path):
     c = json.loads((analysis / "collapse.json").read_text())
     (analysis / "collapse.json").write_text(json.dumps({**c, "schema": "initmem.collapse/1"}))
     with pytest.raises(UserError, match="collapse.json is schema initmem.collapse/1; this initmem reads "
-                                        "initmem.collapse/2"):
+                                        "initmem.collapse/3"):
         load_analysis(analysis)
 
 
@@ -489,7 +490,7 @@ def test_a_figure_without_its_data_is_skipped_with_the_reason(tmp_path):
     ds = small_cube(curves=True).drop_vars([C.TAU_INTERP, C.TAU_BEST])
     text = build_report(write_analysis(ds, tmp_path)).read_text()
     assert "Figure “Training curves: tau scatter” not drawn: the cube has no tau_interp and tau_best" in text
-    assert parse(text).figures == 9
+    assert parse(text).figures == 11  # 9 + forgetting time against the dose, curves side by side
 
 
 @pytest.mark.parametrize("verdict,floor,needle,absent", [

@@ -1,0 +1,181 @@
+"""The whole forgetting-time view of a cube, without the memory model (``initmem collapse``).
+
+:func:`collapse_view` runs the collapse test (stats/collapse.py) on the requested memory, the same
+test on the two radial sides (sigma_w >= 1 and <= 1: which clock lines up which side) and the
+Bayesian clock-exponent model (models/exponents.py) on per-seed forgetting times in steps, and
+returns the collapse.json dict (schema initmem.collapse/3). The permutation test stays the
+decision on "clock better than epochs"; the exponents say *which* combination of eta, lambda and
+b the forgetting time follows (docs/reading-the-clocks.md).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from initmem import cube
+from initmem.errors import UserError
+from initmem.jsonio import json_safe
+from initmem.stats.collapse import collapse_test
+from initmem.stats.curves import seed_mean_clocks
+from initmem.stats.forgetting import DEFAULT_FRACTION, DEFAULT_ROPE, per_seed_times
+from initmem.stats.memsource import RADIAL_SIDES, REF_SIGMA, memory_view
+
+OPTIMIZER, LR, BATCH_SIZE, MOMENTUM, WEIGHT_DECAY = cube.PIPELINE_COORDS[:5]
+SIDE_KEYS = ("verdict", "best", "best_pipelines", "vs_epoch", "forgetting_times", "notes", "sigma_w", "merged",
+             "n_pipelines", "min_p_possible", "n_permutations", "exact_permutation")
+
+
+def _coord(ds: xr.Dataset, name: str, default: Any) -> np.ndarray:
+    if name in ds.coords and ds[name].dims == (cube.PIPELINE,):
+        return ds[name].values
+    return np.full(ds.sizes[cube.PIPELINE], default, dtype=object)
+
+
+def pipeline_design(ds: xr.Dataset) -> dict[str, np.ndarray]:
+    """Per pipeline: lr, coupled L2 lambda, batch size, momentum and optimizer (NaN when unknown)."""
+    opt = np.asarray(_coord(ds, OPTIMIZER, "sgd"), dtype=object)
+    wd = np.asarray(_coord(ds, WEIGHT_DECAY, 0.0), float)
+    return {"lr": np.asarray(_coord(ds, LR, np.nan), float),
+            "l2": np.where(opt == "adamw", 0.0, wd),  # AdamW's decay is decoupled: not lambda in T_l2
+            "batch": np.asarray(_coord(ds, BATCH_SIZE, np.nan), float),
+            "momentum": np.nan_to_num(np.asarray(_coord(ds, MOMENTUM, 0.0), float)),
+            "family": np.array(["adam" if o in ("adam", "adamw") else str(o) for o in opt], dtype=object)}
+
+
+def exponents_entry(ds: xr.Dataset, memory: str, *, fraction: float, rope: float, tolerance: float,
+                    seed: int = 0, draws: int = 1000, tune: int = 1000) -> dict[str, Any]:
+    """The ``exponents`` entry: per-seed forgetting times in steps -> the fitted exponent model."""
+    from initmem.models.exponents import build_data, fit_exponents
+
+    view, base = memory_view(ds, memory)
+    steps = seed_mean_clocks(view)[cube.STEP]
+    times, budget = per_seed_times(view, base, steps, fraction=fraction, rope=rope)
+    d = pipeline_design(view)
+    if not (np.isfinite(d["lr"]).all() and np.isfinite(d["batch"]).all()):
+        return {"skipped": "the cube does not record every pipeline's lr and batch_size"}
+    names = [str(p) for p in view[cube.PIPELINE].values.tolist()]
+    data = build_data(names, d["lr"], d["l2"], d["batch"], d["momentum"], d["family"], times, budget)
+    out = fit_exponents(data, tolerance=tolerance, seed=seed, draws=draws, tune=tune) or {}
+    out.update({"memory": memory, "axis": cube.STEP,
+                "per_seed_steps": {n: [None if not math.isfinite(t) else float(t) for t in times[i]]
+                                   for i, n in enumerate(names)},
+                "budget_steps": {n: float(budget[i]) for i, n in enumerate(names)}})
+    return out
+
+
+def collapse_view(ds: xr.Dataset, *, memory: str = "radial", fraction: float = DEFAULT_FRACTION,
+                  rope: float = DEFAULT_ROPE, n_boot: int = 200, seed: int = 0, sides: bool = True,
+                  exponents: bool = True, tolerance: float | None = None,
+                  axes: list[str] | None = None) -> dict | None:
+    """collapse.json (initmem.collapse/3): the test, its two radial sides and the exponents."""
+    from initmem.models.exponents import DEFAULT_TOLERANCE
+
+    tolerance = DEFAULT_TOLERANCE if tolerance is None else float(tolerance)
+    if not (tolerance > 0):
+        raise UserError(f"--tolerance must be positive, not {tolerance}")
+    if not (0 < fraction < 1):
+        raise UserError(f"--fraction must lie strictly between 0 and 1, not {fraction}")
+    if not (rope > 0):
+        raise UserError(f"--rope must be positive, not {rope}")
+    ds = _only_axes(ds, axes)
+    main = collapse_test(ds, memory=memory, n_boot=n_boot, seed=seed, fraction=fraction, rope=rope)
+    if main is None:
+        return None
+    main["ref_sigma_w"] = REF_SIGMA
+    d = pipeline_design(ds)  # the report's dose axis, also for pipelines the memory model skipped
+    main["design"] = {str(p): {"lr": d["lr"][i], "lambda": d["l2"][i], "b": d["batch"][i],
+                               "momentum": d["momentum"][i], "family": d["family"][i]}
+                      for i, p in enumerate(ds[cube.PIPELINE].values.tolist())}
+    main["lined_up_by"] = lined_up(main)
+    main["sides"] = {}
+    if sides and memory.startswith("radial"):
+        for side in RADIAL_SIDES:
+            try:
+                r = collapse_test(ds, memory=side, n_boot=min(n_boot, 50), seed=seed, fraction=fraction, rope=rope)
+            except UserError as exc:  # fewer than 2 levels on that side
+                main["sides"][side] = {"skipped": str(exc)}
+                continue
+            if r is not None:
+                main["sides"][side] = {k: r[k] for k in SIDE_KEYS if k in r} | {"lined_up_by": lined_up(r)}
+    main["exponents"] = (exponents_entry(ds, memory, fraction=fraction, rope=rope, tolerance=tolerance, seed=seed)
+                         if exponents else {"skipped": "not requested (--no-exponents)"})
+    return json_safe(main)
+
+
+def lined_up(r: dict) -> str | None:
+    """The clock on which the pipelines' forgetting times agree best (smallest censored-data spread
+    of log forgetting time), among those with forgetting times on >= 3 pipelines; None if none."""
+    ft = r.get("forgetting_times") or {}
+    cand = {a: e["spread"] for a, e in ft.items() if a != cube.STEP and e.get("spread") is not None
+            and np.isfinite(e["spread"]) and e.get("n_pipelines", 0) - e.get("n_censored", 0) >= 3}
+    return min(cand, key=cand.get) if cand else None
+
+
+def _only_axes(ds: xr.Dataset, axes: list[str] | None) -> xr.Dataset:
+    """Keep only the named clocks (``--axes``); epochs always stay: every clock is compared with them."""
+    if not axes:
+        return ds
+    known = (cube.STEP, *cube.ALL_CLOCKS)
+    bad = [a for a in axes if a not in known]
+    if bad:
+        raise UserError(f"--axes: unknown axis {bad[0]!r} (choose among {', '.join(known)})")
+    drop = [a for a in known if a not in axes and a != cube.STEP and a in ds.data_vars]
+    return ds.drop_vars(drop)
+
+
+
+
+
+def collapse_main(cube_path, out_dir, *, say=print, **kw: Any) -> dict:
+    """``initmem collapse``: write DIR/collapse.json and DIR/curves.nc, print the verdicts."""
+    from pathlib import Path
+
+    from initmem import results as R
+    from initmem.stats.curves import memory_curves, write_curves
+
+    ds = cube.open_cube(cube_path)
+    raw = collapse_view(ds, **kw)
+    if raw is None:
+        raise UserError(f"{cube_path} has no training curves (epoch dim with kernel_norm / val_acc): "
+                        "the collapse test needs them")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rec = R.build_collapse(raw)
+    R.write_collapse(out, rec)
+    curves = memory_curves(ds, n_boot=min(kw.get("n_boot", 200), 200), seed=kw.get("seed", 0))
+    if curves is not None:
+        write_curves(curves, out / R.CURVES_NC)
+    for line in summary_lines(raw):
+        say(line)
+    say(str(out / R.COLLAPSE_JSON))
+    return raw
+
+
+def summary_lines(r: dict) -> list[str]:
+    """A few terminal lines: the verdict, the best clock, each side's clock and the exponents."""
+    lines = [f"collapse ({r['memory']}, {r['n_pipelines']} pipelines): {r['verdict']}, best {r['best']}"]
+    for a, e in (r.get("vs_epoch") or {}).items():
+        if e.get("in_family"):
+            lines.append(f"  {a:<10} D = {_f(e.get('D'))}  p_adj = {_f(e.get('p_adjusted'))}  "
+                         f"on {e.get('n_pipelines')} pipelines")
+    for side, e in (r.get("sides") or {}).items():
+        lines.append(f"  {side}: " + (e["skipped"] if "skipped" in e else
+                                      f"{e['verdict']}, best {e['best']}, lined up by {e.get('lined_up_by')}"))
+    ex = r.get("exponents") or {}
+    if "exponents" in ex:
+        parts = [f"{c} {_f(v['median'])} [{_f(v['q05'])}, {_f(v['q95'])}]" for c, v in ex["exponents"].items()]
+        lines.append("  exponents of steps to forget: " + "; ".join(parts))
+        lines.append("  P(clock's exponents within tolerance): " + ", ".join(
+            f"{c} {_f(v['probability'])}" for c, v in ex["clocks"].items()))
+    elif ex.get("skipped"):
+        lines.append(f"  exponents: {ex['skipped']}")
+    return lines
+
+
+def _f(v: Any) -> str:
+    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.3g}"
+__all__ = ["collapse_main", "collapse_view", "exponents_entry", "lined_up", "pipeline_design", "summary_lines"]

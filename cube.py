@@ -211,7 +211,10 @@ def validate(ds: xr.Dataset) -> list[Problem]:
     if SELECTED_TEST_CORRECT in ds.data_vars and A_N_TEST not in ds.attrs:
         add("missing_attr", "'selected_test_correct' needs the global attribute 'n_test'")
 
-    if not any(p.severity == "error" for p in problems):
+    design = str(ds.attrs.get(A_SEED_DESIGN, SEED_PAIRED))
+    if design not in SEED_DESIGNS:
+        add("bad_attr", f"attribute {A_SEED_DESIGN!r} must be one of {', '.join(SEED_DESIGNS)} (got {design!r})")
+    if not any(p.severity == "error" for p in problems) and design == SEED_PAIRED:
         for pipe, seeds in unpaired_seeds(ds).items():
             add("unpaired_seed",
                 f"pipeline {pipe!r}: seed(s) {seeds} are observed at some sigma_w levels but not all",
@@ -467,7 +470,7 @@ def describe(ds: xr.Dataset) -> dict[str, Any]:
             "other": sorted(str(v) for v in ds.data_vars if v not in EXPECTED_DIMS),
         },
         "status_counts": status_counts(ds),
-        "seeds_paired": not unpaired,
+        "seeds_paired": not unpaired, "seed_design": seed_design(ds),
         "unpaired_seeds": unpaired,
         "attrs": {k: _py(v) for k, v in ds.attrs.items() if k != A_GRID},
         "problems": [asdict(p) for p in problems],

@@ -39,7 +39,9 @@ def render_description(info: dict[str, Any], title: str, console: Console | None
     for group, names in info["variables"].items():
         if names:
             con.print(f"{group}: " + ", ".join(names), highlight=False)
-    if info["seeds_paired"]:
+    if info.get("seed_design") == cube.SEED_INDEPENDENT:
+        con.print("seeds: independent across sigma_w (declared on import): a seed number only labels a replicate")
+    elif info["seeds_paired"]:
         con.print("seeds: paired across sigma_w (every observed seed is present at every level)")
     else:
         for pipe, seeds in info["unpaired_seeds"].items():

@@ -60,6 +60,9 @@ class MemoryData:
     skipped: dict[str, str] = field(default_factory=dict)
     interpolation: dict[str, dict[str, Any]] = field(default_factory=dict)
     divergence_p: dict[str, float | None] = field(default_factory=dict)
+    # "paired" (a seed shares its randomness across sigma_w: a seed effect common to every level) or
+    # "independent" (imported runs that share nothing: no seed effect); cube.seed_design.
+    seed_design: str = cube.SEED_PAIRED
     test_set_se: dict[str, float | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -315,6 +318,7 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
         interpolation={pipes[a]: interpolation[pipes[a]] for a in keep}, notes=notes,
         divergence_p={pipes[a]: _divergence_test(diverged[a], observed[a], rng) for a in keep},
         test_set_se={pipes[a]: None if correct is None else _paired_test_set_se(correct[a], usable[a]) for a in keep},
+        seed_design=cube.seed_design(ds),
     )
     return data
 

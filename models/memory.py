@@ -61,6 +61,9 @@ class MemoryModel:
             raise UserError("levels must be 'exchangeable' (the smooth-trend alternative is not offered by the "
                             "marginal model; docs/memory-model.md)")
         self.data = data
+        # Independent seeds share nothing across sigma_w: the seed effect is fixed at 0, so the seed
+        # sum of squares joins the residual one (the one-way REML likelihood; docs/memory-model.md).
+        self.paired = data.seed_design == cube.SEED_PAIRED
         self.levels = levels
         self.priors = priors or default_priors()
         self.model = self._build()
@@ -98,7 +101,8 @@ class MemoryModel:
             sums = core.table_sums(table, lev, sd)
             import pytensor.tensor as pt
 
-            pm.Potential("reml", core.reml_loglik(sums, s["sigma_sd_z"] ** 2, s["seed_sd_z"] ** 2,
+            s2v = s["seed_sd_z"] ** 2 * (1.0 if self.paired else 0.0)
+            pm.Potential("reml", core.reml_loglik(sums, s["sigma_sd_z"] ** 2, s2v,
                                                   s["residual_sd_z"] ** 2, log=pt.log).sum())
         return model
 
@@ -199,6 +203,8 @@ class MemoryModel:
         arr = _model_arrays(d)
         coords_ = self.coords
         sz = {n: post[n].transpose("chain", "draw", cube.PIPELINE).values for n in _SAMPLED}
+        if not self.paired:  # no seed effect in an independent design: report it as exactly 0
+            sz["seed_sd_z"] = np.zeros_like(sz["seed_sd_z"])
         s2 = {n: v**2 for n, v in sz.items()}
         free = post["y_free"].transpose("chain", "draw", cube.PIPELINE, cube.SIGMA, cube.SEED).values
         table = arr["obs"] * arr["z"] + arr["imputed"] * free

@@ -20,7 +20,7 @@ from .conftest import assert_user_error, invoke
     ({"gate": "some"}, "gate must be one of interpolated, all (got 'some')"),
     ({"family": "student_t"}, "family must be one of binomial, gaussian (got 'student_t')"),
     ({"sampler": "stan"}, "sampler must be one of nutpie, pymc (got 'stan')"),
-    ({"memory": "angular"}, "memory must be one of radial, functional (got 'angular')"),
+    ({"memory": "angular"}, "memory must be one of radial, radial_above, radial_below, functional (got 'angular')"),
     ({"chains": 1}, "chains must be at least 2 (got 1)"),
     ({"tune": -1}, "tune must be at least 0 (got -1)"),
     ({"delt": 0.01}, "delt is not an analysis option"),

@@ -262,9 +262,9 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
             raise UserError("--status and --merge exclude each other")
         if grid_file is not None or out is not None:
             raise UserError("--status DIR and --merge DIR take no GRID.yaml or --out")
-        from initmem.collect.merge import corrupt_error, merge_run, print_summary
-        from initmem.collect.rundir import RunDir
-        from initmem.collect.status import render_status, run_status
+        from initmem.collect.run.assemble import corrupt_error, merge_run, print_summary
+        from initmem.collect.run.run_folder import RunDir
+        from initmem.collect.run.status import render_status, run_status
 
         if status_dir is not None:
             click.echo(render_status(run_status(status_dir)))
@@ -276,7 +276,7 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
         return
     if grid_file is None or out is None:
         raise UserError("collect needs GRID.yaml and --out DIR (or --status DIR / --merge DIR)")
-    from initmem.collect.runner import collect as run_collect
+    from initmem.collect.run.runner import collect as run_collect
 
     slurm = {"partition": partition, "gpus_per_job": gpus_per_job, "time_min": time_min, "mem_gb": mem_gb,
              "cpus_per_task": cpus_per_task, "array_parallelism": array_parallelism}

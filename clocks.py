@@ -6,9 +6,9 @@ simulator can draw it and whether the collapse test scores it lived in six modul
 field of one :class:`Clock` entry, and those modules read :data:`CLOCKS`:
 
 * ``initmem.cube`` re-exports the names and derives its clock tuples (the cube variables);
-* ``initmem.collect.schedule`` computes every *schedule* clock from the per-step learning rate with
+* ``initmem.collect.train.schedule`` computes every *schedule* clock from the per-step learning rate with
   the entry's :attr:`Clock.compute` (engine and simulator alike, so their clocks agree exactly);
-* *measured* clocks are computed from the weights by ``initmem.collect.measure``;
+* *measured* clocks are computed from the weights by ``initmem.collect.train.measure``;
 * the report labels axes with :attr:`Clock.label`, the simulator offers the entries with
   :attr:`Clock.simulated` as truth axes, and ``initmem.stats.collapse`` tests the entries with
   :attr:`Clock.in_family` (the Westfall-Young family: adding a clock to it is a scientific choice,
@@ -56,7 +56,7 @@ class Clock:
     """One forgetting clock.
 
     ``kind`` is ``schedule`` (a function of the learning-rate schedule alone, computed by
-    :attr:`compute`) or ``measured`` (from the weights, by collect/measure.py; ``compute`` is None).
+    :attr:`compute`) or ``measured`` (from the weights, by collect/train/measure.py; ``compute`` is None).
     ``formula`` says how it is computed, in words for docs and the report; ``label`` is the axis
     label of figures. ``in_family``: the collapse test scores it by default (and adjusts its
     p-values across every such clock). ``simulated``: ``initmem simulate`` draws it and can let

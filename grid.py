@@ -159,7 +159,7 @@ class PipelineSpec(_Strict):
 
 
 class EvalSpec(_Strict):
-    """Which epoch a run reports (see collect/select.py and docs/cube.md).
+    """Which epoch a run reports (see collect/train/select.py and docs/cube.md).
 
     ``best_val_acc_interp`` (default): the best-validation epoch at or after interpolation
     (training accuracy >= interp_threshold), ties to the lower validation loss, then the later
@@ -375,10 +375,10 @@ def resolve_budgets(grid: Grid, n_train: int | None = None) -> Grid:
     todo = [n for n, p in grid.pipelines.items() if p.epochs is None]
     if not todo:
         return grid
-    from initmem.collect.schedule import pipeline_clocks
+    from initmem.collect.train.schedule import pipeline_clocks
 
     if n_train is None:
-        from initmem.collect.data import load_split
+        from initmem.collect.train.data import load_split
 
         n_train = int(load_split(grid.dataset).y_train.numel())
     pipes = dict(grid.pipelines)

@@ -2,8 +2,8 @@
 
 Each name below used to be spelled in two to four modules (the verdicts in results.py,
 models/summaries.py, stats/frequentist.py and the report template; the R-hat / ESS goals in
-models/memory.py and reports/text.py; the run folder's file names in collect/rundir.py,
-collect/events.py and results.py; the curves.nc variables in stats/curves.py and results.py).
+models/memory.py and reports/text.py; the run folder's file names in collect/run/run_folder.py,
+collect/run/events.py and results.py; the curves.nc variables in stats/curves.py and results.py).
 They are defined here once; the modules that write or read them import them, and
 tests/test_owners.py fails when one is defined a second time. Cube variable names are owned by
 initmem/cube.py (clock names by initmem/clocks.py), the interpolation threshold's default by
@@ -28,7 +28,7 @@ POSTERIOR_NC = "posterior.nc"
 REPORT_HTML = "report.html"
 RUN_ANALYSIS_DIR = "analysis"  # the analysis folder inside an ``initmem run`` folder
 
-# The run folder (docs/collect-runs.md; layout in collect/rundir.py) ------------------------------
+# The run folder (docs/collect-runs.md; layout in collect/run/run_folder.py) ------------------------------
 CUBE_NC = "cube.nc"            # the merged cube; ``initmem run`` puts it beside the analysis folder
 EVENTS_JSONL = "events.jsonl"  # the event log
 

@@ -1,9 +1,9 @@
 """The optimizer table: every optimizer kind a grid pipeline may name, one entry each.
 
 Torch-free at import: each entry's :attr:`OptimizerKind.factory` imports torch when it is called
-(by ``initmem.collect.optim`` in the engine). Before this table an optimizer kind lived in seven
-places (grid.py's tuple, ``Literal``, validator and ``coupled_l2``; collect/optim.py's if/else;
-collect/schedule.py's adaptive set; collect/coords.py; simulate.py; reports/methods.py's display
+(by ``initmem.collect.train.optim`` in the engine). Before this table an optimizer kind lived in seven
+places (grid.py's tuple, ``Literal``, validator and ``coupled_l2``; collect/train/optim.py's if/else;
+collect/train/schedule.py's adaptive set; collect/train/coords.py; simulate.py; reports/methods.py's display
 names); they now all read :data:`OPTIMIZERS`:
 
 * ``adaptive``: an Adam-family optimizer, whose clock ``T_adapt`` is ``sum eta_k`` (0 otherwise);

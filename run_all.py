@@ -128,7 +128,7 @@ def run_all(
         return time.perf_counter()
 
     t0 = stage(1, "collect", f"training grid '{grid.name}' into {out} (resumable)")
-    from initmem.collect.runner import collect
+    from initmem.collect.run.runner import collect
 
     cube_path = Path(collect(grid, out, resume=True, device=device, jobs=jobs, quiet=quiet, progress=not quiet,
                              train_fn=train_fn))

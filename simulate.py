@@ -19,7 +19,7 @@ import xarray as xr
 
 from initmem import __version__, cube, optimizers
 from initmem.clocks import simulated as simulated_clocks
-from initmem.collect.schedule import LrSchedule, pipeline_clocks
+from initmem.collect.train.schedule import LrSchedule, pipeline_clocks
 from initmem.errors import UserError
 from initmem.grid import INTERP_THRESHOLD
 from initmem.models.core import expected_accuracy
@@ -179,13 +179,13 @@ def _milestones(p: SimPipeline, epochs: int) -> tuple[int, ...]:
 
 
 def lr_per_step(p: SimPipeline, epochs: int, steps_per_epoch: int) -> np.ndarray:
-    """The learning rate used at every optimizer step: the engine's schedule (collect/schedule.py)."""
+    """The learning rate used at every optimizer step: the engine's schedule (collect/train/schedule.py)."""
     return replace(LrSchedule.of(p, steps_per_epoch, epochs), milestones=_milestones(p, epochs)).per_step()
 
 
 def clocks(p: SimPipeline, epochs: int, n_train: int) -> dict[str, np.ndarray]:
     """Cumulative clocks at the end of each epoch (index 0 = before the first step), exactly the
-    engine's for the same pipeline and training-set size (collect/schedule.py)."""
+    engine's for the same pipeline and training-set size (collect/train/schedule.py)."""
     return pipeline_clocks(p, n_train, epochs=epochs, milestones=_milestones(p, epochs))
 
 

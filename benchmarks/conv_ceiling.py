@@ -20,8 +20,8 @@ import argparse
 import torch
 import torch.nn.functional as F
 
-from initmem.collect.devices import deterministic
-from initmem.collect.nets import PConv, build_net
+from initmem.collect.train.devices import deterministic
+from initmem.collect.train.nets import PConv, build_net
 from initmem.grid import load_grid
 
 try:  # run as a script from the repository root

@@ -18,9 +18,9 @@ import time
 
 import torch
 
-from initmem.collect.data import load_split
-from initmem.collect.devices import deterministic, device_kind, resolve_device
-from initmem.collect.engine import PackTrainer
+from initmem.collect.train.data import load_split
+from initmem.collect.train.devices import deterministic, device_kind, resolve_device
+from initmem.collect.train.engine import PackTrainer
 from initmem.grid import Grid, load_grid
 
 

@@ -2,7 +2,7 @@
 
 Generates N single-cell shards with the paper layout per cell (ResNet-9's 9 kernels, 10,000
 test predictions, --epochs epochs) through the collector's own shard writer, then times
-``initmem.collect.shards.merge_dir`` (read, check, merge, write the cube atomically) twice:
+``initmem.collect.run.shards.merge_dir`` (read, check, merge, write the cube atomically) twice:
 the second run shows the rerun cost with a warm page cache.
 
     python benchmarks/merge_shards.py [--pipelines 5 --sigma 8 --seeds 25 --epochs 200]
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _synth import synthetic_cube  # noqa: E402
 
 from initmem import cube  # noqa: E402
-from initmem.collect.shards import merge_dir, split_pack, write_shard  # noqa: E402
+from initmem.collect.run.shards import merge_dir, split_pack, write_shard  # noqa: E402
 
 
 def main() -> None:

@@ -19,9 +19,9 @@ import time
 
 import torch
 
-from initmem.collect.devices import deterministic, device_kind, resolve_device
-from initmem.collect.engine import PackTrainer
-from initmem.collect.nets import count_train_flops_per_image
+from initmem.collect.train.devices import deterministic, device_kind, resolve_device
+from initmem.collect.train.engine import PackTrainer
+from initmem.collect.train.nets import count_train_flops_per_image
 from initmem.grid import Grid, load_grid
 
 try:  # run as a script from the repository root

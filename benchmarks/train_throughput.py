@@ -28,10 +28,10 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from initmem.collect.data import Split, load_split
-from initmem.collect.devices import deterministic, device_kind, resolve_device
-from initmem.collect.engine import PackTrainer
-from initmem.collect.nets import PConv, count_train_flops_per_image
+from initmem.collect.train.data import Split, load_split
+from initmem.collect.train.devices import deterministic, device_kind, resolve_device
+from initmem.collect.train.engine import PackTrainer
+from initmem.collect.train.nets import PConv, count_train_flops_per_image
 from initmem.grid import Grid, load_grid, parse_grid
 
 

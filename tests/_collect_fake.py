@@ -1,4 +1,4 @@
-"""A small deterministic stand-in for ``initmem.collect.engine.train_pack`` (collector tests).
+"""A small deterministic stand-in for ``initmem.collect.train.engine.train_pack`` (collector tests).
 
 It honours the engine's whole contract (cube layout of a pack, status 3 for combos not in the
 pack, epoch-end checkpoints of plain data that load with weights_only, bit-identical resume,

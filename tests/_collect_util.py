@@ -50,7 +50,7 @@ def run_collect_subprocess(grid: Path, out: Path, *, fake: bool = True, resume: 
     code = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(TESTS)!r})
-        from initmem.collect.runner import collect
+        from initmem.collect.run.runner import collect
         train_fn = None
         if {fake!r}:
             from _collect_fake import fake_train_pack as train_fn

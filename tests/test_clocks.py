@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from initmem import cube
-from initmem.collect.data import load_split
-from initmem.collect.engine import SCHEDULE_CLOCKS
-from initmem.collect.measure import StepMeter, cosine
-from initmem.collect.packs import collect_grid
-from initmem.collect.schedule import LrSchedule, pipeline_clocks
-from initmem.collect.select import select_epoch
+from initmem.collect.run.in_process import collect_grid
+from initmem.collect.train.data import load_split
+from initmem.collect.train.engine import SCHEDULE_CLOCKS
+from initmem.collect.train.measure import StepMeter, cosine
+from initmem.collect.train.schedule import LrSchedule, pipeline_clocks
+from initmem.collect.train.select import select_epoch
 from initmem.grid import parse_grid
 from initmem.simulate import SimPipeline, clocks, lr_per_step
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from initmem import cube
-from initmem.collect.schedule import pipeline_clocks
+from initmem.collect.train.schedule import pipeline_clocks
 from initmem.errors import UserError
 from initmem.grid import parse_grid, resolve_budgets
 from initmem.simulate import preset_pipelines, simulate_cube
@@ -30,7 +30,7 @@ def test_budget_resolves_to_the_first_epoch_that_reaches_it():
         "cos": {"optimizer": "sgd", "lr": 0.1, "batch_size": 64, "weight_decay": 0.02, "schedule": "cosine"},
         "plain": {"optimizer": "sgd", "lr": 0.1, "batch_size": 32, "epochs": 3}}})
     assert g.pipelines["plain"].epochs == 3
-    from initmem.collect.data import load_split
+    from initmem.collect.train.data import load_split
 
     n = int(load_split(g.dataset).y_train.numel())
     for name in ("l2", "cos"):
@@ -55,7 +55,7 @@ def test_budget_errors_are_one_line():
 
 
 def test_eval_every_records_norms_every_epoch_and_metrics_every_nth():
-    from initmem.collect.engine import train_pack
+    from initmem.collect.train.engine import train_pack
 
     g = parse_grid(BASE | {"eval": {"every": 2, "select": "best_val_acc"},
                            "pipelines": {"p": {"optimizer": "sgd", "lr": 0.05, "batch_size": 256, "epochs": 3}}})

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from initmem.collect.events import read_events
-from initmem.collect.runner import collect
-from initmem.collect.status import render_status, run_status
+from initmem.collect.run.events import read_events
+from initmem.collect.run.runner import collect
+from initmem.collect.run.status import render_status, run_status
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))

@@ -13,13 +13,13 @@ import torch
 import xarray as xr
 
 from initmem import cube
-from initmem.collect.data import Split, load_split
-from initmem.collect.devices import deterministic, resolve_device
-from initmem.collect.engine import CURVES, PackTrainer, train_pack
-from initmem.collect.nets import PBatchNorm, build_net, scaled_kernels
-from initmem.collect.optim import PackedOptimizer
-from initmem.collect.packing import plan_packs
-from initmem.collect.packs import collect_grid
+from initmem.collect.run.in_process import collect_grid
+from initmem.collect.run.pack_plan import plan_packs
+from initmem.collect.train.data import Split, load_split
+from initmem.collect.train.devices import deterministic, resolve_device
+from initmem.collect.train.engine import CURVES, PackTrainer, train_pack
+from initmem.collect.train.nets import PBatchNorm, build_net, scaled_kernels
+from initmem.collect.train.optim import PackedOptimizer
 from initmem.errors import UserError
 from initmem.grid import load_grid, parse_grid
 

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from initmem import cube
-from initmem.collect import packing
-from initmem.collect.data import load_split
-from initmem.collect.devices import deterministic
-from initmem.collect.engine import PackTrainer, train_pack
+from initmem.collect.run import pack_plan as packing
+from initmem.collect.train.data import load_split
+from initmem.collect.train.devices import deterministic
+from initmem.collect.train.engine import PackTrainer, train_pack
 from initmem.grid import parse_grid
 
 PIPE = {"a": {"optimizer": "sgd", "lr": 0.05, "momentum": 0.9, "batch_size": 128, "epochs": 1}}

@@ -9,13 +9,13 @@ import pytest
 import torch
 
 from initmem import cube
-from initmem.collect.data import load_split
-from initmem.collect.dense import PLayerNorm
-from initmem.collect.devices import deterministic
-from initmem.collect.engine import STREAM_INIT, seed_generator
-from initmem.collect.nets import count_train_flops_per_image, scaled_kernels
-from initmem.collect.packs import collect_grid
-from initmem.collect.probes import build_for_grid, init_cell
+from initmem.collect.run.in_process import collect_grid
+from initmem.collect.train.data import load_split
+from initmem.collect.train.dense import PLayerNorm
+from initmem.collect.train.devices import deterministic
+from initmem.collect.train.engine import STREAM_INIT, seed_generator
+from initmem.collect.train.nets import count_train_flops_per_image, scaled_kernels
+from initmem.collect.train.probes import build_for_grid, init_cell
 from initmem.errors import UserError
 from initmem.grid import parse_grid
 

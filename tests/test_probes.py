@@ -12,13 +12,13 @@ import pytest
 import torch
 
 from initmem import cube
-from initmem.collect.data import load_split
-from initmem.collect.dense import PDense
-from initmem.collect.devices import deterministic
-from initmem.collect.engine import STREAM_INIT, PackTrainer, seed_generator
-from initmem.collect.nets import init_member
-from initmem.collect.packs import collect_grid
-from initmem.collect.probes import TRUNC, build_for_grid, init_cell, shaped, trunc_sd
+from initmem.collect.run.in_process import collect_grid
+from initmem.collect.train.data import load_split
+from initmem.collect.train.dense import PDense
+from initmem.collect.train.devices import deterministic
+from initmem.collect.train.engine import STREAM_INIT, PackTrainer, seed_generator
+from initmem.collect.train.nets import init_member
+from initmem.collect.train.probes import TRUNC, build_for_grid, init_cell, shaped, trunc_sd
 from initmem.errors import UserError
 from initmem.levels import PROBE_LABEL, level_names, probe_is_categorical
 from initmem.reports.html import build_report

@@ -11,8 +11,8 @@ import pytest
 
 from initmem import cube
 from initmem.analysis import analyze_cube
-from initmem.collect.devices import deterministic
-from initmem.collect.packs import collect_grid
+from initmem.collect.run.in_process import collect_grid
+from initmem.collect.train.devices import deterministic
 from initmem.grid import load_grid, parse_grid
 
 REMEMBERS, SGD_L2, ADAM_FAMILY = "sgd_low_lr", "sgd_l2", "adamw"

@@ -1,6 +1,6 @@
 """The collector: shards, resume after kills, grid changes, failures, corrupt shards, CLI.
 
-These tests drive ``initmem.collect.runner.collect`` with a small deterministic stand-in for
+These tests drive ``initmem.collect.run.runner.collect`` with a small deterministic stand-in for
 the training engine (tests/_collect_fake.py, same contract) so every crash point can be hit
 in seconds; tests/test_runner_engine.py repeats the essentials with the real engine.
 """
@@ -19,9 +19,9 @@ import pytest
 
 from initmem import cube
 from initmem.atomic import leftover_temporaries
-from initmem.collect.events import read_events
-from initmem.collect.runner import collect
-from initmem.collect.shards import shard_files, shard_name
+from initmem.collect.run.events import read_events
+from initmem.collect.run.runner import collect
+from initmem.collect.run.shards import shard_files, shard_name
 from initmem.errors import UserError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -198,7 +198,7 @@ def test_corrupt_shard_is_reported_at_merge_and_rerun_on_resume(tmp_path: Path, 
 
 
 def test_merge_is_deterministic_and_rerunnable(tmp_path: Path, baseline: Path) -> None:
-    from initmem.collect.merge import merge_run
+    from initmem.collect.run.assemble import merge_run
 
     run_dir = baseline.parent
     first = cube.open_cube(baseline)
@@ -210,7 +210,7 @@ def test_merge_is_deterministic_and_rerunnable(tmp_path: Path, baseline: Path) -
 
 
 def test_merge_does_not_depend_on_the_order_of_shards(baseline: Path) -> None:
-    from initmem.collect.shards import merge, scan_shards
+    from initmem.collect.run.shards import merge, scan_shards
     from initmem.grid import load_grid
 
     run_dir = baseline.parent
@@ -260,7 +260,7 @@ def test_local_executor_with_worker_processes_gives_the_same_cube(tmp_path: Path
 
 
 def test_local_workers_one_per_visible_gpu_or_jobs_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    from initmem.collect.local_exec import worker_plan
+    from initmem.collect.run.local_executor import worker_plan
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,3")
     assert worker_plan("cuda", 1) == [{"CUDA_VISIBLE_DEVICES": g} for g in ("0", "1", "3")]
@@ -271,7 +271,7 @@ def test_local_workers_one_per_visible_gpu_or_jobs_on_cpu(monkeypatch: pytest.Mo
 
 
 def test_jobs_auto_fills_the_cores_without_oversubscribing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from initmem.collect import local_exec
+    from initmem.collect.run import local_executor as local_exec
     from initmem.grid import load_grid, parse_grid
 
     quick = load_grid("quick")                       # pins engine.cpu_threads: 1

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from initmem import cube
-from initmem.collect.events import read_events
-from initmem.collect.runner import collect
+from initmem.collect.run.events import read_events
+from initmem.collect.run.runner import collect
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _collect_util import REAL_GRID, assert_clean, assert_same_cube, run_collect_subprocess, write_grid  # noqa: E402

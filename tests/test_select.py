@@ -1,11 +1,11 @@
-"""Checkpoint selection (collect/select.py) on curves with a known answer."""
+"""Checkpoint selection (collect/train/select.py) on curves with a known answer."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from initmem.collect.select import DEFAULT_RULE, Selector, select_epoch, tau_interp
+from initmem.collect.train.select import DEFAULT_RULE, Selector, select_epoch, tau_interp
 from initmem.grid import EvalSpec
 
 THR = 0.99

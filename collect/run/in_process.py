@@ -1,7 +1,7 @@
 """Several packs: training a whole grid in one process and merging the pack results.
 
 For tests and benchmarks; ``initmem collect`` goes through shards instead
-(:mod:`initmem.collect.runner`).
+(:mod:`initmem.collect.run.runner`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import numpy as np
 import xarray as xr
 
 from initmem import cube
-from initmem.collect.devices import resolve_device
-from initmem.collect.engine import train_pack
-from initmem.collect.packing import plan_packs
+from initmem.collect.run.pack_plan import plan_packs
+from initmem.collect.train.devices import resolve_device
+from initmem.collect.train.engine import train_pack
 from initmem.grid import Grid
 
 FILL = {name: fill for name, (_dtype, fill) in cube.INT_VARS.items()}

@@ -9,8 +9,8 @@ element-wise optimizer on the stacked tensors is exactly G independent optimizer
 
 Architectures: ``resnet_tiny`` (8x8 digits), ``resnet9`` (DAWNBench / Myrtle layout) and the
 CIFAR ``resnet(6n+2)`` family (resnet20/32/56) with 1x1-conv projection shortcuts; the dense
-arms ``mlp`` and ``vit_tiny`` live in collect/mlp.py and collect/vit.py (member-major layout,
-collect/dense.py) and share the kernel interface below (``kernels``, ``gain``, ``fan_in``).
+arms ``mlp`` and ``vit_tiny`` live in collect/train/mlp.py and collect/train/vit.py (member-major layout,
+collect/train/dense.py) and share the kernel interface below (``kernels``, ``gain``, ``fan_in``).
 
 ``norm: none`` replaces each BatchNorm with a learnable per-channel bias and multiplies every
 residual branch by a learnable scalar that starts at 0 (SkipInit, De & Smith 2020), so the
@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from initmem.collect.normfree import PBias, SkipGain
+from initmem.collect.train.normfree import PBias, SkipGain
 from initmem.grid import DEFAULT_WIDTH
 
 BN_MOMENTUM = 0.1
@@ -118,7 +118,7 @@ class PLinear(nn.Module):
         self.normalized = False
         self.weight = nn.Parameter(torch.empty(G, cout, cin))
         self.bias = nn.Parameter(torch.zeros(G, cout)) if bias else None
-        # Per-member output multipliers [G] (muP's 1/width readout, collect/probes.py); None: none.
+        # Per-member output multipliers [G] (muP's 1/width readout, collect/train/probes.py); None: none.
         self.out_mult: torch.Tensor | None = None
 
     @property
@@ -301,10 +301,10 @@ def build_net(arch: str, G: int, in_ch: int, n_classes: int, width: int | None, 
               patch: int | None = None) -> PackedNet:
     """The packed net of ``model.arch`` (``size``: the square image side, for mlp and vit_tiny)."""
     if arch == "mlp":
-        from initmem.collect.mlp import DEFAULT_DEPTH, MLP
+        from initmem.collect.train.mlp import DEFAULT_DEPTH, MLP
         return MLP(G, in_ch * size * size, n_classes, width or DEFAULT_WIDTH[arch], depth or DEFAULT_DEPTH, norm)
     if arch == "vit_tiny":
-        from initmem.collect import vit
+        from initmem.collect.train import vit
         return vit.ViTTiny(G, in_ch, n_classes, size, width or DEFAULT_WIDTH[arch], depth or vit.DEFAULT_DEPTH,
                            heads or vit.DEFAULT_HEADS, patch or vit.DEFAULT_PATCH)
     if arch == "resnet_tiny":

@@ -26,13 +26,13 @@ from typing import Any
 
 import submitit
 
-from initmem.collect.events import EventLog, read_events
-from initmem.collect.local_exec import visible_gpus
-from initmem.collect.merge import merge_run
-from initmem.collect.packrun import PackContext, PackTask, TrainFn, run_pack
-from initmem.collect.progress import ProgressView
-from initmem.collect.rundir import RunDir
-from initmem.collect.shards import all_cells, shard_files, shard_name
+from initmem.collect.run.assemble import merge_run
+from initmem.collect.run.events import EventLog, read_events
+from initmem.collect.run.local_executor import visible_gpus
+from initmem.collect.run.pack_job import PackContext, PackTask, TrainFn, run_pack
+from initmem.collect.run.progress import ProgressView
+from initmem.collect.run.run_folder import RunDir
+from initmem.collect.run.shards import all_cells, shard_files, shard_name
 from initmem.errors import OptionError
 from initmem.grid import SlurmSpec
 
@@ -56,7 +56,7 @@ class PackJob(submitit.helpers.Checkpointable):
         self.checkpoint_every, self.checkpoint_seconds = checkpoint_every, checkpoint_seconds
 
     def __call__(self) -> list[tuple[tuple[str, float, int], int]]:
-        from initmem.collect.devices import resolve_device  # torch: only inside the array task
+        from initmem.collect.train.devices import resolve_device  # torch: only inside the array task
 
         run = RunDir(Path(self.root))
         events = EventLog(run.events)

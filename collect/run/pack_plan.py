@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 
-from initmem.collect.data import load_split
-from initmem.collect.devices import device_kind, free_memory_bytes
-from initmem.collect.nets import activation_elems_per_image
-from initmem.collect.probes import build_for_grid
+from initmem.collect.train.data import load_split
+from initmem.collect.train.devices import device_kind, free_memory_bytes
+from initmem.collect.train.nets import activation_elems_per_image
+from initmem.collect.train.probes import build_for_grid
 from initmem.grid import Grid
 
 MAX_PACK = {"cpu": 32, "mps": 64, "cuda": 256}

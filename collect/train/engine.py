@@ -24,15 +24,15 @@ import torch.nn.functional as F
 import xarray as xr
 
 from initmem import cube
-from initmem.collect.coords import cube_attrs, pipeline_coords
-from initmem.collect.data import Split, load_split
-from initmem.collect.devices import deterministic, device_kind, resolve_device
-from initmem.collect.measure import StepMeter
-from initmem.collect.nets import PackedNet, kernel_norms, use_channels_last
-from initmem.collect.optim import PackedOptimizer
-from initmem.collect.probes import build_for_grid, init_cell, mup_lr_factors, width_multipliers
-from initmem.collect.schedule import LrSchedule, epoch_clocks, steps_per_epoch
-from initmem.collect.select import Selector, tau_interp
+from initmem.collect.train.coords import cube_attrs, pipeline_coords
+from initmem.collect.train.data import Split, load_split
+from initmem.collect.train.devices import deterministic, device_kind, resolve_device
+from initmem.collect.train.measure import StepMeter
+from initmem.collect.train.nets import PackedNet, kernel_norms, use_channels_last
+from initmem.collect.train.optim import PackedOptimizer
+from initmem.collect.train.probes import build_for_grid, init_cell, mup_lr_factors, width_multipliers
+from initmem.collect.train.schedule import LrSchedule, epoch_clocks, steps_per_epoch
+from initmem.collect.train.select import Selector, tau_interp
 from initmem.errors import UserError
 from initmem.grid import Grid
 
@@ -86,7 +86,7 @@ class PackTrainer:
                                         batch_size=self.spec.batch_size, optimizer=self.spec.optimizer,
                                         momentum=self.spec.momentum, coupled_l2=self.spec.coupled_l2,
                                         decoupled_wd=self.spec.decoupled_wd)
-        # The init probe (collect/probes.py): what sigma_w does to each member at init.
+        # The init probe (collect/train/probes.py): what sigma_w does to each member at init.
         net = build_for_grid(grid, pipeline, self.G, split.in_channels, split.n_classes, split.image_size)
         for g, (sigma, seed) in enumerate(self.cells):
             init_cell(net, g, sigma, seed_generator(seed, STREAM_INIT), grid, pipeline)
@@ -420,5 +420,5 @@ def _to_dataset(grid: Grid, pipeline: str, tr: PackTrainer, rec: Recorder, devic
     return cube.canonicalize(ds)
 
 
-# A checkpoint of another state layout cannot resume (collect/packrun.py checks before resuming).
+# A checkpoint of another state layout cannot resume (collect/run/pack_job.py checks before resuming).
 train_pack.state_version = STATE_VERSION  # type: ignore[attr-defined]

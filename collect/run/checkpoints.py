@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from initmem.atomic import atomic_path, write_text
-from initmem.collect.hooks import hook
-from initmem.collect.shards import Cell
+from initmem.collect.run.fault_hooks import hook
+from initmem.collect.run.shards import Cell
 
 CKPT_FORMAT = "initmem.pack-checkpoint/1"
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from initmem import cube
-from initmem.collect import checkpoints, shards
-from initmem.collect.coords import cube_attrs, pipeline_coords
-from initmem.collect.events import EventLog, cell_dict
-from initmem.collect.hooks import hook
-from initmem.collect.rundir import RunDir
-from initmem.collect.shards import Cell
+from initmem.collect.run import checkpoints, shards
+from initmem.collect.run.events import EventLog, cell_dict
+from initmem.collect.run.fault_hooks import hook
+from initmem.collect.run.run_folder import RunDir
+from initmem.collect.run.shards import Cell
+from initmem.collect.train.coords import cube_attrs, pipeline_coords
 from initmem.errors import UserError
 
 TrainFn = Callable[..., Any]
@@ -68,7 +68,7 @@ class PackContext:
 
 
 def default_train_fn() -> TrainFn:
-    from initmem.collect.engine import train_pack  # torch: only in the process that trains
+    from initmem.collect.train.engine import train_pack  # torch: only in the process that trains
 
     return train_pack
 

@@ -5,14 +5,14 @@ dense arms keep them member-major, ``[G, N, D]`` (N = images, or images x tokens
 member's rows are one contiguous block and every op below acts on one member's block the same
 way whatever G. A dense layer is one batched matmul over G with the bias folded in as one more
 weight row and both inner sizes zero-padded to multiples of 16 floats, the same layout as the
-packed head (:class:`initmem.collect.nets.PLinear`): MKL then computes every member's GEMM, and
+packed head (:class:`initmem.collect.train.nets.PLinear`): MKL then computes every member's GEMM, and
 the weight-gradient GEMM, identically in a pack of any size (tests/test_nets_dense.py checks it
 with ``torch.equal``).
 
 LayerNorm normalises each row of ``[G, N, D]`` over D, so it is per member by construction; its
 per-member affine parameters ``[G, D]`` get their gradients summed over each member's own
 contiguous rows (:func:`member_row_sums`), for the same reason as the norm-free biases
-(:mod:`initmem.collect.normfree`).
+(:mod:`initmem.collect.train.normfree`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from initmem.collect.nets import PLinear
+from initmem.collect.train.nets import PLinear
 
 LN_EPS = 1e-5
 

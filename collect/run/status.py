@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from initmem import cube
-from initmem.collect.events import read_events
-from initmem.collect.rundir import RunDir
-from initmem.collect.shards import Cell, CorruptShard, all_cells, read_shard, shard_files, shard_name
-from initmem.collect.slurm_exec import pack_progress, squeue_states
+from initmem.collect.run.events import read_events
+from initmem.collect.run.run_folder import RunDir
+from initmem.collect.run.shards import Cell, CorruptShard, all_cells, read_shard, shard_files, shard_name
+from initmem.collect.run.slurm_executor import pack_progress, squeue_states
 
 
 def run_status(run_dir: str | os.PathLike) -> dict[str, Any]:

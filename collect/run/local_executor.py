@@ -18,10 +18,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from initmem.collect.packrun import PackContext, PackTask, TrainFn, run_pack
-from initmem.collect.progress import ProgressView
-from initmem.collect.rundir import RunDir
-from initmem.collect.shards import Cell
+from initmem.collect.run.pack_job import PackContext, PackTask, TrainFn, run_pack
+from initmem.collect.run.progress import ProgressView
+from initmem.collect.run.run_folder import RunDir
+from initmem.collect.run.shards import Cell
 
 
 def visible_gpus() -> list[str]:

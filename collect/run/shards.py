@@ -26,7 +26,7 @@ import xarray as xr
 
 from initmem import cube
 from initmem.atomic import atomic_path
-from initmem.collect.hooks import hook
+from initmem.collect.run.fault_hooks import hook
 from initmem.errors import UserError
 
 Cell = tuple[str, float, int]  # (pipeline, sigma_w, seed)

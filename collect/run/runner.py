@@ -21,14 +21,14 @@ from typing import Any
 
 from initmem import cube
 from initmem.atomic import write_text
-from initmem.collect import checkpoints
-from initmem.collect.events import EventLog, cell_dict, now_iso
-from initmem.collect.local_exec import auto_jobs, run_local
-from initmem.collect.merge import corrupt_error, merge_run, print_summary
-from initmem.collect.packrun import PackTask, TrainFn, default_train_fn
-from initmem.collect.progress import ProgressView
-from initmem.collect.rundir import RUN_SCHEMA, RunDir, fresh_folder, grid_changes, run_lock
-from initmem.collect.shards import Cell, all_cells, scan_shards
+from initmem.collect.run import checkpoints
+from initmem.collect.run.assemble import corrupt_error, merge_run, print_summary
+from initmem.collect.run.events import EventLog, cell_dict, now_iso
+from initmem.collect.run.local_executor import auto_jobs, run_local
+from initmem.collect.run.pack_job import PackTask, TrainFn, default_train_fn
+from initmem.collect.run.progress import ProgressView
+from initmem.collect.run.run_folder import RUN_SCHEMA, RunDir, fresh_folder, grid_changes, run_lock
+from initmem.collect.run.shards import Cell, all_cells, scan_shards
 from initmem.errors import OptionError, UserError
 from initmem.grid import Grid, grid_hash, load_grid
 
@@ -109,7 +109,7 @@ def finished_cells(run: RunDir, grid: Any, *, retry_failed: bool, quiet: bool) -
 
 def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_size: int | None) -> list[PackTask]:
     """Started packs (manifests) first, in their original composition; then the rest, packed anew."""
-    from initmem.collect.packing import plan_packs  # imports torch: not at CLI start-up
+    from initmem.collect.run.pack_plan import plan_packs  # imports torch: not at CLI start-up
 
     tasks: list[PackTask] = []
     covered: set[Cell] = set()
@@ -145,7 +145,7 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
     folder ``out_dir-N``. With the Slurm executor and ``wait=False`` it returns right after
     submission (the last array task merges; or ``initmem collect --merge DIR``).
     """
-    from initmem.collect.devices import resolve_device  # imports torch: not at CLI start-up
+    from initmem.collect.train.devices import resolve_device  # imports torch: not at CLI start-up
 
     if executor not in EXECUTORS:
         raise OptionError("executor", f"{{option}} must be one of {', '.join(EXECUTORS)} (got {executor!r})")
@@ -177,7 +177,7 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
         todo = {c for c in cells if c not in done}
         events = EventLog(run.events)
         if executor == "slurm":
-            from initmem.collect.slurm_exec import submit_and_wait  # submitit: only for this executor
+            from initmem.collect.run.slurm_executor import submit_and_wait  # submitit: only for this executor
 
             plan_device = "cuda" if device in ("auto", "cuda") and _slurm_gpus(grid, slurm) > 0 else "cpu"
             if device == "cpu":

@@ -5,7 +5,7 @@ coupled L2, Adam with coupled L2, AdamW with decoupled decay, RMSprop) is elemen
 optimizer over the stacked tensors is exactly G independent optimizers: on CPU the
 multi-tensor (``foreach``) kernels give a member bitwise the same numbers alone and in any pack
 (tests/test_engine.py checks it with ``torch.equal``). On CUDA the fused kernels are used where
-torch has them. The learning rate of every step comes from :mod:`initmem.collect.schedule` and is set
+torch has them. The learning rate of every step comes from :mod:`initmem.collect.train.schedule` and is set
 on the parameter groups before the step.
 
 A member marked frozen (diverged) keeps its parameters and optimizer state: they are copied
@@ -37,7 +37,7 @@ class PackedOptimizer:
         self.params = list(params)
         kind = device_kind or self.params[0].device.type
         self.opt = make_torch_optimizer(self.params, spec, kind)
-        # Per-member learning-rate factors [G] of some parameters (muP, collect/probes.py): the
+        # Per-member learning-rate factors [G] of some parameters (muP, collect/train/probes.py): the
         # step's change of such a parameter is multiplied by its member's factor, which for SGD,
         # Adam and AdamW is exactly that member's step at lr x factor (up to rounding).
         self.lr_factors = [(p, f.to(p.device).reshape(-1, *([1] * (p.dim() - 1)))) for p, f in lr_factors or []]

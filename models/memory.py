@@ -29,17 +29,17 @@ import numpy as np
 import xarray as xr
 
 from initmem import cube
-from initmem.errors import UserError
+from initmem.errors import OptionError, UserError
 from initmem.models import arviz_io, core
 from initmem.models.data import FAMILIES, MemoryData, prepare_data, resolve_delta
 from initmem.models.priors import Priors, default_priors
 from initmem.models.summaries import observed_stats, quantiles, summarize_model, verdict
+from initmem.names import ESS_MIN, RHAT_MAX
+from initmem.spec import SAMPLERS
 
-SAMPLERS = ("nutpie", "pymc")
 LEVEL_MODELS = ("exchangeable",)
 REPORTED = ("sigma_sd", "seed_sd", "residual_sd", "memory_share", "spread", "expected")
 DEFAULT_TARGET_ACCEPT, RETRY_TARGET_ACCEPT = 0.9, 0.99
-RHAT_MAX, ESS_MIN = 1.01, 400.0
 _SAMPLED = ("sigma_sd_z", "seed_sd_z", "residual_sd_z")
 
 # PyTensor warns at import that it found no BLAS for its C backend; nutpie compiles with numba.
@@ -128,9 +128,9 @@ class MemoryModel:
         """Sample the posterior with nutpie (PyMC's NUTS as option and fallback); returns and keeps an
         ArviZ InferenceData whose posterior also holds the derived, outcome-unit quantities."""
         if sampler not in SAMPLERS:
-            raise UserError(f"--sampler must be one of {', '.join(SAMPLERS)}, not {sampler!r}")
+            raise OptionError("sampler", f"{{option}} must be one of {', '.join(SAMPLERS)}, not {sampler!r}")
         if draws < 1 or tune < 0 or chains < 1:
-            raise UserError("--draws and --chains must be >= 1 and --tune >= 0")
+            raise OptionError("draws", "{option}, chains must be >= 1 and tune >= 0")
         self._fit_kwargs = {"sampler": sampler, "draws": draws, "tune": tune, "chains": chains, "seed": seed,
                             "target_accept": target_accept, "progress": progress}
         self.fallback_reason = None
@@ -288,7 +288,7 @@ class MemoryModel:
         """Per-pipeline summaries in the summary/2 shape (docs/memory-model.md, "Verdict"),
         including the divergence sensitivity refit when some runs diverged."""
         if delta <= 0:
-            raise UserError("--delta must be positive")
+            raise OptionError("delta", "{option} must be positive")
         return summarize_model(self, float(delta))
 
 

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from initmem import names as N
 from initmem.models import arviz_io
+from initmem.names import VERDICTS
 from initmem.results import sigma_key
 
 if TYPE_CHECKING:
@@ -22,7 +24,6 @@ if TYPE_CHECKING:
 
 DECISION = 0.95
 DIVERGENCE_ALPHA = 0.05
-VERDICTS = ("remembers", "forgets", "inconclusive", "borderline")
 
 
 def quantiles(x: np.ndarray) -> dict[str, float]:
@@ -33,12 +34,12 @@ def quantiles(x: np.ndarray) -> dict[str, float]:
 def verdict(p_gt: float, p_lt: float, level: float = DECISION, mcse: tuple[float, float] | None = None) -> str:
     """remembers / forgets at ``level``; borderline when a probability is within 2 MCSE of it."""
     if mcse is not None and any(abs(p - level) <= 2 * m for p, m in zip((p_gt, p_lt), mcse, strict=True)):
-        return "borderline"
+        return N.BORDERLINE
     if p_gt >= level:
-        return "remembers"
+        return N.REMEMBERS
     if p_lt >= level:
-        return "forgets"
-    return "inconclusive"
+        return N.FORGETS
+    return N.INCONCLUSIVE
 
 
 def observed_stats(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -145,7 +146,7 @@ def summarize_model(model: MemoryModel, delta: float) -> dict[str, dict[str, Any
             "memory_share": q("memory_share"), "spread": quantiles(flat),
             "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
             "mcse": {"p_spread_gt_delta": m_gt, "p_spread_lt_delta": m_lt},
-            "borderline": vd == "borderline", "verdict": vd,
+            "borderline": vd == N.BORDERLINE, "verdict": vd,
             "estimand": estimand(model), "likelihood": d.likelihood,
             "noise_scale": float(d.scale[a]),
             "test_set_se": d.test_set_se.get(pipe),

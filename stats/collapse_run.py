@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from initmem import cube
+from initmem import cube, optimizers
 from initmem.errors import UserError
 from initmem.jsonio import json_safe
 from initmem.stats.collapse import collapse_test
@@ -37,13 +37,17 @@ def _coord(ds: xr.Dataset, name: str, default: Any) -> np.ndarray:
 
 def pipeline_design(ds: xr.Dataset) -> dict[str, np.ndarray]:
     """Per pipeline: lr, coupled L2 lambda, batch size, momentum and optimizer (NaN when unknown)."""
-    opt = np.asarray(_coord(ds, OPTIMIZER, "sgd"), dtype=object)
+    opt = np.asarray(_coord(ds, OPTIMIZER, optimizers.OPTIMIZERS[0].name), dtype=object)
     wd = np.asarray(_coord(ds, WEIGHT_DECAY, 0.0), float)
+    kinds = [optimizers.BY_NAME.get(str(o)) for o in opt]  # None: a kind the table does not know (imported)
     return {"lr": np.asarray(_coord(ds, LR, np.nan), float),
-            "l2": np.where(opt == "adamw", 0.0, wd),  # AdamW's decay is decoupled: not lambda in T_l2
+            # the optimizer table says how weight decay acts: a decoupled decay is not lambda in T_l2
+            "l2": np.array([w if k is None else k.coupled_l2(w) for k, w in zip(kinds, wd, strict=True)], float),
             "batch": np.asarray(_coord(ds, BATCH_SIZE, np.nan), float),
             "momentum": np.nan_to_num(np.asarray(_coord(ds, MOMENTUM, 0.0), float)),
-            "family": np.array(["adam" if o in ("adam", "adamw") else str(o) for o in opt], dtype=object)}
+            # the adaptive kinds share one family ("adam"): their clock is sum eta, not the SGD ones
+            "family": np.array([str(o) if k is None else "adam" if k.adaptive else k.name
+                                for k, o in zip(kinds, opt, strict=True)], dtype=object)}
 
 
 def exponents_entry(ds: xr.Dataset, memory: str, *, fraction: float, rope: float, tolerance: float,

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from initmem import cube
+from initmem import cube, optimizers
 from initmem.collect.train import schedule
 from initmem.collect.train.select import select_epoch
 from initmem.errors import UserError
@@ -109,7 +109,7 @@ def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None,
     epochs = ds[cube.EPOCH].values.astype(int)
     E = int(epochs.max())
     out = {name: np.full((*[ds.sizes[d] for d in cube.CELL_DIMS], epochs.size), np.nan)
-           for name in (cube.STEP, cube.LR_NOW, *cube.CLOCKS, *cube.MOMENTUM_CLOCKS)}
+           for name in (cube.STEP, cube.LR_NOW, *cube.SCHEDULE_CLOCKS)}  # the clocks table's schedule clocks
     batch = _per_run(df, "batch_size", run_keys, source)
     opt = _per_run(df, "optimizer", run_keys, source) if "optimizer" in df.columns else None
     mom = _per_run(df, "momentum", run_keys, source) if "momentum" in df.columns else None
@@ -133,10 +133,11 @@ def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None,
         eta = _per_step_lr(rows, sched, key, E, spe, warm, source)
         optimizer = str(opt[key]) if opt is not None else "sgd"
         lam = float(wd[key]) if wd is not None and np.isfinite(wd[key]) else 0.0
+        kind = optimizers.get(optimizer)  # the optimizer table: coupled L2 or decoupled decay
         res = schedule.epoch_clocks(
             eta, E, spe, batch_size=b, optimizer=optimizer,
             momentum=float(mom[key]) if mom is not None and np.isfinite(mom[key]) else 0.0,
-            coupled_l2=0.0 if optimizer == "adamw" else lam)
+            coupled_l2=kind.coupled_l2(lam), decoupled_wd=kind.decoupled_wd(lam))
         i = tuple(index[d][k] for d, k in zip(cube.CELL_DIMS, key, strict=True))
         for name, values in res.items():
             out[name][i] = values[epochs]

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from initmem import cube as C
+from initmem import optimizers
 from initmem.reports.figures import Skip, colour, plain_log
 from initmem.reports.figures_curves import AXIS_LABELS, _memory_var
 from initmem.reports.load import Analysis
@@ -38,7 +39,8 @@ def _dose(a: Analysis) -> tuple[dict[str, float], str]:
     lr = a.cube[LR].values.astype(float)
     wd = a.cube[WEIGHT_DECAY].values.astype(float) if WEIGHT_DECAY in a.cube.coords else np.zeros(len(names))
     opt = a.cube[OPTIMIZER].values if OPTIMIZER in a.cube.coords else np.array(["sgd"] * len(names))
-    lam = np.where(opt == "adamw", 0.0, wd)
+    kinds = [optimizers.BY_NAME.get(str(o)) for o in opt]  # the table says whether decay is coupled L2
+    lam = np.array([w if k is None else k.coupled_l2(w) for k, w in zip(kinds, wd, strict=True)], float)
     if (lam > 0).sum() >= 3:
         return {n: float(lr[i] * lam[i]) for i, n in enumerate(names) if lam[i] > 0}, "η λ (log)"
     return {n: float(lr[i]) for i, n in enumerate(names)}, "η (log)"
@@ -55,6 +57,9 @@ def forgetting_dose(a: Analysis) -> Figure:
     if c is None or not c.forgetting_times:
         raise Skip("collapse.json holds no forgetting times")
     dose, xlabel = _dose(a)
+    dose = {p: v for p, v in dose.items() if np.isfinite(v) and v > 0}
+    if len(dose) < 2:
+        raise Skip("fewer than two pipelines have a known learning rate (the dose axis)")
     names = [n for n in (C.EPOCH, C.STEP, c.best, C.T_L2) if n and n in c.forgetting_times]
     names = list(dict.fromkeys(names))
     ex = c.exponents or {}

@@ -128,7 +128,7 @@ def test_cli_collapse_on_an_imported_per_epoch_table(tmp_path):
                                  "selected_test_acc": 0.9, "kernel_norm": kn, "val_acc": 0.5 + 0.01 * ep})
     table = tmp_path / "t.csv"
     pd.DataFrame(rows).to_csv(table, index=False)
-    assert invoke("import", table, "--out", tmp_path / "t.nc").returncode == 0
+    assert invoke("import", table, "--out", tmp_path / "t.nc", "--seeds", "paired").returncode == 0
     proc = invoke("collapse", tmp_path / "t.nc", "--out", tmp_path / "out", "--no-exponents", "--n-boot", "0")
     assert proc.returncode == 0, proc.stderr
     r = json.loads((tmp_path / "out" / "collapse.json").read_text())

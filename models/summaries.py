@@ -10,17 +10,27 @@ divergence depends on sigma_w and a refit with the diverged runs counted at chan
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from initmem import names as N
 from initmem.models import arviz_io
+from initmem.models.data import MemoryData
+from initmem.models.priors import Priors
 from initmem.names import VERDICTS
 from initmem.results import sigma_key
 
-if TYPE_CHECKING:
-    from initmem.models.memory import MemoryModel
+
+class FittedModel(Protocol):
+    """What a summary reads of a fitted memory model: its data, priors and posterior, and a refit on
+    other data (the divergence sensitivity). A protocol, so this module never imports the model."""
+
+    data: MemoryData
+    priors: Priors
+    idata: Any
+
+    def refit(self, data: MemoryData) -> FittedModel: ...
 
 DECISION = 0.95
 DIVERGENCE_ALPHA = 0.05
@@ -62,7 +72,7 @@ def probability_with_mcse(indicator: np.ndarray) -> tuple[float, float]:
     return p, m
 
 
-def estimand(model: MemoryModel) -> str:
+def estimand(model: FittedModel) -> str:
     d = model.data
     if d.likelihood in ("per_example", "counts"):
         return ("max - min over the sigma_w grid of the expected accuracy on THIS test set of "
@@ -70,7 +80,7 @@ def estimand(model: MemoryModel) -> str:
     return f"max - min over the sigma_w grid of the expected {d.metric}, expected over new seeds, in its units"
 
 
-def _prior_sensitivity(model: MemoryModel, a: int, spread: np.ndarray, delta: float) -> dict[str, Any]:
+def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: float) -> dict[str, Any]:
     pr = model.priors
     sz = model.idata.posterior["sigma_sd"].values[..., a].ravel() / model.data.scale[a]
     logw = pr.alt_logpdf(sz) - pr.logpdf(sz)
@@ -82,7 +92,7 @@ def _prior_sensitivity(model: MemoryModel, a: int, spread: np.ndarray, delta: fl
             "verdict": verdict(p_gt, p_lt), "ess_weights": float(1.0 / np.sum(w**2))}
 
 
-def _divergence(model: MemoryModel, a: int, pipe: str, delta: float, sensitivity: dict | None) -> dict[str, Any]:
+def _divergence(model: FittedModel, a: int, pipe: str, delta: float, sensitivity: dict | None) -> dict[str, Any]:
     d = model.data
     div = d.diverged[a] if d.diverged is not None else np.zeros_like(d.used[a])
     p_value = d.divergence_p.get(pipe)
@@ -98,7 +108,7 @@ def _divergence(model: MemoryModel, a: int, pipe: str, delta: float, sensitivity
             "sensitivity": sensitivity}
 
 
-def _sensitivity_fit(model: MemoryModel, delta: float) -> dict[str, dict[str, Any]]:
+def _sensitivity_fit(model: FittedModel, delta: float) -> dict[str, dict[str, Any]]:
     """Refit with every diverged run counted at chance accuracy (same compiled sampler)."""
     d = model.data
     if d.diverged is None or not d.diverged.any():
@@ -123,7 +133,7 @@ def _sensitivity_fit(model: MemoryModel, delta: float) -> dict[str, dict[str, An
     return out
 
 
-def summarize_model(model: MemoryModel, delta: float) -> dict[str, dict[str, Any]]:
+def summarize_model(model: FittedModel, delta: float) -> dict[str, dict[str, Any]]:
     """The per-pipeline entries of summary.json (schema initmem.summary/2) that models/ owns."""
     post = model.idata.posterior
     d = model.data

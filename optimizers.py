@@ -119,11 +119,20 @@ def get(name: str) -> OptimizerKind:
         raise UserError(f"optimizer must be one of {', '.join(BY_NAME)} (got {name!r})") from None
 
 
+def coupled_l2_of(names_: Any, weight_decays: Any) -> Any:
+    """Per pipeline, lambda of ``T_l2``: the weight decay where the kind couples it to the gradient, 0
+    where it decays decoupled (AdamW); a kind the table does not know (imported) keeps its decay."""
+    import numpy as np
+
+    return np.array([w if (k := BY_NAME.get(str(n))) is None else k.coupled_l2(w)
+                     for n, w in zip(names_, weight_decays, strict=True)], float)
+
+
 def display_name(name: str) -> str:
     """How the report names a kind (unknown kinds, e.g. from an imported table, as given)."""
     kind = BY_NAME.get(str(name))
     return kind.display if kind else str(name)
 
 
-__all__ = ["BY_NAME", "COUPLED", "DECOUPLED", "OPTIMIZERS", "OptimizerKind", "adaptive", "display_name",
+__all__ = ["BY_NAME", "COUPLED", "DECOUPLED", "OPTIMIZERS", "OptimizerKind", "adaptive", "coupled_l2_of", "display_name",
            "get", "names", "with_momentum"]

@@ -39,8 +39,7 @@ def _dose(a: Analysis) -> tuple[dict[str, float], str]:
     lr = a.cube[LR].values.astype(float)
     wd = a.cube[WEIGHT_DECAY].values.astype(float) if WEIGHT_DECAY in a.cube.coords else np.zeros(len(names))
     opt = a.cube[OPTIMIZER].values if OPTIMIZER in a.cube.coords else np.array(["sgd"] * len(names))
-    kinds = [optimizers.BY_NAME.get(str(o)) for o in opt]  # the table says whether decay is coupled L2
-    lam = np.array([w if k is None else k.coupled_l2(w) for k, w in zip(kinds, wd, strict=True)], float)
+    lam = optimizers.coupled_l2_of(opt, wd)  # the table says whether decay is coupled L2
     if (lam > 0).sum() >= 3:
         return {n: float(lr[i] * lam[i]) for i, n in enumerate(names) if lam[i] > 0}, "η λ (log)"
     return {n: float(lr[i]) for i, n in enumerate(names)}, "η (log)"

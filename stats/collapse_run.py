@@ -42,7 +42,7 @@ def pipeline_design(ds: xr.Dataset) -> dict[str, np.ndarray]:
     kinds = [optimizers.BY_NAME.get(str(o)) for o in opt]  # None: a kind the table does not know (imported)
     return {"lr": np.asarray(_coord(ds, LR, np.nan), float),
             # the optimizer table says how weight decay acts: a decoupled decay is not lambda in T_l2
-            "l2": np.array([w if k is None else k.coupled_l2(w) for k, w in zip(kinds, wd, strict=True)], float),
+            "l2": optimizers.coupled_l2_of(opt, wd),
             "batch": np.asarray(_coord(ds, BATCH_SIZE, np.nan), float),
             "momentum": np.nan_to_num(np.asarray(_coord(ds, MOMENTUM, 0.0), float)),
             # the adaptive kinds share one family ("adam"): their clock is sum eta, not the SGD ones

@@ -26,7 +26,7 @@ from initmem.models.memory import (
     resolve_delta,
     versions,
 )
-from initmem.models.summaries import estimand
+from initmem.models.summaries import attach_checks, estimand
 from initmem.spec import AnalysisSpec
 
 VERDICT_RULE = ("remembers if P(spread > delta) >= 0.95, forgets if P(spread < delta) >= 0.95, else "
@@ -109,13 +109,12 @@ def analyze_cube(
     for pipe, reason in data.skipped.items():
         warn(f"pipeline {pipe!r} skipped: {reason}")
 
-    model = MemoryModel(data)
+    model = MemoryModel(data, delta=delta)
     diag = fit_checked(model, sampler=spec.sampler, draws=spec.draws, tune=spec.tune, chains=spec.chains, seed=seed,
                        progress=progress)
     pipelines = model.summarize(delta)
-    ppc = model.ppc(seed=seed)
+    attach_checks(pipelines, model.ppc(seed=seed))
     for pipe, entry in pipelines.items():
-        entry["ppc"] = ppc[pipe]
         entry["diagnostics"] = diag["per_pipeline"][pipe]
 
     from initmem.stats.frequentist import crosscheck

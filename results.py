@@ -91,6 +91,7 @@ class Shares(Record):
     sigma: Quantiles
     seed: Quantiles
     residual: Quantiles
+    slope: Quantiles | None = None
 
 
 class PpcStat(Record):
@@ -191,6 +192,25 @@ class DivergenceSensitivity(Record):
     note: str = ""
 
 
+class PairedCheck(Record):
+    """The seeds' own test of "remembers" (models/paired.py): paired differences between levels."""
+
+    p_value: Num = None
+    supports_remembers: bool = False
+    n_pairs: int = 0
+    test: str = ""
+    pair: dict[str, float] | None = None
+
+
+class PriorOnly(Record):
+    """What the prior alone says about the verdict (before any data)."""
+
+    sigma_sd_scale: Num = None
+    p_spread_gt_delta: Num = None
+    p_spread_lt_delta: Num = None
+    note: str | None = None
+
+
 class Divergence(Record):
     """Diverged runs per sigma_w and whether divergence itself depends on sigma_w."""
 
@@ -219,6 +239,7 @@ class PipelineResult(Record):
     n_cells: int | None = None
     sigma_sd: Quantiles
     seed_sd: Quantiles
+    slope_sd: Quantiles | None = None
     residual_sd: Quantiles
     memory_share: Quantiles
     spread: Quantiles
@@ -246,6 +267,10 @@ class PipelineResult(Record):
     forgetting_time: dict[str, ForgettingTime] = Field(default_factory=dict)
     noise_scale: Num = None  # run-to-run noise SD the model standardises by (docs/memory-model.md)
     test_set_se: Num = None  # extra SE of the spread if the estimand were the test distribution
+    model_verdict: Verdict | None = None   # the model's verdict before the paired check
+    paired_check: PairedCheck | None = None
+    prior: PriorOnly | None = None
+    checks_failed: list[str] = Field(default_factory=list)  # model checks outside their predictive band
 
     @property
     def n_excluded_total(self) -> int | None:

@@ -2,13 +2,17 @@
 
 For pipeline p, sigma_w level i and seed s, on the pipeline's noise-standardised scale,
 
-    z[p,i,s] = alpha[p] + u[p,i] + v[p,s] + e[p,i,s]
-    u ~ N(0, sigma_sd[p]^2)   the sigma_w-level effect: initialization memory
+    z[p,i,s] = alpha[p] + a[p] x[p,i] + u[p,i] + v[p,s] + b[p,s] x[p,i] + e[p,i,s]
+    a flat                    initialization memory: its linear trend in log sigma_w ...
+    u ~ N(0, sigma_sd[p]^2)   ... and the sigma_w-level effects around it
     v ~ N(0, seed_sd[p]^2)    the seed effect shared by every sigma_w level (common random numbers)
+    b ~ N(0, slope_sd[p]^2)   each seed's own drift along x = centred log sigma_w (unit RMS)
     e ~ N(0, residual_sd[p]^2)
 
-Every group effect is integrated out analytically (models/core.py), so NUTS samples three SDs
-per pipeline plus the values of cells a pipeline lacks inside its levels x seeds rectangle
+so the seeds' noise is not assumed compound-symmetric: a seed may respond to sigma_w in its own
+way (issue 18's audit; docs/memory-model.md, "Likelihood"). Every group effect is integrated out
+analytically (models/core.py), so NUTS samples four SDs per pipeline plus the values of cells a
+pipeline lacks inside its levels x seeds rectangle
 (imputed with a flat prior, which integrates them out exactly). There is no funnel, hence no
 divergences by construction; pipelines share nothing, least of all sigma_sd.
 
@@ -30,33 +34,45 @@ import xarray as xr
 
 from initmem import cube
 from initmem.errors import OptionError, UserError
-from initmem.models import arviz_io, core
+from initmem.models import arviz_io, checks, core
 from initmem.models.data import FAMILIES, MemoryData, prepare_data, resolve_delta
 from initmem.models.priors import Priors, default_priors
-from initmem.models.summaries import observed_stats, quantiles, summarize_model, verdict
+from initmem.models.summaries import quantiles, summarize_model, verdict
 from initmem.names import ESS_MIN, RHAT_MAX
 from initmem.spec import SAMPLERS
 
 LEVEL_MODELS = ("exchangeable",)
-REPORTED = ("sigma_sd", "seed_sd", "residual_sd", "memory_share", "spread", "expected")
+REPORTED = ("sigma_sd", "seed_sd", "slope_sd", "residual_sd", "memory_share", "spread", "expected")
 DEFAULT_TARGET_ACCEPT, RETRY_TARGET_ACCEPT = 0.9, 0.99
-_SAMPLED = ("sigma_sd_z", "seed_sd_z", "residual_sd_z")
+_SAMPLED = ("sigma_sd_z", "seed_sd_z", "slope_sd_z", "residual_sd_z")
+_MEMORY_SDS = ("sigma_sd_z",)   # its prior is neutral about the verdict (models/priors.py)
 
 # PyTensor warns at import that it found no BLAS for its C backend; nutpie compiles with numba.
 warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS installation")
 
 
-def _model_arrays(d: MemoryData) -> dict[str, np.ndarray]:
+def sigma_scales(d: MemoryData, x: np.ndarray, priors: Priors, delta: float | None) -> np.ndarray:
+    """Per pipeline, sigma_sd's prior scale in noise units (models/priors.py: neutral about the
+    verdict for the pipeline's delta and number of levels)."""
+    lev = d.level_mask
+    return np.array([priors.sigma_scale(None if delta is None else delta / d.scale[a], int(lev[a].sum()))
+                     for a in range(len(d.pipelines))])
+
+
+def _model_arrays(d: MemoryData, priors: Priors, delta: float | None) -> dict[str, np.ndarray]:
     rect = d.level_mask[:, :, None] & d.seed_mask[:, None, :]
     imputed = rect & ~d.used
+    x = core.slope_axis(d.sigma_w, d.level_mask, d.seed_design == cube.SEED_PAIRED)
     return {"z": d.standardized(), "obs": d.used.astype(float), "imputed": imputed.astype(float),
-            "lev": d.level_mask.astype(float), "sd": d.seed_mask.astype(float)}
+            "lev": d.level_mask.astype(float), "sd": d.seed_mask.astype(float), "x": x,
+            "sigma_scale": sigma_scales(d, x, priors, delta)}
 
 
 class MemoryModel:
     """Build, fit and summarize the memory model of one metric."""
 
-    def __init__(self, data: MemoryData, *, levels: str = "exchangeable", priors: Priors | None = None) -> None:
+    def __init__(self, data: MemoryData, *, delta: float | None = None, levels: str = "exchangeable",
+                 priors: Priors | None = None) -> None:
         if levels not in LEVEL_MODELS:
             raise UserError("levels must be 'exchangeable' (the smooth-trend alternative is not offered by the "
                             "marginal model; docs/memory-model.md)")
@@ -66,6 +82,9 @@ class MemoryModel:
         self.paired = data.seed_design == cube.SEED_PAIRED
         self.levels = levels
         self.priors = priors or default_priors()
+        # sigma_sd's prior is neutral about the verdict at this delta (models/priors.py); the
+        # default is the metric's own (one point for accuracies), none for other metrics.
+        self.delta = delta if delta is not None else _default_delta(data.metric)
         self.model = self._build()
         self._compiled: Any = None
         self.idata: Any = None
@@ -76,6 +95,9 @@ class MemoryModel:
         self._fit_kwargs: dict[str, Any] = {}
         self._summary_cache: dict[str, Any] = {}
 
+    def _arrays(self) -> dict[str, np.ndarray]:
+        return _model_arrays(self.data, self.priors, self.delta)
+
     @property
     def coords(self) -> dict[str, Any]:
         d = self.data
@@ -84,7 +106,7 @@ class MemoryModel:
     def _build(self):
         import pymc as pm
 
-        arr, pr = _model_arrays(self.data), self.priors
+        arr, pr = self._arrays(), self.priors
         dims3 = (cube.PIPELINE, cube.SIGMA, cube.SEED)
         with pm.Model(coords=self.coords) as model:
             z = pm.Data("z", arr["z"], dims=dims3)
@@ -92,18 +114,21 @@ class MemoryModel:
             imputed = pm.Data("imputed", arr["imputed"], dims=dims3)
             lev = pm.Data("lev", arr["lev"], dims=(cube.PIPELINE, cube.SIGMA))
             sd = pm.Data("sd", arr["sd"], dims=(cube.PIPELINE, cube.SEED))
+            sigma_scale = pm.Data("sigma_scale", arr["sigma_scale"], dims=cube.PIPELINE)
+            x = pm.Data("x", arr["x"], dims=(cube.PIPELINE, cube.SIGMA))
             free = pm.Flat("y_free", dims=dims3)
             # Cells that are not imputed get a standard normal so their free value is proper
             # and independent of everything (a constant in the posterior of interest).
             pm.Potential("pin", -0.5 * ((1.0 - imputed) * free**2).sum())
             table = obs * z + imputed * free
-            s = {name: pm.HalfStudentT(name, nu=pr.sd_nu, sigma=pr.sd_scale, dims=cube.PIPELINE) for name in _SAMPLED}
-            sums = core.table_sums(table, lev, sd)
+            s = {name: pm.HalfStudentT(name, nu=pr.sd_nu, sigma=sigma_scale if name in _MEMORY_SDS else pr.sd_scale,
+                                       dims=cube.PIPELINE) for name in _SAMPLED}
+            sums = core.table_sums(table, lev, sd, x)
             import pytensor.tensor as pt
 
             s2v = s["seed_sd_z"] ** 2 * (1.0 if self.paired else 0.0)
-            pm.Potential("reml", core.reml_loglik(sums, s["sigma_sd_z"] ** 2, s2v,
-                                                  s["residual_sd_z"] ** 2, log=pt.log).sum())
+            pm.Potential("reml", core.reml_loglik(sums, s["sigma_sd_z"] ** 2, s2v, s["residual_sd_z"] ** 2,
+                                                  log=pt.log, s2b=s["slope_sd_z"] ** 2).sum())
         return model
 
     def describe(self) -> str:
@@ -115,12 +140,15 @@ class MemoryModel:
                       "binomial bound as noise scale",
             "gaussian": "the metric in its units, with the pooled SD across seeds within levels as noise scale",
         }[self.data.likelihood]
-        return (f"Memory model of {self.data.metric}: y = alpha + u[sigma_w] + v[seed] + e per pipeline, gaussian, "
-                f"on {lik}. Seeds are shared by every sigma_w level. The group effects and alpha are integrated "
-                "out (restricted likelihood of the three SDs); NUTS samples the SDs, which are not pooled across "
-                "pipelines; level effects are drawn from their exact conditional. memory_share = sigma_sd^2 / "
-                "(sigma_sd^2 + seed_sd^2 + residual_sd^2), the denominator including the run-to-run "
-                "(observation) variance. See docs/memory-model.md.")
+        return (f"Memory model of {self.data.metric}: y = alpha + a x + u[sigma_w] + v[seed] + b[seed] x + e per "
+                f"pipeline, gaussian, on {lik}; x is centred log sigma_w, so the memory has a linear trend (flat prior) "
+                "and exchangeable level effects, and each seed its own intercept and its own drift along sigma_w "
+                "(with 3 or more levels and paired seeds). The group effects, the trend and alpha are integrated out "
+                "(restricted likelihood of the four SDs); NUTS samples the SDs, which are not pooled across pipelines; "
+                "level effects are drawn from their exact conditional. memory_share = sigma_sd^2 / (sigma_sd^2 + "
+                "seed_sd^2 + slope_sd^2 + residual_sd^2), the denominator including the run-to-run "
+                "(observation) variance. 'remembers' also needs the seeds' paired differences (models/paired.py). "
+                "See docs/memory-model.md.")
 
     # fitting ----------------------------------------------------------------------------
     def fit(self, *, sampler: str = "nutpie", draws: int = 1000, tune: int = 1000, chains: int = 4,
@@ -186,7 +214,7 @@ class MemoryModel:
         new.__dict__.update({**self.__dict__, "data": data, "idata": None, "_summary_cache": {}})
         import pymc as pm
 
-        arr = _model_arrays(data)
+        arr = new._arrays()
         with new.model:
             pm.set_data(arr)
         if self._compiled is not None:
@@ -200,11 +228,13 @@ class MemoryModel:
         """Outcome-unit SDs, shares, level values, spread per draw; the imputed cells are dropped."""
         post = self.idata.posterior
         d = self.data
-        arr = _model_arrays(d)
+        arr = self._arrays()
         coords_ = self.coords
         sz = {n: post[n].transpose("chain", "draw", cube.PIPELINE).values for n in _SAMPLED}
         if not self.paired:  # no seed effect in an independent design: report it as exactly 0
             sz["seed_sd_z"] = np.zeros_like(sz["seed_sd_z"])
+        # no slope where the table has no slope axis (fewer than 3 levels or independent seeds)
+        sz["slope_sd_z"] = np.where(arr["x"].any(axis=1)[None, None, :], sz["slope_sd_z"], 0.0)
         s2 = {n: v**2 for n, v in sz.items()}
         free = post["y_free"].transpose("chain", "draw", cube.PIPELINE, cube.SIGMA, cube.SEED).values
         table = arr["obs"] * arr["z"] + arr["imputed"] * free
@@ -212,10 +242,12 @@ class MemoryModel:
         rng = np.random.default_rng(seed + 7919)
         lev = d.level_mask[None, None]
         base, u = core.draw_levels(sums["level_means"], sums["grand"], lev, sums["n_seed"],
-                                   s2["sigma_sd_z"], s2["seed_sd_z"], s2["residual_sd_z"], rng)
+                                   s2["sigma_sd_z"], s2["seed_sd_z"], s2["residual_sd_z"], rng,
+                                   x=np.broadcast_to(arr["x"], sums["level_means"].shape), s2b=s2["slope_sd_z"])
         scale, center = d.scale[None, None, :], d.center[None, None, :]
         expected = np.where(lev, center[..., None] + scale[..., None] * (base[..., None] + u), np.nan)
-        total = s2["sigma_sd_z"] + s2["seed_sd_z"] + s2["residual_sd_z"]
+        memory = s2["sigma_sd_z"]
+        total = memory + s2["seed_sd_z"] + s2["slope_sd_z"] + s2["residual_sd_z"]
         cd = ("chain", "draw")
         coords = {"chain": post["chain"].values, "draw": post["draw"].values, cube.PIPELINE: coords_[cube.PIPELINE],
                   cube.SIGMA: coords_[cube.SIGMA]}
@@ -226,11 +258,13 @@ class MemoryModel:
         extra = {
             "sigma_sd": da(scale * sz["sigma_sd_z"], (*cd, cube.PIPELINE)),
             "seed_sd": da(scale * sz["seed_sd_z"], (*cd, cube.PIPELINE)),
+            "slope_sd": da(scale * sz["slope_sd_z"], (*cd, cube.PIPELINE)),
             "residual_sd": da(scale * sz["residual_sd_z"], (*cd, cube.PIPELINE)),
             "expected": da(expected, (*cd, cube.PIPELINE, cube.SIGMA)),
             "spread": da(scale * core.spread(u, lev), (*cd, cube.PIPELINE)),
-            "memory_share": da(s2["sigma_sd_z"] / total, (*cd, cube.PIPELINE)),
+            "memory_share": da(memory / total, (*cd, cube.PIPELINE)),
             "seed_share": da(s2["seed_sd_z"] / total, (*cd, cube.PIPELINE)),
+            "slope_share": da(s2["slope_sd_z"] / total, (*cd, cube.PIPELINE)),
             "residual_share": da(s2["residual_sd_z"] / total, (*cd, cube.PIPELINE)),
         }
         arviz_io.with_posterior_vars(self.idata, extra, drop=["y_free"], coords=self.coords)
@@ -260,27 +294,30 @@ class MemoryModel:
 
     # posterior predictive check -----------------------------------------------------------
     def ppc(self, *, n_draws: int = 1000, seed: int = 0) -> dict[str, dict[str, dict[str, float]]]:
-        """Observed spread and seed SD against replicates with the same level values and fresh
-        seeds and residuals; p_value = P(T_rep >= T_obs), values near 0 or 1 signal misfit."""
+        """The model checks (models/checks.py) of each pipeline's complete seeds against replicates
+        with the same level values and fresh seeds and residuals: the spread, the seed SD, and the
+        structure the model assumes away (unequal noise across sigma_w, residuals correlated
+        between neighbouring levels, seed-specific slopes). p_value = P(T_rep >= T_obs)."""
         rng = np.random.default_rng(seed)
         post = self.idata.posterior
         d = self.data
-        flat = {n: post[n].values.reshape(-1, *post[n].shape[2:]) for n in ("expected", "seed_sd", "residual_sd")}
+        flat = {n: post[n].values.reshape(-1, *post[n].shape[2:])
+                for n in ("expected", "seed_sd", "slope_sd", "residual_sd")}
+        xs = self._arrays()["x"]
         take = rng.choice(flat["seed_sd"].shape[0], size=min(n_draws, flat["seed_sd"].shape[0]), replace=False)
         out: dict[str, dict[str, dict[str, float]]] = {}
         for a, pipe in enumerate(d.pipelines):
-            lev, sds = d.level_mask[a], d.seed_mask[a]
-            cells = d.used[a][lev][:, sds]
-            obs = d.y[a][lev][:, sds]
+            lev = d.level_mask[a]
+            complete = d.used[a][lev].all(axis=0)
+            if complete.sum() < 2:
+                out[pipe] = {}
+                continue
+            obs = d.y[a][lev][:, complete]
+            x = np.log(d.sigma_w[lev])
             rep = core.predictive_tables(np.zeros(take.size), flat["expected"][take, a][:, lev],
-                                         flat["seed_sd"][take, a], flat["residual_sd"][take, a], int(sds.sum()), rng)
-            t_spread, t_seed = observed_stats(np.where(cells, obs, np.nan)[None])
-            r_spread, r_seed = observed_stats(np.where(cells[None], rep, np.nan))
-            out[pipe] = {
-                name: {"observed": float(t[0]), "p_value": float(np.mean(r >= t[0])),
-                       "q05": float(np.quantile(r, 0.05)), "q95": float(np.quantile(r, 0.95))}
-                for name, t, r in (("spread", t_spread, r_spread), ("seed_sd", t_seed, r_seed))
-            }
+                                         flat["seed_sd"][take, a], flat["residual_sd"][take, a],
+                                         int(complete.sum()), rng, x=xs[a][lev], slope_sd=flat["slope_sd"][take, a])
+            out[pipe] = checks.compare(checks.table_statistics(obs[None], x), checks.table_statistics(rep, x))
         return out
 
     # summary ------------------------------------------------------------------------------
@@ -290,6 +327,13 @@ class MemoryModel:
         if delta <= 0:
             raise OptionError("delta", "{option} must be positive")
         return summarize_model(self, float(delta))
+
+
+def _default_delta(metric: str) -> float | None:
+    try:
+        return resolve_delta(metric, None)
+    except OptionError:
+        return None
 
 
 def versions() -> dict[str, str]:

@@ -2,14 +2,13 @@
 
 From a finished analysis folder we simulate future experiments with the same sigma_w grid and S
 seeds per cell, for a ladder of S, from the posterior (each simulated experiment takes one
-posterior draw of the pipeline's expected metric per level, seed SD and residual SD and draws
-fresh seeds and residuals, models/core.py). Each simulated experiment is then decided by THE
-SAME posterior the analysis computes (same restricted likelihood, same priors, same noise
-scale), evaluated by quadrature over the three SDs instead of NUTS: the model's posterior for a
-complete table depends on the data only through the two-way mean squares, and three
-dimensions are cheap to integrate on a grid. So the plan agrees with the analysis by
-construction (tests/test_plan.py checks it against real NUTS refits), where the former rule
-(Bonferroni t bounds) disagreed with the model by a factor of five in seeds.
+posterior draw of the pipeline's expected metric per level, seed, slope and residual SDs and
+draws fresh seeds, slopes and residuals, models/core.py). Each simulated experiment is then
+decided by THE SAME rule the analysis applies: the same posterior (same restricted likelihood,
+same priors, same noise scale), evaluated by quadrature over the four SDs instead of NUTS (the
+posterior of a complete table depends on the data only through four sums of squares, and four
+dimensions are cheap to integrate on a grid), and for "remembers" the same paired check
+(models/paired.py). tests/test_plan.py checks the plan against real NUTS refits.
 
 Per pipeline the plan reports the smallest S with P(decisive verdict) >= 0.8 and, at the
 current S, the deltas that would decide: ``delta_forgets`` (the smallest delta with "forgets"
@@ -28,75 +27,100 @@ import numpy as np
 from initmem import cube
 from initmem.errors import OptionError, UserError
 from initmem.models import arviz_io, core
+from initmem.models.paired import paired_bounds
 from initmem.models.priors import Priors, default_priors
 from initmem.models.summaries import DECISION
 from initmem.results import POSTERIOR_NC, SUMMARY_JSON, load_summary
-from initmem.stats.anova import mean_squares
 
 SEED_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
 TARGET = 0.8
 N_POST = 400
 N_EFF = 4000.0  # effective draws of a default analysis (4 chains x 1000 draws, near-independent)
-_SU = np.linspace(-7.0, 5.0, 48)
-_SV = np.linspace(-7.0, 3.0, 16)
-_SE = np.linspace(-3.0, 2.5, 40)
+_SU = np.linspace(-7.0, 5.0, 40)
+_SV = np.linspace(-7.0, 3.0, 10)
+_SE = np.linspace(-3.0, 2.5, 28)
+_SB = np.linspace(-5.0, 2.0, 8)
 
-RULE = ("the analysis's own posterior (restricted likelihood of the three SDs, the same priors and noise "
-        "scale), computed by quadrature over the SDs for each simulated experiment")
+RULE = ("the analysis's own rule: its posterior (restricted likelihood of the four SDs, seed slopes and the memory's flat trend included, "
+        "the same priors and noise scale), computed by quadrature over the SDs for each simulated experiment, "
+        "and for 'remembers' the paired check of the seeds' differences")
 
 
-def _grid_logprior(priors: Priors) -> np.ndarray:
-    """Log prior density of the log-SD grid (su, sv, se), Jacobian included."""
-    def lp(x: np.ndarray) -> np.ndarray:
-        return priors.logpdf(np.exp(x)) + x
-    return lp(_SU)[:, None, None] + lp(_SV)[None, :, None] + lp(_SE)[None, None, :]
+def _grid(priors: Priors, sigma_scale: float, slopes: bool) -> dict[str, np.ndarray]:
+    """The quadrature grid over the log SDs (su, sv, se, and with slopes sb), flattened, with the
+    log prior density (Jacobian included) of each point; sigma_sd's prior at the pipeline's own
+    scale (models/priors.py)."""
+    axes = {"u": (_SU, sigma_scale), "v": (_SV, priors.sd_scale), "e": (_SE, priors.sd_scale)}
+    if slopes:
+        axes["b"] = (_SB, priors.sd_scale)
+    mesh = np.meshgrid(*(g for g, _ in axes.values()), indexing="ij")
+    out = {"shape": mesh[0].shape, "logprior": np.zeros(mesh[0].size)}
+    for (name, (_, scale)), m in zip(axes.items(), mesh, strict=True):
+        out[name] = np.exp(2 * m.ravel())
+        out["logprior"] += priors.logpdf(np.exp(m.ravel()), scale) + m.ravel()
+    out.setdefault("b", np.zeros(mesh[0].size))
+    return out
 
 
 def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
-                     priors: Priors | None = None, n_post: int = N_POST, chunk: int = 64) -> dict[str, np.ndarray]:
+                     priors: Priors | None = None, n_post: int = N_POST, chunk: int = 16,
+                     sigma_w: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The memory model's posterior of the spread for complete standardised tables (n, L, S):
-    P(spread > delta), P(spread < delta), and the 5% / 95% quantiles, per table.
+    P(spread > delta), P(spread < delta), and the 5% / 95% quantiles, per table, plus the paired
+    check's bound (models/paired.py) that a "remembers" also needs. With ``sigma_w`` (L,) the
+    seeds' own slopes and the memory's flat trend on log sigma_w are part of the model, as in the
+    analysis.
 
-    The log posterior on the grid is a data-free part plus a linear function of the three sums
-    of squares (models/core.py), so a batch of tables is one matrix product."""
+    The log posterior on the grid of the SDs is a data-free part plus a linear function of the
+    four sums of squares (models/core.py), so a batch of tables is one matrix product."""
     priors = priors or default_priors()
-    ms = mean_squares(tables)
     n, n_lev, n_seed = tables.shape
-    s2u, s2v, s2e = (np.exp(2 * g).ravel() for g in np.meshgrid(_SU, _SV, _SE, indexing="ij"))
-    zero = {"n_level": n_lev, "n_seed": n_seed, "ss_level": 0.0, "ss_seed": 0.0, "ss_e": 0.0}
-    base = core.reml_loglik(zero, s2u, s2v, s2e) + _grid_logprior(priors).ravel()
-    coef = -0.5 / np.stack([s2e + n_seed * s2u, s2e + n_lev * s2v, s2e])        # (3, G)
-    ss = np.stack([ms.ss_level, ms.ss_seed, ms.ss_e], axis=1)                  # (n, 3)
-    level_means = tables.mean(axis=-1)
     lev = np.ones((1, n_lev), dtype=bool)
+    x = None if sigma_w is None else core.slope_axis(np.asarray(sigma_w, dtype=float), lev[0])
+    x = x if x is not None and x.any() else None
+    g = _grid(priors, priors.sigma_scale(delta, n_lev), x is not None)
+    sums = core.table_sums(tables, np.ones((n, n_lev)), np.ones((n, n_seed)), x)
+    xx = float(n_lev) if x is not None else 0.0
+    zero = {"n_level": n_lev, "n_seed": n_seed, "xx": xx,
+            **{k: 0.0 for k in ("ss_level", "ss_seed", "ss_e", "ss_level_x", "ss_inter_x")}}
+    base = core.reml_loglik(zero, g["u"], g["v"], g["e"], s2b=g["b"]) + g["logprior"]
+    coef = -0.5 / np.stack([g["e"] + n_seed * g["u"], g["e"] + n_lev * g["v"], g["e"], g["e"] + xx * g["b"]])
+    # sums of squares per stratum: level contrasts but the trend's, seeds, other interaction, x interaction
+    lx = np.broadcast_to(np.asarray(sums["ss_level_x"], dtype=float), (n,))
+    ix = np.broadcast_to(np.asarray(sums["ss_inter_x"], dtype=float), (n,))
+    ss = np.stack([sums["ss_level"] - lx, sums["ss_seed"], sums["ss_e"] - ix, ix], axis=1)  # (n, 4)
     out = {k: np.empty(n) for k in ("p_gt", "p_lt", "q05", "q95")}
+    out["paired_bound"] = paired_bounds(tables)
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
         lp = base[None, :] + ss[lo:hi] @ coef
         cdf = np.cumsum(np.exp(lp - lp.max(axis=1, keepdims=True)), axis=1)
         cdf /= cdf[:, -1:]
         pick = np.stack([np.searchsorted(row, rng.random(n_post)) for row in cdf])   # (m, n_post)
-        pick = np.minimum(pick, s2u.size - 1)
-        iu = np.unravel_index(pick, (_SU.size, _SV.size, _SE.size))[0]
+        pick = np.minimum(pick, base.size - 1)
+        iu = np.unravel_index(pick, g["shape"])[0]
         # jitter sigma_sd within its grid cell so that the draws are continuous
         su2 = np.exp(2 * (_SU[iu] + rng.uniform(-0.5, 0.5, pick.shape) * (_SU[1] - _SU[0])))
         m = hi - lo
-        _, u = core.draw_levels(np.broadcast_to(level_means[lo:hi, None, :], (m, n_post, n_lev)),
-                                np.broadcast_to(ms.grand[lo:hi, None], (m, n_post)), lev[None],
-                                np.full((m, n_post), float(n_seed)), su2, s2v[pick], s2e[pick], rng)
+        _, u = core.draw_levels(np.broadcast_to(sums["level_means"][lo:hi, None, :], (m, n_post, n_lev)),
+                                np.broadcast_to(sums["grand"][lo:hi, None], (m, n_post)), lev[None],
+                                np.full((m, n_post), float(n_seed)), su2, g["v"][pick], g["e"][pick], rng,
+                                x=None if x is None else np.broadcast_to(x, (m, n_post, n_lev)),
+                                s2b=g["b"][pick])
         sp = core.spread(u, lev[None])
         out["p_gt"][lo:hi], out["p_lt"][lo:hi] = (sp > delta).mean(axis=1), (sp < delta).mean(axis=1)
         out["q05"][lo:hi], out["q95"][lo:hi] = np.quantile(sp, [0.05, 0.95], axis=1)
     return out
 
 
-def decide(post: dict[str, np.ndarray], n_eff: float = N_EFF) -> np.ndarray:
+def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF) -> np.ndarray:
     """1 remembers, -1 forgets, 0 inconclusive or borderline per simulated experiment: the
-    analysis's rule, with the borderline band of an analysis whose sampler gives ``n_eff``
+    analysis's rule (the model's probability and, for "remembers", the paired check), with the
+    borderline band of an analysis whose sampler gives ``n_eff``
     effective draws (2 binomial MCSE around 0.95)."""
     out = np.zeros(post["p_gt"].shape, dtype=int)
     band = 2.0 * np.sqrt(DECISION * (1 - DECISION) / n_eff)
-    out[post["p_gt"] >= DECISION + band] = 1
+    out[(post["p_gt"] >= DECISION + band) & (post["paired_bound"] > delta)] = 1
     out[post["p_lt"] >= DECISION + band] = -1
     return out
 
@@ -110,20 +134,21 @@ def simulate_reml(reml: dict[str, float], n_lev: int, n_seed: int, n_sim: int,
 
 
 def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np.random.Generator,
-          n_now: int | None = None, n_eff: float = N_EFF) -> dict[str, Any]:
+          n_now: int | None = None, n_eff: float = N_EFF, sigma_w: np.ndarray | None = None) -> dict[str, Any]:
     """P(remembers), P(forgets) per seed count; seeds needed; deltas that decide at ``n_now``."""
     p_dec, p_rem, p_for = {}, {}, {}
     deltas: dict[str, float | None] = {"delta_forgets": None, "delta_remembers": None}
     for s in ladder:
         if p_dec and max(p_dec.values()) >= TARGET and (n_now is None or s > n_now):
             break  # decided already: larger experiments are not needed
-        post = posterior_spread(simulate(s) / scale, delta / scale, rng)
-        v = decide(post, n_eff)
+        post = posterior_spread(simulate(s) / scale, delta / scale, rng, sigma_w=sigma_w)
+        v = decide(post, delta / scale, n_eff)
         p_rem[s], p_for[s] = float(np.mean(v == 1)), float(np.mean(v == -1))
         p_dec[s] = p_rem[s] + p_for[s]
         if s == n_now:
+            bound = np.minimum(post["q05"], post["paired_bound"])
             deltas = {"delta_forgets": float(np.quantile(post["q95"], TARGET) * scale),
-                      "delta_remembers": float(np.quantile(post["q05"], 1 - TARGET) * scale)}
+                      "delta_remembers": float(np.quantile(bound, 1 - TARGET) * scale)}
     needed = next((s for s in ladder if p_dec[s] >= TARGET), None)
     return {"seeds_needed": needed, "p_decisive": p_dec, "p_remembers": p_rem, "p_forgets": p_for, **deltas}
 
@@ -160,18 +185,22 @@ def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: 
         take = rng.choice(n_draws, size=n_sim, replace=n_draws < n_sim)
         exp_, sd_seed, sd_res = flat("expected", pipe)[take][:, levels], flat("seed_sd", pipe)[take], \
             flat("residual_sd", pipe)[take]
+        sd_slope = flat("slope_sd", pipe)[take] if "slope_sd" in post else np.zeros(n_sim)
+        sig = np.asarray(entry.expected.sigma_w, dtype=float)
+        x = core.slope_axis(sig, np.ones(sig.size, dtype=bool)) if sd_slope.any() else None
         n_now = entry.n_seed
         lad = tuple(sorted(set(ladder) | ({int(n_now)} if n_now and n_now >= 2 else set())))
         result: dict[str, Any] = {
             "n_seed_now": n_now, "n_sigma": int(levels.sum()), "verdict_now": entry.verdict,
-            "posterior": power(lambda s, e=exp_, a=sd_seed, b=sd_res: core.predictive_tables(
-                np.zeros(n_sim), e, a, b, s, rng), scale, delta, lad, rng, n_now),
+            "posterior": power(lambda s, e=exp_, a=sd_seed, b=sd_res, c=sd_slope, x=x: core.predictive_tables(
+                np.zeros(n_sim), e, a, b, s, rng, x=x, slope_sd=c), scale, delta, lad, rng, n_now,
+                sigma_w=None if x is None else sig),
         }
         reml = entry.frequentist.reml.model_dump() if entry.frequentist is not None else {}
         if all(isinstance(reml.get(k), int | float) and np.isfinite(reml[k])
                for k in ("sigma_sd", "seed_sd", "residual_sd")):
             result["reml"] = power(lambda s, r=reml, n_lev=int(levels.sum()): simulate_reml(r, n_lev, s, n_sim, rng),
-                                   scale, delta, lad, rng, n_now)
+                                   scale, delta, lad, rng, n_now, sigma_w=None if x is None else sig)
         else:
             result["reml"] = None
         out["pipelines"][pipe] = result

@@ -1,11 +1,15 @@
 """Per-pipeline summaries of a fitted memory model: the verdict and how far to trust it.
 
-The verdict rule (docs/memory-model.md, "Verdict"): "remembers" when P(spread > delta) >= 0.95,
-"forgets" when P(spread < delta) >= 0.95, else "inconclusive"; and "borderline" when either
-probability lies within two Monte Carlo standard errors of 0.95, because then another run of
-the sampler could flip it. Each verdict comes with the verdict under a second prior (importance
-reweighting), the interpolation gate's counts and, when runs diverged, a test of whether
-divergence depends on sigma_w and a refit with the diverged runs counted at chance accuracy.
+The verdict rule (docs/memory-model.md, "Verdict"): "remembers" when P(spread > delta) >= 0.95
+AND the seeds' own paired differences carry it (models/paired.py: some pair of sigma_w levels
+differs by more than delta, Bonferroni-adjusted p < 0.05, with no assumption on how the levels
+co-vary); "forgets" when P(spread < delta) >= 0.95; else "inconclusive"; and "borderline" when a
+deciding probability lies within two Monte Carlo standard errors of 0.95, because then another
+run of the sampler could flip it. Each verdict comes with the model's own verdict, the prior's
+own probabilities (what the verdict would be before any data), the verdict under a second prior
+(importance reweighting), the model checks that failed, the interpolation gate's counts and, when
+runs diverged, a test of whether divergence depends on sigma_w and a refit with the diverged runs
+counted at chance accuracy.
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from initmem import cube
 from initmem import names as N
-from initmem.models import arviz_io
+from initmem.models import arviz_io, checks
 from initmem.models.data import MemoryData
-from initmem.models.priors import Priors
+from initmem.models.paired import paired_check
+from initmem.models.priors import Priors, prior_p_spread_gt
 from initmem.names import VERDICTS
 from initmem.results import sigma_key
 
@@ -29,6 +35,9 @@ class FittedModel(Protocol):
     data: MemoryData
     priors: Priors
     idata: Any
+    delta: float | None
+
+    def _arrays(self) -> dict[str, np.ndarray]: ...
 
     def refit(self, data: MemoryData) -> FittedModel: ...
 
@@ -41,8 +50,13 @@ def quantiles(x: np.ndarray) -> dict[str, float]:
     return {"median": float(np.median(x)), "q05": float(np.quantile(x, 0.05)), "q95": float(np.quantile(x, 0.95))}
 
 
-def verdict(p_gt: float, p_lt: float, level: float = DECISION, mcse: tuple[float, float] | None = None) -> str:
-    """remembers / forgets at ``level``; borderline when a probability is within 2 MCSE of it."""
+def verdict(p_gt: float, p_lt: float, level: float = DECISION, mcse: tuple[float, float] | None = None,
+            *, paired_ok: bool = True) -> str:
+    """remembers / forgets at ``level``; borderline when a probability is within 2 MCSE of it.
+    Without the paired check's support (``paired_ok`` False) "remembers" is out of reach, so
+    P(spread > delta) decides nothing."""
+    if not paired_ok:
+        p_gt, mcse = 0.0, None if mcse is None else (0.0, mcse[1])
     if mcse is not None and any(abs(p - level) <= 2 * m for p, m in zip((p_gt, p_lt), mcse, strict=True)):
         return N.BORDERLINE
     if p_gt >= level:
@@ -50,14 +64,6 @@ def verdict(p_gt: float, p_lt: float, level: float = DECISION, mcse: tuple[float
     if p_lt >= level:
         return N.FORGETS
     return N.INCONCLUSIVE
-
-
-def observed_stats(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Of (..., level, seed) tables with NaN for absent cells: max - min of the level means and
-    the SD across seeds of the per-seed means."""
-    lev = np.nanmean(y, axis=-1)
-    seed = np.nanmean(y, axis=-2)
-    return np.nanmax(lev, axis=-1) - np.nanmin(lev, axis=-1), np.nanstd(seed, axis=-1, ddof=1)
 
 
 def probability_with_mcse(indicator: np.ndarray) -> tuple[float, float]:
@@ -80,16 +86,39 @@ def estimand(model: FittedModel) -> str:
     return f"max - min over the sigma_w grid of the expected {d.metric}, expected over new seeds, in its units"
 
 
-def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: float) -> dict[str, Any]:
+def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: float,
+                       paired_ok: bool) -> dict[str, Any]:
     pr = model.priors
-    sz = model.idata.posterior["sigma_sd"].values[..., a].ravel() / model.data.scale[a]
-    logw = pr.alt_logpdf(sz) - pr.logpdf(sz)
+    scale = float(model._arrays()["sigma_scale"][a])
+    post = model.idata.posterior
+    sz = post["sigma_sd"].values[..., a].ravel() / model.data.scale[a]
+    logw = pr.alt_logpdf(sz, scale) - pr.logpdf(sz, scale)
     w = np.exp(logw - logw.max())
     w /= w.sum()
     p_gt = float(np.sum(w * (spread > delta)))
     p_lt = float(np.sum(w * (spread < delta)))
     return {"prior": pr.alt_description(), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
-            "verdict": verdict(p_gt, p_lt), "ess_weights": float(1.0 / np.sum(w**2))}
+            "verdict": verdict(p_gt, p_lt, paired_ok=paired_ok), "ess_weights": float(1.0 / np.sum(w**2))}
+
+
+def _prior_only(model: FittedModel, a: int, delta: float) -> dict[str, Any]:
+    """What sigma_sd's prior alone says: P(spread > delta) and P(spread < delta) before any data."""
+    d = model.data
+    arr = model._arrays()
+    scale = float(arr["sigma_scale"][a])
+    p_gt = prior_p_spread_gt(delta / float(d.scale[a]), scale, int(d.level_mask[a].sum()))
+    out = {"sigma_sd_scale": scale * float(d.scale[a]), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": 1.0 - p_gt}
+    if arr["x"][a].any():
+        out["note"] = ("of the exchangeable level effects; the memory's linear trend in log sigma_w has a flat prior "
+                       "(no prior probability), so its verdict rests on the data alone")
+    return out
+
+
+def _paired(model: FittedModel, a: int, delta: float, y: np.ndarray | None = None) -> dict[str, Any]:
+    d = model.data
+    lev = d.level_mask[a]
+    table = (d.y if y is None else y)[a][lev]
+    return paired_check(table, d.sigma_w[lev], delta, paired=d.seed_design == cube.SEED_PAIRED)
 
 
 def _divergence(model: FittedModel, a: int, pipe: str, delta: float, sensitivity: dict | None) -> dict[str, Any]:
@@ -118,7 +147,8 @@ def _sensitivity_fit(model: FittedModel, delta: float) -> dict[str, dict[str, An
                        "note": "no chance level for this metric (not an accuracy with labels): not computed"}
                 for a, pipe in enumerate(d.pipelines) if d.diverged[a].any()}
     used = d.used | d.diverged
-    alt = model.refit(d.with_cells(np.where(d.diverged, d.chance, d.y), used))
+    filled = np.where(used, np.where(d.diverged, d.chance, d.y), np.nan)
+    alt = model.refit(d.with_cells(filled, used))
     out = {}
     for a, pipe in enumerate(d.pipelines):
         if not d.diverged[a].any():
@@ -126,7 +156,8 @@ def _sensitivity_fit(model: FittedModel, delta: float) -> dict[str, dict[str, An
         s = alt.idata.posterior["spread"].values[..., a]
         p_gt, m_gt = probability_with_mcse(s > delta)
         p_lt, m_lt = probability_with_mcse(s < delta)
-        out[pipe] = {"verdict": verdict(p_gt, p_lt, mcse=(m_gt, m_lt)), "spread": quantiles(s),
+        ok = _paired(alt, a, delta)["supports_remembers"]
+        out[pipe] = {"verdict": verdict(p_gt, p_lt, mcse=(m_gt, m_lt), paired_ok=ok), "spread": quantiles(s),
                      "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
                      "note": f"refit with the {int(d.diverged[a].sum())} diverged run(s) at chance accuracy "
                              f"{d.chance:.3g}"}
@@ -146,30 +177,41 @@ def summarize_model(model: FittedModel, delta: float) -> dict[str, dict[str, Any
         spread = post["spread"].values[..., a]
         p_gt, m_gt = probability_with_mcse(spread > delta)
         p_lt, m_lt = probability_with_mcse(spread < delta)
-        vd = verdict(p_gt, p_lt, mcse=(m_gt, m_lt))
+        model_vd = verdict(p_gt, p_lt, mcse=(m_gt, m_lt))
+        check = _paired(model, a, delta)
+        vd = verdict(p_gt, p_lt, mcse=(m_gt, m_lt), paired_ok=check["supports_remembers"])
         lev = d.level_mask[a]
         exp_ = post["expected"].values[..., a, :].reshape(-1, lev.size)[:, lev]
         flat = spread.ravel()
         out[pipe] = {
             "n_sigma": int(lev.sum()), "n_seed": int(d.seed_mask[a].sum()), "n_cells": int(d.used[a].sum()),
-            "sigma_sd": q("sigma_sd"), "seed_sd": q("seed_sd"), "residual_sd": q("residual_sd"),
+            "sigma_sd": q("sigma_sd"), "seed_sd": q("seed_sd"), "slope_sd": q("slope_sd"),
+            "residual_sd": q("residual_sd"),
             "memory_share": q("memory_share"), "spread": quantiles(flat),
             "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
             "mcse": {"p_spread_gt_delta": m_gt, "p_spread_lt_delta": m_lt},
-            "borderline": vd == N.BORDERLINE, "verdict": vd,
+            "borderline": vd == N.BORDERLINE, "verdict": vd, "model_verdict": model_vd,
+            "paired_check": check, "prior": _prior_only(model, a, delta),
             "estimand": estimand(model), "likelihood": d.likelihood,
             "noise_scale": float(d.scale[a]),
             "test_set_se": d.test_set_se.get(pipe),
             "expected": {"sigma_w": d.sigma_w[lev].tolist(), "median": np.median(exp_, axis=0).tolist(),
                          "q05": np.quantile(exp_, 0.05, axis=0).tolist(),
                          "q95": np.quantile(exp_, 0.95, axis=0).tolist()},
-            "shares": {"sigma": q("memory_share"), "seed": q("seed_share"), "residual": q("residual_share")},
+            "shares": {"sigma": q("memory_share"), "seed": q("seed_share"), "slope": q("slope_share"),
+                       "residual": q("residual_share")},
             "n_excluded": d.n_excluded[pipe],
-            "prior_sensitivity": _prior_sensitivity(model, a, flat, delta),
+            "prior_sensitivity": _prior_sensitivity(model, a, flat, delta, check["supports_remembers"]),
             "interpolation": d.interpolation[pipe],
             "divergence": _divergence(model, a, pipe, delta, sens.get(pipe)),
             "notes": list(d.notes),
         }
+        if model_vd != vd:
+            pc = check["p_value"]
+            out[pipe]["notes"].append(
+                f"the model alone says {model_vd!r}, but the seeds' paired differences do not carry it "
+                f"(adjusted p = {'n/a' if pc is None else f'{pc:.3g}'} against delta; models/paired.py): a spread "
+                "larger than delta rests on the model's noise assumptions here (docs/memory-model.md, 'Verdict')")
         if out[pipe]["divergence"]["warning"]:
             out[pipe]["notes"].append(out[pipe]["divergence"]["warning"])
         if out[pipe]["interpolation"]["levels_without_interpolation"]:
@@ -178,5 +220,17 @@ def summarize_model(model: FittedModel, delta: float) -> dict[str, dict[str, Any
     return out
 
 
-__all__ = ["DECISION", "VERDICTS", "estimand", "observed_stats", "probability_with_mcse", "quantiles",
+def attach_checks(pipelines: dict[str, dict[str, Any]], ppc: dict[str, dict[str, dict[str, float]]]) -> None:
+    """Put each pipeline's model checks (``MemoryModel.ppc``) into its entry, with the names of
+    the failed ones and a warning on the verdict when any failed."""
+    for pipe, entry in pipelines.items():
+        entry["ppc"] = ppc.get(pipe, {})
+        failed = checks.failures(entry["ppc"])
+        entry["checks_failed"] = failed
+        text = checks.warning_text(failed, entry["ppc"])
+        if text:
+            entry["notes"].append(text)
+
+
+__all__ = ["DECISION", "VERDICTS", "attach_checks", "estimand", "probability_with_mcse", "quantiles",
            "summarize_model", "verdict"]

@@ -47,13 +47,14 @@ def table_data(y: np.ndarray, used: np.ndarray, scale: float | np.ndarray, metri
                                      for k, n in enumerate(names)}, divergence_p={n: None for n in names})
 
 
-@functools.lru_cache(maxsize=1)
-def compiled_model() -> MemoryModel:
-    """A fitted model of the shared shape (standard-normal tables), compiled once per session."""
+@functools.lru_cache(maxsize=2)
+def compiled_model(n_seed: int = S, **fit: int) -> MemoryModel:
+    """A fitted model of the shared shape (standard-normal tables), compiled once per session;
+    sigma_sd's prior is neutral at delta = 0.01 (one point)."""
     rng = np.random.default_rng(0)
-    d = table_data(rng.standard_normal((P, L, S)), np.ones((P, L, S), dtype=bool), 1.0)
-    m = MemoryModel(d)
-    m.fit(seed=0, **FIT)
+    d = table_data(rng.standard_normal((P, L, n_seed)), np.ones((P, L, n_seed), dtype=bool), 1.0)
+    m = MemoryModel(d, delta=0.01)
+    m.fit(seed=0, **{**FIT, **fit})
     return m
 
 
@@ -72,3 +73,64 @@ def wilson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     c = (p + z * z / (2 * n)) / (1 + z * z / n)
     h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return float(c - h), float(c + h)
+
+
+# Designs outside the model (issue 18's audit; docs/memory-model.md, "Calibration"): tables in
+# outcome units with a known run-to-run noise scale, at the demo's scale (720 examples, 6 levels,
+# 3-5 seeds) and the paper's (10,000 examples, 7 levels, 5 seeds). The noise scale is 0.6 x the
+# binomial SD at 90% accuracy (the independent-errors SD of real predictions is about 0.6 of it).
+SCALES = {"demo": {"n_test": 720, "levels": 6, "seeds": (3, 4, 5)},
+          "paper": {"n_test": 10_000, "levels": 7, "seeds": (5,)}}
+DESIGNS = ("null", "slopes", "noisy_level", "step", "ramp", "single", "three_levels", "slopes_at_delta",
+           "noisy_at_delta", "power2")
+# the verdict each design must not give: nulls (spread 0) must not "remember"; at a spread of
+# exactly delta (the boundary designs) neither verdict is true, and the audit's cases are a
+# "remembers" on plateaus and a "forgets" on 3 levels x 3 seeds; "power2" is a 2-point memory at
+# 10 seeds that should be found.
+FALSE = {"null": "remembers", "slopes": "remembers", "noisy_level": "remembers", "step": "remembers",
+         "ramp": "remembers", "single": "remembers", "three_levels": "forgets", "slopes_at_delta": "forgets",
+         "noisy_at_delta": "forgets", "power2": None}
+BOUNDARY = ("step", "ramp", "single", "three_levels", "slopes_at_delta", "noisy_at_delta")
+
+
+def noise_sd(n_test: int, acc: float = 0.9) -> float:
+    return 0.6 * float(np.sqrt(acc * (1 - acc) / n_test))
+
+
+def design_tables(kind: str, scale: str, rng: np.random.Generator, *, n_pipe: int = P, n_level: int = L,
+                  n_seed: int = 10, delta: float = 0.01) -> tuple[MemoryData, np.ndarray]:
+    """(n_pipe, n_level, n_seed) tables of one design (unused cells beyond each pipeline's own
+    levels and seeds) and the true spreads, in outcome units."""
+    sc = SCALES[scale]
+    sig = noise_sd(sc["n_test"])
+    n_l = 3 if kind == "three_levels" else sc["levels"]
+    x = np.log(np.geomspace(0.25, 8.0, n_l))
+    x = (x - x.mean()) / np.sqrt(np.mean((x - x.mean()) ** 2))
+    y = np.full((n_pipe, n_level, n_seed), np.nan)
+    used = np.zeros((n_pipe, n_level, n_seed), dtype=bool)
+    truth = np.zeros(n_pipe)
+    for p in range(n_pipe):
+        s = {"three_levels": 3, "power2": 10}.get(kind, int(rng.choice(sc["seeds"])))
+        u = np.zeros(n_l)
+        if kind in ("step", "noisy_at_delta"):
+            u[n_l // 2:] = delta
+        elif kind in ("ramp", "slopes_at_delta"):
+            u = np.linspace(0.0, delta, n_l)
+        elif kind == "single":
+            u[-1] = delta
+        elif kind == "three_levels":
+            u = np.array([0.0, rng.uniform(0, delta), delta])[rng.permutation(3)]
+        elif kind == "power2":
+            g = rng.standard_normal(n_l)
+            u = 0.02 * (g - g.min()) / np.ptp(g)
+        res = np.ones(n_l)
+        if kind in ("noisy_level", "noisy_at_delta"):
+            res[-1] = rng.uniform(10.0, 20.0)
+        slope = rng.uniform(1.0, 3.0) if kind in ("slopes", "slopes_at_delta") else 0.0
+        tab = (0.9 + u[:, None] + sig * (1.5 * rng.standard_normal((1, s)) + slope * x[:, None]
+                                         * rng.standard_normal((1, s)) + res[:, None] * rng.standard_normal((n_l, s))))
+        y[p, :n_l, :s] = tab
+        used[p, :n_l, :s] = True
+        truth[p] = np.ptp(u)
+    d = table_data(np.where(used, y, 0.0), used, sig, metric="sim")
+    return replace(d, y=np.where(used, y, np.nan), sigma_w=np.geomspace(0.25, 8.0, n_level)), truth

@@ -95,7 +95,9 @@ def test_real_memory_of_5_points_is_found_and_covered():
     covered = sum(summ[p]["spread"]["q05"] <= truth[p]["spread"] <= summ[p]["spread"]["q95"] for p in summ)
     print(f"5-point memory: 'remembers' {found}/{len(big)} with true spread >= 4 points; "
           f"90% intervals cover the true spread {covered}/{len(summ)}")
-    assert len(big) >= 8 and found >= 0.8 * len(big)
+    # 12-13 of 16 (15 of 16 before the paired check of "remembers", which buys the audit designs'
+    # calibration with power at 6 seeds: docs/memory-model.md, "Verdict")
+    assert len(big) >= 8 and found >= 0.7 * len(big)
     assert 0.75 <= covered / len(summ) <= 1.0
 
 

@@ -66,6 +66,67 @@ def test_restricted_likelihood_equals_the_multivariate_normal_with_alpha_integra
     assert closed == pytest.approx(dense(*t1) - dense(*t2), abs=1e-4)
 
 
+def test_seed_slope_likelihood_equals_the_multivariate_normal():
+    # Known answer with seed-specific slopes on log sigma_w and the memory's flat linear trend:
+    # the closed form against the dense covariance su^2 A + sa^2 (x x' kron J) + sv^2 B +
+    # sb^2 (x x' kron I) + se^2 I + c with a diffuse trend (sa^2 = c), and its reduction to the
+    # compound-symmetric likelihood when there is no slope axis.
+    rng = np.random.default_rng(2)
+    n_l, n_s = 5, 4
+    sig = np.geomspace(0.25, 4.0, n_l)
+    y = rng.normal(size=(n_l, n_s))
+    x = core.slope_axis(sig, np.ones(n_l, dtype=bool))
+    assert x.sum() == pytest.approx(0.0, abs=1e-12) and (x**2).mean() == pytest.approx(1.0)
+    i, s = np.repeat(np.arange(n_l), n_s), np.tile(np.arange(n_s), n_l)
+    a, b = (i[:, None] == i[None]).astype(float), (s[:, None] == s[None]).astype(float)
+    slope = np.outer(x[i], x[i]) * b
+    trend = np.outer(x[i], x[i])
+    sums = core.table_sums(y, np.ones(n_l), np.ones(n_s), x)
+
+    def dense(su, sv, sb, se):
+        cov = su**2 * a + 1e6 * trend + sv**2 * b + sb**2 * slope + se**2 * np.eye(n_l * n_s) + 1e6
+        return stats.multivariate_normal(np.zeros(n_l * n_s), cov).logpdf(y.ravel())
+
+    def closed(su, sv, sb, se):
+        return core.reml_loglik(sums, su**2, sv**2, se**2, s2b=sb**2)
+
+    t1, t2 = (0.7, 0.3, 0.4, 0.5), (0.1, 1.2, 1.5, 0.9)
+    assert closed(*t1) - closed(*t2) == pytest.approx(dense(*t1) - dense(*t2), abs=1e-4)
+    cs = core.table_sums(y, np.ones(n_l), np.ones(n_s))
+    cs_dense = stats.multivariate_normal(np.zeros(n_l * n_s), 0.49 * a + 0.09 * b + 0.25 * np.eye(n_l * n_s) + 1e6)
+    cs_dense2 = stats.multivariate_normal(np.zeros(n_l * n_s), 0.01 * a + 1.44 * b + 0.81 * np.eye(n_l * n_s) + 1e6)
+    assert (core.reml_loglik(cs, 0.49, 0.09, 0.25) - core.reml_loglik(cs, 0.01, 1.44, 0.81)
+            == pytest.approx(cs_dense.logpdf(y.ravel()) - cs_dense2.logpdf(y.ravel()), abs=1e-4))
+    # two levels, or independent seeds: no slope axis
+    assert not core.slope_axis(sig[:2], np.ones(2, dtype=bool)).any()
+    assert not core.slope_axis(sig, np.ones(n_l, dtype=bool), paired=False).any()
+
+
+def test_level_draws_match_the_dense_conditional_with_slopes():
+    # the population level contrasts given the variances: mean and covariance of draw_levels
+    # against the Gaussian conditional of u given the table (dense algebra)
+    rng = np.random.default_rng(4)
+    n_l, n_s = 4, 3
+    x = core.slope_axis(np.geomspace(0.25, 2.0, n_l), np.ones(n_l, dtype=bool))
+    y = rng.normal(size=(n_l, n_s))
+    su2, sv2, sb2, se2, sa2 = 0.8, 0.5, 0.6, 0.3, 1e6   # a diffuse trend: the flat one
+    i, s = np.repeat(np.arange(n_l), n_s), np.tile(np.arange(n_s), n_l)
+    cov = (su2 * (i[:, None] == i[None]) + sa2 * np.outer(x[i], x[i]) + sv2 * (s[:, None] == s[None])
+           + sb2 * np.outer(x[i], x[i]) * (s[:, None] == s[None]) + se2 * np.eye(n_l * n_s) + 1e6)
+    prior_u = su2 * np.eye(n_l) + sa2 * np.outer(x, x)
+    cross = prior_u[:, i]                                         # Cov(u, y)
+    centre = np.eye(n_l) - 1.0 / n_l
+    mean = centre @ cross @ np.linalg.solve(cov, y.ravel())
+    var = centre @ (prior_u - cross @ np.linalg.solve(cov, cross.T)) @ centre
+    sums = core.table_sums(y, np.ones(n_l), np.ones(n_s), x)
+    n = 200_000
+    _, u = core.draw_levels(np.broadcast_to(sums["level_means"], (n, n_l)), np.full(n, sums["grand"]),
+                            np.ones((1, n_l), dtype=bool), np.full(n, float(n_s)), np.full(n, su2), np.full(n, sv2),
+                            np.full(n, se2), rng, x=np.broadcast_to(x, (n, n_l)), s2b=np.full(n, sb2))
+    assert u.mean(axis=0) == pytest.approx(mean, abs=0.01)
+    assert np.cov(u.T) == pytest.approx(var, abs=0.01)
+
+
 def test_prepare_data_gate_exclusions_and_skips():
     ds = simulate_cube([SimPipeline("a", n_seed=4, p_not_interpolating=0.0),
                         SimPipeline("one_seed", n_seed=1), SimPipeline("b", n_seed=4)], seed=2)

@@ -19,7 +19,7 @@ from ._memory_designs import FIT, L, P, S, fit_tables, table_data
 DELTA = 0.01
 SCALE = 0.01  # the noise scale the priors are expressed in (outcome units)
 TRUTHS = {  # name: (level values, seed SD, residual SD)
-    "remembers": (np.linspace(-1, 1, L) * 0.01, 0.006, 0.008),
+    "remembers": (np.linspace(-1.5, 1.5, L) * 0.01, 0.006, 0.008),
     "null": (np.zeros(L), 0.0012, 0.0016),
 }
 COMBOS = [("remembers", 3), ("remembers", 6), ("null", 3)]
@@ -34,9 +34,9 @@ def _simulate(truth: str, n: int, n_seed: int, rng: np.random.Generator) -> np.n
 def test_decide_known_answers():
     rng = np.random.default_rng(0)
     big = np.array([0.0, 0.0, 10.0, 20.0])[None, :, None] + rng.normal(0, 0.5, (20, 4, 6))
-    assert np.all(decide(posterior_spread(big, 1.0, rng)) == 1)
+    assert np.all(decide(posterior_spread(big, 1.0, rng), 1.0) == 1)
     flat = rng.normal(0, 0.05, (20, 4, 6))
-    assert np.all(decide(posterior_spread(flat, 3.0, rng)) == -1)
+    assert np.all(decide(posterior_spread(flat, 3.0, rng), 3.0) == -1)
 
 
 def test_plan_without_analysis_is_a_user_error(tmp_path):
@@ -53,7 +53,7 @@ def test_plan_predictions_agree_with_refits():
     for truth in TRUTHS:
         # the refits below draw 2 x 500 draws: the plan is asked for that analysis's borderline band
         r = power(lambda s, t=truth: _simulate(t, 200, s, rng), SCALE, DELTA, (3, 6), rng, 6,
-                  n_eff=FIT["chains"] * FIT["draws"])
+                  n_eff=FIT["chains"] * FIT["draws"], sigma_w=np.geomspace(0.25, 8.0, L))
         predicted.update({(truth, s): (r["p_remembers"][s], r["p_forgets"][s]) for s in (3, 6)})
     per = P // len(COMBOS)
     counts = {c: np.zeros(2) for c in COMBOS}

@@ -5,7 +5,8 @@ name is defined a second time: the verdict names, the R-hat / ESS goals, the int
 threshold, the analysis- and run-folder file names, the curves.nc variables, the optimizer kinds,
 the clock labels and the report sections, and cube variable names spelled as strings in
 simulate.py. Owners: initmem/names.py, grid.py, optimizers.py, clocks.py, cube.py,
-reports/sections.py (docs/extending.md).
+reports/sections.py (docs/extending.md). The same scan fails when a module of the package (tests
+and benchmarks aside) is over 450 lines.
 """
 
 from __future__ import annotations
@@ -142,3 +143,14 @@ def test_simulate_spells_no_cube_variable():
     spelled = sorted({n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in variables
                       and id(n) not in docs})
     assert not spelled
+
+
+MAX_MODULE_LINES = 450  # the project's module-size limit (docs/extending.md, "Module layout")
+
+
+def test_no_module_is_over_the_size_limit():
+    """A module over the limit holds more than one job: split it along a seam (docs/extending.md)."""
+    sizes = {rel: len((ROOT / rel).read_text(encoding="utf-8").splitlines()) for rel in MODULES}
+    assert len(sizes) > 50  # the scan saw the package, not an empty folder
+    over = {rel: n for rel, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert not over, f"modules over {MAX_MODULE_LINES} lines: {over}"

@@ -22,7 +22,7 @@ import click
 from initmem import cli_analyze, cli_cubes
 from initmem.cli_output import Verbosity, echo, is_quiet
 from initmem.cli_params import JOBS, option_flag
-from initmem.errors import OptionError, UserError
+from initmem.errors import OptionError, UserError, options_as_flags
 
 log = logging.getLogger("initmem")
 
@@ -126,7 +126,13 @@ def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: bad input -> exit 2 with one line; an internal fault -> exit 1."""
+    """Entry point: bad input -> exit 2 with one line; an internal fault -> exit 1. Library messages
+    name options; within this call they name the flags instead (errors.options_as_flags)."""
+    with options_as_flags(option_flag):
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         app.main(args=argv, prog_name="initmem", standalone_mode=False)
     except OptionError as exc:  # the library names the option; the command line names its flag

@@ -26,8 +26,9 @@ class SpecChoice(click.Choice):
         return tuple(getattr(spec, self.vocabulary))
 
 
-# Flags whose name is not ``--`` + the option's name with '-' for '_' (library errors name options).
-OPTION_FLAGS: dict[str, str] = {}
+# Flags whose name is not ``--`` + the option's name with '-' for '_' (library messages name options,
+# initmem.errors.option; the import options are lists in Python, one repeatable flag each here).
+OPTION_FLAGS: dict[str, str] = {"metric_cols": "--metric-col", "ignore_cols": "--ignore-col"}
 
 
 def option_flag(option: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from initmem.errors import UserError
+from initmem.errors import UserError, option
 from initmem.jsonio import json_safe, write_json
 from initmem.names import (  # noqa: F401  (re-exported: owned by initmem/names.py)
     COLLAPSE_JSON,
@@ -146,9 +146,9 @@ def check_folder(analysis_dir: str | os.PathLike) -> Path:
     """The folder as a path; a missing folder or summary is a user error saying what to run."""
     d = Path(analysis_dir)
     if not d.is_dir():
-        raise UserError(f"no such analysis folder: {d} (run 'initmem analyze CUBE --out {d}' first)")
+        raise UserError(f"no such analysis folder: {d} (analyze a cube into it first, {option('out', str(d))})")
     if not (d / SUMMARY_JSON).is_file():
-        raise UserError(f"{d} has no {SUMMARY_JSON}: run 'initmem analyze CUBE --out {d}' first")
+        raise UserError(f"{d} has no {SUMMARY_JSON}: analyze a cube into it first ({option('out', str(d))})")
     return d
 
 

@@ -154,3 +154,31 @@ def test_no_module_is_over_the_size_limit():
     assert len(sizes) > 50  # the scan saw the package, not an empty folder
     over = {rel: n for rel, n in sizes.items() if n > MAX_MODULE_LINES}
     assert not over, f"modules over {MAX_MODULE_LINES} lines: {over}"
+
+
+def test_library_messages_name_options_not_flags():
+    """Outside cli*.py a hint names the option (initmem.errors.option); the command line spells the flag."""
+    import re
+
+    flag = re.compile(r"(?<![\w-])--[a-z]")
+    spelled = []
+    for rel, tree in MODULES.items():
+        if Path(rel).name.startswith("cli"):
+            continue
+        docs = _docstrings(tree)
+        spelled += [(rel, n.lineno, n.value[:60]) for n in NODES[rel] if isinstance(n, ast.Constant)
+                    and isinstance(n.value, str) and id(n) not in docs and flag.search(n.value)]
+    assert not spelled
+
+
+def test_an_option_is_a_keyword_from_python_and_a_flag_on_the_command_line():
+    from initmem.cli_params import option_flag
+    from initmem.errors import option, options_as_flags
+
+    cases = [(("resume", True), "resume=True", "--resume"), (("n_test", 500), "n_test=500", "--n-test 500"),
+             (("metric_cols", "loss"), "metric_cols='loss'", "--metric-col loss"), (("format",), "format", "--format")]
+    for args, python, flag in cases:
+        assert option(*args) == python
+        with options_as_flags(option_flag):
+            assert option(*args) == flag
+        assert option(*args) == python  # only within the block

@@ -182,3 +182,19 @@ def test_an_option_is_a_keyword_from_python_and_a_flag_on_the_command_line():
         with options_as_flags(option_flag):
             assert option(*args) == flag
         assert option(*args) == python  # only within the block
+
+
+def test_every_report_section_is_one_entry_and_one_partial():
+    """The page's frame draws no section itself; each partial draws exactly its own section."""
+    import re
+
+    from initmem.reports import sections
+
+    templates = ROOT / "reports" / "templates"
+    assert not re.search(r"<section id=\"sec-", (templates / "report.html.j2").read_text(encoding="utf-8"))
+    on_disk = {p.name for p in (templates / "sections").glob("*.html.j2")}
+    assert on_disk == {s.partial for s in sections.SECTIONS}  # no partial without an entry, and back
+    for s in sections.SECTIONS:
+        text = (templates / "sections" / s.partial).read_text(encoding="utf-8")
+        assert re.findall(r"<section id=\"sec-(\w+)\"", text) == [s.id], s.partial
+        assert f"section_number.{s.id}" in text, s.partial  # numbered from the table, not by hand

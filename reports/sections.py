@@ -61,8 +61,9 @@ class Section:
     ``tables`` maps a template-context name to the function that builds its rows from the
     analysis; ``show`` gets the analysis and the figures that could be drawn; ``partial`` is the
     file under ``templates/sections/`` that draws it. ``skip_reason`` is the note a skipped
-    section gets when no figure said why; a skipped section keeps its heading and that note on
-    the page unless ``drawn_when_skipped`` is False (then only the contents list it).
+    section gets when no figure said why. A skipped section is left off the page (the contents and
+    the notes at the top list it) unless ``kept_when_skipped``: then its heading stays, with the note
+    under it (the figure sections do this, so a reader finds the figures' place and why they are absent).
     """
 
     id: str
@@ -72,7 +73,7 @@ class Section:
     show: ShowRule = always
     partial: str = ""
     skip_reason: str = "nothing to show"
-    drawn_when_skipped: bool = True
+    kept_when_skipped: bool = False
 
 
 SECTIONS: tuple[Section, ...] = (
@@ -80,23 +81,23 @@ SECTIONS: tuple[Section, ...] = (
         ("summary_rows", T.summary_rows), ("interpolation_rows", T.interpolation_rows),
         ("verdict_rows", T.verdict_rows)), partial="summary.html.j2"),
     Section("metric", "Metric against σ_w", figures=(F.metric_vs_sigma,), show=with_figures,
-            partial="metric.html.j2"),
+            partial="metric.html.j2", kept_when_skipped=True),
     Section("variance", "Variance decomposition", figures=(F.variance_shares, F.spread_forest), show=with_figures,
-            partial="variance.html.j2"),
+            partial="variance.html.j2", kept_when_skipped=True),
     Section("training", "Training curves", figures=(FC.training_curves, FC.tau_scatter), show=with_figures,
-            partial="training.html.j2"),
+            partial="training.html.j2", kept_when_skipped=True),
     Section("radial", "Radial memory", figures=(FC.kernel_norms, FC.rho_curves), show=with_figures,
-            partial="radial.html.j2"),
+            partial="radial.html.j2", kept_when_skipped=True),
     Section("clocks", "Forgetting clocks", figures=(FC.clock_panels, FC.forgetting_times, FK.forgetting_dose,
                                                     FK.curves_side_by_side),
-            tables=(("collapse_rows", T.collapse_rows),), show=with_figures_or_collapse, partial="clocks.html.j2"),
+            tables=(("collapse_rows", T.collapse_rows),), show=with_figures_or_collapse, partial="clocks.html.j2",
+            kept_when_skipped=True),
     Section("frequentist", "Frequentist cross-checks", tables=(("frequentist_rows", T.frequentist_rows),),
             partial="frequentist.html.j2"),
     Section("diagnostics", "Diagnostics", figures=(F.ppc_intervals,),
             tables=(("diagnostics_rows", T.diagnostics_rows),), partial="diagnostics.html.j2"),
     Section("settings", "Pipeline settings", tables=(("settings_rows", T.settings_rows),), show=with_settings,
-            partial="settings.html.j2", skip_reason="the cube records no per-pipeline settings",
-            drawn_when_skipped=False),
+            partial="settings.html.j2", skip_reason="the cube records no per-pipeline settings"),
     Section("methods", "Methods", partial="methods.html.j2"),
     Section("provenance", "Provenance", partial="provenance.html.j2"),
 )

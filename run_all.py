@@ -114,7 +114,9 @@ def run_all(
     :func:`initmem.analysis.analyze_cube`): tests use fast deterministic stand-ins.
     """
     from initmem.grid import load_grid
+    from initmem.spec import AnalysisSpec
 
+    AnalysisSpec.of(**(analyze_options or {}))  # a bad analysis option fails now, not after the training
     grid = load_grid(grid_path)
     out = Path(out_dir) if out_dir is not None else Path("runs") / grid.name
     analysis_dir = out / R.RUN_ANALYSIS_DIR

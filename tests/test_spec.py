@@ -100,3 +100,9 @@ def test_the_package_root_is_a_small_public_api():
 
     for name in ("open_cube", "analyze", "report", "AnalysisSpec", "load_grid", "simulate_cube"):
         assert name in initmem.__all__ and callable(getattr(initmem, name)), name
+
+
+def test_run_checks_the_analysis_options_before_it_trains(tmp_path: Path):
+    assert_user_error(invoke("run", "--preset", "quick", "--chains", "1", "--out", tmp_path / "run"),
+                      "--chains must be at least 2 (got 1)")
+    assert not (tmp_path / "run").exists()

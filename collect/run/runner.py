@@ -195,8 +195,8 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
                                        slurm=slurm or {}, cluster=slurm_cluster, wait=wait, quiet=quiet,
                                        progress=progress and not quiet, total=len(cells), done=len(done))
             if not finished:
-                _say(f"submitted; follow it with {option('status', run.root)}, merge it with "
-                     f"{option('merge', run.root)}", quiet)
+                _say(f"submitted; follow it with {option('status', str(run.root))}, merge it with "
+                     f"{option('merge', str(run.root))}", quiet)
                 return run.cube
             lost: list[str] = []
         else:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from initmem.cli_output import echo, g, is_quiet
+from initmem.cli_output import echo, fmt_stat, is_quiet
 from initmem.cli_params import SpecChoice
 
 # --- analyze and plan (issues 5-6) ---------------------------------------------------------
@@ -51,8 +51,8 @@ def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | No
          + (" (retried)" if d.retried else ""))
     for pipe, p in summary.pipelines.items():
         sp = p.spread
-        echo(f"  {pipe:<20} {p.verdict:<13} spread {g(sp.median)} [{g(sp.q05)}, {g(sp.q95)}]  "
-             f"P(spread > delta) = {g(p.p_spread_gt_delta, '.3f')}")
+        echo(f"  {pipe:<20} {p.verdict:<13} spread {fmt_stat(sp.median)} [{fmt_stat(sp.q05)}, {fmt_stat(sp.q95)}]  "
+             f"P(spread > delta) = {fmt_stat(p.p_spread_gt_delta, '.3f')}")
     for pipe, reason in summary.skipped.items():
         echo(f"  {pipe:<20} skipped: {reason}")
     if d.flags:

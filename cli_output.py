@@ -34,6 +34,6 @@ def shape(ds: object) -> str:
     return f"{n[cube.PIPELINE]} pipeline(s) x {n[cube.SIGMA]} sigma_w x {n[cube.SEED]} seed(s)"
 
 
-def g(v: float | None, spec: str = ".4g") -> str:
+def fmt_stat(v: float | None, spec: str = ".4g") -> str:
     """A statistic for the terminal; '-' when it could not be computed (null in summary.json)."""
     return "-" if v is None else format(v, spec)

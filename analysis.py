@@ -130,7 +130,8 @@ def analyze_cube(
     curves = memory_curves(ds, n_boot=spec.n_boot, seed=seed)
     if curves is not None:
         write_curves(curves, out / R.CURVES_NC)
-    raw_collapse = collapse_view(ds, memory=spec.memory, n_boot=spec.n_boot, seed=seed, rope=float(delta))
+    # The functional memory is forgotten below rope; without one, below the analysis's delta.
+    raw_collapse = collapse_view(ds, spec if spec.rope is not None else spec.model_copy(update={"rope": float(delta)}))
     collapse = R.build_collapse(raw_collapse) if raw_collapse is not None else None
     if collapse is not None:
         R.write_collapse(out, collapse)

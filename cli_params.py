@@ -1,8 +1,9 @@
-"""Command-line parameter types that read the project's tables on first use, and the option -> flag map.
+"""Command-line parameter types and the option -> flag map (the one place that turns a library
+option's name into its flag).
 
-Kept apart from cli.py (which stays under the module-size limit): choices come from
-initmem/spec.py (analysis options) and initmem/clocks.py (truth axes), resolved when click first
-needs them, so ``initmem --help`` imports neither pydantic nor numpy.
+Choices come from initmem/spec.py (analysis options), initmem/clocks.py (truth axes) and
+initmem/cube.py (cube names), resolved when click first needs them, so ``initmem --help`` imports
+neither pydantic nor numpy.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ class SpecChoice(click.Choice):
         return tuple(getattr(spec, self.vocabulary))
 
 
-# Flags whose name is not ``--`` + the option's name with '-' for '_' (library errors name options).
-OPTION_FLAGS: dict[str, str] = {}
+# Flags whose name is not ``--`` + the option's name with '-' for '_' (library messages name options,
+# initmem.errors.option; the import options are lists in Python, one repeatable flag each here).
+OPTION_FLAGS: dict[str, str] = {"metric_cols": "--metric-col", "ignore_cols": "--ignore-col"}
 
 
 def option_flag(option: str) -> str:
@@ -45,3 +47,38 @@ class TruthAxisChoice(click.Choice):
         from initmem import clocks, cube
 
         return (cube.EPOCH, *clocks.simulated())
+
+
+class JobsType(click.ParamType):
+    """``--jobs``: a positive worker count, or ``auto``."""
+
+    name = "N|auto"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
+        if isinstance(value, int) and value >= 1:
+            return value
+        text = str(value).strip().lower()
+        if text == "auto":
+            return "auto"
+        if text.isdigit() and int(text) >= 1:
+            return int(text)
+        self.fail(f"{value!r} is neither 'auto' nor a whole number of at least 1", param, ctx)
+
+
+JOBS = JobsType()
+
+
+class CubeNameChoice(click.Choice):
+    """A choice among cube variable names, given by their constants in initmem.cube and resolved on
+    first use: importing initmem.cube (numpy, xarray) when this module loads would slow down every
+    command, ``--help`` included."""
+
+    def __init__(self, *constants: str) -> None:  # click.Choice.__init__ would resolve them now
+        self.constants = constants
+        self.case_sensitive = True
+
+    @property
+    def choices(self) -> tuple[str, ...]:  # type: ignore[override]
+        from initmem import cube
+
+        return tuple(getattr(cube, c) for c in self.constants)

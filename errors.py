@@ -2,8 +2,15 @@
 
 Anything the user can fix (a bad flag, a malformed table, an invalid grid file) raises
 ``UserError``. The command line turns it into ``initmem: error: ...`` and exit status 2;
-every other exception is an internal fault (exit status 1).
+every other exception is an internal fault (exit status 1). Messages name options, never flags
+(:func:`option`); the command line turns them into flags.
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 
 class UserError(Exception):
@@ -24,3 +31,33 @@ class OptionError(UserError):
 
     def for_flag(self, flag: str) -> str:
         return self.template.replace("{option}", flag)
+
+
+# Naming an option inside a message ----------------------------------------------------------------
+# Library code never spells a command-line flag: a hint such as "rerun with --resume" is written
+# ``f"rerun with {option('resume', True)}"``. The command line renders options as flags for the
+# length of one command (``options_as_flags``, with its own option -> flag map); any other caller
+# reads the keyword it would pass (``resume=True``).
+
+_FLAG_OF: ContextVar[Callable[[str], str] | None] = ContextVar("initmem_flag_of", default=None)
+
+
+def option(name: str, value: object = None) -> str:
+    """``name`` (with ``value``, if any) as the reader passes it: ``--pack-size 4`` under the command
+    line, ``pack_size=4`` from Python; ``value=True`` marks an on/off flag (``--resume`` /
+    ``resume=True``)."""
+    flag_of = _FLAG_OF.get()
+    if flag_of is not None:
+        flag = flag_of(name)
+        return flag if value is None or value is True else f"{flag} {value}"
+    return name if value is None else f"{name}={value!r}"
+
+
+@contextmanager
+def options_as_flags(flag_of: Callable[[str], str]) -> Iterator[None]:
+    """Within the block, :func:`option` renders an option as ``flag_of(name)`` (the command line)."""
+    token = _FLAG_OF.set(flag_of)
+    try:
+        yield
+    finally:
+        _FLAG_OF.reset(token)

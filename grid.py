@@ -1,24 +1,23 @@
-"""The grid file (docs/collect.md): parsed and validated with pydantic before anything trains.
+"""What a grid holds (docs/collect.md): the pydantic schema of a grid file, and clock budgets resolved to epochs.
 
-Every model forbids unknown keys, so a typo is refused instead of silently ignored. Errors are
-turned into one ``UserError`` line that names the field path and, where there is a closed set,
-the allowed values: ``grid file quick.yaml: pipelines.adam.optimizer: must be one of sgd, adam,
-adamw (got 'adamm')``.
+Every model forbids unknown keys, so a typo is refused instead of silently ignored. Reading a
+file (the presets, YAML, and errors as one ``UserError`` line that names the field path and, where
+there is a closed set, the allowed values: ``grid file quick.yaml: pipelines.adam.optimizer: must
+be one of sgd, adam, adamw (got 'adamm')``) is initmem/grid_file.py, re-exported here.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from initmem import cube, optimizers
 from initmem.errors import UserError
+from initmem.lazy import lazy_getattr
 
 DATASETS = ("digits", "cifar10", "cifar100", "fashion_mnist", "svhn")
 ARCH_PATTERN = re.compile(r"^(resnet_tiny|resnet9|resnet(\d+)|mlp|vit_tiny)$")
@@ -346,10 +345,11 @@ class Grid(_Strict):
 
     @staticmethod
     def resolve_preset(name_or_path: str | Path) -> Path:
+        from initmem.grid_file import resolve_preset
+
         return resolve_preset(name_or_path)
 
 
-PRESETS = ("quick", "paper", "clocks", "arms")
 BUDGET_CLOCKS = cube.SCHEDULE_CLOCKS  # schedule clocks: known before training
 MAX_BUDGET_EPOCHS = 5000
 
@@ -405,17 +405,6 @@ def resolve_budgets(grid: Grid, n_train: int | None = None) -> Grid:
     return grid.model_copy(update={"pipelines": pipes})
 
 
-def resolve_preset(name_or_path: str | Path) -> Path:
-    """'quick' / 'paper' / 'arms' -> the packaged configs/*.yaml; anything else is taken as a path."""
-    if str(name_or_path) in PRESETS:
-        ref = resources.files("initmem").joinpath("configs", f"{name_or_path}.yaml")
-        return Path(str(ref))
-    path = Path(name_or_path)
-    if not path.exists():
-        raise UserError(f"no such grid file: {path} (presets: {', '.join(PRESETS)})")
-    return path
-
-
 def probe_levels(grid: Grid) -> list[str]:
     """The name of every sigma_w level, in sigma_w order (the cube's ``probe_levels``)."""
     init = grid.init
@@ -435,64 +424,7 @@ def probe_target(init: InitSpec) -> str:
     return init.scale
 
 
-
-def _field_path(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if not (isinstance(p, str) and p in ("function-after", "function-before"))]
-    return ".".join(parts) if parts else "(top level)"
-
-
-def _one_line(err: dict[str, Any]) -> str:
-    loc = err.get("loc", ())
-    etype = err.get("type", "")
-    ctx = err.get("ctx") or {}
-    got = err.get("input")
-    path = _field_path(loc)
-    if etype == "extra_forbidden":
-        return f"{path}: unknown key (remove it or check its spelling)"
-    if etype == "missing":
-        return f"{path}: required field is missing"
-    if etype == "literal_error":
-        allowed = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
-        return f"{path}: must be one of {', '.join(allowed)} (got {got!r})"
-    if etype == "value_error":
-        msg = str(ctx.get("error", err.get("msg", "")))
-        # A model-level validator names its own field at the start of the message.
-        return f"{msg}" if re.match(r"^[a-z_.]+: ", msg) and not loc else f"{path}: {msg}"
-    msg = err.get("msg", "invalid value")
-    return f"{path}: {msg[0].lower() + msg[1:] if msg else msg} (got {got!r})"
-
-
-def parse_grid(data: Any, *, source: str = "grid") -> Grid:
-    """Validate a parsed grid mapping; raise ``UserError`` with one line naming the field."""
-    if not isinstance(data, dict):
-        raise UserError(f"{source}: the grid file must be a YAML mapping, got {type(data).__name__}")
-    try:
-        grid = Grid.model_validate(data)
-    except ValidationError as exc:
-        errs = exc.errors()
-        first = _one_line(errs[0])
-        more = f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else ""
-        raise UserError(f"{source}: {first}{more}".replace("\n", " ")) from None
-    return resolve_budgets(grid)
-
-
-def load_grid(path: str | Path) -> Grid:
-    """Read and validate a grid file (a preset name 'quick' / 'paper' works too)."""
-    path = resolve_preset(path)
-    source = f"grid file {path.name}"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read grid file {path}: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise UserError(f"{source}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    return parse_grid(data, source=source)
-
-
-def grid_hash(grid: Grid) -> str:
-    """sha256 of the canonical YAML form."""
-    return hashlib.sha256(grid.to_yaml().encode("utf-8")).hexdigest()
+# Reading a grid file (presets, YAML, one-line errors) lives in grid_file.py and is re-exported here
+# on first use: grid_file builds on the models above, so importing it at load time would be a cycle.
+_FILE_API = ("PRESETS", "grid_hash", "load_grid", "parse_grid", "resolve_preset")
+__getattr__ = lazy_getattr(__name__, {name: ("initmem.grid_file", name) for name in _FILE_API})

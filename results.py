@@ -1,15 +1,11 @@
-"""The analysis folder: its layout, its typed records, and the only code that reads or writes its JSON.
+"""The analysis folder: its layout and the only code that reads or writes its JSON.
 
 ``initmem analyze`` writes an analysis folder; ``initmem report``, ``initmem plan`` and the command
-line read it. Every field of ``summary.json`` (schema ``initmem.summary/2``) and ``collapse.json``
-(schema ``initmem.collapse/3``) is a typed attribute here, documented field by field in
-docs/analysis-folder.md. Writers validate what they are given, so a renamed or mistyped field fails
-where it is produced instead of silently dropping out of the report; readers refuse an unknown
-schema with one line instead of guessing.
-
-Records accept extra keys (``extra="allow"``): the statistics may report more than the contract
-names (a collapse test's bandwidths, say) and those travel through unchanged, but nothing in the
-report reads an extra key.
+line read it. What ``summary.json`` and ``collapse.json`` hold is typed in :mod:`initmem.records`
+(re-exported here, so ``results.Summary`` keeps working); this module builds records from the
+statistics' dicts, writes them atomically and reads them back. Writers validate what they are given,
+so a producer that drifts fails where it writes; readers refuse an unknown schema with one line
+instead of guessing.
 """
 
 from __future__ import annotations
@@ -17,11 +13,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from initmem.errors import UserError
+from initmem.errors import UserError, option
 from initmem.jsonio import json_safe, write_json
 from initmem.names import (  # noqa: F401  (re-exported: owned by initmem/names.py)
     COLLAPSE_JSON,
@@ -39,364 +35,48 @@ from initmem.names import (  # noqa: F401  (re-exported: owned by initmem/names.
     VERDICTS,
 )
 from initmem.names import CUBE_NC as DEFAULT_CUBE  # noqa: F401
+from initmem.records import (  # noqa: F401  (re-exported: the records are defined in initmem/records.py)
+    COLLAPSE_SCHEMA,
+    GATES,
+    SUMMARY_SCHEMA,
+    Adjustment,
+    Attempt,
+    AxisScore,
+    CollapseResult,
+    CollapseVerdict,
+    Diagnostics,
+    Divergence,
+    DivergenceSensitivity,
+    EffectSizes,
+    Estimate,
+    Expected,
+    ForgettingTime,
+    ForgettingTimes,
+    Frequentist,
+    Gate,
+    Identifiability,
+    Interpolation,
+    Likelihood,
+    Mcse,
+    Num,
+    Outputs,
+    PipelineDiagnostics,
+    PipelineResult,
+    PpcStat,
+    PriorSensitivity,
+    Quantiles,
+    Rec,
+    Record,
+    Reml,
+    Shares,
+    Summary,
+    TestResult,
+    Verdict,
+    VsEpoch,
+)
 
 # Layout, curves.nc variables, verdicts and diagnostics goals are owned by initmem/names.py (imported above).
 T_FIT = "T_fit"  # the collapse test's fitted clock: an axis of collapse.json, not a cube variable
-
-SUMMARY_SCHEMA = "initmem.summary/2"
-COLLAPSE_SCHEMA = "initmem.collapse/3"
-
-Verdict = Literal[VERDICTS]  # type: ignore[valid-type]
-Gate = Literal["interpolated", "all"]
-GATES: tuple[str, ...] = ("interpolated", "all")
-Likelihood = Literal["per_example", "counts", "gaussian"]
-CollapseVerdict = Literal["clock_better", "epoch_better", "no_difference", "not_identifiable"]
-Adjustment = Literal["holm", "max_statistic"]
-
-Num = float | None  # a statistic; null in JSON when it could not be computed
-
-
-class Record(BaseModel):
-    """Base of every record: extra keys travel through; attributes are what readers may use."""
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON-safe dict (NaN -> null), without keys left unset on optional records."""
-        return json_safe(self.model_dump(mode="python", exclude_unset=False, by_alias=True))
-
-
-Rec = TypeVar("Rec", bound=Record)
-
-
-class Quantiles(Record):
-    """Posterior (or bootstrap) median and 90% interval of one quantity."""
-
-    model_config = ConfigDict(extra="forbid")
-    median: Num
-    q05: Num
-    q95: Num
-
-
-class Expected(Record):
-    """The expected metric at each sigma_w level, seed and residual averaged out."""
-
-    sigma_w: list[float]
-    median: list[Num]
-    q05: list[Num]
-    q95: list[Num]
-
-
-class Shares(Record):
-    sigma: Quantiles
-    seed: Quantiles
-    residual: Quantiles
-    slope: Quantiles | None = None
-
-
-class PpcStat(Record):
-    """A posterior predictive check of one statistic: observed value, replicate interval, p."""
-
-    observed: Num = None
-    p_value: Num = None
-    q05: Num = None
-    q95: Num = None
-
-
-class PipelineDiagnostics(Record):
-    max_rhat: Num = None
-    min_ess_bulk: Num = None
-    divergences: int | None = None
-
-
-class Reml(Record):
-    sigma_sd: Num = None
-    seed_sd: Num = None
-    residual_sd: Num = None
-    singular: bool | None = None
-    method: str | None = None
-    reml_loglik: Num = None
-
-
-class TestResult(Record):
-    """One frequentist test: its statistic(s) and p-value, raw and Holm-adjusted across pipelines."""
-
-    p: Num = None
-    p_holm: Num = None
-    F: Num = None  # noqa: N815 - the statistic's name
-    Q: Num = None  # noqa: N815
-    ng2: Num = None
-    equivalent: bool | None = None
-    delta: Num = None
-
-
-class Frequentist(Record):
-    reml: Reml = Field(default_factory=Reml)
-    rm_anova: TestResult = Field(default_factory=TestResult)
-    friedman: TestResult = Field(default_factory=TestResult)
-    tost: TestResult = Field(default_factory=TestResult)
-    min_effect: TestResult | None = None
-    verdict: str | None = None
-
-
-class Estimate(Record):
-    """A point estimate with its 90% interval."""
-
-    estimate: Num = None
-    q05: Num = None
-    q95: Num = None
-
-
-class EffectSizes(Record):
-    """Effect sizes of the frequentist cross-check (docs/frequentist.md); more may be added."""
-
-    spread_points: Estimate = Field(default_factory=Estimate)  # spread in points (or outcome units)
-    spread_over_seed_sd: Num = None
-    omega_sq: Num = None
-    units: str | None = None
-
-
-class Mcse(Record):
-    """Monte Carlo standard errors of the two verdict probabilities."""
-
-    p_spread_gt_delta: Num = None
-    p_spread_lt_delta: Num = None
-
-
-class PriorSensitivity(Record):
-    """The verdict refitted under a second prior (``prior`` describes it in one line)."""
-
-    prior: str
-    p_spread_gt_delta: Num = None
-    p_spread_lt_delta: Num = None
-    verdict: str
-
-
-class Interpolation(Record):
-    """How many cells reached the interpolation threshold, overall and per sigma_w level."""
-
-    n_cells: int
-    n_interpolated: int
-    by_sigma_w: dict[str, int] = Field(default_factory=dict)
-    levels_without_interpolation: list[float] = Field(default_factory=list)
-    gate: Gate = "interpolated"
-
-
-class DivergenceSensitivity(Record):
-    """The verdict with diverged runs counted at chance accuracy."""
-
-    verdict: str
-    spread: Quantiles
-    p_spread_gt_delta: Num = None
-    p_spread_lt_delta: Num = None
-    note: str = ""
-
-
-class PairedCheck(Record):
-    """The seeds' own test of "remembers" (models/paired.py): paired differences between levels."""
-
-    p_value: Num = None
-    supports_remembers: bool = False
-    n_pairs: int = 0
-    test: str = ""
-    pair: dict[str, float] | None = None
-
-
-class PriorOnly(Record):
-    """What the prior alone says about the verdict (before any data)."""
-
-    sigma_sd_scale: Num = None
-    p_spread_gt_delta: Num = None
-    p_spread_lt_delta: Num = None
-    note: str | None = None
-
-
-class Divergence(Record):
-    """Diverged runs per sigma_w and whether divergence itself depends on sigma_w."""
-
-    n_diverged: int
-    by_sigma_w: dict[str, int] = Field(default_factory=dict)
-    depends_on_sigma_w: bool = False
-    p_value: Num = None
-    warning: str | None = None
-    sensitivity: DivergenceSensitivity | None = None
-
-
-class ForgettingTime(Record):
-    """One pipeline's forgetting time on one axis, in that axis's units."""
-
-    median: Num = None
-    q05: Num = None
-    q95: Num = None
-    censored: bool = False
-
-
-class PipelineResult(Record):
-    """One pipeline's entry in ``summary.json`` (docs/analysis-folder.md, "pipelines")."""
-
-    n_sigma: int
-    n_seed: int
-    n_cells: int | None = None
-    sigma_sd: Quantiles
-    seed_sd: Quantiles
-    slope_sd: Quantiles | None = None
-    residual_sd: Quantiles
-    memory_share: Quantiles
-    spread: Quantiles
-    p_spread_gt_delta: Num
-    p_spread_lt_delta: Num = None
-    verdict: Verdict
-    expected: Expected | None = None
-    shares: Shares | None = None
-    n_excluded: int | dict[str, int] | None = None
-    ppc: dict[str, PpcStat] = Field(default_factory=dict)
-    diagnostics: PipelineDiagnostics = Field(default_factory=PipelineDiagnostics)
-    frequentist: Frequentist | None = None
-    agreement: bool | None = None
-    disagreements: list[str] = Field(default_factory=list)
-    effect_sizes: EffectSizes | None = None
-    notes: list[str] = Field(default_factory=list)
-    # summary/2 additions: optional so a fit without them still validates.
-    mcse: Mcse | None = None
-    borderline: bool | None = None
-    estimand: str | None = None
-    likelihood: Likelihood | None = None
-    prior_sensitivity: PriorSensitivity | None = None
-    interpolation: Interpolation | None = None
-    divergence: Divergence | None = None
-    forgetting_time: dict[str, ForgettingTime] = Field(default_factory=dict)
-    noise_scale: Num = None  # run-to-run noise SD the model standardises by (docs/memory-model.md)
-    test_set_se: Num = None  # extra SE of the spread if the estimand were the test distribution
-    model_verdict: Verdict | None = None   # the model's verdict before the paired check
-    paired_check: PairedCheck | None = None
-    prior: PriorOnly | None = None
-    checks_failed: list[str] = Field(default_factory=list)  # model checks outside their predictive band
-
-    @property
-    def n_excluded_total(self) -> int | None:
-        """Excluded cells summed over reasons (diverged, failed, missing)."""
-        if isinstance(self.n_excluded, dict):
-            return int(sum(self.n_excluded.values()))
-        return self.n_excluded
-
-
-class Attempt(Record):
-    target_accept: Num = None
-    tune: int | None = None
-    draws: int | None = None
-    flags: list[str] = Field(default_factory=list)
-    sampling_seconds: Num = None
-
-
-class Diagnostics(Record):
-    """The sampler's diagnostics over the whole fit (per-pipeline ones live in each pipeline)."""
-
-    sampler: str | None = None
-    max_rhat: Num = None
-    min_ess_bulk: Num = None
-    divergences: int | None = None
-    seconds: Num = None
-    compile_seconds: Num = None
-    sampling_seconds: Num = None
-    retried: bool = False
-    attempts: list[Attempt] = Field(default_factory=list)
-    target_accept: Num = None
-    draws: int | None = None
-    tune: int | None = None
-    chains: int | None = None
-    seed: int | None = None
-    flags: list[str] | None = None
-
-
-class Outputs(Record):
-    """The folder's other files, by role (null when not written)."""
-
-    posterior: str | None = POSTERIOR_NC
-    curves: str | None = None
-    collapse: str | None = None
-
-
-class Summary(Record):
-    """``summary.json`` (docs/analysis-folder.md, "summary.json")."""
-
-    schema_: str = Field(SUMMARY_SCHEMA, alias="schema")
-    metric: str
-    family: str
-    likelihood: Likelihood | None = None
-    estimand: str | None = None
-    delta: float
-    gate: Gate | None = None
-    n_test: int | None = None
-    pipelines: dict[str, PipelineResult]
-    skipped: dict[str, str] = Field(default_factory=dict)
-    n_excluded: dict[str, dict[str, int]] | dict[str, int] | int | None = None
-    priors: dict[str, str] | str = Field(default_factory=dict)
-    prior_values: dict[str, Any] = Field(default_factory=dict)
-    model: str = ""
-    verdict_rule: str = ""
-    diagnostics: Diagnostics = Field(default_factory=Diagnostics)
-    cube: str | None = None
-    command: list[str] | str | None = None
-    versions: dict[str, str] = Field(default_factory=dict)
-    outputs: Outputs = Field(default_factory=Outputs)
-
-
-class AxisScore(Record):
-    """How well one axis collapses the memory curves (extras: scored_pipelines, note, ...)."""
-
-    loco_error: Num = None
-    floor_ratio: Num = None
-    overlap: Num = None
-    scored_pipelines: int | list[str] | None = None
-    note: str | None = None
-
-
-class VsEpoch(Record):
-    """One clock against epochs: collapse gain D with its interval, raw and adjusted p."""
-
-    D: Num = None  # noqa: N815
-    q05: Num = None
-    q95: Num = None
-    p_value: Num = None
-    p_adjusted: Num = None
-
-
-class Identifiability(Record):
-    sd_log_ratio: Num = None
-    threshold: Num = None
-
-
-class ForgettingTimes(Record):
-    """Per axis: every pipeline's forgetting time and their spread on the log scale."""
-
-    fraction: Num = None
-    rope: Num = None
-    spread: Num = None  # collapse/3: censored pipelines kept (Tobit ML); spread_uncensored drops them
-    spread_uncensored: Num = None
-    n_pipelines: int = 0
-    n_censored: int = 0
-    per_pipeline: dict[str, ForgettingTime] = Field(default_factory=dict)
-
-
-class CollapseResult(Record):
-    """``collapse.json`` (docs/analysis-folder.md, "collapse.json")."""
-
-    schema_: str = Field(COLLAPSE_SCHEMA, alias="schema")
-    memory: str = "radial"
-    axes: dict[str, AxisScore] = Field(default_factory=dict)
-    vs_epoch: dict[str, VsEpoch] = Field(default_factory=dict)
-    adjustment: Adjustment | None = None
-    best: str | None = None
-    verdict: CollapseVerdict
-    identifiable: dict[str, bool] = Field(default_factory=dict)
-    identifiability: dict[str, Identifiability] = Field(default_factory=dict)
-    forgetting_times: dict[str, ForgettingTimes] = Field(default_factory=dict)
-    notes: list[str] = Field(default_factory=list)
-    n_pipelines: int | None = None
-    min_p_possible: Num = None
-    # collapse/3: the two radial sides and the fitted clock exponents (stats/collapse_run.py)
-    sides: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    exponents: dict[str, Any] = Field(default_factory=dict)
 
 
 # Building and reading records ---------------------------------------------------------------
@@ -466,9 +146,9 @@ def check_folder(analysis_dir: str | os.PathLike) -> Path:
     """The folder as a path; a missing folder or summary is a user error saying what to run."""
     d = Path(analysis_dir)
     if not d.is_dir():
-        raise UserError(f"no such analysis folder: {d} (run 'initmem analyze CUBE --out {d}' first)")
+        raise UserError(f"no such analysis folder: {d} (analyze a cube into it first, {option('out', str(d))})")
     if not (d / SUMMARY_JSON).is_file():
-        raise UserError(f"{d} has no {SUMMARY_JSON}: run 'initmem analyze CUBE --out {d}' first")
+        raise UserError(f"{d} has no {SUMMARY_JSON}: analyze a cube into it first ({option('out', str(d))})")
     return d
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from initmem import cube as C
 from initmem import results as R
-from initmem.errors import UserError
+from initmem.errors import UserError, option
 from initmem.jsonio import write_json
 
 STAGES = ("collect", "analyze", "report")
@@ -43,7 +43,7 @@ def resolve_grid(grid_file: str | None, preset: str | None) -> Path:
     from initmem.grid import resolve_preset
 
     if grid_file is not None and preset is not None:
-        raise UserError("give either GRID.yaml or --preset NAME, not both")
+        raise UserError(f"give either GRID.yaml or {option('preset', 'NAME')}, not both")
     if grid_file is None:
         return resolve_preset(preset or "quick")
     path = Path(grid_file)
@@ -114,7 +114,9 @@ def run_all(
     :func:`initmem.analysis.analyze_cube`): tests use fast deterministic stand-ins.
     """
     from initmem.grid import load_grid
+    from initmem.spec import AnalysisSpec
 
+    AnalysisSpec.of(**(analyze_options or {}))  # a bad analysis option fails now, not after the training
     grid = load_grid(grid_path)
     out = Path(out_dir) if out_dir is not None else Path("runs") / grid.name
     analysis_dir = out / R.RUN_ANALYSIS_DIR
@@ -137,7 +139,7 @@ def run_all(
 
     options = dict(analyze_options or {})
     if not reanalyze and analysis_is_current(out, cube_path, options):
-        say(f"[2/3] analyze: {analysis_dir} was made from this cube; reusing it (--reanalyze to redo)")
+        say(f"[2/3] analyze: {analysis_dir} was made from this cube; reusing it ({option('reanalyze', True)} to redo)")
         seconds["analyze"] = 0.0
         reused["analyze"] = True
     else:

@@ -7,6 +7,11 @@ the models receive it already valid, so no layer re-checks ``delta`` or ``gate``
 number (got -1.0)``); the command line turns the option name into its flag (``--delta``). Options
 that depend on the cube (whether ``delta`` may be left out, whether the binomial family has counts)
 are checked by the models, with the same error type. docs/analysis.md lists every option.
+
+The collapse test's options (``fraction``, ``rope``, ``axes``, ``exponents``, ``tolerance``) are
+fields too: ``initmem collapse`` runs with the same spec as ``initmem analyze``. Their ``None``
+defaults mean "the statistics' own default" (stats/forgetting.py, models/exponents.py), so those
+modules keep owning the numbers and this one stays free of numpy.
 """
 
 from __future__ import annotations
@@ -41,6 +46,12 @@ class AnalysisSpec(BaseModel):
     seed: int = 0
     memory: Literal[MEMORY_KINDS] = "radial"     # type: ignore[valid-type]
     n_boot: int = Field(N_BOOT, ge=0)
+    # The collapse test (docs/clocks-and-collapse.md); None: the statistics' default.
+    fraction: float | None = None                # radial memory is forgotten at this fraction of its start
+    rope: float | None = None                    # functional memory is forgotten below this; None: delta / 0.01
+    axes: tuple[str, ...] | None = None          # only these clocks (step always stays); None: every clock
+    exponents: bool = True                       # fit the clock-exponent model
+    tolerance: float | None = None               # a clock holds when every exponent lies within this
 
     @field_validator("delta")
     @classmethod
@@ -48,6 +59,34 @@ class AnalysisSpec(BaseModel):
         if v is not None and not (math.isfinite(v) and v > 0):
             raise ValueError(f"must be a positive number (got {v!r})")
         return v
+
+    @field_validator("fraction")
+    @classmethod
+    def _fraction(cls, v: float | None) -> float | None:
+        if v is not None and not (0 < v < 1):
+            raise ValueError(f"must lie strictly between 0 and 1 (got {v!r})")
+        return v
+
+    @field_validator("rope", "tolerance")
+    @classmethod
+    def _positive(cls, v: float | None) -> float | None:
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise ValueError(f"must be a positive number (got {v!r})")
+        return v
+
+    @field_validator("axes")
+    @classmethod
+    def _axes(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if v is None:
+            return None
+        from initmem import cube  # numpy and xarray: only when axes are given
+
+        known = (cube.STEP, *cube.ALL_CLOCKS)
+        bad = [a for a in v if a not in known]
+        if bad or not v:
+            what = f"an unknown axis {bad[0]!r}" if bad else "no axis"
+            raise ValueError(f"names {what} (choose among {', '.join(known)})")
+        return tuple(v)
 
     @classmethod
     def of(cls, spec: AnalysisSpec | None = None, **options: Any) -> AnalysisSpec:

@@ -20,14 +20,16 @@ import pandas as pd
 import xarray as xr
 
 from initmem import __version__, cube
-from initmem.errors import UserError
+from initmem.errors import UserError, option
 from initmem.importers import columns as COL
 from initmem.importers import derive
 
 KEYS = (cube.PIPELINE, cube.SIGMA, cube.SEED)
-SEEDS_HELP = ("declare how seeds relate across sigma_w with --seeds paired (one seed number gives the same "
-              "initial direction, data order and augmentation at every sigma_w) or --seeds independent "
-              "(each run drew its own randomness)")
+def seeds_help() -> str:
+    """What to declare when a table does not say how its seeds relate (option ``seeds``)."""
+    return (f"declare how seeds relate across sigma_w with {option('seeds', 'paired')} (one seed number gives the "
+            f"same initial direction, data order and augmentation at every sigma_w) or "
+            f"{option('seeds', 'independent')} (each run drew its own randomness)")
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -36,7 +38,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
     if not path.exists():
         raise UserError(f"no such table: {path}")
     if path.is_dir():
-        raise UserError(f"{path} is a folder, not a CSV table (for MLflow or TensorBoard folders give --format)")
+        raise UserError(f"{path} is a folder, not a CSV table (for MLflow or TensorBoard folders give {option('format')})")
     try:
         df = pd.read_csv(path, skipinitialspace=True, keep_default_na=False, na_values=[""])
     except pd.errors.EmptyDataError:
@@ -67,10 +69,10 @@ def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = N
     """
     notes = notes if notes is not None else []
     if seeds not in cube.SEED_DESIGNS:
-        raise UserError(f"{source}: {SEEDS_HELP}" if seeds is None
-                        else f"{source}: --seeds must be paired or independent, not {seeds!r}")
+        raise UserError(f"{source}: {seeds_help()}" if seeds is None
+                        else f"{source}: {option('seeds')} must be paired or independent, not {seeds!r}")
     if scale not in COL.SCALES:
-        raise UserError(f"--scale must be one of {', '.join(COL.SCALES)}, not {scale!r}")
+        raise UserError(f"{option('scale')} must be one of {', '.join(COL.SCALES)}, not {scale!r}")
     if df.empty:
         raise UserError(f"{source}: the table is empty (no data rows)")
     for key in KEYS:
@@ -153,7 +155,7 @@ def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = N
             if col in COL.PER_EPOCH_SETTINGS and has_epoch:
                 continue  # a per-run or per-epoch schedule: the clocks read it from the table
             raise UserError(f"{source}: setting '{original.get(col, col)}' varies within a pipeline; "
-                            "per-pipeline settings must be constant (declare it with --metric-col if it is a result)")
+                            f"per-pipeline settings must be constant (declare it with {option('metric_cols')} if it is a result)")
         first = df.groupby(cube.PIPELINE, sort=False)[col].first().reindex(pipelines)
         vals = first.to_numpy()
         if first.dtype.kind not in "iuf":
@@ -205,7 +207,7 @@ def _non_finite(df: pd.DataFrame, raw: dict[str, pd.Series], text: dict[str, pd.
         v = text[col].iloc[i]
         what = "empty" if pd.isna(v) else repr(str(v))
         raise UserError(f"{source}: column '{original.get(col, col)}' is {what} in row {i + 2}; a run without a "
-                        "finite result is not a finished run: fix the row, or pass --nan-as-missing to import "
+                        f"finite result is not a finished run: fix the row, or pass {option('nan_as_missing', True)} to import "
                         "such runs as missing")
     runs = df.loc[bad_rows, list(KEYS)].drop_duplicates()
     bad_run = df.set_index(list(KEYS)).index.isin(pd.MultiIndex.from_frame(runs))
@@ -222,7 +224,7 @@ def _n_test(df: pd.DataFrame, kind: dict[str, str], n_test: int | None, source: 
     if len(values) != 1 or values[0] != round(values[0]) or values[0] < 1:
         raise UserError(f"{source}: column 'n_test' must hold one whole number for the whole table")
     if n_test is not None and int(values[0]) != n_test:
-        raise UserError(f"{source}: --n-test {n_test} contradicts the table's n_test column ({int(values[0])})")
+        raise UserError(f"{source}: {option('n_test', n_test)} contradicts the table's n_test column ({int(values[0])})")
     return int(values[0])
 
 

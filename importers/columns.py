@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from initmem import cube
-from initmem.errors import UserError
+from initmem.errors import UserError, option
 
 # Per-run tables: the usual names of a run's test and validation accuracy.
 RUN_ALIASES = {
@@ -82,10 +82,10 @@ def resolve(columns: Iterable[str], *, per_epoch: bool, metric_cols: Iterable[st
                    else "not a cube variable, alias or setting")
             raise UserError(
                 f"{source}: column '{col}' is {why}; accepted: {', '.join(accepted(per_epoch))}; "
-                f"keep it as a metric with --metric-col {col} or drop it with --ignore-col {col}")
+                f"keep it as a metric with {option('metric_cols', col)} or drop it with {option('ignore_cols', col)}")
         if new in kind:
             first = next(c for c, n in rename.items() if n == new)
-            raise UserError(f"{source}: columns '{first}' and '{col}' both mean '{new}'; drop one with --ignore-col")
+            raise UserError(f"{source}: columns '{first}' and '{col}' both mean '{new}'; drop one with {option('ignore_cols')}")
         if new != col:
             notes.append(f"column '{col}' read as {new}")
         rename[col] = new
@@ -123,7 +123,7 @@ def check_scale(values: pd.Series, col: str, scale: str, source: str) -> pd.Seri
     out = finite & ((values.to_numpy() < 0) | (values.to_numpy() > top))
     if out.any():
         i = int(np.flatnonzero(out)[0])
-        hint = ("; if the table is in percent, pass --scale percent" if factor == 1.0 and values[finite].max() <= 100
+        hint = (f"; if the table is in percent, pass {option('scale', 'percent')}" if factor == 1.0 and values[finite].max() <= 100
                 else "")
         raise UserError(f"{source}: column '{col}' holds {values.iloc[i]:g} in row {i + 2}, but accuracies must lie "
                         f"in [0, {top:g}]{hint}")
@@ -162,8 +162,8 @@ def counts_from_accuracy(acc: pd.Series, raw: pd.Series, n_test: int, col: str, 
         c = counts.iloc[i]
         if abs(c - round(c)) > max(tol * n_test, 1e-6):
             raise UserError(
-                f"{source}: with --n-test {n_test}, column '{col}' = {raw.iloc[i]:g} in row {i + 2} is {c:.2f} correct "
-                "answers, not a whole number: the test set has another size (give the right --n-test, or leave it "
+                f"{source}: with {option('n_test', n_test)}, column '{col}' = {raw.iloc[i]:g} in row {i + 2} is {c:.2f} correct "
+                f"answers, not a whole number: the test set has another size (give the right {option('n_test')}, or leave it "
                 "out to analyze the accuracy as a continuous metric)")
     return counts.round()
 
@@ -172,7 +172,7 @@ def check_counts(counts: pd.Series, n_test: int | None, col: str, source: str) -
     """Counts of correct test answers: whole numbers between 0 and ``n_test``."""
     if n_test is None:
         raise UserError(f"{source}: column '{col}' holds counts of correct test answers; give the test-set size "
-                        "with --n-test")
+                        f"with {option('n_test')}")
     v = counts.to_numpy(dtype=float)
     fin = np.isfinite(v)
     bad = fin & ((v != np.round(v)) | (v < 0) | (v > n_test))

@@ -16,7 +16,7 @@ import xarray as xr
 from initmem import cube, optimizers
 from initmem.collect.train import schedule
 from initmem.collect.train.select import select_epoch
-from initmem.errors import UserError
+from initmem.errors import UserError, option
 
 SELECT_RULE = "best_val_acc"  # the engine's rule without the interpolation gate (no tau_interp is claimed)
 
@@ -104,7 +104,7 @@ def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None,
                     or "batch_size" in df.columns else [])
     has_step = cube.STEP in df.columns
     if not has_step and n_train is None:
-        return ds, ["no clocks: give --n-train (training examples) or a step column, so steps per epoch are known"]
+        return ds, [f"no clocks: give {option('n_train')} (training examples) or a step column, so steps per epoch are known"]
     run_keys = list(cube.CELL_DIMS)
     epochs = ds[cube.EPOCH].values.astype(int)
     E = int(epochs.max())

@@ -21,7 +21,7 @@ import pandas as pd
 import yaml
 
 from initmem import cube
-from initmem.errors import UserError
+from initmem.errors import UserError, option
 
 FORMATS = ("csv", "wandb", "mlflow", "tensorboard")
 EXTRA = "initmem[trackers]"
@@ -89,7 +89,7 @@ class Mapping:
                                 f"(columns: {', '.join(map(str, df.columns[:20]))})")
             if key in df.columns:
                 raise UserError(f"{source}: both '{col}' (mapped to {key}) and '{key}' are columns; "
-                                f"drop one with --ignore-col {key}")
+                                f"drop one with {option('ignore_cols', key)}")
             rename[col] = key
         return df.rename(columns=rename)
 
@@ -127,7 +127,7 @@ def _detect(path: Path) -> str:
     if next(path.glob("*/meta.yaml"), None) is not None or next(path.glob("mlruns/*/meta.yaml"), None):
         return "mlflow"
     raise UserError(f"{path}: a folder with neither TensorBoard event files nor an MLflow store (meta.yaml); "
-                    "give a CSV table or --format")
+                    f"give a CSV table or {option('format')}")
 
 
 def _need(module: str, what: str) -> Any:

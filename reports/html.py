@@ -136,7 +136,9 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         **section_tables,
         "sections": [(sec.id, sec.title, shown[sec.id]) for sec in S.SECTIONS],
         "section_number": S.numbers(),
-        "partial_sections": [sec for sec in S.SECTIONS if sec.partial is not None and shown[sec.id]],
+        # Every section is drawn from its partial, in table order; a skipped one only if its entry keeps
+        # it (its heading and the note saying why).
+        "page_sections": [sec for sec in S.SECTIONS if shown[sec.id] or sec.kept_when_skipped],
         "section_skips": section_skips,
         "figure_skips": figure_skips,
         "methods": methods_paragraphs(a, _versions()),

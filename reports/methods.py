@@ -60,7 +60,7 @@ def seed_design_sentence(a: Analysis) -> str:
         return "The seed design (paired or independent across sigma_w) is unknown: the cube was not available."
     text = SEED_DESIGN_TEXT[design]
     if a.grid() is None and C.A_SEED_DESIGN in a.cube.attrs:
-        text += " The design was declared when the table was imported (--seeds " + design + ")."
+        text += " The design was declared when the table was imported (seeds: " + design + ")."
     return text
 SELECT_TEXT = {"best_val_acc": "the checkpoint with the best validation accuracy", "last": "the last checkpoint"}
 

@@ -7,9 +7,9 @@ decides whether it is shown, and the template partial that draws it. ``reports/h
 :data:`SECTIONS` for the table of contents, the section numbers, the figures, the skipped-section
 notes and the partials. How to add a section: docs/extending.md.
 
-The sections present before the table (summary ... provenance) are still drawn inline by
-``templates/report.html.j2`` (``partial=None``); a section with a partial is drawn from
-``templates/sections/<partial>`` between Diagnostics and Methods, in table order.
+Every section is drawn from its own partial, ``templates/sections/<partial>``: report.html.j2
+holds the page's frame (head, contents, alerts, footer) and includes the partials in table order,
+so the page order is the table order.
 """
 
 from __future__ import annotations
@@ -59,9 +59,11 @@ class Section:
     """One report section.
 
     ``tables`` maps a template-context name to the function that builds its rows from the
-    analysis; ``show`` gets the analysis and the figures that could be drawn; ``partial`` is a
-    file under ``templates/sections/`` (None: drawn inline by report.html.j2). ``skip_reason``
-    is the note a hidden section gets when no figure said why.
+    analysis; ``show`` gets the analysis and the figures that could be drawn; ``partial`` is the
+    file under ``templates/sections/`` that draws it. ``skip_reason`` is the note a skipped
+    section gets when no figure said why. A skipped section is left off the page (the contents and
+    the notes at the top list it) unless ``kept_when_skipped``: then its heading stays, with the note
+    under it (the figure sections do this, so a reader finds the figures' place and why they are absent).
     """
 
     id: str
@@ -69,27 +71,35 @@ class Section:
     figures: tuple[FigureFn, ...] = ()
     tables: tuple[tuple[str, Callable[[Analysis], Any]], ...] = ()
     show: ShowRule = always
-    partial: str | None = None
+    partial: str = ""
     skip_reason: str = "nothing to show"
+    kept_when_skipped: bool = False
 
 
 SECTIONS: tuple[Section, ...] = (
     Section("summary", "Summary", tables=(
         ("summary_rows", T.summary_rows), ("interpolation_rows", T.interpolation_rows),
-        ("verdict_rows", T.verdict_rows))),
-    Section("metric", "Metric against σ_w", figures=(F.metric_vs_sigma,), show=with_figures),
-    Section("variance", "Variance decomposition", figures=(F.variance_shares, F.spread_forest), show=with_figures),
-    Section("training", "Training curves", figures=(FC.training_curves, FC.tau_scatter), show=with_figures),
-    Section("radial", "Radial memory", figures=(FC.kernel_norms, FC.rho_curves), show=with_figures),
-    Section("clocks", "Forgetting clocks", figures=(FC.clock_panels, FC.forgetting_times, FK.forgetting_dose, FK.curves_side_by_side),
-            tables=(("collapse_rows", T.collapse_rows),), show=with_figures_or_collapse),
-    Section("frequentist", "Frequentist cross-checks", tables=(("frequentist_rows", T.frequentist_rows),)),
+        ("verdict_rows", T.verdict_rows)), partial="summary.html.j2"),
+    Section("metric", "Metric against σ_w", figures=(F.metric_vs_sigma,), show=with_figures,
+            partial="metric.html.j2", kept_when_skipped=True),
+    Section("variance", "Variance decomposition", figures=(F.variance_shares, F.spread_forest), show=with_figures,
+            partial="variance.html.j2", kept_when_skipped=True),
+    Section("training", "Training curves", figures=(FC.training_curves, FC.tau_scatter), show=with_figures,
+            partial="training.html.j2", kept_when_skipped=True),
+    Section("radial", "Radial memory", figures=(FC.kernel_norms, FC.rho_curves), show=with_figures,
+            partial="radial.html.j2", kept_when_skipped=True),
+    Section("clocks", "Forgetting clocks", figures=(FC.clock_panels, FC.forgetting_times, FK.forgetting_dose,
+                                                    FK.curves_side_by_side),
+            tables=(("collapse_rows", T.collapse_rows),), show=with_figures_or_collapse, partial="clocks.html.j2",
+            kept_when_skipped=True),
+    Section("frequentist", "Frequentist cross-checks", tables=(("frequentist_rows", T.frequentist_rows),),
+            partial="frequentist.html.j2"),
     Section("diagnostics", "Diagnostics", figures=(F.ppc_intervals,),
-            tables=(("diagnostics_rows", T.diagnostics_rows),)),
+            tables=(("diagnostics_rows", T.diagnostics_rows),), partial="diagnostics.html.j2"),
     Section("settings", "Pipeline settings", tables=(("settings_rows", T.settings_rows),), show=with_settings,
             partial="settings.html.j2", skip_reason="the cube records no per-pipeline settings"),
-    Section("methods", "Methods"),
-    Section("provenance", "Provenance"),
+    Section("methods", "Methods", partial="methods.html.j2"),
+    Section("provenance", "Provenance", partial="provenance.html.j2"),
 )
 
 BY_ID: dict[str, Section] = {s.id: s for s in SECTIONS}
@@ -101,16 +111,13 @@ def numbers() -> dict[str, int]:
 
 
 def _check() -> None:
-    """The table's invariants: unique ids; partial sections sit between Diagnostics and Methods,
-    where the template draws them (so the page order is the table order)."""
+    """The table's invariants: unique ids, and every section drawn by a partial of its own (an id
+    typed once, a partial used once)."""
     if len(BY_ID) != len(SECTIONS):
         raise ValueError("reports.sections: a section id appears twice")
-    ids = [s.id for s in SECTIONS]
-    lo, hi = ids.index("diagnostics"), ids.index("methods")
-    for i, s in enumerate(SECTIONS):
-        if s.partial is not None and not lo < i < hi:
-            raise ValueError(f"reports.sections: {s.id}: a section with a partial goes between diagnostics "
-                             "and methods")
+    partials = [s.partial for s in SECTIONS]
+    if not all(p.endswith(".html.j2") for p in partials) or len(set(partials)) != len(partials):
+        raise ValueError("reports.sections: every section needs a partial of its own (templates/sections/*.html.j2)")
 
 
 _check()

@@ -11,6 +11,8 @@ b the forgetting time follows (docs/reading-the-clocks.md).
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,7 @@ import xarray as xr
 from initmem import cube, optimizers
 from initmem.errors import UserError
 from initmem.jsonio import json_safe
+from initmem.spec import AnalysisSpec
 from initmem.stats.collapse import collapse_test
 from initmem.stats.curves import seed_mean_clocks
 from initmem.stats.forgetting import DEFAULT_FRACTION, DEFAULT_ROPE, per_seed_times
@@ -71,20 +74,21 @@ def exponents_entry(ds: xr.Dataset, memory: str, *, fraction: float, rope: float
     return out
 
 
-def collapse_view(ds: xr.Dataset, *, memory: str = "radial", fraction: float = DEFAULT_FRACTION,
-                  rope: float = DEFAULT_ROPE, n_boot: int = 200, seed: int = 0, sides: bool = True,
-                  exponents: bool = True, tolerance: float | None = None,
-                  axes: list[str] | None = None) -> dict | None:
-    """collapse.json (initmem.collapse/3): the test, its two radial sides and the exponents."""
+def collapse_view(ds: xr.Dataset, spec: AnalysisSpec | None = None, *, sides: bool = True,
+                  **options: Any) -> dict | None:
+    """collapse.json (initmem.collapse/3): the test, its two radial sides and the exponents.
+
+    The options are an :class:`~initmem.spec.AnalysisSpec` (``memory``, ``fraction``, ``rope``,
+    ``axes``, ``exponents``, ``tolerance``, ``n_boot``, ``seed``) or its fields as keywords, validated
+    there (a bad value is an ``OptionError`` naming the option); ``None`` fields take the statistics'
+    defaults. ``sides=False`` skips the two radial sides."""
     from initmem.models.exponents import DEFAULT_TOLERANCE
 
-    tolerance = DEFAULT_TOLERANCE if tolerance is None else float(tolerance)
-    if not (tolerance > 0):
-        raise UserError(f"--tolerance must be positive, not {tolerance}")
-    if not (0 < fraction < 1):
-        raise UserError(f"--fraction must lie strictly between 0 and 1, not {fraction}")
-    if not (rope > 0):
-        raise UserError(f"--rope must be positive, not {rope}")
+    spec = spec if spec is not None and not options else AnalysisSpec.of(spec, **options)
+    memory, n_boot, seed, axes, exponents = spec.memory, spec.n_boot, spec.seed, spec.axes, spec.exponents
+    fraction = DEFAULT_FRACTION if spec.fraction is None else spec.fraction
+    rope = DEFAULT_ROPE if spec.rope is None else spec.rope
+    tolerance = DEFAULT_TOLERANCE if spec.tolerance is None else spec.tolerance
     ds = _only_axes(ds, axes)
     main = collapse_test(ds, memory=memory, n_boot=n_boot, seed=seed, fraction=fraction, rope=rope)
     if main is None:
@@ -106,7 +110,7 @@ def collapse_view(ds: xr.Dataset, *, memory: str = "radial", fraction: float = D
             if r is not None:
                 main["sides"][side] = {k: r[k] for k in SIDE_KEYS if k in r} | {"lined_up_by": lined_up(r)}
     main["exponents"] = (exponents_entry(ds, memory, fraction=fraction, rope=rope, tolerance=tolerance, seed=seed)
-                         if exponents else {"skipped": "not requested (--no-exponents)"})
+                         if exponents else {"skipped": "not requested (exponents off)"})
     return json_safe(main)
 
 
@@ -119,30 +123,28 @@ def lined_up(r: dict) -> str | None:
     return min(cand, key=cand.get) if cand else None
 
 
-def _only_axes(ds: xr.Dataset, axes: list[str] | None) -> xr.Dataset:
-    """Keep only the named clocks (``--axes``); epochs always stay: every clock is compared with them."""
+def _only_axes(ds: xr.Dataset, axes: tuple[str, ...] | None) -> xr.Dataset:
+    """Keep only the named clocks (option ``axes``, checked by the spec); epochs always stay: every
+    clock is compared with them."""
     if not axes:
         return ds
     known = (cube.STEP, *cube.ALL_CLOCKS)
-    bad = [a for a in axes if a not in known]
-    if bad:
-        raise UserError(f"--axes: unknown axis {bad[0]!r} (choose among {', '.join(known)})")
     drop = [a for a in known if a not in axes and a != cube.STEP and a in ds.data_vars]
     return ds.drop_vars(drop)
 
 
-
-
-
-def collapse_main(cube_path, out_dir, *, say=print, **kw: Any) -> dict:
-    """``initmem collapse``: write DIR/collapse.json and DIR/curves.nc, print the verdicts."""
+def collapse_main(cube_path: str | os.PathLike, out_dir: str | os.PathLike, spec: AnalysisSpec | None = None, *,
+                  say: Callable[[str], None] = print, **options: Any) -> dict:
+    """``initmem collapse``: write DIR/collapse.json and DIR/curves.nc, print the verdicts. The options
+    are validated once, before the cube is read."""
     from pathlib import Path
 
     from initmem import results as R
     from initmem.stats.curves import memory_curves, write_curves
 
+    spec = AnalysisSpec.of(spec, **options)
     ds = cube.open_cube(cube_path)
-    raw = collapse_view(ds, **kw)
+    raw = collapse_view(ds, spec)
     if raw is None:
         raise UserError(f"{cube_path} has no training curves (epoch dim with kernel_norm / val_acc): "
                         "the collapse test needs them")
@@ -150,7 +152,7 @@ def collapse_main(cube_path, out_dir, *, say=print, **kw: Any) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     rec = R.build_collapse(raw)
     R.write_collapse(out, rec)
-    curves = memory_curves(ds, n_boot=min(kw.get("n_boot", 200), 200), seed=kw.get("seed", 0))
+    curves = memory_curves(ds, n_boot=min(spec.n_boot, 200), seed=spec.seed)
     if curves is not None:
         write_curves(curves, out / R.CURVES_NC)
     for line in summary_lines(raw):

@@ -100,7 +100,7 @@ def test_report_says_only_what_the_table_gave(imported):
         assert stale not in text, stale
     assert "interpolation was not recorded in this table" in text.lower()
     assert "not joined: seeds are independent across σ_w" in text
-    assert "Seeds are independent across sigma_w" in text and "--seeds independent" in text
+    assert "Seeds are independent across sigma_w" in text and "imported (seeds: independent)" in text
     assert "Seed SD (points)" in text and "REML seed SD (points)" in text
     headline = text[text.index("(spread of the expected") - 400:text.index("(spread of the expected")]
     assert not re.search(r"\w \(\d+(\.\d+)?\)", headline), headline  # every number has its unit
@@ -126,6 +126,6 @@ def test_paired_and_independent_designs_are_described_from_one_place(imported):
         a.cube.attrs[cube.A_SEED_DESIGN] = design
         text = " ".join(methods.methods_paragraphs(a, {}))
         assert methods.SEED_DESIGN_TEXT[design] in text
-        assert f"--seeds {design}" in text
+        assert f"imported (seeds: {design})" in text
         assert methods.seed_caption(a) in metric_vs_sigma(a).caption
         assert ("joined by seed (paired design" in methods.seed_caption(a)) == (design == cube.SEED_PAIRED)

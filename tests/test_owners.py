@@ -5,7 +5,8 @@ name is defined a second time: the verdict names, the R-hat / ESS goals, the int
 threshold, the analysis- and run-folder file names, the curves.nc variables, the optimizer kinds,
 the clock labels and the report sections, and cube variable names spelled as strings in
 simulate.py. Owners: initmem/names.py, grid.py, optimizers.py, clocks.py, cube.py,
-reports/sections.py (docs/extending.md).
+reports/sections.py (docs/extending.md). The same scan fails when a module of the package (tests
+and benchmarks aside) is over 450 lines.
 """
 
 from __future__ import annotations
@@ -142,3 +143,58 @@ def test_simulate_spells_no_cube_variable():
     spelled = sorted({n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in variables
                       and id(n) not in docs})
     assert not spelled
+
+
+MAX_MODULE_LINES = 450  # the project's module-size limit (docs/extending.md, "Module layout")
+
+
+def test_no_module_is_over_the_size_limit():
+    """A module over the limit holds more than one job: split it along a seam (docs/extending.md)."""
+    sizes = {rel: len((ROOT / rel).read_text(encoding="utf-8").splitlines()) for rel in MODULES}
+    assert len(sizes) > 50  # the scan saw the package, not an empty folder
+    over = {rel: n for rel, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert not over, f"modules over {MAX_MODULE_LINES} lines: {over}"
+
+
+def test_library_messages_name_options_not_flags():
+    """Outside cli*.py a hint names the option (initmem.errors.option); the command line spells the flag."""
+    import re
+
+    flag = re.compile(r"(?<![\w-])--[a-z]")
+    spelled = []
+    for rel, tree in MODULES.items():
+        if Path(rel).name.startswith("cli"):
+            continue
+        docs = _docstrings(tree)
+        spelled += [(rel, n.lineno, n.value[:60]) for n in NODES[rel] if isinstance(n, ast.Constant)
+                    and isinstance(n.value, str) and id(n) not in docs and flag.search(n.value)]
+    assert not spelled
+
+
+def test_an_option_is_a_keyword_from_python_and_a_flag_on_the_command_line():
+    from initmem.cli_params import option_flag
+    from initmem.errors import option, options_as_flags
+
+    cases = [(("resume", True), "resume=True", "--resume"), (("n_test", 500), "n_test=500", "--n-test 500"),
+             (("metric_cols", "loss"), "metric_cols='loss'", "--metric-col loss"), (("format",), "format", "--format")]
+    for args, python, flag in cases:
+        assert option(*args) == python
+        with options_as_flags(option_flag):
+            assert option(*args) == flag
+        assert option(*args) == python  # only within the block
+
+
+def test_every_report_section_is_one_entry_and_one_partial():
+    """The page's frame draws no section itself; each partial draws exactly its own section."""
+    import re
+
+    from initmem.reports import sections
+
+    templates = ROOT / "reports" / "templates"
+    assert not re.search(r"<section id=\"sec-", (templates / "report.html.j2").read_text(encoding="utf-8"))
+    on_disk = {p.name for p in (templates / "sections").glob("*.html.j2")}
+    assert on_disk == {s.partial for s in sections.SECTIONS}  # no partial without an entry, and back
+    for s in sections.SECTIONS:
+        text = (templates / "sections" / s.partial).read_text(encoding="utf-8")
+        assert re.findall(r"<section id=\"sec-(\w+)\"", text) == [s.id], s.partial
+        assert f"section_number.{s.id}" in text, s.partial  # numbered from the table, not by hand

@@ -148,7 +148,8 @@ def test_resume_refuses_a_changed_grid_and_names_the_fields(tmp_path: Path, base
         run(changed, tmp_path / "run", resume=True)
     msg = str(exc.value)
     assert "pipelines.sgd.lr (0.1 -> 0.2)" in msg and "seeds (removed 1)" in msg
-    with pytest.raises(UserError, match="--resume"):  # without --resume an existing run is refused
+    with pytest.raises(UserError, match="resume=True"):  # without resume an existing run is refused (the
+        # message names the option as a Python caller passes it; the command line says --resume)
         run(grid, tmp_path / "run")
     # --force-new starts a new folder next to it
     new = run(changed, tmp_path / "run", force_new=True)

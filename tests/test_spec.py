@@ -24,12 +24,40 @@ from .conftest import assert_user_error, invoke
     ({"chains": 1}, "chains must be at least 2 (got 1)"),
     ({"tune": -1}, "tune must be at least 0 (got -1)"),
     ({"delt": 0.01}, "delt is not an analysis option"),
+    ({"fraction": 1.0}, "fraction must lie strictly between 0 and 1 (got 1.0)"),
+    ({"rope": 0.0}, "rope must be a positive number (got 0.0)"),
+    ({"tolerance": math.nan}, "tolerance must be a positive number (got nan)"),
+    ({"axes": ("T_sgd", "T_bogus")}, "axes names an unknown axis 'T_bogus' (choose among step, "),
+    ({"axes": ()}, "axes names no axis (choose among step, "),
+    ({"exponents": "maybe"}, "exponents: input should be a valid boolean"),
 ])
 def test_a_bad_option_is_one_line_naming_the_option(options, message):
     with pytest.raises(OptionError) as exc:
         AnalysisSpec.of(**options)
-    assert str(exc.value) == message and "--" not in str(exc.value)
-    assert exc.value.for_flag("--" + exc.value.option) == "--" + message
+    assert str(exc.value).startswith(message) and "--" not in str(exc.value)
+    assert exc.value.for_flag("--" + exc.value.option) == "--" + str(exc.value)
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (("--fraction", "1.5"), "--fraction must lie strictly between 0 and 1 (got 1.5)"),
+    (("--rope", "-1"), "--rope must be a positive number (got -1.0)"),
+    (("--tolerance", "0"), "--tolerance must be a positive number (got 0.0)"),
+    (("--axes", "T_sgd,T_bogus"), "--axes names an unknown axis 'T_bogus'"),
+    (("--axes", ","), "--axes names no axis"),
+    (("--memory", "angular"), "'--memory'"),
+])
+def test_a_bad_collapse_option_is_one_line_naming_the_flag(tmp_path: Path, flags, message):
+    """Checked by the spec before the cube is read: the cube need not exist."""
+    assert_user_error(invoke("collapse", tmp_path / "absent.nc", "--out", tmp_path / "o", *flags), message)
+
+
+def test_the_collapse_options_reach_the_test_through_the_spec():
+    from initmem.stats.collapse_run import collapse_view
+
+    spec = AnalysisSpec.of(fraction=0.3, axes=["T_sgd"], exponents=False)
+    assert spec.axes == ("T_sgd",) and (spec.rope, spec.tolerance) == (None, None)
+    with pytest.raises(OptionError, match="^fraction must lie"):
+        collapse_view(None, spec, fraction=2.0)  # type: ignore[arg-type]  # refused before the data are read
 
 
 def test_defaults_and_replacing_fields():
@@ -72,3 +100,9 @@ def test_the_package_root_is_a_small_public_api():
 
     for name in ("open_cube", "analyze", "report", "AnalysisSpec", "load_grid", "simulate_cube"):
         assert name in initmem.__all__ and callable(getattr(initmem, name)), name
+
+
+def test_run_checks_the_analysis_options_before_it_trains(tmp_path: Path):
+    assert_user_error(invoke("run", "--preset", "quick", "--chains", "1", "--out", tmp_path / "run"),
+                      "--chains must be at least 2 (got 1)")
+    assert not (tmp_path / "run").exists()

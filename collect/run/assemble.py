@@ -18,7 +18,7 @@ from initmem.collect.run.events import EventLog
 from initmem.collect.run.run_folder import RunDir
 from initmem.collect.run.shards import MergeReport, merge_dir
 from initmem.collect.train.coords import pipeline_coords
-from initmem.errors import UserError
+from initmem.errors import UserError, option
 from initmem.grid import grid_hash
 
 
@@ -43,7 +43,7 @@ def merge_run(run_dir: str | os.PathLike, *, grid: Any = None) -> MergeReport:
 def corrupt_error(report: MergeReport, run: RunDir) -> UserError:
     names = ", ".join(p.name for p, _ in report.corrupt)
     return UserError(f"{len(report.corrupt)} corrupt shard(s) in {run.shards}: {names}; their cells are marked "
-                     f"missing in {run.cube}; rerun with --resume to train them again")
+                     f"missing in {run.cube}; rerun with {option('resume', True)} to train them again")
 
 
 def problem_rows(ds: Any) -> list[dict[str, Any]]:

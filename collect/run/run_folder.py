@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from initmem.atomic import leftover_temporaries, write_text
-from initmem.errors import UserError
+from initmem.errors import UserError, option
 from initmem.grid import load_grid
 from initmem.names import CUBE_NC, EVENTS_JSONL
 
@@ -74,7 +74,7 @@ class RunDir:
         except FileNotFoundError:
             raise UserError(f"{self.root} is not a collect run folder (no run.json)") from None
         except (OSError, json.JSONDecodeError) as exc:
-            raise UserError(f"{self.record_file} is unreadable ({exc}); start anew with --force-new") from None
+            raise UserError(f"{self.record_file} is unreadable ({exc}); start anew with {option('force_new', True)}") from None
 
     def write_record(self, record: dict[str, Any]) -> None:
         write_text(self.record_file, json.dumps(record, indent=2, sort_keys=True) + "\n")

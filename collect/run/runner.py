@@ -29,7 +29,7 @@ from initmem.collect.run.pack_job import PackTask, TrainFn, default_train_fn
 from initmem.collect.run.progress import ProgressView
 from initmem.collect.run.run_folder import RUN_SCHEMA, RunDir, fresh_folder, grid_changes, run_lock
 from initmem.collect.run.shards import Cell, all_cells, scan_shards
-from initmem.errors import OptionError, UserError
+from initmem.errors import OptionError, UserError, option
 from initmem.grid import Grid, grid_hash, load_grid
 
 EXECUTORS = ("local", "slurm")
@@ -54,14 +54,14 @@ def prepare_run(run: RunDir, grid: Any, *, resume: bool, executor: str, quiet: b
     events = EventLog(run.events)
     if run.exists():
         if not resume:
-            raise UserError(f"{run.root} already holds a collect run; add --resume to continue it "
-                            f"or --force-new to start a new run folder")
+            raise UserError(f"{run.root} already holds a collect run; add {option('resume', True)} to continue it "
+                            f"or {option('force_new', True)} to start a new run folder")
         old = run.load_grid()
         changed, added = grid_changes(old, grid)
         if changed:
             raise UserError(f"cannot resume {run.root}: the grid file differs from the run's grid in "
                             f"{'; '.join(changed)} (only adding pipelines, sigma_w levels or seeds is "
-                            f"allowed; use --force-new for a new run folder)")
+                            f"allowed; use {option('force_new', True)} for a new run folder)")
         removed = run.clean_temporaries()
         rec = run.read_record()
         hashes = list(rec.get("grid_hashes", []))
@@ -101,7 +101,7 @@ def finished_cells(run: RunDir, grid: Any, *, retry_failed: bool, quiet: bool) -
         if cell not in wanted or info.grid_hash not in accepted:
             continue
         if retry_failed and info.status == cube.FAILED:
-            events.emit("retry", cell=cell_dict(*cell), reason="--retry-failed", error=info.error)
+            events.emit("retry", cell=cell_dict(*cell), reason="retry_failed", error=info.error)
             continue
         done[cell] = info.status
     return done
@@ -186,8 +186,8 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
                 import torch  # only to ask whether this machine has a GPU
 
                 if not torch.cuda.is_available():
-                    raise UserError("--executor slurm on GPUs needs --pack-size (or engine.pack_size in the grid "
-                                    "file): this machine has no GPU to size the packs by")
+                    raise UserError(f"{option('executor', 'slurm')} on GPUs needs {option('pack_size')} (or engine.pack_size "
+                                    "in the grid file): this machine has no GPU to size the packs by")
             tasks = plan_tasks(run, grid, todo, device=plan_device, pack_size=pack_size)
             events.emit("plan", executor="slurm", packs=len(tasks), cells_todo=len(todo), cells_done=len(done))
             finished = submit_and_wait(tasks, run, grid=grid, grid_hash=h, device=device, train_fn=train_fn,
@@ -195,8 +195,8 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
                                        slurm=slurm or {}, cluster=slurm_cluster, wait=wait, quiet=quiet,
                                        progress=progress and not quiet, total=len(cells), done=len(done))
             if not finished:
-                _say(f"submitted; follow it with `initmem collect --status {run.root}`, merge with "
-                     f"`initmem collect --merge {run.root}`", quiet)
+                _say(f"submitted; follow it with {option('status', str(run.root))}, merge it with "
+                     f"{option('merge', str(run.root))}", quiet)
                 return run.cube
             lost: list[str] = []
         else:
@@ -215,7 +215,7 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
         events.emit("run_end", cells=len(cells), missing=len(report.missing), lost=lost)
         print_summary(report, run, quiet)
         for line in lost:
-            _say(f"warning: {line}; rerun with --resume", quiet)
+            _say(f"warning: {line}; rerun with {option('resume', True)}", quiet)
         if report.corrupt:
             raise corrupt_error(report, run)
     return run.cube

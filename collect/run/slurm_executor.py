@@ -33,7 +33,7 @@ from initmem.collect.run.pack_job import PackContext, PackTask, TrainFn, run_pac
 from initmem.collect.run.progress import ProgressView
 from initmem.collect.run.run_folder import RunDir
 from initmem.collect.run.shards import all_cells, shard_files, shard_name
-from initmem.errors import OptionError
+from initmem.errors import OptionError, option
 from initmem.grid import SlurmSpec
 
 CLUSTER_ENV = "INITMEM_SUBMITIT_CLUSTER"  # "local" runs the array with submitit's LocalExecutor
@@ -149,7 +149,7 @@ def submit_and_wait(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash:
             if not quiet:
                         print(f"warning: job {j.job_id} (pack {t.pack_id}) ended without finishing: "
                               f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else exc.__class__.__name__}; "
-                              "its cells stay unfinished, rerun with --resume", flush=True)
+                              f"its cells stay unfinished, rerun with {option('resume', True)}", flush=True)
     return True
 
 

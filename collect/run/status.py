@@ -17,6 +17,7 @@ from initmem.collect.run.events import read_events
 from initmem.collect.run.run_folder import RunDir
 from initmem.collect.run.shards import Cell, CorruptShard, all_cells, read_shard, shard_files, shard_name
 from initmem.collect.run.slurm_executor import pack_progress, squeue_states
+from initmem.errors import option
 
 
 def run_status(run_dir: str | os.PathLike) -> dict[str, Any]:
@@ -99,6 +100,6 @@ def render_status(st: dict[str, Any]) -> str:
     if st["requeues"]:
         lines.append(f"  requeues so far: {st['requeues']}")
     if st["corrupt_shards"]:
-        lines.append(f"  corrupt shards (rerun with --resume): {', '.join(st['corrupt_shards'])}")
-    lines.append(f"  cube: {st['cube'] or 'not merged yet (initmem collect --merge DIR)'}")
+        lines.append(f"  corrupt shards (rerun with {option('resume', True)}): {', '.join(st['corrupt_shards'])}")
+    lines.append(f"  cube: {st['cube'] or 'not merged yet (merge it with ' + option('merge', 'DIR') + ')'}")
     return "\n".join(lines)

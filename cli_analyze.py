@@ -1,0 +1,104 @@
+"""The commands that read a cube: ``initmem analyze`` (the memory model), ``initmem collapse`` (the
+collapse test alone) and ``initmem plan`` (seeds needed). Their options are fields of one
+``AnalysisSpec`` (initmem/spec.py), validated where the library starts; a bad value comes back as an
+``OptionError`` naming the option, which cli.py prints with the flag. Registered on the group by cli.py.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from initmem.cli_output import echo, fmt_stat, is_quiet
+from initmem.cli_params import SpecChoice
+
+# --- analyze and plan (issues 5-6) ---------------------------------------------------------
+
+@click.command()
+@click.argument("cube_path", metavar="CUBE.nc", type=click.Path(path_type=Path))
+@click.option("--out", "-o", "out_dir", required=True, metavar="DIR", type=click.Path(path_type=Path),
+              help="Analysis folder for posterior.nc and summary.json.")
+@click.option("--metric", default=None, help="Run variable to analyze (default: selected_test_acc).")
+@click.option("--family", type=SpecChoice("FAMILIES"), default=None,
+              help="Likelihood (default: binomial when test counts exist, else gaussian).")
+@click.option("--delta", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Smallest spread that matters, in outcome units (default 0.01 = 1 point for accuracies; "
+                   "required for other metrics).")
+@click.option("--gate", type=SpecChoice("GATES"), default="interpolated", show_default=True,
+              help="Fit only runs that reached the interpolation threshold, or every run.")
+@click.option("--sampler", type=SpecChoice("SAMPLERS"), default="nutpie", show_default=True)
+@click.option("--draws", type=click.IntRange(min=1), default=1000, show_default=True, help="Draws per chain.")
+@click.option("--tune", type=click.IntRange(min=0), default=1000, show_default=True, help="Tuning steps per chain.")
+@click.option("--chains", type=click.IntRange(min=2), default=4, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed (reproducible results).")
+@click.option("--memory", type=SpecChoice("MEMORY_KINDS"), default="radial", show_default=True,
+              help="Memory curve used by the collapse test.")
+def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | None, delta: float | None, gate: str,
+            sampler: str, draws: int, tune: int, chains: int, seed: int, memory: str) -> None:
+    """Fit the hierarchical memory model; write DIR/posterior.nc and DIR/summary.json."""
+    from initmem.analysis import analyze_cube
+    from initmem.results import SUMMARY_JSON
+
+    summary = analyze_cube(cube_path, out_dir, metric=metric, family=family, delta=delta, gate=gate,
+                           sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed, memory=memory,
+                           progress=not is_quiet(), command=["initmem", *sys.argv[1:]])
+    d = summary.diagnostics
+    echo(f"{summary.metric} ({summary.family}), delta = {summary.delta:g}, gate {summary.gate}; sampler "
+         f"{d.sampler}: compile {d.compile_seconds or 0:.1f} s, sampling {d.sampling_seconds or 0:.1f} s"
+         + (" (retried)" if d.retried else ""))
+    for pipe, p in summary.pipelines.items():
+        sp = p.spread
+        echo(f"  {pipe:<20} {p.verdict:<13} spread {fmt_stat(sp.median)} [{fmt_stat(sp.q05)}, {fmt_stat(sp.q95)}]  "
+             f"P(spread > delta) = {fmt_stat(p.p_spread_gt_delta, '.3f')}")
+    for pipe, reason in summary.skipped.items():
+        echo(f"  {pipe:<20} skipped: {reason}")
+    if d.flags:
+        echo("diagnostics FAILED: " + "; ".join(d.flags), err=True)
+    click.echo(str(Path(out_dir) / SUMMARY_JSON))
+
+
+@click.command("collapse")
+@click.argument("cube_path", metavar="CUBE.nc", type=click.Path(path_type=Path))
+@click.option("--out", "-o", "out_dir", required=True, metavar="DIR", type=click.Path(path_type=Path),
+              help="Folder for collapse.json and curves.nc.")
+@click.option("--memory", type=SpecChoice("MEMORY_KINDS"), default="radial", show_default=True,
+              help="Memory curve: radial slope over all sigma_w, over sigma_w >= 1 or <= 1, or val_acc spread.")
+@click.option("--fraction", type=float, default=None,
+              help="Radial memory: forgotten when rho falls to this fraction of its start (default 0.5).")
+@click.option("--rope", type=float, default=None,
+              help="Functional memory: forgotten when the spread falls below this, in metric units (default 0.01).")
+@click.option("--axes", default=None, metavar="A,B,...", help="Only these clocks (epochs are always kept).")
+@click.option("--exponents/--no-exponents", default=True, show_default=True, help="Fit the clock-exponent model.")
+@click.option("--tolerance", type=float, default=None,
+              help="A named clock holds when every fitted exponent lies within this of its prediction (default 0.25).")
+@click.option("--n-boot", type=click.IntRange(min=0), default=200, show_default=True, help="Bootstrap replicates.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def collapse(cube_path: Path, out_dir: Path, memory: str, fraction: float | None, rope: float | None,
+             axes: str | None, exponents: bool, tolerance: float | None, n_boot: int, seed: int) -> None:
+    """The collapse test, forgetting times and clock exponents, without the memory model.
+
+    The options are AnalysisSpec fields (initmem/spec.py), checked there before the cube is read."""
+    from initmem.stats.collapse_run import collapse_main
+
+    collapse_main(cube_path, out_dir, memory=memory, fraction=fraction, rope=rope,
+                  axes=None if axes is None else tuple(a.strip() for a in axes.split(",") if a.strip()),
+                  exponents=exponents, tolerance=tolerance, n_boot=n_boot, seed=seed, say=echo)
+
+
+@click.command()
+@click.argument("analysis_dir", metavar="DIR", type=click.Path(path_type=Path))
+@click.option("--delta", type=float, default=None, help="Smallest spread that matters (default: the analysis's).")
+@click.option("--n-sim", type=click.IntRange(min=10), default=200, show_default=True,
+              help="Simulated experiments per seed count.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def plan(analysis_dir: Path, delta: float | None, n_sim: int, seed: int, as_json: bool) -> None:
+    """Seeds per cell needed for a decisive verdict (80% probability), per pipeline."""
+    from initmem.models.plan import plan as make_plan
+    from initmem.models.plan import render_table
+
+    result = make_plan(analysis_dir, delta, n_sim=n_sim, seed=seed)
+    click.echo(json.dumps(result, indent=2) if as_json else render_table(result))

@@ -1,0 +1,189 @@
+"""The commands that make a cube: ``initmem import`` (runs made elsewhere), ``initmem simulate`` (a
+known truth) and ``initmem collect`` (train a grid). Registered on the group by cli.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from initmem.cli_output import Verbosity, echo, is_quiet, shape
+from initmem.cli_params import JOBS, CubeNameChoice, SpecChoice, TruthAxisChoice
+from initmem.errors import UserError
+
+# --- import ------------------------------------------------------------------------------
+
+@click.command("import")
+@click.argument("source", metavar="SOURCE", type=click.Path(path_type=Path))
+@click.option("--out", "-o", required=True, metavar="CUBE.nc", type=click.Path(path_type=Path),
+              help="Where to write the cube.")
+@click.option("--seeds", type=click.Choice(["paired", "independent"]), default=None,
+              help="Required. paired: one seed number gives the same initial direction and data order at every "
+                   "sigma_w; independent: each run drew its own randomness.")
+@click.option("--format", "fmt", type=click.Choice(["auto", "csv", "wandb", "mlflow", "tensorboard"]),
+              default="auto", show_default=True,
+              help="The source: a CSV table, a W&B runs CSV export, an MLflow mlruns/ folder or a TensorBoard "
+                   "log folder (auto: by what SOURCE looks like).")
+@click.option("--n-test", type=click.IntRange(min=1), default=None,
+              help="Test-set size: every test accuracy must be a whole count out of it.")
+@click.option("--scale", type=click.Choice(["fraction", "percent"]), default="fraction", show_default=True,
+              help="Unit of the accuracy columns.")
+@click.option("--metric-col", multiple=True, metavar="NAME", help="Keep column NAME as a metric (repeatable).")
+@click.option("--ignore-col", multiple=True, metavar="NAME", help="Drop column NAME (repeatable).")
+@click.option("--pipeline-col", default=None, metavar="NAME", help="The column / config key naming the pipeline.")
+@click.option("--sigma-col", default=None, metavar="NAME", help="The column / config key holding sigma_w.")
+@click.option("--seed-col", default=None, metavar="NAME", help="The column / config key holding the seed.")
+@click.option("--mapping", type=click.Path(path_type=Path), default=None, metavar="MAP.yaml",
+              help="The same mapping as a small YAML file (keys pipeline, sigma_w, seed, epoch, metrics, ignore).")
+@click.option("--nan-as-missing", is_flag=True, help="Import runs whose results are NaN or infinite as missing.")
+@click.option("--n-train", type=click.IntRange(min=1), default=None,
+              help="Training examples, for steps per epoch of the clocks (without a step column).")
+def import_(source: Path, out: Path, seeds: str | None, fmt: str, n_test: int | None, scale: str,
+            metric_col: tuple[str, ...], ignore_col: tuple[str, ...], pipeline_col: str | None,
+            sigma_col: str | None, seed_col: str | None, mapping: Path | None, nan_as_missing: bool,
+            n_train: int | None) -> None:
+    """Turn runs made elsewhere into a cube: a long table (pipeline, sigma_w, seed, [epoch], metrics)
+    or a tracker export (docs/import.md)."""
+    from initmem import cube
+    from initmem.importers.trackers import Mapping, read_source
+    from initmem.table_import import frame_to_cube
+
+    cols = Mapping.load(mapping).override(pipeline=pipeline_col, sigma_w=sigma_col, seed=seed_col,
+                                          metrics=metric_col, ignore=ignore_col)
+    df, label = read_source(source, fmt, cols)
+    notes: list[str] = []
+    ds = frame_to_cube(df, seeds=seeds, n_test=n_test, source=label, scale=scale, metric_cols=cols.metrics,
+                       ignore_cols=cols.ignore, nan_as_missing=nan_as_missing, n_train=n_train, notes=notes)
+    cube.write_cube(ds, out)
+    for note in notes:
+        echo(f"  {note}")
+    echo(f"wrote {out}: {shape(ds)}")
+
+
+# --- simulate ----------------------------------------------------------------------------
+
+@click.command()
+@click.option("--out", "-o", default=None, metavar="CUBE.nc", type=click.Path(path_type=Path),
+              help="Where to write the simulated cube (required unless --list-presets).")
+@click.option("--preset", default=None, help="A named scenario (see --list-presets).")
+@click.option("--list-presets", is_flag=True, help="List the presets and exit.")
+@click.option("--pipelines", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Number of pipelines (without --preset).")
+@click.option("--n-sigma", type=click.IntRange(min=1), default=6, show_default=True,
+              help="sigma_w levels, log-spaced from 1/4 to 8.")
+@click.option("--n-seed", type=click.IntRange(min=1), default=4, show_default=True, help="Seeds per cell.")
+@click.option("--sigma-sd", type=click.FloatRange(min=0), default=0.3, show_default=True,
+              help="SD of the sigma_w-level effects (logit scale for binomial).")
+@click.option("--seed-sd", type=click.FloatRange(min=0), default=0.1, show_default=True,
+              help="SD of the seed effects shared across sigma_w.")
+@click.option("--residual-sd", type=click.FloatRange(min=0), default=0.1, show_default=True,
+              help="SD of the residual (sigma_w x seed).")
+@click.option("--family", type=SpecChoice("FAMILIES"), default="binomial", show_default=True,
+              help="Binomial counts out of --n-test, or a gaussian metric.")
+@click.option("--n-test", type=click.IntRange(min=1), default=450, show_default=True,
+              help="Test-set size for binomial counts.")
+@click.option("--curves/--no-curves", default=False, show_default=True,
+              help="Add training curves whose radial memory decays along --truth-axis.")
+@click.option("--truth-axis", type=TruthAxisChoice(),
+              default=lambda: CubeNameChoice("T_SGD").choices[0],
+              show_default=True, help="Time axis along which the simulated memory decays.")
+@click.option("--epochs", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Epochs of simulated curves.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the simulation.")
+def simulate(out: Path | None, preset: str | None, list_presets: bool, pipelines: int, n_sigma: int, n_seed: int,
+             sigma_sd: float, seed_sd: float, residual_sd: float, family: str, n_test: int, curves: bool,
+             truth_axis: str, epochs: int, seed: int) -> None:
+    """Make a cube with a known truth (stored in its 'truth' attribute)."""
+    from initmem import cube
+    from initmem.simulate import PRESETS, SimPipeline, preset_pipelines, simulate_cube
+
+    if list_presets:
+        for name, (desc, _) in PRESETS.items():
+            click.echo(f"{name:<16} {desc}")
+        return
+    if out is None:
+        raise UserError("simulate needs --out CUBE.nc (where to write the cube)")
+    if preset is not None:
+        specs = preset_pipelines(preset)
+    else:
+        specs = [SimPipeline(name=f"p{i}", sigma_sd=sigma_sd, seed_sd=seed_sd, residual_sd=residual_sd,
+                             family=family, n_sigma=n_sigma, n_seed=n_seed) for i in range(pipelines)]
+    ds = simulate_cube(specs, n_test=n_test, curves=curves, truth_axis=truth_axis, epochs=epochs, seed=seed)
+    cube.write_cube(ds, out)
+    echo(f"wrote {out}: {shape(ds)}; the truth is in its '{cube.A_TRUTH}' attribute")
+
+
+# --- collect (issues 3-4) ------------------------------------------------------------------
+
+@click.command()
+@click.argument("grid_file", metavar="GRID.yaml", required=False)
+@click.option("--out", "-o", "out", metavar="DIR", type=click.Path(path_type=Path), default=None,
+              help="Run folder: shards, checkpoints, events.jsonl and cube.nc go here.")
+@click.option("--resume", is_flag=True, help="Continue the run in DIR: train only unfinished cells.")
+@click.option("--force-new", is_flag=True, help="If DIR holds a run, start a new run folder DIR-N.")
+@click.option("--retry-failed", is_flag=True, help="Resume, and train failed cells again.")
+@click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True,
+              help="Worker processes here, or a Slurm job array (submitit).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True)
+@click.option("--jobs", type=JOBS, metavar="N|auto", default="auto", show_default=True,
+              help="CPU worker processes, or auto: one per engine.cpu_threads cores (with GPUs: one per GPU).")
+@click.option("--pack-size", type=click.IntRange(min=1), default=None, help="Cells per packed model.")
+@click.option("--checkpoint-every", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Checkpoint each pack every N epochs.")
+@click.option("--checkpoint-minutes", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Also checkpoint when M minutes passed since the last checkpoint.")
+@click.option("--status", "status_dir", metavar="DIR", type=click.Path(path_type=Path), default=None,
+              help="Show the progress of the run in DIR and exit.")
+@click.option("--merge", "merge_dir", metavar="DIR", type=click.Path(path_type=Path), default=None,
+              help="Merge the shards of the run in DIR into DIR/cube.nc and exit.")
+@click.option("--partition", default=None, help="Slurm partition (overrides the grid's slurm: block).")
+@click.option("--gpus-per-job", type=click.IntRange(min=0), default=None, help="Slurm GPUs per array task.")
+@click.option("--time-min", type=click.IntRange(min=1), default=None, help="Slurm time limit per task (minutes).")
+@click.option("--mem-gb", type=click.IntRange(min=1), default=None, help="Slurm memory per task (GB).")
+@click.option("--cpus-per-task", type=click.IntRange(min=1), default=None, help="Slurm CPUs per task.")
+@click.option("--array-parallelism", type=click.IntRange(min=1), default=None,
+              help="Slurm: at most this many array tasks at once.")
+@click.option("--no-wait", is_flag=True, help="Slurm: return after submitting (the last task merges).")
+@click.option("--quiet", "-q", "quiet_here", is_flag=True, help="No progress bars or tables (batch jobs).")
+def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bool, retry_failed: bool,
+            executor: str, device: str, jobs: int | str, pack_size: int | None, checkpoint_every: int,
+            checkpoint_minutes: float | None, status_dir: Path | None, merge_dir: Path | None,
+            partition: str | None, gpus_per_job: int | None, time_min: int | None, mem_gb: int | None,
+            cpus_per_task: int | None, array_parallelism: int | None, no_wait: bool, quiet_here: bool) -> None:
+    """Train a grid into DIR (shards, resumable); write DIR/cube.nc.
+
+    \b
+    initmem collect GRID.yaml --out DIR [--resume] [--executor local|slurm] ...
+    initmem collect --status DIR
+    initmem collect --merge DIR
+    """
+    if quiet_here:
+        Verbosity.level = 0
+    if status_dir is not None or merge_dir is not None:
+        if status_dir is not None and merge_dir is not None:
+            raise UserError("--status and --merge exclude each other")
+        if grid_file is not None or out is not None:
+            raise UserError("--status DIR and --merge DIR take no GRID.yaml or --out")
+        from initmem.collect.run.assemble import corrupt_error, merge_run, print_summary
+        from initmem.collect.run.run_folder import RunDir
+        from initmem.collect.run.status import render_status, run_status
+
+        if status_dir is not None:
+            click.echo(render_status(run_status(status_dir)))
+            return
+        report = merge_run(merge_dir)
+        print_summary(report, RunDir(merge_dir), is_quiet())
+        if report.corrupt:
+            raise corrupt_error(report, RunDir(merge_dir))
+        return
+    if grid_file is None or out is None:
+        raise UserError("collect needs GRID.yaml and --out DIR (or --status DIR / --merge DIR)")
+    from initmem.collect.run.runner import collect as run_collect
+
+    slurm = {"partition": partition, "gpus_per_job": gpus_per_job, "time_min": time_min, "mem_gb": mem_gb,
+             "cpus_per_task": cpus_per_task, "array_parallelism": array_parallelism}
+    run_collect(grid_file, out, resume=resume, force_new=force_new, retry_failed=retry_failed,
+                executor=executor, device=device, jobs=jobs, pack_size=pack_size, quiet=is_quiet(),
+                checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, slurm=slurm,
+                wait=not no_wait)

@@ -1,6 +1,6 @@
 """Known-truth controls of the clock-exponent model (models/exponents.py; docs/reading-the-clocks.md).
 
-Simulates per-seed forgetting times in steps on the clocks preset's 15 L2 pipelines,
+Simulates per-seed forgetting times in steps on the clocks preset's 13 L2 pipelines,
 log t = a + beta . (log eta, log lambda, log b) + tau z_p + sigma e_ps, right-censored at a
 per-pipeline budget, for planted exponents (-1, -1, 0) (T_l2) and (-2, 0, +1) (T_sgd), fits the
 model (one compile, refits with new data) and counts how often the 90% intervals cover the truth.
@@ -18,9 +18,9 @@ import numpy as np
 from initmem.models.exponents import ExponentModel, build_data
 
 # The clocks preset's L2 pipelines (configs/clocks.yaml).
-ETA = np.array([0.05, 0.1, 0.1, 0.2, 0.4, 0.2, 0.1, 0.1, 0.2, 0.4, 0.2, 0.4, 0.2, 0.4, 0.2])
-LAM = np.array([0.02, 0.01, 0.01, 0.005, 0.0025, 0.01, 0.02, 0.02, 0.01, 0.005, 0.02, 0.01, 0.02, 0.01, 0.02])
-BATCH = np.array([16, 16, 32, 32, 64, 16, 32, 64, 64, 128, 16, 32, 64, 128, 128.0])
+ETA = np.array([0.4, 0.1, 0.2, 0.2, 0.1, 0.2, 0.4, 0.1, 0.4, 0.2, 0.4, 0.2, 0.4])
+LAM = np.array([0.005, 0.02, 0.01, 0.02, 0.04, 0.02, 0.01, 0.04, 0.02, 0.04, 0.02, 0.04, 0.02])
+BATCH = np.array([32, 32, 64, 16, 32, 32, 64, 64, 32, 64, 64, 128, 128.0])
 TRUTHS = {"T_l2": np.array([-1.0, -1.0, 0.0]), "T_sgd": np.array([-2.0, 0.0, 1.0])}
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from initmem import cube as C
 from initmem import optimizers
 from initmem.reports.figures import Skip, colour, plain_log
-from initmem.reports.figures_curves import AXIS_LABELS, _memory_var
+from initmem.reports.figures_curves import AXIS_LABELS, _memory_var, curve_pipelines
 from initmem.reports.load import Analysis
 from initmem.reports.svg import Figure, figure_to_svg, new_figure, style
 from initmem.reports.tables import q
@@ -121,7 +121,7 @@ def curves_side_by_side(a: Analysis) -> Figure:
     var, label = _memory_var(a)
     if var not in a.curves:
         raise Skip(f"curves.nc holds no '{var}' memory curve")
-    pipes = [p for p in a.pipelines if p in a.curves[C.PIPELINE].values.tolist()]
+    pipes = curve_pipelines(a)
     with style():
         fig, axes = new_figure(8.0, 3.0, 1, 2, sharey=True)
         for j, name in enumerate((C.EPOCH, best)):

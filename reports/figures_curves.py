@@ -181,6 +181,14 @@ def _memory_var(a: Analysis) -> tuple[str, str]:
     return R.CURVE_FUNC_SPREAD, "functional memory (val-acc spread)"
 
 
+def curve_pipelines(a: Analysis) -> list[str]:
+    """Every pipeline of curves.nc, the memory model's first: the collapse test runs on all of them,
+    including pipelines the memory model skipped (e.g. constant-rate L2 runs that never interpolate,
+    most of the clocks preset), so its figures must show them too."""
+    have = [str(p) for p in a.curves[C.PIPELINE].values.tolist()]
+    return [p for p in a.pipelines if p in have] + [p for p in have if p not in a.pipelines]
+
+
 def rho_curves(a: Analysis) -> Figure:
     if a.curves is None or R.CURVE_RHO not in a.curves:
         raise Skip("curves.nc with rho(t) is absent (the cube has no kernel_norm curves)")
@@ -223,7 +231,7 @@ def clock_panels(a: Analysis) -> Figure:
     var, label = _memory_var(a)
     if var not in a.curves:
         raise Skip(f"curves.nc holds no '{var}' memory curve")
-    pipes = [p for p in a.pipelines if p in a.curves[C.PIPELINE].values.tolist()]
+    pipes = curve_pipelines(a)
     axes_avail = [ax for ax in AXES_ORDER if ax == C.EPOCH or ax in a.curves]
     vs = a.collapse.vs_epoch if a.collapse is not None else {}
     best = a.collapse.best if a.collapse is not None else None
@@ -289,7 +297,9 @@ def forgetting_times(a: Analysis) -> Figure:
         raise Skip("collapse.json holds no forgetting times")
     ft = a.collapse.forgetting_times
     axes_names = _ordered_axes(list(ft))
-    pipes = a.pipelines
+    # every pipeline with a forgetting time (the collapse test's set), the memory model's first
+    timed = dict.fromkeys(p for e in ft.values() for p in e.per_pipeline)
+    pipes = [*a.pipelines, *(p for p in timed if p not in a.pipelines)]
     nrows, ncols = grid_shape(len(axes_names))
     n_censored = 0
     lines: list[str] = []

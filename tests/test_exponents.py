@@ -1,6 +1,6 @@
 """The clock-exponent model (models/exponents.py) against planted exponents.
 
-Known truth: per-seed forgetting times simulated on the clocks preset's 15 L2 pipelines with
+Known truth: per-seed forgetting times simulated on the clocks preset's 13 L2 pipelines with
 exponents (-1, -1, 0) (T_l2) and (-2, 0, +1) (T_sgd), some seeds right-censored. One compile,
 then refits; the 90% intervals must cover the planted exponents at about the nominal rate
 (the larger study: benchmarks/exponent_calibration.py, figures in docs/reading-the-clocks.md).

@@ -229,6 +229,22 @@ def test_forgetting_times_figure_marks_censored_pipelines(full):
            f"{len(collapse.forgetting_times)} censored entries" in fig
 
 
+def test_clock_figures_show_pipelines_the_memory_model_skipped(full):
+    """The collapse test runs on every pipeline with curves, the memory model only on those it could
+    fit (the clocks preset's constant-rate L2 runs never interpolate): the clock figures follow the test."""
+    from dataclasses import replace
+
+    from initmem.reports.figures_clocks import curves_side_by_side
+    from initmem.reports.figures_curves import clock_panels, curve_pipelines, forgetting_times
+
+    a = load_analysis(full[0].parent / "analysis")
+    kept = {k: v for k, v in a.summary.pipelines.items() if k != "remembering"}
+    b = replace(a, summary=a.summary.model_copy(update={"pipelines": kept}))
+    assert b.pipelines == ["forgetting", "edge"] and curve_pipelines(b) == ["forgetting", "edge", "remembering"]
+    assert "for 3 pipelines" in clock_panels(b).alt and "for 3 pipelines" in forgetting_times(b).alt
+    assert curves_side_by_side(b).svg.count("<path") >= curves_side_by_side(a).svg.count("<path")
+
+
 def test_report_is_self_contained(full_report):
     _, text = full_report
     doc = parse(text)

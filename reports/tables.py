@@ -168,6 +168,36 @@ def diagnostics_rows(a: Analysis) -> list[dict[str, Any]]:
             "ppc_sd_lo": k * q(sd, "q05"), "ppc_sd_hi": k * q(sd, "q95"),
             "n_excluded": info.n_excluded_total,
             "excluded_text": excluded_text(info.n_excluded),
+            "spread_failed": "spread" in info.checks_failed, "sd_failed": "seed_sd" in info.checks_failed,
+        }
+
+    return [row(p, a.pipe(p)) for p in a.pipelines]
+
+
+def assumption_rows(a: Analysis) -> list[dict[str, Any]]:
+    """Per pipeline, the model's assumptions checked and whether they held: the structure checks
+    (models/checks.py), the paired check of "remembers" (models/paired.py), the model's own
+    verdict beside the final one, and the prior's own P(spread > delta)."""
+    from initmem.models.checks import LABELS, STRUCTURE_CHECKS
+
+    def row(p: str, info: R.PipelineResult) -> dict[str, Any]:
+        checks = []
+        for name in STRUCTURE_CHECKS:
+            st = info.ppc.get(name)
+            if st is not None:
+                checks.append({"label": LABELS[name], "observed": q(st, "observed"), "p": q(st, "p_value"),
+                               "failed": name in info.checks_failed})
+        pc = info.paired_check
+        pair = pc.pair if pc is not None else None
+        return {
+            "name": p, "checks": checks, "failed": list(info.checks_failed),
+            "paired_p": num(pc.p_value) if pc is not None else float("nan"),
+            "paired_ok": bool(pc.supports_remembers) if pc is not None else None,
+            "pair_text": (f"σ_w {pair['higher']:g} vs {pair['lower']:g}: {a.scale * pair['difference']:.2f} "
+                          f"± {a.scale * pair['se']:.2f} ({pair['df']:.0f} df)") if pair else "—",
+            "model_verdict": info.model_verdict or info.verdict, "verdict": info.verdict,
+            "prior_gt": num(info.prior.p_spread_gt_delta) if info.prior is not None else float("nan"),
+            "posterior_gt": num(info.p_spread_gt_delta),
         }
 
     return [row(p, a.pipe(p)) for p in a.pipelines]
@@ -224,5 +254,5 @@ def settings_rows(a: Analysis) -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["collapse_rows", "diagnostics_rows", "excluded_text", "frequentist_rows", "interpolation_rows", "num", "q",
+__all__ = ["assumption_rows", "collapse_rows", "diagnostics_rows", "excluded_text", "frequentist_rows", "interpolation_rows", "num", "q",
            "settings_rows", "summary_rows", "verdict_rows"]

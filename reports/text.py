@@ -15,7 +15,6 @@ from initmem.names import ESS_MIN, RHAT_MAX  # the goals have one owner
 from initmem.reports.load import Analysis
 from initmem.reports.tables import diagnostics_rows, excluded_text, num, q
 
-PPC_LOW, PPC_HIGH = 0.025, 0.975
 ALPHA = 0.05
 EPOCH_AXIS = C.EPOCH
 
@@ -231,13 +230,19 @@ def divergence_warnings(a: Analysis) -> list[str]:
 
 
 def _ppc_failures(a: Analysis) -> list[str]:
+    """The model checks each pipeline failed: the analysis's list, else the report's own reading
+    of the p-values by the same rule (models/checks.py: Bonferroni over the checks)."""
+    from initmem.models.checks import LABELS, failures
+
     out = []
-    for r in diagnostics_rows(a):
-        for key, label in (("ppc_spread_p", "spread"), ("ppc_sd_p", "seed SD")):
-            p = r[key]
-            if math.isfinite(p) and not PPC_LOW <= p <= PPC_HIGH:
-                out.append(f"{r['name']}: posterior predictive check of the {label} fails (p = {p:.3f}); "
-                           "the model does not reproduce the data here.")
+    for p in a.pipelines:
+        info = a.pipe(p)
+        failed = info.checks_failed or failures({k: {"p_value": v.p_value} for k, v in info.ppc.items()})
+        for name in failed:
+            st = info.ppc.get(name)
+            pv = q(st, "p_value") if st is not None else float("nan")
+            out.append(f"{p}: posterior predictive check of the {LABELS.get(name, name)} fails (p = {pv:.3f}); "
+                       "the model does not reproduce the data here.")
     return out
 
 

@@ -346,7 +346,7 @@ def test_fit_failures_are_red_at_the_top(tmp_path):
     banner = text[text.index('class="alert alert-fail"'):text.index('id="sec-summary"')]
     assert "max R-hat is 1.080" in banner and "min bulk ESS is 120" in banner
     assert "7 divergent transition(s)" in banner
-    assert "forgetting: posterior predictive check of the spread fails (p = 0.004)" in banner
+    assert "forgetting: posterior predictive check of the spread of the level means fails (p = 0.004)" in banner
     assert text.index('class="alert alert-fail"') < text.index('id="sec-summary"')
 
     # The analysis' own flags (it checks every reported quantity per pipeline) are shown verbatim.

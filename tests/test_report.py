@@ -359,7 +359,7 @@ def test_fit_failures_are_red_at_the_top(tmp_path):
     text = build_report(analysis).read_text()
     banner = text[text.index('class="alert alert-fail"'):text.index('id="sec-summary"')]
     assert "Sampler: remembering: bulk ESS 105 &lt; 400 on a reported quantity" in banner
-    assert "forgetting: posterior predictive check of the spread fails" in banner
+    assert "forgetting: posterior predictive check of the spread of the level means fails" in banner
     assert "was rerun" in text[:text.index('id="sec-summary"')]
 
 

@@ -218,6 +218,14 @@ def _divergence_test(diverged: np.ndarray, observed: np.ndarray, rng: np.random.
     return float((1 + np.sum(stat(perms) >= stat(flag)[0] - 1e-12)) / (N_PERMUTATIONS + 1))
 
 
+def _thin_with_holes(good: np.ndarray) -> bool:
+    """A (level, seed) table of usable cells with holes in its rectangle and fewer than 2 residual
+    degrees of freedom among the observed cells."""
+    lev, sd = good.any(axis=1), good.any(axis=0)
+    rect = good[lev][:, sd]
+    return (not rect.all()) and int(rect.sum()) - int(lev.sum()) - int(sd.sum()) + 1 < 2
+
+
 def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None = None, *,
                  gate: str = "interpolated", seed: int = 0) -> MemoryData:
     """The analyzable table of one metric (docs/memory-model.md, "Data").
@@ -270,6 +278,7 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
     interpolation: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}
     keep: list[int] = []
+    paired = cube.seed_design(ds) == cube.SEED_PAIRED
     for a, pipe in enumerate(pipes):
         st = status[a]
         by_level = (ok[a] & interp[a]).sum(axis=1)
@@ -293,6 +302,12 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
         elif n_sd < 2:
             skipped[pipe] = (f"only {n_sd} seed(s) with usable runs: seed and level effects cannot be separated "
                              "with fewer than 2 seeds")
+        elif paired and _thin_with_holes(good):
+            # Missing cells are imputed; with under 2 residual degrees of freedom among the observed
+            # cells the imputed ones fit any value as the residual SD vanishes (a funnel NUTS
+            # diverges in: the clocks preset's 3 x 2 tables). Such a table cannot support a verdict.
+            skipped[pipe] = ("missing runs leave fewer than 2 residual degrees of freedom (observed cells minus "
+                             "levels minus seeds plus 1): too few runs to separate seeds, levels and noise")
         elif np.ptp(vals[a][good]) == 0:
             skipped[pipe] = "the metric is constant in this pipeline: nothing to decompose"
         else:

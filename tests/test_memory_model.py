@@ -338,3 +338,15 @@ def test_test_set_se_is_the_paired_example_level_error():
     d = right[np.argmax(acc)] - right[np.argmin(acc)]
     assert data.test_set_se["a"] == pytest.approx(d.std(ddof=1) / np.sqrt(d.size))
     assert prepare_data(ds.drop_vars([cube.TEST_PRED, cube.TEST_LABEL])).test_set_se["a"] is None
+
+
+def test_thin_tables_with_holes_are_skipped_not_imputed():
+    # A 3 x 2 table with one failed run has 5 observed cells for 3 levels and 2 seeds: 1 residual
+    # df, and the imputed cell would fit anything (the clocks preset's tables diverged there).
+    ds = simulate_cube([SimPipeline("thin", n_sigma=3, n_seed=2, p_not_interpolating=0.0),
+                        SimPipeline("full", n_sigma=3, n_seed=2, p_not_interpolating=0.0)], seed=5)
+    status = ds[cube.STATUS].values.copy()
+    status[0, 2, 1] = cube.FAILED
+    ds[cube.STATUS] = (cube.CELL_DIMS, status)
+    data = prepare_data(ds)
+    assert data.pipelines == ["full"] and "residual degrees of freedom" in data.skipped["thin"]

@@ -45,7 +45,6 @@ LEVEL_MODELS = ("exchangeable",)
 REPORTED = ("sigma_sd", "seed_sd", "slope_sd", "residual_sd", "memory_share", "spread", "expected")
 DEFAULT_TARGET_ACCEPT, RETRY_TARGET_ACCEPT = 0.9, 0.99
 _SAMPLED = ("sigma_sd_z", "seed_sd_z", "slope_sd_z", "residual_sd_z")
-_MEMORY_SDS = ("sigma_sd_z",)   # its prior is neutral about the verdict (models/priors.py)
 
 # PyTensor warns at import that it found no BLAS for its C backend; nutpie compiles with numba.
 warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS installation")
@@ -121,8 +120,9 @@ class MemoryModel:
             # and independent of everything (a constant in the posterior of interest).
             pm.Potential("pin", -0.5 * ((1.0 - imputed) * free**2).sum())
             table = obs * z + imputed * free
-            s = {name: pm.HalfStudentT(name, nu=pr.sd_nu, sigma=sigma_scale if name in _MEMORY_SDS else pr.sd_scale,
-                                       dims=cube.PIPELINE) for name in _SAMPLED}
+            scales = {"sigma_sd_z": sigma_scale, "slope_sd_z": pr.slope_scale}
+            s = {name: pm.HalfStudentT(name, nu=pr.sd_nu, sigma=scales.get(name, pr.sd_scale), dims=cube.PIPELINE)
+                 for name in _SAMPLED}
             sums = core.table_sums(table, lev, sd, x)
             import pytensor.tensor as pt
 

@@ -52,7 +52,7 @@ def _grid(priors: Priors, sigma_scale: float, slopes: bool) -> dict[str, np.ndar
     scale (models/priors.py)."""
     axes = {"u": (_SU, sigma_scale), "v": (_SV, priors.sd_scale), "e": (_SE, priors.sd_scale)}
     if slopes:
-        axes["b"] = (_SB, priors.sd_scale)
+        axes["b"] = (_SB, priors.slope_scale)
     mesh = np.meshgrid(*(g for g, _ in axes.values()), indexing="ij")
     out = {"shape": mesh[0].shape, "logprior": np.zeros(mesh[0].size)}
     for (name, (_, scale)), m in zip(axes.items(), mesh, strict=True):

@@ -65,6 +65,7 @@ class Priors:
 
     sd_nu: float = 3.0          # half-Student-t degrees of freedom of every SD
     sd_scale: float = 1.0       # its scale for seed_sd and residual_sd (noise units)
+    slope_scale: float = 2.0    # slope_sd's scale (noise units per unit of x)
     sigma_floor: float = 1.0    # sigma_sd's scale: neutral about the verdict, at least this (noise units)
     alt_factor: float = 2.0     # half-Cauchy scale of sigma_sd under the second prior, x sigma_sd's scale
 
@@ -107,7 +108,8 @@ class Priors:
                                         "RMS; with 3 or more levels and paired seeds) is a fixed effect, never shrunk "
                                         "towards no memory; the prior probabilities reported are the exchangeable "
                                         "level effects' alone",
-            "slope_sd[pipeline]": ht + " per unit of x (with 3 or more levels and paired seeds)",
+            "slope_sd[pipeline]": f"half-Student-t({self.sd_nu:g}, scale {self.slope_scale:g} noise SD) per unit of x "
+                                  "(with 3 or more levels and paired seeds)",
             "v, b, e": "Normal(0, sd^2) each; integrated out analytically with u, level effects drawn afterwards "
                        "from their exact conditional",
             "second prior": self.alt_description(),

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from initmem.lazy import lazy_getattr
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _API: dict[str, tuple[str, str]] = {
     "open_cube": ("initmem.cube", "open_cube"),

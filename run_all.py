@@ -91,7 +91,10 @@ def analysis_is_current(out_dir: Path, cube_path: Path, options: dict[str, Any])
         state = json.loads(state_path.read_text())
     except (OSError, json.JSONDecodeError):
         return False
-    return state.get("cube_sha256") == cube_digest(cube_path) and state.get("analyze_options") == options
+    from initmem import __version__
+
+    return (state.get("cube_sha256") == cube_digest(cube_path) and state.get("analyze_options") == options
+            and state.get("initmem") == __version__)
 
 
 def run_all(
@@ -147,7 +150,10 @@ def run_all(
         if analyze_fn is None:
             from initmem.analysis import analyze_cube as analyze_fn
         analyze_fn(cube_path, analysis_dir, progress=not quiet, **options)
-        write_json(out / STATE_FILE, {"cube_sha256": cube_digest(cube_path), "analyze_options": options})
+        from initmem import __version__
+
+        write_json(out / STATE_FILE, {"cube_sha256": cube_digest(cube_path), "analyze_options": options,
+                                      "initmem": __version__})
         seconds["analyze"] = time.perf_counter() - t0
         reused["analyze"] = False
         say(f"      analyze done in {seconds['analyze']:.1f} s")

@@ -239,7 +239,7 @@ def write_analysis(ds: xr.Dataset, root: Path, *, delta: float = 0.01, verdicts:
             "sampler": "nutpie", "max_rhat": 1.004, "min_ess_bulk": 880.0, "divergences": 0, "seconds": 9.5,
             "compile_seconds": 4.0, "sampling_seconds": 5.5, "retried": False, "flags": [], **(diagnostics or {})}),
         cube=str(cube_path), command=["initmem", "analyze", str(cube_path), "--out", str(out)],
-        versions={"initmem": "0.1.0"},
+        versions={"initmem": "0.2.0"},
         outputs=R.Outputs(curves=R.CURVES_NC if curves is not None else None,
                           collapse=R.COLLAPSE_JSON if collapse is not None else None),
     )

@@ -500,6 +500,13 @@ def test_run_all_collects_analyzes_reports_and_resumes(tmp_path):
     run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, analyze_fn=fake_analyze, reanalyze=True,
             analyze_options={"draws": 200})
     assert len(calls) == 3
+    # An analysis made by another version of initmem (another model) is redone, not reused.
+    state_path = out / "run_state.json"
+    state = json.loads(state_path.read_text())
+    state_path.write_text(json.dumps({**state, "initmem": "0.0.1"}))
+    run_all(grid, out, quiet=True, say=said.append, train_fn=fake_train_pack, analyze_fn=fake_analyze,
+            analyze_options={"draws": 200})
+    assert len(calls) == 4
 
 
 def test_a_figure_without_its_data_is_skipped_with_the_reason(tmp_path):

@@ -1,4 +1,5 @@
-"""The quick preset shows the paper's contrast, from a real collect and a real analysis, on a
+"""The quick preset shows the paper's contrast (named to sort early: the suite's longest file then
+starts first on its test worker instead of last), from a real collect and a real analysis, on a
 reduced grid: its own pipelines and horizons, the extreme sigma_w levels, four seeds. Low-LR SGD
 without L2 interpolates in every cell and remembers the init scale by several points; SGD with a
 larger rate, L2 and a cosine decay, and AdamW, interpolate too and lean towards forgetting: with

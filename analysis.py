@@ -29,7 +29,9 @@ from initmem.models.memory import (
 from initmem.models.summaries import attach_checks, estimand
 from initmem.spec import AnalysisSpec
 
-VERDICT_RULE = ("remembers if P(spread > delta) >= 0.95, forgets if P(spread < delta) >= 0.95, else "
+VERDICT_RULE = ("remembers if P(spread > delta) >= 0.95 and the seeds' paired differences between two sigma_w "
+                "levels exceed delta (Bonferroni over the pairs; models/paired.py), forgets if "
+                "P(spread < delta) >= 0.95, else "
                 "inconclusive; borderline when a verdict probability lies within 2 Monte Carlo standard errors "
                 "of 0.95 (not counted as decided); spread = max - min over the sigma_w grid of the expected "
                 "metric with seed and residual effects averaged out, in outcome units")

@@ -13,8 +13,10 @@ so the seeds' noise is not assumed compound-symmetric: a seed may respond to sig
 way (issue 18's audit; docs/memory-model.md, "Likelihood"). Every group effect is integrated out
 analytically (models/core.py), so NUTS samples four SDs per pipeline plus the values of cells a
 pipeline lacks inside its levels x seeds rectangle
-(imputed with a flat prior, which integrates them out exactly). There is no funnel, hence no
-divergences by construction; pipelines share nothing, least of all sigma_sd.
+(imputed with a flat prior, which integrates them out exactly). With no group effect left there
+is no funnel, so well-filled tables sample without divergences; tables whose holes leave under 2
+residual degrees of freedom are skipped in models/data.py, because there the imputed cells make
+one. Pipelines share nothing, least of all sigma_sd.
 
 Why a class: ``MemoryModel(data).fit().summarize(delta)`` keeps the data, the PyMC model, the
 compiled nutpie sampler and the posterior together; every array the model reads is ``pm.Data``
@@ -50,7 +52,7 @@ _SAMPLED = ("sigma_sd_z", "seed_sd_z", "slope_sd_z", "residual_sd_z")
 warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS installation")
 
 
-def sigma_scales(d: MemoryData, x: np.ndarray, priors: Priors, delta: float | None) -> np.ndarray:
+def sigma_scales(d: MemoryData, priors: Priors, delta: float | None) -> np.ndarray:
     """Per pipeline, sigma_sd's prior scale in noise units (models/priors.py: neutral about the
     verdict for the pipeline's delta and number of levels)."""
     lev = d.level_mask
@@ -64,7 +66,7 @@ def _model_arrays(d: MemoryData, priors: Priors, delta: float | None) -> dict[st
     x = core.slope_axis(d.sigma_w, d.level_mask, d.seed_design == cube.SEED_PAIRED)
     return {"z": d.standardized(), "obs": d.used.astype(float), "imputed": imputed.astype(float),
             "lev": d.level_mask.astype(float), "sd": d.seed_mask.astype(float), "x": x,
-            "sigma_scale": sigma_scales(d, x, priors, delta)}
+            "sigma_scale": sigma_scales(d, priors, delta)}
 
 
 class MemoryModel:
@@ -84,6 +86,7 @@ class MemoryModel:
         # sigma_sd's prior is neutral about the verdict at this delta (models/priors.py); the
         # default is the metric's own (one point for accuracies), none for other metrics.
         self.delta = delta if delta is not None else _default_delta(data.metric)
+        self._arr: dict[str, np.ndarray] | None = None
         self.model = self._build()
         self._compiled: Any = None
         self.idata: Any = None
@@ -95,7 +98,11 @@ class MemoryModel:
         self._summary_cache: dict[str, Any] = {}
 
     def _arrays(self) -> dict[str, np.ndarray]:
-        return _model_arrays(self.data, self.priors, self.delta)
+        """The model's data arrays, computed once per model object (its data never change; a refit
+        is a new object)."""
+        if self._arr is None:
+            self._arr = _model_arrays(self.data, self.priors, self.delta)
+        return self._arr
 
     @property
     def coords(self) -> dict[str, Any]:
@@ -211,7 +218,7 @@ class MemoryModel:
         if data.used.shape != self.data.used.shape:
             raise ValueError("refit needs data of the same (pipeline, sigma_w, seed) shape")
         new = object.__new__(MemoryModel)
-        new.__dict__.update({**self.__dict__, "data": data, "idata": None, "_summary_cache": {}})
+        new.__dict__.update({**self.__dict__, "data": data, "idata": None, "_summary_cache": {}, "_arr": None})
         import pymc as pm
 
         arr = new._arrays()
@@ -246,8 +253,7 @@ class MemoryModel:
                                    x=np.broadcast_to(arr["x"], sums["level_means"].shape), s2b=s2["slope_sd_z"])
         scale, center = d.scale[None, None, :], d.center[None, None, :]
         expected = np.where(lev, center[..., None] + scale[..., None] * (base[..., None] + u), np.nan)
-        memory = s2["sigma_sd_z"]
-        total = memory + s2["seed_sd_z"] + s2["slope_sd_z"] + s2["residual_sd_z"]
+        total = s2["sigma_sd_z"] + s2["seed_sd_z"] + s2["slope_sd_z"] + s2["residual_sd_z"]
         cd = ("chain", "draw")
         coords = {"chain": post["chain"].values, "draw": post["draw"].values, cube.PIPELINE: coords_[cube.PIPELINE],
                   cube.SIGMA: coords_[cube.SIGMA]}
@@ -262,7 +268,7 @@ class MemoryModel:
             "residual_sd": da(scale * sz["residual_sd_z"], (*cd, cube.PIPELINE)),
             "expected": da(expected, (*cd, cube.PIPELINE, cube.SIGMA)),
             "spread": da(scale * core.spread(u, lev), (*cd, cube.PIPELINE)),
-            "memory_share": da(memory / total, (*cd, cube.PIPELINE)),
+            "memory_share": da(s2["sigma_sd_z"] / total, (*cd, cube.PIPELINE)),
             "seed_share": da(s2["seed_sd_z"] / total, (*cd, cube.PIPELINE)),
             "slope_share": da(s2["slope_sd_z"] / total, (*cd, cube.PIPELINE)),
             "residual_share": da(s2["residual_sd_z"] / total, (*cd, cube.PIPELINE)),

@@ -19,7 +19,7 @@ from initmem.levels import PROBE_LABEL, level_names, probe_caption, probe_is_cat
 from initmem.reports.load import Analysis, ok_mask
 from initmem.reports.methods import seed_caption, seed_design
 from initmem.reports.svg import PALETTE, VERDICT_COLOURS, Figure, figure_to_svg, new_figure, style
-from initmem.reports.tables import q
+from initmem.reports.tables import failed_checks, q
 
 
 class Skip(Exception):
@@ -248,8 +248,7 @@ def ppc_intervals(a: Analysis) -> Figure:
         for ax, (key, label) in zip(axes[0], stats, strict=True):
             for yi, p in zip(y, have, strict=True):
                 d = a.pipe(p).ppc[key]
-                pv = q(d, "p_value")
-                bad = np.isfinite(pv) and not 0.025 <= pv <= 0.975
+                bad = key in failed_checks(a.pipe(p))
                 ax.plot([q(d, "q05") * scale, q(d, "q95") * scale], [yi, yi], color="#9a9a9a", lw=3,
                         solid_capstyle="butt")
                 ax.plot([q(d, "observed") * scale], [yi], "D", ms=5, color="#b91c1c" if bad else "#111111")
@@ -264,7 +263,8 @@ def ppc_intervals(a: Analysis) -> Figure:
         fig.tight_layout()
     caption = ("Posterior predictive checks: for each pipeline the observed spread over σ_w and SD of the seed means "
                "(diamonds) against the 90% interval of the same statistic in data replicated from the posterior "
-               "(grey). A red diamond has a predictive p-value outside [0.025, 0.975]: the model does not reproduce "
+               "(grey). A red diamond is a failed check (a predictive p-value in either tail of 0.05 split over the "
+               "pipeline's checks): the model does not reproduce "
                "that feature of the data.")
     alt = (f"Two-panel interval plot of posterior predictive checks for {len(have)} pipelines. "
            + (f"Outside the predictive range: {', '.join(outside)}." if outside else

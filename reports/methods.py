@@ -29,7 +29,7 @@ LIKELIHOOD_TEXT = {
 SEED_DESIGN_TEXT = {
     C.SEED_PAIRED: "Seeds are paired across sigma_w (common random numbers): one seed fixes the initial direction, "
                    "the data order and the augmentation draws identically at every sigma_w, so the model has a "
-                   "seed effect shared by all levels.",
+                   "seed effect shared by all levels and a drift of each seed's own along log sigma_w.",
     C.SEED_INDEPENDENT: "Seeds are independent across sigma_w: runs with the same seed number at different sigma_w "
                         "share no randomness, so the model has no shared seed effect and a seed number only labels "
                         "a replicate.",
@@ -198,7 +198,7 @@ def analysis_sentences(a: Analysis) -> list[str]:
         out.append(s.model.strip())
     else:
         effects = ("sigma_w-level and residual effects" if seed_design(a) == C.SEED_INDEPENDENT
-                   else "crossed sigma_w-level, seed and residual effects")
+                   else "crossed sigma_w-level, seed, seed-slope and residual effects")
         out.append(
             f"The metric {a.metric} was modelled for each pipeline on its own with {effects}, their standard "
             "deviations given half-Student-t priors in units of the pipeline's noise scale (nothing pooled across "
@@ -234,9 +234,10 @@ def analysis_sentences(a: Analysis) -> list[str]:
         (s.estimand.strip() + " " if s.estimand else
          "The spread is the maximum minus the minimum over the sigma_w grid of the expected metric with seed noise "
          "averaged out. ")
-        + "A pipeline remembers its initialization if P(spread > delta) >= 0.95, forgets it if "
-        f"P(spread < delta) >= 0.95, and is inconclusive otherwise, with delta = {unit}; a verdict probability "
-        "within two Monte Carlo standard errors of 0.95 is reported as borderline, not as decided.")
+        + "A pipeline remembers its initialization if P(spread > delta) >= 0.95 and the seeds' paired differences "
+        "between two sigma_w levels exceed delta (one-sided paired t tests, Bonferroni over the pairs of levels), "
+        f"forgets it if P(spread < delta) >= 0.95, and is inconclusive otherwise, with delta = {unit}; a verdict "
+        "probability within two Monte Carlo standard errors of 0.95 is reported as borderline, not as decided.")
     out.append(
         "As frequentist cross-checks, each pipeline was treated as a randomized complete block design (treatment "
         "sigma_w, block seed): REML variance components of y ~ 1 + (1|sigma_w) + (1|seed), a repeated-measures "

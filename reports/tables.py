@@ -153,12 +153,21 @@ def frequentist_rows(a: Analysis) -> list[dict[str, Any]]:
     return [row(p, a.pipe(p)) for p in a.pipelines]
 
 
+def failed_checks(info: R.PipelineResult) -> list[str]:
+    """The model checks a pipeline failed: the analysis's own list, else the same rule
+    (models/checks.py: either tail of 0.05 split over the checks) applied to its p-values."""
+    from initmem.models.checks import failures
+
+    return list(info.checks_failed) or failures({k: {"p_value": v.p_value} for k, v in info.ppc.items()})
+
+
 def diagnostics_rows(a: Analysis) -> list[dict[str, Any]]:
     """Per-pipeline sampler diagnostics and posterior predictive checks (statistics in report units)."""
     k = a.scale
     def row(p: str, info: R.PipelineResult) -> dict[str, Any]:
         d = info.diagnostics
         sp, sd = info.ppc.get("spread"), info.ppc.get("seed_sd")
+        failed = failed_checks(info)
         return {
             "name": p,
             "rhat": num(d.max_rhat), "ess": num(d.min_ess_bulk), "div": num(d.divergences),
@@ -168,7 +177,7 @@ def diagnostics_rows(a: Analysis) -> list[dict[str, Any]]:
             "ppc_sd_lo": k * q(sd, "q05"), "ppc_sd_hi": k * q(sd, "q95"),
             "n_excluded": info.n_excluded_total,
             "excluded_text": excluded_text(info.n_excluded),
-            "spread_failed": "spread" in info.checks_failed, "sd_failed": "seed_sd" in info.checks_failed,
+            "spread_failed": "spread" in failed, "sd_failed": "seed_sd" in failed,
         }
 
     return [row(p, a.pipe(p)) for p in a.pipelines]
@@ -254,5 +263,5 @@ def settings_rows(a: Analysis) -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["assumption_rows", "collapse_rows", "diagnostics_rows", "excluded_text", "frequentist_rows", "interpolation_rows", "num", "q",
+__all__ = ["assumption_rows", "collapse_rows", "diagnostics_rows", "failed_checks", "excluded_text", "frequentist_rows", "interpolation_rows", "num", "q",
            "settings_rows", "summary_rows", "verdict_rows"]

@@ -13,7 +13,7 @@ from initmem import cube as C
 from initmem import names as N
 from initmem.names import ESS_MIN, RHAT_MAX  # the goals have one owner
 from initmem.reports.load import Analysis
-from initmem.reports.tables import diagnostics_rows, excluded_text, num, q
+from initmem.reports.tables import diagnostics_rows, excluded_text, failed_checks, num, q
 
 ALPHA = 0.05
 EPOCH_AXIS = C.EPOCH
@@ -230,15 +230,13 @@ def divergence_warnings(a: Analysis) -> list[str]:
 
 
 def _ppc_failures(a: Analysis) -> list[str]:
-    """The model checks each pipeline failed: the analysis's list, else the report's own reading
-    of the p-values by the same rule (models/checks.py: Bonferroni over the checks)."""
-    from initmem.models.checks import LABELS, failures
+    """The model checks each pipeline failed (``tables.failed_checks``)."""
+    from initmem.models.checks import LABELS
 
     out = []
     for p in a.pipelines:
         info = a.pipe(p)
-        failed = info.checks_failed or failures({k: {"p_value": v.p_value} for k, v in info.ppc.items()})
-        for name in failed:
+        for name in failed_checks(info):
             st = info.ppc.get(name)
             pv = q(st, "p_value") if st is not None else float("nan")
             out.append(f"{p}: posterior predictive check of the {LABELS.get(name, name)} fails (p = {pv:.3f}); "

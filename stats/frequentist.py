@@ -16,7 +16,7 @@ arbitrary labels, which costs degrees of freedom but not validity). For every pi
   no frequentist verdict, and the reason says so.
 
 Why both: the Bayesian model (docs/memory-model.md) fits each pipeline on its own, nothing pooled
-across pipelines, with half-Student-t priors on its three SDs in units of a noise scale taken from
+across pipelines, with half-Student-t priors on its four SDs in units of a noise scale taken from
 the test set (per-example predictions or the binomial bound of counts) or, for other metrics, the
 pooled seed SD; its spread is that of the expected metric over new seeds. The classical tests
 have no prior and see only the scatter between seeds. When the two agree the reader can trust

@@ -18,8 +18,10 @@ install: $(STAMP)
 demo: install
 	$(VENV)/bin/initmem run --preset quick --out $(OUT)
 
+# ruff (style, unused arguments and noqa, complexity) and the layer contract (docs/architecture.md).
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 # pytest exits 5 when it collects no test; that is a failure, never a success.
 # Two workers (pytest-xdist), one test file per worker at a time: a file's module fixtures are built once,

@@ -20,15 +20,17 @@ vocabularies that extensions add to are tables: ``clocks``, ``optimizers`` and
 
 from __future__ import annotations
 
+from importlib.metadata import version
+
 from initmem.lazy import lazy_getattr
 
-__version__ = "0.2.0"
+__version__ = version("initmem")
 
 _API: dict[str, tuple[str, str]] = {
     "open_cube": ("initmem.cube", "open_cube"),
     "write_cube": ("initmem.cube", "write_cube"),
     "load_grid": ("initmem.grid", "load_grid"),
-    "AnalysisSpec": ("initmem.spec", "AnalysisSpec"),
+    "AnalysisSpec": ("initmem.results", "AnalysisSpec"),
     "analyze": ("initmem.analysis", "analyze_cube"),
     "report": ("initmem.reports.html", "build_report"),
     "simulate_cube": ("initmem.simulate", "simulate_cube"),

@@ -6,7 +6,7 @@ simulator can draw it and whether the collapse test scores it lived in six modul
 field of one :class:`Clock` entry, and those modules read :data:`CLOCKS`:
 
 * ``initmem.cube`` re-exports the names and derives its clock tuples (the cube variables);
-* ``initmem.collect.train.schedule`` computes every *schedule* clock from the per-step learning rate with
+* ``initmem.schedule`` computes every *schedule* clock from the per-step learning rate with
   the entry's :attr:`Clock.compute` (engine and simulator alike, so their clocks agree exactly);
 * *measured* clocks are computed from the weights by ``initmem.collect.train.measure``;
 * the report labels axes with :attr:`Clock.label`, the simulator offers the entries with
@@ -30,6 +30,7 @@ SCHEDULE, MEASURED = "schedule", "measured"
 T_ETA, T_SGD, T_L2, T_ADAPT = "T_eta", "T_sgd", "T_l2", "T_adapt"
 T_ETA_MOM, T_SGD_MOM, T_L2_MOM = "T_eta_mom", "T_sgd_mom", "T_l2_mom"
 T_WD = "T_wd"
+STEP, LR_NOW = "step", "lr_now"  # steps taken and the rate of the last step: the schedule beside its clocks
 T_ANGLE, T_EFF = "T_angle", "T_eff"
 
 

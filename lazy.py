@@ -1,6 +1,6 @@
 """Lazily imported public names for the package ``__init__`` modules.
 
-A package exports its public face without importing it: ``import initmem.collect.train.schedule`` must not
+A package exports its public face without importing it: ``import initmem.schedule`` must not
 import torch through ``initmem.collect``'s ``__init__``, nor ``import initmem`` PyMC.
 """
 

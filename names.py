@@ -38,3 +38,5 @@ CURVE_RHO, CURVE_RHO_Q05, CURVE_RHO_Q95 = "rho", "rho_q05", "rho_q95"
 CURVE_FUNC_SPREAD, CURVE_FUNC_SPREAD_Q05, CURVE_FUNC_SPREAD_Q95 = "func_spread", "func_spread_q05", "func_spread_q95"
 CURVE_FUNC_SHARE = "func_share"
 CURVE_FS_MEMORY, CURVE_FS_MEMORY_Q05, CURVE_FS_MEMORY_Q95 = "fs_memory", "fs_memory_q05", "fs_memory_q95"
+
+ALPHA = 0.05  # the error rate of every test, check and verdict rule (docs/statistics.md)

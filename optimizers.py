@@ -1,10 +1,8 @@
 """The optimizer table: every optimizer kind a grid pipeline may name, one entry each.
 
-Torch-free at import: each entry's :attr:`OptimizerKind.factory` imports torch when it is called
-(by ``initmem.collect.train.optim`` in the engine). Before this table an optimizer kind lived in seven
-places (grid.py's tuple, ``Literal``, validator and ``coupled_l2``; collect/train/optim.py's if/else;
-collect/train/schedule.py's adaptive set; collect/train/coords.py; simulate.py; reports/methods.py's display
-names); they now all read :data:`OPTIMIZERS`:
+Torch-free: an entry names its ``torch.optim`` class and gives its keyword arguments, and the engine
+(``initmem.collect.train.optim``) builds it. The grid schema, the schedule's clocks, the cube's coordinates,
+the simulator and the report all read :data:`OPTIMIZERS`:
 
 * ``adaptive``: an Adam-family optimizer, whose clock ``T_adapt`` is ``sum eta_k`` (0 otherwise);
 * ``l2``: how ``weight_decay`` acts: ``coupled`` (added to the gradient: lambda of ``T_l2``) or
@@ -13,7 +11,7 @@ names); they now all read :data:`OPTIMIZERS`:
   momentum-corrected clocks use ``eta / (1 - mu)``);
 * ``betas``: the grid's ``betas`` apply (stored as ``beta1`` / ``beta2`` cube coordinates).
 
-Every factory is element-wise (``foreach`` on CPU, ``fused`` on CUDA where torch has it), so one
+Every kind is element-wise (``foreach`` on CPU, ``fused`` on CUDA where torch has it), so one
 optimizer over a pack's stacked ``[G, ...]`` tensors is exactly G independent optimizers
 (tests/test_engine.py checks bitwise pack invariance for every kind). How to add one:
 docs/extending.md.
@@ -35,34 +33,20 @@ def _fast(device_kind: str, *, fused: bool = True) -> dict[str, Any]:
     return {"fused": True} if device_kind == "cuda" and fused else {"foreach": True}
 
 
-def _sgd(params: list[Any], spec: Any, device_kind: str) -> Any:
-    import torch
-
-    return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum, nesterov=spec.nesterov,
-                           weight_decay=spec.weight_decay, **_fast(device_kind))
+def _sgd(spec: Any, device_kind: str) -> dict[str, Any]:
+    return dict(lr=spec.lr, momentum=spec.momentum, nesterov=spec.nesterov, weight_decay=spec.weight_decay,
+                **_fast(device_kind))
 
 
-def _adam(params: list[Any], spec: Any, device_kind: str) -> Any:
-    import torch
-
-    return torch.optim.Adam(params, lr=spec.lr, betas=tuple(spec.betas), eps=spec.eps,
-                            weight_decay=spec.weight_decay, **_fast(device_kind))
+def _adam(spec: Any, device_kind: str) -> dict[str, Any]:
+    return dict(lr=spec.lr, betas=tuple(spec.betas), eps=spec.eps, weight_decay=spec.weight_decay,
+                **_fast(device_kind))
 
 
-def _adamw(params: list[Any], spec: Any, device_kind: str) -> Any:
-    import torch
-
-    return torch.optim.AdamW(params, lr=spec.lr, betas=tuple(spec.betas), eps=spec.eps,
-                             weight_decay=spec.weight_decay, **_fast(device_kind))
-
-
-def _rmsprop(params: list[Any], spec: Any, device_kind: str) -> Any:
-    import torch
-
+def _rmsprop(spec: Any, device_kind: str) -> dict[str, Any]:
     # torch has no fused RMSprop: foreach on every device. alpha (the squared-gradient average) is
     # torch's default 0.99; the grid's eps applies.
-    return torch.optim.RMSprop(params, lr=spec.lr, eps=spec.eps, weight_decay=spec.weight_decay,
-                               **_fast(device_kind, fused=False))
+    return dict(lr=spec.lr, eps=spec.eps, weight_decay=spec.weight_decay, **_fast(device_kind, fused=False))
 
 
 @dataclass(frozen=True)
@@ -75,7 +59,8 @@ class OptimizerKind:
     l2: str
     momentum: bool
     betas: bool
-    factory: Callable[[list[Any], Any, str], Any]
+    torch_class: str  # the class in ``torch.optim`` that trains it
+    kwargs: Callable[[Any, str], dict[str, Any]]  # (pipeline spec, device kind) -> its keyword arguments
 
     def coupled_l2(self, weight_decay: float) -> float:
         """lambda of ``T_l2``: the weight decay when it is added to the gradient, else 0."""
@@ -87,10 +72,14 @@ class OptimizerKind:
 
 
 OPTIMIZERS: tuple[OptimizerKind, ...] = (
-    OptimizerKind("sgd", "SGD", adaptive=False, l2=COUPLED, momentum=True, betas=False, factory=_sgd),
-    OptimizerKind("adam", "Adam", adaptive=True, l2=COUPLED, momentum=False, betas=True, factory=_adam),
-    OptimizerKind("adamw", "AdamW", adaptive=True, l2=DECOUPLED, momentum=False, betas=True, factory=_adamw),
-    OptimizerKind("rmsprop", "RMSprop", adaptive=True, l2=COUPLED, momentum=False, betas=False, factory=_rmsprop),
+    OptimizerKind("sgd", "SGD", adaptive=False, l2=COUPLED, momentum=True, betas=False,
+                  torch_class="SGD", kwargs=_sgd),
+    OptimizerKind("adam", "Adam", adaptive=True, l2=COUPLED, momentum=False, betas=True,
+                  torch_class="Adam", kwargs=_adam),
+    OptimizerKind("adamw", "AdamW", adaptive=True, l2=DECOUPLED, momentum=False, betas=True,
+                  torch_class="AdamW", kwargs=_adam),
+    OptimizerKind("rmsprop", "RMSprop", adaptive=True, l2=COUPLED, momentum=False, betas=False,
+                  torch_class="RMSprop", kwargs=_rmsprop),
 )
 
 BY_NAME: dict[str, OptimizerKind] = {o.name: o for o in OPTIMIZERS}

@@ -21,7 +21,8 @@ import torch
 import torch.nn.functional as F
 
 from initmem.collect.train.devices import deterministic
-from initmem.collect.train.nets import PConv, build_net
+from initmem.collect.train.nets import build_net
+from initmem.collect.train.packed import PConv
 from initmem.grid import load_grid
 
 try:  # run as a script from the repository root

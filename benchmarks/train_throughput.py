@@ -31,7 +31,8 @@ import torch.nn.functional as F
 from initmem.collect.train.data import Split, load_split
 from initmem.collect.train.devices import deterministic, device_kind, resolve_device
 from initmem.collect.train.engine import PackTrainer
-from initmem.collect.train.nets import PConv, count_train_flops_per_image
+from initmem.collect.train.nets import count_train_flops_per_image
+from initmem.collect.train.packed import PConv
 from initmem.grid import Grid, load_grid, parse_grid
 
 
@@ -159,7 +160,7 @@ def main() -> None:
         print(f"packed-over-single per-model throughput (G={big} vs G={small}): {rates[big] / rates[small]:.2f}x")
         if small == 1 and device_kind(device) == "cpu":
             # A CPU pack of one pays for the shadow groups that keep it bitwise equal to a pack
-            # member (nets.PConv._with_shadows). Measure the plain dense single model too, so the
+            # member (packed.PConv._with_shadows). Measure the plain dense single model too, so the
             # ratio is not flattered by that cost.
             exact = PConv._with_shadows
             PConv._with_shadows = lambda self, x, w, groups: F.conv2d(x, w, None, self.stride, self.pad, 1, self.G)

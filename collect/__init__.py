@@ -16,8 +16,8 @@ _API: dict[str, tuple[str, str]] = {
     "collect": ("initmem.collect.run.runner", "collect"),
     "collect_grid": ("initmem.collect.run.in_process", "collect_grid"),
     "merge_dir": ("initmem.collect.run.shards", "merge_dir"),
-    "LrSchedule": ("initmem.collect.train.schedule", "LrSchedule"),
-    "pipeline_clocks": ("initmem.collect.train.schedule", "pipeline_clocks"),
+    "LrSchedule": ("initmem.schedule", "LrSchedule"),
+    "pipeline_clocks": ("initmem.schedule", "pipeline_clocks"),
 }
 
 

@@ -1,7 +1,7 @@
 """What a per-epoch table implies: the selected and final accuracy, and the forgetting clocks.
 
-Both are computed by the code the engine uses (collect/train/select.py picks the checkpoint,
-collect/train/schedule.py sums the clocks; both are numpy only), so an imported grid and a collected
+Both are computed by the code the engine uses (grid/select.py picks the checkpoint,
+initmem/schedule.py sums the clocks; both are numpy only), so an imported grid and a collected
 one are measured the same way. Nothing here invents what the table does not give: without a
 ``train_acc`` curve no interpolation epoch is derived, and without steps per epoch (a ``step``
 column or ``--n-train``) no clock is computed; the returned notes say so (docs/import.md).
@@ -13,10 +13,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from initmem import cube, optimizers
-from initmem.collect.train import schedule
-from initmem.collect.train.select import select_epoch
+from initmem import cube, optimizers, schedule
 from initmem.errors import UserError, option
+from initmem.grid.select import select_epoch
 
 SELECT_RULE = "best_val_acc"  # the engine's rule without the interpolation gate (no tau_interp is claimed)
 

@@ -96,7 +96,7 @@ class Mapping:
 
 def read_source(path: Path, fmt: str, mapping: Mapping) -> tuple[pd.DataFrame, str]:
     """(long table, label for messages) of ``path`` read as ``fmt`` (``auto``: by its look)."""
-    from initmem.table_import import read_table
+    from initmem.importers.table import read_table
 
     path = Path(path)
     if not path.exists():

@@ -15,16 +15,17 @@ complete seeds of a table, r[i, s] = y[i, s] - ybar_i - ybar_s + grand:
 
 Each is compared with replicates from the posterior predictive (fresh seeds, slopes and
 residuals around each draw's level values); p = P(T_rep >= T_obs). With k checks computed, a
-p-value below ``PPC_ALPHA`` / (2k) or above 1 - ``PPC_ALPHA`` / (2k) is a failed check and puts a
+p-value below ``ALPHA`` / (2k) or above 1 - ``ALPHA`` / (2k) is a failed check and puts a
 warning on the verdict: Bonferroni over the checks, so that a pipeline that follows the model is
-warned about at most ``PPC_ALPHA`` of the time (tests/test_checks.py measures it).
+warned about at most ``ALPHA`` of the time (tests/test_checks.py measures it).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-PPC_ALPHA = 0.05
+from initmem.names import ALPHA
+
 STRUCTURE_CHECKS = ("var_ratio", "neighbour_corr", "linear_share")
 ALL_CHECKS = ("spread", "seed_sd", *STRUCTURE_CHECKS)
 LABELS = {"spread": "spread of the level means", "seed_sd": "SD of the seed means",
@@ -68,7 +69,7 @@ def compare(observed: dict[str, np.ndarray], replicated: dict[str, np.ndarray]) 
     return out
 
 
-def failures(ppc: dict[str, dict[str, float]], alpha: float = PPC_ALPHA) -> list[str]:
+def failures(ppc: dict[str, dict[str, float]], alpha: float = ALPHA) -> list[str]:
     """Names of the checks whose predictive p-value is in either tail of size alpha / (2k),
     k the number of checks with a p-value."""
     k = max(sum(s.get("p_value") is not None for s in ppc.values()), 1)
@@ -85,5 +86,5 @@ def warning_text(failed: list[str], ppc: dict[str, dict[str, float]]) -> str | N
             + "; the verdict may be over- or under-confident (docs/memory-model.md, 'Model checks')")
 
 
-__all__ = ["ALL_CHECKS", "LABELS", "PPC_ALPHA", "STRUCTURE_CHECKS", "compare", "failures", "table_statistics",
+__all__ = ["ALL_CHECKS", "LABELS", "STRUCTURE_CHECKS", "compare", "failures", "table_statistics",
            "warning_text"]

@@ -152,18 +152,5 @@ def predictive_tables(base: np.ndarray, u: np.ndarray, seed_sd: np.ndarray, resi
     return out
 
 
-def expected_accuracy(eta: np.ndarray, noise_sd: float, offsets: np.ndarray | None = None) -> np.ndarray:
-    """Mean over examples of E over N(0, noise_sd^2) of sigmoid(eta + offset_x): the expected
-    accuracy on a fixed test set whose examples have logit offsets ``offsets`` (one example at
-    offset 0 when None), by 40-point Gauss-Hermite quadrature. The simulator's truth."""
-    eta = np.asarray(eta, dtype=float)
-    off = np.zeros(1) if offsets is None else np.asarray(offsets, dtype=float)
-    out = np.empty(eta.shape)
-    for idx, e in np.ndenumerate(eta):
-        z = e + off[:, None] + noise_sd * _GH_X[None, :]
-        out[idx] = float(((1.0 / (1.0 + np.exp(-z))) @ _GH_W).mean())
-    return out
-
-
-__all__ = ["MIN_SLOPE_LEVELS", "draw_levels", "expected_accuracy", "predictive_tables", "reml_loglik", "slope_axis",
+__all__ = ["MIN_SLOPE_LEVELS", "draw_levels", "predictive_tables", "reml_loglik", "slope_axis",
            "spread", "table_sums"]

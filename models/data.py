@@ -24,7 +24,7 @@ import xarray as xr
 from initmem import cube
 from initmem.errors import OptionError, UserError
 from initmem.results import GATES, sigma_key
-from initmem.spec import FAMILIES  # (the analysis options' vocabulary, initmem/spec.py)
+from initmem.results.spec import FAMILIES  # (the analysis options' vocabulary, initmem/spec.py)
 
 COUNT_METRICS = (cube.SELECTED_TEST_ACC, cube.SELECTED_TEST_CORRECT)
 NOT_METRICS = (cube.STATUS, cube.TAU_INTERP, cube.TAU_BEST, cube.WALL_SECONDS)

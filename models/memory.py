@@ -26,6 +26,7 @@ sensitivity refit, plan checks) without recompiling.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import warnings
@@ -40,8 +41,8 @@ from initmem.models import arviz_io, checks, core
 from initmem.models.data import FAMILIES, MemoryData, prepare_data, resolve_delta
 from initmem.models.priors import Priors, default_priors
 from initmem.models.summaries import quantiles, summarize_model, verdict
-from initmem.names import ESS_MIN, RHAT_MAX
-from initmem.spec import SAMPLERS
+from initmem.results.records import sampler_flags
+from initmem.results.spec import SAMPLERS
 
 LEVEL_MODELS = ("exchangeable",)
 REPORTED = ("sigma_sd", "seed_sd", "slope_sd", "residual_sd", "memory_share", "spread", "expected")
@@ -287,12 +288,9 @@ class MemoryModel:
             es = np.concatenate([st["ess_bulk"][n].sel({cube.PIPELINE: pipe}).values.ravel() for n in names])
             per[pipe] = {"max_rhat": float(np.nanmax(rh)), "min_ess_bulk": float(np.nanmin(es))}
         div = arviz_io.divergences(self.idata)
-        flags = [f"{div} divergent transition(s)"] if div else []
+        flags = sampler_flags("all pipelines", math.nan, math.nan, div)
         for pipe, s in per.items():
-            if s["max_rhat"] > RHAT_MAX:
-                flags.append(f"{pipe}: R-hat {s['max_rhat']:.4f} > {RHAT_MAX} on a reported quantity")
-            if s["min_ess_bulk"] < ESS_MIN:
-                flags.append(f"{pipe}: bulk ESS {s['min_ess_bulk']:.0f} < {ESS_MIN:.0f} on a reported quantity")
+            flags += sampler_flags(pipe, s["max_rhat"], s["min_ess_bulk"])
             s["divergences"] = div
         return {"per_pipeline": per, "max_rhat": max(s["max_rhat"] for s in per.values()),
                 "min_ess_bulk": min(s["min_ess_bulk"] for s in per.values()), "divergences": div,

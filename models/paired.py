@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-ALPHA = 0.05
+from initmem.names import ALPHA
 
 
 def _pairs(table: np.ndarray, paired: bool) -> tuple[np.ndarray, ...]:
@@ -103,4 +103,4 @@ def _test_name(paired: bool) -> str:
     return f"{kind}, one-sided against delta, Bonferroni over pairs of sigma_w levels"
 
 
-__all__ = ["ALPHA", "paired_bounds", "paired_check"]
+__all__ = ["paired_bounds", "paired_check"]

@@ -24,7 +24,7 @@ from initmem.models import arviz_io, checks
 from initmem.models.data import MemoryData
 from initmem.models.paired import paired_check
 from initmem.models.priors import Priors, prior_p_spread_gt
-from initmem.names import VERDICTS
+from initmem.names import ALPHA, VERDICTS
 from initmem.results import sigma_key
 
 
@@ -42,7 +42,6 @@ class FittedModel(Protocol):
     def refit(self, data: MemoryData) -> FittedModel: ...
 
 DECISION = 0.95
-DIVERGENCE_ALPHA = 0.05
 
 
 def quantiles(x: np.ndarray) -> dict[str, float]:
@@ -125,7 +124,7 @@ def _divergence(model: FittedModel, a: int, pipe: str, delta: float, sensitivity
     d = model.data
     div = d.diverged[a] if d.diverged is not None else np.zeros_like(d.used[a])
     p_value = d.divergence_p.get(pipe)
-    depends = p_value is not None and p_value < DIVERGENCE_ALPHA
+    depends = p_value is not None and p_value < ALPHA
     n_div = int(div.sum())
     warning = None
     if depends:

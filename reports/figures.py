@@ -15,7 +15,7 @@ from matplotlib.colors import BoundaryNorm, ListedColormap, LogNorm, Normalize
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from initmem import cube as C
-from initmem.levels import PROBE_LABEL, level_names, probe_caption, probe_is_categorical, probe_of
+from initmem.cube.levels import PROBE_LABEL, level_names, probe_caption, probe_is_categorical, probe_of
 from initmem.reports.load import Analysis, ok_mask
 from initmem.reports.methods import seed_caption, seed_design
 from initmem.reports.svg import PALETTE, VERDICT_COLOURS, Figure, figure_to_svg, new_figure, style

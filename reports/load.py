@@ -99,7 +99,7 @@ def _find_cube(analysis_dir: Path, recorded: Any) -> Path | None:
         p = Path(recorded)
         candidates += [p] if p.is_absolute() else [p, analysis_dir / p, analysis_dir.parent / p]
         candidates += [analysis_dir / p.name, analysis_dir.parent / p.name]
-    candidates += [analysis_dir.parent / R.DEFAULT_CUBE, analysis_dir / R.DEFAULT_CUBE]
+    candidates += [analysis_dir.parent / R.CUBE_NC, analysis_dir / R.CUBE_NC]
     for c in candidates:
         if c.is_file():
             return c

@@ -11,11 +11,11 @@ from typing import Any
 
 from initmem import cube as C
 from initmem import names as N
-from initmem.names import ESS_MIN, RHAT_MAX  # the goals have one owner
+from initmem.names import ALPHA
 from initmem.reports.load import Analysis
 from initmem.reports.tables import diagnostics_rows, excluded_text, failed_checks, num, q
+from initmem.results.records import sampler_flags
 
-ALPHA = 0.05
 EPOCH_AXIS = C.EPOCH
 
 
@@ -202,20 +202,10 @@ def failures(a: Analysis) -> list[str]:
         # The analysis checked R-hat, ESS and divergences itself (per pipeline): show its flags.
         out += [f"Sampler: {f}" for f in d.flags]
     else:
-        rhat, ess, div = num(d.max_rhat), num(d.min_ess_bulk), num(d.divergences)
-        if math.isfinite(rhat) and rhat > RHAT_MAX:
-            out.append(f"Sampler: max R-hat is {rhat:.3f} (> {RHAT_MAX}); chains disagree.")
-        if math.isfinite(ess) and ess < ESS_MIN:
-            out.append(f"Sampler: min bulk ESS is {ess:.0f} (< {ESS_MIN:.0f}); intervals are noisy.")
-        if math.isfinite(div) and div > 0:
-            out.append(f"Sampler: {int(div)} divergent transition(s); the posterior may be biased.")
+        overall = sampler_flags("all pipelines", num(d.max_rhat), num(d.min_ess_bulk), num(d.divergences))
+        out += [f"Sampler: {f}" for f in overall]
         for r in diagnostics_rows(a):
-            if math.isfinite(r["rhat"]) and r["rhat"] > RHAT_MAX:
-                out.append(f"{r['name']}: R-hat {r['rhat']:.4f} > {RHAT_MAX}.")
-            if math.isfinite(r["ess"]) and r["ess"] < ESS_MIN:
-                out.append(f"{r['name']}: bulk ESS {r['ess']:.0f} < {ESS_MIN:.0f}.")
-            if math.isfinite(r["div"]) and r["div"] > 0:
-                out.append(f"{r['name']}: {int(r['div'])} divergent transition(s).")
+            out += sampler_flags(r["name"], r["rhat"], r["ess"], r["div"])
     return out + _ppc_failures(a) + divergence_warnings(a)
 
 

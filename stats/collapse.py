@@ -30,7 +30,7 @@ from initmem import cube
 from initmem.clocks import family as clock_family
 from initmem.errors import UserError
 from initmem.jsonio import json_safe
-from initmem.names import CURVE_EPOCH_AXIS
+from initmem.names import ALPHA, CURVE_EPOCH_AXIS
 from initmem.stats import inference
 from initmem.stats.collapse_scope import min_p_floor, same_axis, scope_note
 from initmem.stats.curves import has_curve, seed_mean_clocks
@@ -41,7 +41,6 @@ from initmem.stats.smoother import N_BINS, ecdf_coordinates
 
 SCHEMA = "initmem.collapse/3"
 EPOCH_AXIS, STEP_AXIS = cube.EPOCH, cube.STEP
-ALPHA = 0.05
 IDENT_SD = 0.1  # SD across pipelines (log units) of log T - log epoch below which T is epochs in disguise
 MIN_UNITS = 3  # pipelines an axis must be defined on to be compared with epochs
 DEFINED_SHARE = 0.5  # a pipeline "has" an axis when it is defined on at least half its scored epochs

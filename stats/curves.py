@@ -28,7 +28,7 @@ import xarray as xr
 from initmem import cube
 from initmem import names as N
 from initmem.atomic import atomic_path
-from initmem.levels import probe_is_categorical
+from initmem.cube.levels import probe_is_categorical
 from initmem.stats.anova import mean_squares
 from initmem.stats.resample import seed_bootstrap, take_seeds
 

@@ -37,12 +37,11 @@ from scipy import stats
 
 from initmem import cube
 from initmem.errors import UserError
-from initmem.names import BORDERLINE, DECISIONS
+from initmem.names import ALPHA, BORDERLINE, DECISIONS
 from initmem.stats import effects
 from initmem.stats.anova import mean_squares
 from initmem.stats.reml import reml_fit
 
-ALPHA = 0.05
 VERDICTS = DECISIONS  # initmem/names.py
 
 

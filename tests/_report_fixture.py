@@ -199,7 +199,7 @@ def write_analysis(ds: xr.Dataset, root: Path, *, delta: float = 0.01, verdicts:
 
     ``edit`` / ``edit_collapse`` change the records before they are written (a test's variation)."""
     root.mkdir(parents=True, exist_ok=True)
-    cube_path = C.write_cube(ds, root / R.DEFAULT_CUBE) if write_cube else root / R.DEFAULT_CUBE
+    cube_path = C.write_cube(ds, root / R.CUBE_NC) if write_cube else root / R.CUBE_NC
     out = root / "analysis"
     out.mkdir(exist_ok=True)
     rng = np.random.default_rng(0)

@@ -58,7 +58,7 @@ def make_real_run(root: Path, names: tuple[str, ...]) -> Path:
                     weight_decay=5e-4, momentum=0.9, schedule="cosine"),
     ]
     ds = simulate_cube(specs, curves=True, epochs=10, seed=3)
-    cube_path = cube.write_cube(ds, root / R.DEFAULT_CUBE)
+    cube_path = cube.write_cube(ds, root / R.CUBE_NC)
     analysis = root / R.RUN_ANALYSIS_DIR
     from initmem.analysis import analyze_cube
 

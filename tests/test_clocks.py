@@ -11,11 +11,11 @@ import torch
 from initmem import cube
 from initmem.collect.run.in_process import collect_grid
 from initmem.collect.train.data import load_split
-from initmem.collect.train.engine import SCHEDULE_CLOCKS
+from initmem.collect.train.engine import SCHEDULE_CURVES
 from initmem.collect.train.measure import StepMeter, cosine
-from initmem.collect.train.schedule import LrSchedule, pipeline_clocks
-from initmem.collect.train.select import select_epoch
 from initmem.grid import parse_grid
+from initmem.grid.select import select_epoch
+from initmem.schedule import LrSchedule, pipeline_clocks
 from initmem.simulate import SimPipeline, clocks, lr_per_step
 
 PIPES = {
@@ -39,7 +39,7 @@ def test_the_simulators_clocks_are_the_engines_exactly(run):
     n_train = int(load_split(g.dataset).y_train.numel())
     for name, spec in g.pipelines.items():
         sim = clocks(spec, spec.epochs, n_train)
-        for c in SCHEDULE_CLOCKS:
+        for c in SCHEDULE_CURVES:
             got = ds[c].sel(pipeline=name).values            # (sigma_w, seed, epoch), float32
             want = sim[c].astype(cube.FLOAT_DTYPE)
             assert np.array_equal(got, np.broadcast_to(want, got.shape)), (name, c)

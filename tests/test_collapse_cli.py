@@ -10,11 +10,12 @@ import pandas as pd
 import pytest
 
 from initmem import cube
-from initmem.collect.train.schedule import pipeline_clocks
+from initmem.analysis.collapse import collapse_view
+from initmem.collect.run.budgets import resolve_budgets, training_grid
 from initmem.errors import UserError
-from initmem.grid import parse_grid, resolve_budgets
+from initmem.grid import parse_grid
+from initmem.schedule import pipeline_clocks
 from initmem.simulate import preset_pipelines, simulate_cube
-from initmem.stats.collapse_run import collapse_view
 from initmem.stats.collapse_scope import min_p_floor, same_axis
 from initmem.stats.memsource import memory_view
 
@@ -25,10 +26,10 @@ BASE = {"name": "b", "dataset": {"name": "digits"}, "model": {"arch": "resnet_ti
 
 
 def test_budget_resolves_to_the_first_epoch_that_reaches_it():
-    g = parse_grid(BASE | {"budget": {cube.T_L2: 0.3}, "pipelines": {
+    g = resolve_budgets(parse_grid(BASE | {"budget": {cube.T_L2: 0.3}, "pipelines": {
         "l2": {"optimizer": "sgd", "lr": 0.1, "batch_size": 32, "weight_decay": 0.01},
         "cos": {"optimizer": "sgd", "lr": 0.1, "batch_size": 64, "weight_decay": 0.02, "schedule": "cosine"},
-        "plain": {"optimizer": "sgd", "lr": 0.1, "batch_size": 32, "epochs": 3}}})
+        "plain": {"optimizer": "sgd", "lr": 0.1, "batch_size": 32, "epochs": 3}}}))
     assert g.pipelines["plain"].epochs == 3
     from initmem.collect.train.data import load_split
 
@@ -43,8 +44,8 @@ def test_budget_resolves_to_the_first_epoch_that_reaches_it():
 
 def test_budget_errors_are_one_line():
     with pytest.raises(UserError, match="not reached"):
-        parse_grid(BASE | {"budget": {cube.T_L2: 1.0}, "pipelines": {"p": {"optimizer": "sgd", "lr": 0.1,
-                                                                            "batch_size": 32}}})
+        resolve_budgets(parse_grid(BASE | {"budget": {cube.T_L2: 1.0}, "pipelines": {
+            "p": {"optimizer": "sgd", "lr": 0.1, "batch_size": 32}}}))
     with pytest.raises(UserError, match="give epochs or a clock budget"):
         parse_grid(BASE | {"pipelines": {"p": {"optimizer": "sgd", "lr": 0.1, "batch_size": 32}}})
     with pytest.raises(UserError, match="budget: clock must be one of"):
@@ -136,9 +137,7 @@ def test_cli_collapse_on_an_imported_per_epoch_table(tmp_path):
 
 
 def test_the_clocks_preset_resolves_its_budgets():
-    from initmem.grid import load_grid
-
-    g = load_grid("clocks")
+    g = training_grid("clocks")
     assert len(g.pipelines) == 15 and g.sigma_w == [0.25, 1.0, 4.0] and g.eval.every == 4
     l2 = {n: p for n, p in g.pipelines.items() if p.weight_decay > 0}
     assert len(l2) == 13 and all(p.epochs is not None and p.epochs >= 1 for p in l2.values())
@@ -149,7 +148,7 @@ def test_the_clocks_preset_resolves_its_budgets():
 
 
 def test_exponents_entry_reads_the_design_and_says_why_it_cannot_fit():
-    from initmem.stats.collapse_run import exponents_entry, pipeline_design
+    from initmem.analysis.collapse import exponents_entry, pipeline_design
 
     ds = simulate_cube(preset_pipelines("quick_like")[:4], curves=True, truth_axis=cube.T_SGD, seed=0)
     d = pipeline_design(ds)

@@ -18,8 +18,9 @@ from initmem.collect.run.pack_plan import plan_packs
 from initmem.collect.train.data import Split, load_split
 from initmem.collect.train.devices import deterministic, resolve_device
 from initmem.collect.train.engine import CURVES, PackTrainer, train_pack
-from initmem.collect.train.nets import PBatchNorm, build_net, scaled_kernels
+from initmem.collect.train.nets import build_net, scaled_kernels
 from initmem.collect.train.optim import PackedOptimizer
+from initmem.collect.train.packed import PBatchNorm
 from initmem.errors import UserError
 from initmem.grid import load_grid, parse_grid
 

@@ -194,7 +194,7 @@ def test_rmsprop_is_an_adaptive_optimizer_with_coupled_l2():
     import numpy as np
 
     from initmem import cube
-    from initmem.collect.train.schedule import pipeline_clocks
+    from initmem.schedule import pipeline_clocks
 
     g = parse_grid(_with("pipelines.adam", {"optimizer": "rmsprop", "lr": 0.001, "batch_size": 64,
                                             "weight_decay": 0.01, "epochs": 2}))

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from initmem import atomic, cube
-from initmem.table_import import cube_to_frame, frame_to_cube
+from initmem.importers.table import cube_to_frame, frame_to_cube
 
 from .conftest import assert_user_error, invoke
 

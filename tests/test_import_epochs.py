@@ -2,7 +2,7 @@
 
 The table is a simulated grid's curves written out as a user's long CSV (no clocks, no selected
 accuracy, no tau_interp, lr per run or per epoch). Known answers: the clocks the import computes
-equal the simulator's (both come from collect/train/schedule.py); the analysis then has memory curves,
+equal the simulator's (both come from initmem/schedule.py); the analysis then has memory curves,
 the collapse test and forgetting times; and the report of this imported table claims nothing the
 table did not give (no interpolation count, no seed pairing, no stale model sentences).
 """
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from initmem import cube
+from initmem.importers.table import cube_to_frame
 from initmem.simulate import preset_pipelines, simulate_cube
-from initmem.table_import import cube_to_frame
 
 from .conftest import invoke
 
@@ -65,7 +65,7 @@ def test_clocks_are_the_engines(imported):
     for v in (cube.T_ETA, cube.T_SGD, cube.T_L2, cube.T_ADAPT, cube.STEP, cube.LR_NOW):
         want = truth[v].transpose(*cube.CURVE_DIMS).values
         np.testing.assert_allclose(np.where(ok, ds[v].values, 0), np.where(ok, want, 0), rtol=1e-6, err_msg=v)
-    # the selected accuracy is test_acc at the best val_acc epoch (collect/train/select.py's rule best_val_acc)
+    # the selected accuracy is test_acc at the best val_acc epoch (grid/select.py's rule best_val_acc)
     e = ds[cube.TAU_BEST].sel(pipeline="adam", sigma_w=ds.sigma_w[0], seed=0).item()
     curve = ds.sel(pipeline="adam", sigma_w=ds.sigma_w[0], seed=0)
     assert e == int(np.argmax(curve[cube.VAL_ACC].values))

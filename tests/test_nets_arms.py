@@ -12,8 +12,9 @@ from initmem.collect.run.in_process import collect_grid
 from initmem.collect.train.data import Split, load_split
 from initmem.collect.train.devices import deterministic
 from initmem.collect.train.engine import STREAM_INIT, seed_generator
-from initmem.collect.train.nets import PConv, PLinear, build_net, init_member
+from initmem.collect.train.nets import build_net, init_member
 from initmem.collect.train.normfree import SkipGain, member_sums
+from initmem.collect.train.packed import PConv, PLinear
 from initmem.grid import parse_grid
 
 from .test_engine import _one_thread, assert_pack_is_bitwise_alone, tiny  # noqa: F401 (autouse fixture)

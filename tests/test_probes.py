@@ -19,8 +19,8 @@ from initmem.collect.train.devices import deterministic
 from initmem.collect.train.engine import STREAM_INIT, PackTrainer, seed_generator
 from initmem.collect.train.nets import init_member
 from initmem.collect.train.probes import TRUNC, build_for_grid, init_cell, shaped, trunc_sd
+from initmem.cube.levels import PROBE_LABEL, level_names, probe_is_categorical
 from initmem.errors import UserError
-from initmem.levels import PROBE_LABEL, level_names, probe_is_categorical
 from initmem.reports.html import build_report
 from initmem.stats.curves import memory_curves
 

@@ -344,7 +344,7 @@ def test_fit_failures_are_red_at_the_top(tmp_path):
                               diagnostics={"max_rhat": 1.08, "min_ess_bulk": 120.0, "divergences": 7})
     text = build_report(analysis).read_text()
     banner = text[text.index('class="alert alert-fail"'):text.index('id="sec-summary"')]
-    assert "max R-hat is 1.080" in banner and "min bulk ESS is 120" in banner
+    assert "R-hat 1.0800 &gt; 1.01" in banner and "bulk ESS 120 &lt; 400" in banner
     assert "7 divergent transition(s)" in banner
     assert "forgetting: posterior predictive check of the spread of the level means fails (p = 0.004)" in banner
     assert text.index('class="alert alert-fail"') < text.index('id="sec-summary"')
@@ -465,8 +465,8 @@ def test_run_all_collects_analyzes_reports_and_resumes(tmp_path):
     from _collect_fake import fake_train_pack
     from _collect_util import FAKE_GRID
 
+    from initmem.analysis.run_all import run_all
     from initmem.cube import open_cube
-    from initmem.run_all import run_all
 
     calls = []
 

@@ -1,12 +1,12 @@
-"""Checkpoint selection (collect/train/select.py) on curves with a known answer."""
+"""Checkpoint selection (grid/select.py) on curves with a known answer."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from initmem.collect.train.select import DEFAULT_RULE, Selector, select_epoch, tau_interp
 from initmem.grid import EvalSpec
+from initmem.grid.select import DEFAULT_RULE, Selector, select_epoch, tau_interp
 
 THR = 0.99
 

@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 
 from initmem import cube
-from initmem.models.core import expected_accuracy
-from initmem.simulate import SimPipeline, clocks, example_offsets, preset_pipelines, read_truth, simulate_cube
+from initmem.simulate import (
+    SimPipeline,
+    clocks,
+    example_offsets,
+    expected_accuracy,
+    preset_pipelines,
+    read_truth,
+    simulate_cube,
+)
 
 
 def test_truth_is_read_back_from_the_written_cube(tmp_path, cli):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from initmem.errors import OptionError, UserError
-from initmem.spec import AnalysisSpec
+from initmem.results.spec import AnalysisSpec
 
 from .conftest import assert_user_error, invoke
 
@@ -52,7 +52,7 @@ def test_a_bad_collapse_option_is_one_line_naming_the_flag(tmp_path: Path, flags
 
 
 def test_the_collapse_options_reach_the_test_through_the_spec():
-    from initmem.stats.collapse_run import collapse_view
+    from initmem.analysis.collapse import collapse_view
 
     spec = AnalysisSpec.of(fraction=0.3, axes=["T_sgd"], exponents=False)
     assert spec.axes == ("T_sgd",) and (spec.rope, spec.tolerance) == (None, None)
@@ -79,7 +79,7 @@ def test_analyze_validates_before_reading_the_cube(tmp_path: Path):
 
 
 def test_the_command_line_names_the_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from initmem import cli
+    from initmem.cli import params as cli
     from initmem.collect.run import runner
 
     assert cli.option_flag("pack_size") == "--pack-size"

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from initmem.atomic import leftover_temporaries, write_text
+from initmem.collect.run.budgets import training_grid
 from initmem.errors import UserError, option
-from initmem.grid import load_grid
 from initmem.names import CUBE_NC, EVENTS_JSONL
 
 RUN_SCHEMA = "initmem.run/1"
@@ -91,7 +91,7 @@ class RunDir:
     def load_grid(self) -> Any:
         if not self.grid_file.exists():
             raise UserError(f"{self.root} is not a collect run folder (no grid.yaml)")
-        return load_grid(self.grid_file)
+        return training_grid(self.grid_file)
 
     def clean_temporaries(self) -> list[Path]:
         """Remove temporaries a killed writer left behind (only while no writer runs)."""

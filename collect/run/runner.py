@@ -23,6 +23,7 @@ from initmem import cube
 from initmem.atomic import write_text
 from initmem.collect.run import checkpoints
 from initmem.collect.run.assemble import corrupt_error, merge_run, print_summary
+from initmem.collect.run.budgets import training_grid
 from initmem.collect.run.events import EventLog, cell_dict, now_iso
 from initmem.collect.run.local_executor import auto_jobs, run_local
 from initmem.collect.run.pack_job import PackTask, TrainFn, default_train_fn
@@ -30,7 +31,7 @@ from initmem.collect.run.progress import ProgressView
 from initmem.collect.run.run_folder import RUN_SCHEMA, RunDir, fresh_folder, grid_changes, run_lock
 from initmem.collect.run.shards import Cell, all_cells, scan_shards
 from initmem.errors import OptionError, UserError, option
-from initmem.grid import Grid, grid_hash, load_grid
+from initmem.grid import grid_hash
 
 EXECUTORS = ("local", "slurm")
 
@@ -38,12 +39,6 @@ EXECUTORS = ("local", "slurm")
 def _say(msg: str, quiet: bool) -> None:
     if not quiet:
         print(msg, flush=True)
-
-
-def _load_grid(grid_path_or_grid: Any) -> Any:
-    if isinstance(grid_path_or_grid, Grid):
-        return grid_path_or_grid
-    return load_grid(grid_path_or_grid)
 
 
 # Preparing the run folder ------------------------------------------------------------------
@@ -157,7 +152,7 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
         raise OptionError("checkpoint_every", f"{{option}} must be at least 1 epoch (got {checkpoint_every})")
     if checkpoint_minutes is not None and checkpoint_minutes <= 0:
         raise OptionError("checkpoint_minutes", f"{{option}} must be positive (got {checkpoint_minutes})")
-    grid = _load_grid(grid_path_or_grid)
+    grid = training_grid(grid_path_or_grid)
     root = Path(out_dir)
     resume = resume or retry_failed  # retrying failed cells only makes sense on an existing run
     if force_new:

@@ -314,7 +314,7 @@ def merge(infos: list[ShardInfo], *, pipelines: list[str], sigma_w: list[float],
             target[tuple(index)] = sub
         for c in pipe_values:
             if c in ds.coords and pipe_values[c][ip] is None:
-                pipe_values[c][ip] = cube._py(ds[c].values[0])
+                pipe_values[c][ip] = cube.to_python(ds[c].values[0])
 
     out = xr.Dataset(coords=coords)
     for name, arr in arrays.items():

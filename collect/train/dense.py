@@ -5,7 +5,7 @@ dense arms keep them member-major, ``[G, N, D]`` (N = images, or images x tokens
 member's rows are one contiguous block and every op below acts on one member's block the same
 way whatever G. A dense layer is one batched matmul over G with the bias folded in as one more
 weight row and both inner sizes zero-padded to multiples of 16 floats, the same layout as the
-packed head (:class:`initmem.collect.train.nets.PLinear`): MKL then computes every member's GEMM, and
+packed head (:class:`initmem.collect.train.packed.PLinear`): MKL then computes every member's GEMM, and
 the weight-gradient GEMM, identically in a pack of any size (tests/test_nets_dense.py checks it
 with ``torch.equal``).
 
@@ -21,28 +21,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from initmem.collect.train.nets import PLinear
+from initmem.collect.train.packed import PLinear, packed_matmul
 
 LN_EPS = 1e-5
-
-
-def _round16(n: int) -> int:
-    return -(-n // 16) * 16
-
-
-def packed_matmul(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """``x [G, N, cin]`` times each member's ``weight [G, cout, cin]`` plus ``bias [G, cout]``.
-
-    One ``bmm`` whose member blocks have the same shape and 64-byte alignment for every G (see
-    PLinear.forward for why MKL needs both).
-    """
-    G, N, cin = x.shape
-    cout = weight.shape[1]
-    k_pad, n_pad = _round16(cin + 1), _round16(cout)
-    xg = torch.cat([x, x.new_ones(G, N, 1), x.new_zeros(G, N, k_pad - cin - 1)], 2)
-    b = bias if bias is not None else weight.new_zeros(G, cout)
-    w = torch.cat([weight.transpose(1, 2), b[:, None, :], weight.new_zeros(G, k_pad - cin - 1, cout)], 1)
-    return torch.bmm(xg, F.pad(w, (0, n_pad - cout)))[:, :, :cout]
 
 
 class PDense(PLinear):

@@ -28,18 +28,19 @@ from initmem.collect.train.coords import cube_attrs, pipeline_coords
 from initmem.collect.train.data import Split, load_split
 from initmem.collect.train.devices import deterministic, device_kind, resolve_device
 from initmem.collect.train.measure import StepMeter
-from initmem.collect.train.nets import PackedNet, kernel_norms, use_channels_last
+from initmem.collect.train.nets import kernel_norms
 from initmem.collect.train.optim import PackedOptimizer
+from initmem.collect.train.packed import PackedNet, use_channels_last
 from initmem.collect.train.probes import build_for_grid, init_cell, mup_lr_factors, width_multipliers
-from initmem.collect.train.schedule import LrSchedule, epoch_clocks, steps_per_epoch
-from initmem.collect.train.select import Selector, tau_interp
 from initmem.errors import UserError
 from initmem.grid import Grid
+from initmem.grid.select import Selector, tau_interp
+from initmem.schedule import LrSchedule, epoch_clocks, steps_per_epoch
 
 STATE_VERSION = 2
 EVAL_VARS = (cube.TRAIN_LOSS, cube.TRAIN_ACC, cube.VAL_LOSS, cube.VAL_ACC, cube.TEST_LOSS, cube.TEST_ACC)
 CURVES = cube.CURVE_VARS
-SCHEDULE_CLOCKS = (cube.STEP, cube.LR_NOW, *cube.SCHEDULE_CLOCKS)
+SCHEDULE_CURVES = (cube.STEP, cube.LR_NOW, *cube.SCHEDULE_CLOCKS)  # what the schedule alone gives
 # Independent random streams per seed: init draws, data order, augmentation draws.
 STREAM_INIT, STREAM_ORDER, STREAM_AUG = 0, 1, 2
 
@@ -259,7 +260,7 @@ def _record_epoch(tr: PackTrainer, rec: Recorder, epoch: int, evaluate: bool = T
     values = {
         cube.TRAIN_LOSS: train_l, cube.TRAIN_ACC: train_a, cube.VAL_LOSS: val_l, cube.VAL_ACC: val_a,
         cube.TEST_LOSS: test_l, cube.TEST_ACC: test_a, cube.KERNEL_NORM: np.sqrt((norms ** 2).sum(1)),
-        **{c: np.full(tr.G, tr.clock_table[c][epoch]) for c in SCHEDULE_CLOCKS},
+        **{c: np.full(tr.G, tr.clock_table[c][epoch]) for c in SCHEDULE_CURVES},
     }
     layer = {cube.LAYER_NORM: norms}
     if tr.meter is not None:

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from initmem.collect.train.dense import PDense, PLayerNorm, to_head, unpack_images
-from initmem.collect.train.nets import PackedNet, PLinear
+from initmem.collect.train.packed import PackedNet, PLinear
 
 DEFAULT_DEPTH = 2
 

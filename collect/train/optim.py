@@ -5,7 +5,7 @@ coupled L2, Adam with coupled L2, AdamW with decoupled decay, RMSprop) is elemen
 optimizer over the stacked tensors is exactly G independent optimizers: on CPU the
 multi-tensor (``foreach``) kernels give a member bitwise the same numbers alone and in any pack
 (tests/test_engine.py checks it with ``torch.equal``). On CUDA the fused kernels are used where
-torch has them. The learning rate of every step comes from :mod:`initmem.collect.train.schedule` and is set
+torch has them. The learning rate of every step comes from :mod:`initmem.schedule` and is set
 on the parameter groups before the step.
 
 A member marked frozen (diverged) keeps its parameters and optimizer state: they are copied
@@ -24,9 +24,10 @@ from initmem.grid import PipelineSpec
 
 def make_torch_optimizer(params: list[torch.nn.Parameter], spec: PipelineSpec, device_kind: str
                          ) -> torch.optim.Optimizer:
-    """The ``torch.optim`` optimizer of ``spec``: the factory of its entry in the optimizer table
+    """The ``torch.optim`` optimizer of ``spec``, as its entry in the optimizer table names it
     (initmem/optimizers.py; foreach on CPU, fused on CUDA)."""
-    return optimizers.get(spec.optimizer).factory(params, spec, device_kind)
+    kind = optimizers.get(spec.optimizer)
+    return getattr(torch.optim, kind.torch_class)(params, **kind.kwargs(spec, device_kind))
 
 
 class PackedOptimizer:

@@ -28,7 +28,8 @@ import math
 import torch
 
 from initmem.collect.train.dense import PDense
-from initmem.collect.train.nets import PackedNet, build_net, init_member, scaled_kernels
+from initmem.collect.train.nets import build_net, init_member, scaled_kernels
+from initmem.collect.train.packed import PackedNet
 from initmem.grid import DEFAULT_WIDTH, Grid
 
 TRUNC = 2.0  # truncated normal: cut at +-2 standard deviations of the parent normal

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from initmem.collect.train.dense import PDense, PLayerNorm, to_head, unpack_images
-from initmem.collect.train.nets import PackedNet, PLinear
+from initmem.collect.train.packed import PackedNet, PLinear
 
 DEFAULT_PATCH, DEFAULT_DEPTH, DEFAULT_HEADS, MLP_RATIO = 2, 2, 2, 2
 POS_STD = 0.02  # the position embedding's init std (ViT convention); sigma_w never touches it

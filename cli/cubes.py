@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from initmem.cli_output import Verbosity, echo, is_quiet, shape
-from initmem.cli_params import JOBS, CubeNameChoice, SpecChoice, TruthAxisChoice
+from initmem.cli.output import Verbosity, echo, is_quiet, shape
+from initmem.cli.params import JOBS, CubeNameChoice, SpecChoice, TruthAxisChoice
 from initmem.errors import UserError
 
 # --- import ------------------------------------------------------------------------------
@@ -46,8 +46,8 @@ def import_(source: Path, out: Path, seeds: str | None, fmt: str, n_test: int | 
     """Turn runs made elsewhere into a cube: a long table (pipeline, sigma_w, seed, [epoch], metrics)
     or a tracker export (docs/import.md)."""
     from initmem import cube
+    from initmem.importers.table import frame_to_cube
     from initmem.importers.trackers import Mapping, read_source
-    from initmem.table_import import frame_to_cube
 
     cols = Mapping.load(mapping).override(pipeline=pipeline_col, sigma_w=sigma_col, seed=seed_col,
                                           metrics=metric_col, ignore=ignore_col)
@@ -96,10 +96,10 @@ def simulate(out: Path | None, preset: str | None, list_presets: bool, pipelines
              truth_axis: str, epochs: int, seed: int) -> None:
     """Make a cube with a known truth (stored in its 'truth' attribute)."""
     from initmem import cube
-    from initmem.simulate import PRESETS, SimPipeline, preset_pipelines, simulate_cube
+    from initmem.simulate import DESIGNS, SimPipeline, preset_pipelines, simulate_cube
 
     if list_presets:
-        for name, (desc, _) in PRESETS.items():
+        for name, (desc, _) in DESIGNS.items():
             click.echo(f"{name:<16} {desc}")
         return
     if out is None:

@@ -117,7 +117,7 @@ def run_all(
     :func:`initmem.analysis.analyze_cube`): tests use fast deterministic stand-ins.
     """
     from initmem.grid import load_grid
-    from initmem.spec import AnalysisSpec
+    from initmem.results.spec import AnalysisSpec
 
     AnalysisSpec.of(**(analyze_options or {}))  # a bad analysis option fails now, not after the training
     grid = load_grid(grid_path)
@@ -148,7 +148,7 @@ def run_all(
     else:
         t0 = stage(2, "analyze", f"fitting the memory model and the collapse test into {analysis_dir}")
         if analyze_fn is None:
-            from initmem.analysis import analyze_cube as analyze_fn
+            from initmem.analysis.run import analyze_cube as analyze_fn
         analyze_fn(cube_path, analysis_dir, progress=not quiet, **options)
         from initmem import __version__
 

@@ -21,7 +21,7 @@ class SpecChoice(click.Choice):
 
     @property
     def choices(self) -> tuple[str, ...]:  # type: ignore[override]
-        from initmem import spec
+        from initmem.results import spec
 
         return tuple(getattr(spec, self.vocabulary))
 

@@ -1,23 +1,20 @@
-"""What a grid holds (docs/collect.md): the pydantic schema of a grid file, and clock budgets resolved to epochs.
+"""What a grid holds (docs/collect.md): the pydantic schema of a grid file.
 
-Every model forbids unknown keys, so a typo is refused instead of silently ignored. Reading a
-file (the presets, YAML, and errors as one ``UserError`` line that names the field path and, where
-there is a closed set, the allowed values: ``grid file quick.yaml: pipelines.adam.optimizer: must
-be one of sgd, adam, adamw (got 'adamm')``) is initmem/grid_file.py, re-exported here.
+Every model forbids unknown keys, so a typo is refused instead of silently ignored. Reading a file
+(presets, YAML, one-line errors) is :mod:`initmem.grid.file`; clock budgets become epochs where the
+training set's size is known, in :mod:`initmem.collect.run.budgets`.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from initmem import cube, optimizers
+from initmem import clocks, optimizers
 from initmem.errors import UserError
-from initmem.lazy import lazy_getattr
 
 DATASETS = ("digits", "cifar10", "cifar100", "fashion_mnist", "svhn")
 ARCH_PATTERN = re.compile(r"^(resnet_tiny|resnet9|resnet(\d+)|mlp|vit_tiny)$")
@@ -158,7 +155,7 @@ class PipelineSpec(_Strict):
 
 
 class EvalSpec(_Strict):
-    """Which epoch a run reports (see collect/train/select.py and docs/cube.md).
+    """Which epoch a run reports (see grid/select.py and docs/cube.md).
 
     ``best_val_acc_interp`` (default): the best-validation epoch at or after interpolation
     (training accuracy >= interp_threshold), ties to the lower validation loss, then the later
@@ -275,6 +272,9 @@ class Grid(_Strict):
             self._check_probe(model)
         if self.budget is not None:
             _check_budget(self.budget)
+        for name, spec in self.pipelines.items():
+            if spec.epochs is None and spec.budget is None and self.budget is None:
+                raise ValueError(f"pipelines.{name}: give epochs or a clock budget (pipeline or grid-wide)")
         return self
 
     def model_of(self, pipeline: str) -> ModelSpec:
@@ -343,15 +343,8 @@ class Grid(_Strict):
         """Canonical YAML: every field explicit, keys in model order, so equal grids hash equal."""
         return yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None, width=100)
 
-    @staticmethod
-    def resolve_preset(name_or_path: str | Path) -> Path:
-        from initmem.grid_file import resolve_preset
 
-        return resolve_preset(name_or_path)
-
-
-BUDGET_CLOCKS = cube.SCHEDULE_CLOCKS  # schedule clocks: known before training
-MAX_BUDGET_EPOCHS = 5000
+BUDGET_CLOCKS = clocks.names(clocks.SCHEDULE)  # schedule clocks: known before training
 
 
 def _check_budget(budget: dict[str, float]) -> None:
@@ -362,47 +355,6 @@ def _check_budget(budget: dict[str, float]) -> None:
             raise ValueError(f"budget: clock must be one of {', '.join(BUDGET_CLOCKS)} (got {k!r})")
         if not (v > 0 and v != float("inf")):
             raise ValueError(f"budget.{k}: must be a positive finite number (got {v})")
-
-
-def resolve_budgets(grid: Grid, n_train: int | None = None) -> Grid:
-    """Fill in ``epochs`` of every pipeline that gives none from its clock budget (or the grid's).
-
-    The horizon is the smallest number of epochs at whose end any budgeted clock reaches its
-    value; the schedule is laid out over that horizon (a cosine decays to 0 at it), so the clock at
-    the end grows with the horizon and a bisection finds it. ``n_train`` defaults to the size of the
-    grid's training split (loading the data set). A clock that stays 0 (T_l2 without L2) is an error.
-    """
-    todo = [n for n, p in grid.pipelines.items() if p.epochs is None]
-    if not todo:
-        return grid
-    from initmem.collect.train.schedule import pipeline_clocks
-
-    if n_train is None:
-        from initmem.collect.train.data import load_split
-
-        n_train = int(load_split(grid.dataset).y_train.numel())
-    pipes = dict(grid.pipelines)
-    for name in todo:
-        spec = pipes[name]
-        budget = spec.budget or grid.budget
-        if budget is None:
-            raise UserError(f"pipelines.{name}: give epochs or a clock budget (pipeline or grid-wide)")
-
-        def reached(e: int, spec=spec, budget=budget) -> bool:
-            clocks = pipeline_clocks(spec, n_train, epochs=e)
-            return any(clocks[k][-1] >= v for k, v in budget.items())
-
-        lo, hi = 1, 1
-        while not reached(hi):
-            if hi >= MAX_BUDGET_EPOCHS:
-                raise UserError(f"pipelines.{name}: budget {budget} is not reached within {MAX_BUDGET_EPOCHS} "
-                                "epochs (a clock that stays 0, e.g. T_l2 without L2?); give epochs")
-            lo, hi = hi + 1, min(2 * hi, MAX_BUDGET_EPOCHS)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if reached(mid) else (mid + 1, hi)
-        pipes[name] = PipelineSpec.model_validate({**spec.model_dump(), "epochs": hi})
-    return grid.model_copy(update={"pipelines": pipes})
 
 
 def probe_levels(grid: Grid) -> list[str]:
@@ -422,9 +374,3 @@ def probe_target(init: InitSpec) -> str:
     if init.probe == "width_scaling":
         return init.parametrization
     return init.scale
-
-
-# Reading a grid file (presets, YAML, one-line errors) lives in grid_file.py and is re-exported here
-# on first use: grid_file builds on the models above, so importing it at load time would be a cycle.
-_FILE_API = ("PRESETS", "grid_hash", "load_grid", "parse_grid", "resolve_preset")
-__getattr__ = lazy_getattr(__name__, {name: ("initmem.grid_file", name) for name in _FILE_API})

@@ -16,7 +16,7 @@ from typing import Any
 
 from initmem import cube
 from initmem import results as R
-from initmem.levels import probe_is_categorical
+from initmem.cube.levels import probe_is_categorical
 from initmem.models import arviz_io
 from initmem.models.memory import (
     DEFAULT_TARGET_ACCEPT,
@@ -27,7 +27,7 @@ from initmem.models.memory import (
     versions,
 )
 from initmem.models.summaries import attach_checks, estimand
-from initmem.spec import AnalysisSpec
+from initmem.results.spec import AnalysisSpec
 
 VERDICT_RULE = ("remembers if P(spread > delta) >= 0.95 and the seeds' paired differences between two sigma_w "
                 "levels exceed delta (Bonferroni over the pairs; models/paired.py), forgets if "
@@ -91,7 +91,7 @@ def analyze_cube(
     """Analyze one metric of a cube; writes DIR/posterior.nc and DIR/summary.json (and the
     curve outputs when present) and returns the summary record.
 
-    The options are an :class:`~initmem.spec.AnalysisSpec` (``spec``), or its fields as keywords
+    The options are an :class:`~initmem.results.spec.AnalysisSpec` (``spec``), or its fields as keywords
     (``delta=0.02``), or both (keywords replace the spec's fields); they are validated once, here.
     ``gate="interpolated"`` fits only runs that reached the interpolation threshold (a run that
     never fit its training set says nothing about what it remembers); ``"all"`` fits every run.
@@ -126,7 +126,7 @@ def analyze_cube(
         if pipe in pipelines:
             pipelines[pipe].update(extra)
 
-    from initmem.stats.collapse_run import collapse_view
+    from initmem.analysis.collapse import collapse_view
     from initmem.stats.curves import memory_curves, write_curves
 
     curves = memory_curves(ds, n_boot=spec.n_boot, seed=seed)

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from initmem.errors import OptionError
-from initmem.results import GATES
+from initmem.results.records import GATES
 
 FAMILIES = ("binomial", "gaussian")      # likelihood of the memory model (docs/memory-model.md)
 SAMPLERS = ("nutpie", "pymc")

@@ -1,9 +1,8 @@
 """Reading a grid file: the packaged presets, YAML parsing, and pydantic errors turned into one line.
 
-:mod:`initmem.grid` says what a grid holds (the schema) and re-exports everything here, so
-``grid.load_grid`` keeps working; this module turns a file, a preset name or a parsed mapping into
-a valid :class:`~initmem.grid.Grid` with its clock budgets resolved, or one ``UserError`` line that
-names the field: ``grid file quick.yaml: pipelines.adam.optimizer: must be one of sgd, adam, adamw
+This module turns a file, a preset name or a parsed mapping into a valid
+:class:`~initmem.grid.schema.Grid` (clock budgets still unresolved: the collector resolves them, knowing
+the training set's size), or one ``UserError`` line that names the field: ``grid file quick.yaml: pipelines.adam.optimizer: must be one of sgd, adam, adamw
 (got 'adamm')``.
 """
 
@@ -19,7 +18,7 @@ import yaml
 from pydantic import ValidationError
 
 from initmem.errors import UserError
-from initmem.grid import Grid, resolve_budgets
+from initmem.grid.schema import Grid
 
 PRESETS = ("quick", "paper", "clocks", "arms")
 
@@ -72,7 +71,7 @@ def parse_grid(data: Any, *, source: str = "grid") -> Grid:
         first = _one_line(errs[0])
         more = f" (and {len(errs) - 1} more problem(s))" if len(errs) > 1 else ""
         raise UserError(f"{source}: {first}{more}".replace("\n", " ")) from None
-    return resolve_budgets(grid)
+    return grid
 
 
 def load_grid(path: str | Path) -> Grid:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 
-from initmem.cli_output import echo, fmt_stat, is_quiet
-from initmem.cli_params import SpecChoice
+from initmem.cli.output import echo, fmt_stat, is_quiet
+from initmem.cli.params import SpecChoice
 
 # --- analyze and plan (issues 5-6) ---------------------------------------------------------
 
@@ -81,7 +81,7 @@ def collapse(cube_path: Path, out_dir: Path, memory: str, fraction: float | None
     """The collapse test, forgetting times and clock exponents, without the memory model.
 
     The options are AnalysisSpec fields (initmem/spec.py), checked there before the cube is read."""
-    from initmem.stats.collapse_run import collapse_main
+    from initmem.analysis.collapse import collapse_main
 
     collapse_main(cube_path, out_dir, memory=memory, fraction=fraction, rope=rope,
                   axes=None if axes is None else tuple(a.strip() for a in axes.split(",") if a.strip()),

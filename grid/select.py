@@ -21,7 +21,7 @@ from typing import Any, get_args
 
 import numpy as np
 
-from initmem.grid import EvalSpec
+from initmem.grid.schema import EvalSpec
 
 # The grid schema owns the rule names and the default; this module owns what they mean.
 SELECT_RULES: tuple[str, ...] = get_args(EvalSpec.model_fields["select"].annotation)

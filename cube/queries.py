@@ -1,40 +1,31 @@
 """Questions asked of an open cube: which cells hold a result, whether seeds pair across sigma_w,
-how many runs ended in each status, each pipeline's settings, and what ``initmem inspect`` prints.
+how many runs ended in each status, each pipeline's settings, attributes stored as JSON.
 
-Pure xarray over the variable names of :mod:`initmem.cube`, which stays the only module that knows
-the file format (and re-exports every function here, so ``cube.ok_cells`` keeps working).
+Pure xarray over the names of :mod:`initmem.cube.schema`; :mod:`initmem.cube.io` stays the only module
+that knows the file format.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import json
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from initmem.cube import (
-    A_GRID,
-    A_SCHEMA,
+from initmem.cube.schema import (
     A_SEED_DESIGN,
     ACCURACY_VARS,
     CELL_DIMS,
-    CURVE_VARS,
     DIVERGED,
-    EXPECTED_DIMS,
-    LABEL_VARS,
-    LAYER_VARS,
     OK,
     PIPELINE,
-    PRED_VARS,
-    RUN_VARS,
     SEED,
     SEED_DESIGNS,
     SEED_PAIRED,
     SIGMA,
     STATUS,
     STATUS_NAMES,
-    validate,
 )
 from initmem.errors import UserError
 
@@ -110,11 +101,11 @@ def pipeline_settings(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
     names = [c for c in ds.coords if c != PIPELINE and ds[c].dims == (PIPELINE,)]
     out: dict[str, dict[str, Any]] = {}
     for i, pipe in enumerate(ds[PIPELINE].values.tolist()):
-        out[str(pipe)] = {c: _py(ds[c].values[i]) for c in names}
+        out[str(pipe)] = {c: to_python(ds[c].values[i]) for c in names}
     return out
 
 
-def _py(v: Any) -> Any:
+def to_python(v: Any) -> Any:
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, float) and np.isnan(v):
@@ -122,26 +113,14 @@ def _py(v: Any) -> Any:
     return v
 
 
-def describe(ds: xr.Dataset) -> dict[str, Any]:
-    """What ``initmem inspect`` prints: dims, pipelines, variables, statuses, pairing, problems."""
-    problems = validate(ds)
-    unpaired = unpaired_seeds(ds) if not any(p.severity == "error" for p in problems) else {}
-    return {
-        "schema": ds.attrs.get(A_SCHEMA),
-        "dims": {str(k): int(v) for k, v in ds.sizes.items()},
-        "pipelines": pipeline_settings(ds) if PIPELINE in ds.coords else {},
-        "sigma_w": [float(s) for s in ds[SIGMA].values] if SIGMA in ds.coords else [],
-        "seeds": [_py(s) for s in ds[SEED].values] if SEED in ds.coords else [],
-        "variables": {
-            "curves": [v for v in CURVE_VARS + LAYER_VARS if v in ds.data_vars],
-            "runs": [v for v in RUN_VARS if v in ds.data_vars],
-            "predictions": [v for v in PRED_VARS + LABEL_VARS if v in ds.data_vars],
-            "other": sorted(str(v) for v in ds.data_vars if v not in EXPECTED_DIMS),
-        },
-        "status_counts": status_counts(ds),
-        "seeds_paired": not unpaired, "seed_design": seed_design(ds),
-        "unpaired_seeds": unpaired,
-        "attrs": {k: _py(v) for k, v in ds.attrs.items() if k != A_GRID},
-        "problems": [asdict(p) for p in problems],
-        "valid": not any(p.severity == "error" for p in problems),
-    }
+def json_attr(ds: xr.Dataset, name: str, default: Any = None) -> Any:
+    """Read an attribute that :func:`canonicalize` stored as JSON."""
+    raw = ds.attrs.get(name)
+    if raw is None:
+        return default
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return raw

@@ -13,12 +13,13 @@ report reads an extra key.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from initmem.jsonio import json_safe
-from initmem.names import POSTERIOR_NC, VERDICTS
+from initmem.names import ESS_MIN, POSTERIOR_NC, RHAT_MAX, VERDICTS
 
 SUMMARY_SCHEMA = "initmem.summary/2"
 COLLAPSE_SCHEMA = "initmem.collapse/3"
@@ -371,6 +372,19 @@ class CollapseResult(Record):
     notes: list[str] = Field(default_factory=list)
     n_pipelines: int | None = None
     min_p_possible: Num = None
-    # collapse/3: the two radial sides and the fitted clock exponents (stats/collapse_run.py)
+    # collapse/3: the two radial sides and the fitted clock exponents (analysis/collapse.py)
     sides: dict[str, dict[str, Any]] = Field(default_factory=dict)
     exponents: dict[str, Any] = Field(default_factory=dict)
+
+
+def sampler_flags(label: str, rhat: float, ess: float, divergences: float = 0.0) -> list[str]:
+    """What misses the sampler goals (names.RHAT_MAX, names.ESS_MIN, no divergence), one line each: the one
+    rule the analysis flags with and the report falls back on for summaries without flags."""
+    out = []
+    if math.isfinite(rhat) and rhat > RHAT_MAX:
+        out.append(f"{label}: R-hat {rhat:.4f} > {RHAT_MAX}")
+    if math.isfinite(ess) and ess < ESS_MIN:
+        out.append(f"{label}: bulk ESS {ess:.0f} < {ESS_MIN:.0f}")
+    if math.isfinite(divergences) and divergences > 0:
+        out.append(f"{label}: {int(divergences)} divergent transition(s)")
+    return out

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from initmem import clocks, cube, optimizers
+from initmem import clocks, optimizers
 
 ADAPTIVE = optimizers.adaptive()  # the Adam family (initmem/optimizers.py)
 
@@ -87,7 +87,7 @@ def epoch_clocks(eta: np.ndarray, epochs: int, steps_per_epoch: int, *, batch_si
     """Every schedule clock of the clocks table (initmem/clocks.py) at the end of each epoch (index 0:
     before the first step), float64.
 
-    Also ``cube.STEP`` (steps taken) and ``cube.LR_NOW`` (the rate of the last step taken; at
+    Also ``clocks.STEP`` (steps taken) and ``clocks.LR_NOW`` (the rate of the last step taken; at
     epoch 0 the rate of the first step).
     """
     ends = np.arange(epochs + 1) * steps_per_epoch
@@ -95,7 +95,7 @@ def epoch_clocks(eta: np.ndarray, epochs: int, steps_per_epoch: int, *, batch_si
                          batch_size=int(batch_size), coupled_l2=float(coupled_l2),
                          decoupled_wd=float(decoupled_wd), adaptive=optimizers.get(optimizer).adaptive)
     lr_now = np.concatenate([eta[:1], eta[ends[1:] - 1]]) if eta.size else np.full(epochs + 1, np.nan)
-    return {cube.STEP: ends.astype(np.float64), cube.LR_NOW: lr_now, **clocks.schedule_clocks(steps)}
+    return {clocks.STEP: ends.astype(np.float64), clocks.LR_NOW: lr_now, **clocks.schedule_clocks(steps)}
 
 
 def pipeline_clocks(spec: Any, n_train: int, *, epochs: int | None = None,

@@ -1,7 +1,7 @@
 """The analysis folder: its layout and the only code that reads or writes its JSON.
 
 ``initmem analyze`` writes an analysis folder; ``initmem report``, ``initmem plan`` and the command
-line read it. What ``summary.json`` and ``collapse.json`` hold is typed in :mod:`initmem.records`
+line read it. What ``summary.json`` and ``collapse.json`` hold is typed in :mod:`initmem.results.records`
 (re-exported here, so ``results.Summary`` keeps working); this module builds records from the
 statistics' dicts, writes them atomically and reads them back. Writers validate what they are given,
 so a producer that drifts fails where it writes; readers refuse an unknown schema with one line
@@ -19,60 +19,16 @@ from pydantic import ValidationError
 
 from initmem.errors import UserError, option
 from initmem.jsonio import json_safe, write_json
-from initmem.names import (  # noqa: F401  (re-exported: owned by initmem/names.py)
+from initmem.names import (
     COLLAPSE_JSON,
-    CURVE_FUNC_SPREAD,
-    CURVE_RHO,
-    CURVE_RHO_Q05,
-    CURVE_RHO_Q95,
-    CURVES_NC,
-    ESS_MIN,
-    POSTERIOR_NC,
-    REPORT_HTML,
-    RHAT_MAX,
-    RUN_ANALYSIS_DIR,
     SUMMARY_JSON,
-    VERDICTS,
 )
-from initmem.names import CUBE_NC as DEFAULT_CUBE  # noqa: F401
-from initmem.records import (  # noqa: F401  (re-exported: the records are defined in initmem/records.py)
+from initmem.results.records import (
     COLLAPSE_SCHEMA,
-    GATES,
     SUMMARY_SCHEMA,
-    Adjustment,
-    Attempt,
-    AxisScore,
     CollapseResult,
-    CollapseVerdict,
-    Diagnostics,
-    Divergence,
-    DivergenceSensitivity,
-    EffectSizes,
-    Estimate,
-    Expected,
-    ForgettingTime,
-    ForgettingTimes,
-    Frequentist,
-    Gate,
-    Identifiability,
-    Interpolation,
-    Likelihood,
-    Mcse,
-    Num,
-    Outputs,
-    PipelineDiagnostics,
-    PipelineResult,
-    PpcStat,
-    PriorSensitivity,
-    Quantiles,
     Rec,
-    Record,
-    Reml,
-    Shares,
     Summary,
-    TestResult,
-    Verdict,
-    VsEpoch,
 )
 
 # Layout, curves.nc variables, verdicts and diagnostics goals are owned by initmem/names.py (imported above).

@@ -21,7 +21,7 @@ import xarray as xr
 from initmem import cube, optimizers
 from initmem.errors import UserError
 from initmem.jsonio import json_safe
-from initmem.spec import AnalysisSpec
+from initmem.results.spec import AnalysisSpec
 from initmem.stats.collapse import collapse_test
 from initmem.stats.curves import seed_mean_clocks
 from initmem.stats.forgetting import DEFAULT_FRACTION, DEFAULT_ROPE, per_seed_times
@@ -78,7 +78,7 @@ def collapse_view(ds: xr.Dataset, spec: AnalysisSpec | None = None, *, sides: bo
                   **options: Any) -> dict | None:
     """collapse.json (initmem.collapse/3): the test, its two radial sides and the exponents.
 
-    The options are an :class:`~initmem.spec.AnalysisSpec` (``memory``, ``fraction``, ``rope``,
+    The options are an :class:`~initmem.results.spec.AnalysisSpec` (``memory``, ``fraction``, ``rope``,
     ``axes``, ``exponents``, ``tolerance``, ``n_boot``, ``seed``) or its fields as keywords, validated
     there (a bad value is an ``OptionError`` naming the option); ``None`` fields take the statistics'
     defaults. ``sides=False`` skips the two radial sides."""

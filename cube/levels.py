@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import xarray as xr
 
-from initmem import cube
+from initmem.cube.schema import (
+    A_INIT_SCALE,
+    A_PROBE,
+    A_PROBE_LEVELS,
+    A_PROBE_TARGET,
+    PROBE_SCALE,
+    PROBE_SHAPE,
+    SIGMA,
+)
 
 PROBE_LABEL = {"scale": "σ_w (init scale)", "layer_scale": "σ_w (layer-group scale)",
                "shape": "init distribution", "width_scaling": "width multiplier"}
@@ -18,18 +26,18 @@ PROBE_LABEL = {"scale": "σ_w (init scale)", "layer_scale": "σ_w (layer-group s
 
 def probe_of(ds: xr.Dataset) -> str:
     """The cube's initialization probe (``scale`` when the cube does not say)."""
-    return str(ds.attrs.get(cube.A_PROBE, cube.PROBE_SCALE))
+    return str(ds.attrs.get(A_PROBE, PROBE_SCALE))
 
 
 def probe_is_categorical(ds: xr.Dataset) -> bool:
     """Whether sigma_w holds the codes of an unordered probe, so log sigma_w means nothing."""
-    return probe_of(ds) == cube.PROBE_SHAPE
+    return probe_of(ds) == PROBE_SHAPE
 
 
 def level_names(ds: xr.Dataset) -> list[str]:
     """A name per sigma_w level: the probe's recorded names, else the value (``%g``)."""
-    names = str(ds.attrs.get(cube.A_PROBE_LEVELS, "")).split(",")
-    values = [float(v) for v in ds[cube.SIGMA].values]
+    names = str(ds.attrs.get(A_PROBE_LEVELS, "")).split(",")
+    values = [float(v) for v in ds[SIGMA].values]
     return names if len(names) == len(values) and all(names) else [f"{v:g}" for v in values]
 
 
@@ -37,6 +45,6 @@ def probe_caption(ds: xr.Dataset) -> str:
     """One sentence naming the probe for report captions, e.g. 'The σ_w axis is the probe
     shape (all_kernels): normal, uniform, truncated_normal, orthogonal.'"""
     probe = probe_of(ds)
-    target = ds.attrs.get(cube.A_PROBE_TARGET, ds.attrs.get(cube.A_INIT_SCALE, ""))
+    target = ds.attrs.get(A_PROBE_TARGET, ds.attrs.get(A_INIT_SCALE, ""))
     where = f" ({target})" if target else ""
     return f"The σ_w axis is the initialization probe {probe}{where}, levels: {', '.join(level_names(ds))}."

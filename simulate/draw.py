@@ -19,15 +19,30 @@ import xarray as xr
 
 from initmem import __version__, cube, optimizers
 from initmem.clocks import simulated as simulated_clocks
-from initmem.collect.train.schedule import LrSchedule, pipeline_clocks
 from initmem.errors import UserError
 from initmem.grid import INTERP_THRESHOLD
-from initmem.models.core import expected_accuracy
+from initmem.schedule import LrSchedule, pipeline_clocks
 
 SIGMA_RANGE = (0.25, 8.0)
 N_CLASSES = 10
 FLAT = "flat"  # a truth axis along which nothing is forgotten
 TRUTH_AXES = (cube.EPOCH, *simulated_clocks(), FLAT)
+
+_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(40)
+_GH_W = _GH_W / _GH_W.sum()
+
+
+def expected_accuracy(eta: np.ndarray, noise_sd: float, offsets: np.ndarray | None = None) -> np.ndarray:
+    """Mean over examples of E over N(0, noise_sd^2) of sigmoid(eta + offset_x): the expected
+    accuracy on a fixed test set whose examples have logit offsets ``offsets`` (one example at
+    offset 0 when None), by 40-point Gauss-Hermite quadrature. The simulator's truth."""
+    eta = np.asarray(eta, dtype=float)
+    off = np.zeros(1) if offsets is None else np.asarray(offsets, dtype=float)
+    out = np.empty(eta.shape)
+    for idx, e in np.ndenumerate(eta):
+        z = e + off[:, None] + noise_sd * _GH_X[None, :]
+        out[idx] = float(((1.0 / (1.0 + np.exp(-z))) @ _GH_W).mean())
+    return out
 
 
 @dataclass(frozen=True)
@@ -144,7 +159,7 @@ def _null() -> list[SimPipeline]:
     return [SimPipeline(f"null{i}", sigma_sd=0.0, seed_sd=0.15, residual_sd=0.1, n_seed=6) for i in range(3)]
 
 
-PRESETS: dict[str, tuple[str, callable]] = {
+DESIGNS: dict[str, tuple[str, callable]] = {
     "contrast": ("3 pipelines: low-LR SGD remembers, SGD+L2 and Adam forget (sigma_sd = 0)", _contrast),
     "quick_like": ("6 pipelines with a design like the quick preset's (clocks identifiable)", _quick_like),
     "degenerate": ("6 SGD pipelines with eta proportional to b and one lambda (clocks collinear)", _degenerate),
@@ -156,9 +171,9 @@ PRESETS: dict[str, tuple[str, callable]] = {
 
 
 def preset_pipelines(name: str) -> list[SimPipeline]:
-    if name not in PRESETS:
-        raise UserError(f"unknown simulation preset {name!r}; choose one of {', '.join(PRESETS)}")
-    return PRESETS[name][1]()
+    if name not in DESIGNS:
+        raise UserError(f"unknown simulation preset {name!r}; choose one of {', '.join(DESIGNS)}")
+    return DESIGNS[name][1]()
 
 
 def sigma_levels(n: int) -> np.ndarray:
@@ -179,13 +194,13 @@ def _milestones(p: SimPipeline, epochs: int) -> tuple[int, ...]:
 
 
 def lr_per_step(p: SimPipeline, epochs: int, steps_per_epoch: int) -> np.ndarray:
-    """The learning rate used at every optimizer step: the engine's schedule (collect/train/schedule.py)."""
+    """The learning rate used at every optimizer step: the engine's schedule (initmem/schedule.py)."""
     return replace(LrSchedule.of(p, steps_per_epoch, epochs), milestones=_milestones(p, epochs)).per_step()
 
 
 def clocks(p: SimPipeline, epochs: int, n_train: int) -> dict[str, np.ndarray]:
     """Cumulative clocks at the end of each epoch (index 0 = before the first step), exactly the
-    engine's for the same pipeline and training-set size (collect/train/schedule.py)."""
+    engine's for the same pipeline and training-set size (initmem/schedule.py)."""
     return pipeline_clocks(p, n_train, epochs=epochs, milestones=_milestones(p, epochs))
 
 
@@ -415,5 +430,5 @@ def read_truth(ds: xr.Dataset) -> dict:
     return truth
 
 
-__all__ = ["PRESETS", "SimPipeline", "clocks", "example_offsets", "preset_pipelines", "read_truth",
+__all__ = ["DESIGNS", "expected_accuracy", "SimPipeline", "clocks", "example_offsets", "lr_per_step", "preset_pipelines", "read_truth",
            "sigma_levels", "simulate_cube"]

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from pathlib import Path
 
 import click
 
-from initmem import cli_analyze, cli_cubes
-from initmem.cli_output import Verbosity, echo, is_quiet
-from initmem.cli_params import JOBS, option_flag
+from initmem.cli import analyze as cli_analyze
+from initmem.cli import cubes as cli_cubes
+from initmem.cli.output import Verbosity, echo, is_quiet
+from initmem.cli.params import JOBS, option_flag
 from initmem.errors import OptionError, UserError, options_as_flags
 
 log = logging.getLogger("initmem")
@@ -51,7 +51,7 @@ def app(quiet: bool, verbose: bool) -> None:
 def inspect(cube_path: Path, as_json: bool) -> None:
     """Validate a cube and print what it holds; exit 2 when it is invalid."""
     from initmem import cube
-    from initmem.inspect_view import render_description
+    from initmem.cli.inspect_view import render_description
 
     ds = cube.open_cube(cube_path, check=False)
     info = cube.describe(ds)
@@ -107,8 +107,8 @@ def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int 
     """
     from rich.console import Console
 
+    from initmem.analysis.run_all import resolve_grid, run_all
     from initmem.reports.html import default_command
-    from initmem.run_all import resolve_grid, run_all
 
     console = Console(highlight=False, soft_wrap=True)
 
@@ -170,6 +170,3 @@ def _run(argv: list[str] | None) -> int:
 def _one_line(msg: str) -> str:
     return " ".join(str(msg).split())
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,0 +1,12 @@
+"""Where the parts meet: ``analyze`` (a cube into an analysis folder: the memory model, the frequentist
+cross-checks, the curves and the collapse test) and ``run`` (collect, analyze and report in one go).
+
+The one layer that may call models, stats and reports together (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from initmem.analysis.run import analyze_cube
+from initmem.analysis.run_all import RunResult, resolve_grid, run_all
+
+__all__ = ["RunResult", "analyze_cube", "resolve_grid", "run_all"]

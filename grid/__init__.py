@@ -1,0 +1,61 @@
+"""A grid: the pipelines x sigma_w x seeds a collect run trains (docs/collect.md).
+
+:mod:`.schema` says what a grid holds (pydantic, unknown keys refused); :mod:`.file` reads one from YAML
+or a packaged preset, with one-line errors naming the field.
+"""
+
+from __future__ import annotations
+
+from initmem.grid.file import PRESETS, grid_hash, load_grid, parse_grid, resolve_preset
+from initmem.grid.schema import (
+    ARCH_PATTERN,
+    BUDGET_CLOCKS,
+    DATASETS,
+    DEFAULT_WIDTH,
+    DENSE_ARCHS,
+    INIT_SCALES,
+    INTERP_THRESHOLD,
+    OPTIMIZERS,
+    PROBES,
+    SCHEDULES,
+    SHAPES,
+    DatasetSpec,
+    EngineSpec,
+    EvalSpec,
+    Grid,
+    InitSpec,
+    ModelSpec,
+    PipelineSpec,
+    SlurmSpec,
+    probe_levels,
+    probe_target,
+)
+
+__all__ = [
+    "PRESETS",
+    "grid_hash",
+    "load_grid",
+    "parse_grid",
+    "resolve_preset",
+    "DATASETS",
+    "ARCH_PATTERN",
+    "DENSE_ARCHS",
+    "PROBES",
+    "SHAPES",
+    "DEFAULT_WIDTH",
+    "OPTIMIZERS",
+    "SCHEDULES",
+    "INIT_SCALES",
+    "INTERP_THRESHOLD",
+    "DatasetSpec",
+    "ModelSpec",
+    "InitSpec",
+    "PipelineSpec",
+    "EvalSpec",
+    "SlurmSpec",
+    "EngineSpec",
+    "Grid",
+    "BUDGET_CLOCKS",
+    "probe_levels",
+    "probe_target",
+]

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= runs/quick
 
-.PHONY: install demo test test-fast lint bench clean
+.PHONY: install demo test test-fast lint bench calibrate clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ test: lint
 
 test-fast: install
 	$(VENV)/bin/pytest -q -m "not slow and not browser"
+
+# The full calibration studies behind docs/memory-model.md (the tests keep smaller null and power controls).
+calibrate: install
+	$(PY) benchmarks/calibration.py
 
 bench: install
 	@set -e; for f in benchmarks/[!_]*.py; do echo "== $$f"; $(PY) $$f; done

@@ -123,5 +123,6 @@ def display_name(name: str) -> str:
     return kind.display if kind else str(name)
 
 
-__all__ = ["BY_NAME", "COUPLED", "DECOUPLED", "OPTIMIZERS", "OptimizerKind", "adaptive", "coupled_l2_of", "display_name",
+__all__ = ["BY_NAME", "COUPLED", "DECOUPLED", "OPTIMIZERS", "OptimizerKind", "adaptive", "coupled_l2_of",
+           "display_name",
            "get", "names", "with_momentum"]

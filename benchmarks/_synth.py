@@ -74,5 +74,6 @@ def synthetic_cube(pipelines: list[str], sigma_w: list[float], seeds: list[int],
                             cube.EPOCH: np.arange(E), cube.LAYER: np.array(layers, dtype=object),
                             cube.EXAMPLE: np.arange(n_test),
                             cube.PIPELINE_COORDS[-1]: (cube.PIPELINE, np.full(P, epochs))})
-    ds.attrs = {cube.A_SCHEMA: cube.SCHEMA, cube.A_N_TEST: n_test, cube.A_DEVICE: "synthetic", cube.A_CREATED: "synthetic"}
+    ds.attrs = {cube.A_SCHEMA: cube.SCHEMA, cube.A_N_TEST: n_test, cube.A_DEVICE: "synthetic",
+                cube.A_CREATED: "synthetic"}
     return cube.canonicalize(ds)

@@ -27,8 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from initmem.models.summaries import attach_checks  # noqa: E402
-from tests._memory_designs import DESIGNS, SCALES, compiled_model, design_tables, wilson  # noqa: E402
+from initmem.models.summaries import attach_checks
+from tests._memory_designs import DESIGNS, SCALES, compiled_model, design_tables, wilson
 
 DEFAULT = {"draws": 1000, "tune": 1000, "chains": 4, "progress": False}
 

@@ -37,7 +37,7 @@ def conv_shapes(G: int, batch: int) -> list[tuple[str, PConv, tuple[int, ...]]]:
     net = build_net(grid.model.arch, G, 1, 10, grid.model.width, grid.model.norm)
     shapes: list[tuple[str, PConv, tuple[int, ...]]] = []
     names = {id(m): n for n, m in net.named_modules()}
-    hooks = [m.register_forward_hook(lambda mod, inp, out: shapes.append((names[id(mod)], mod, tuple(inp[0].shape))))
+    hooks = [m.register_forward_hook(lambda mod, inp, _out: shapes.append((names[id(mod)], mod, tuple(inp[0].shape))))
              for m in net.modules() if isinstance(m, PConv)]
     with torch.no_grad():
         net(torch.zeros(batch, G, 8, 8))

@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _synth import PAPER_PIPELINES, PAPER_SIGMA, RESNET9_KERNELS, synthetic_cube  # noqa: E402
+from _synth import PAPER_PIPELINES, PAPER_SIGMA, RESNET9_KERNELS, synthetic_cube
 
-from initmem import cube  # noqa: E402
+from initmem import cube
 
 
 def main() -> None:
@@ -42,7 +42,8 @@ def main() -> None:
             seconds = time.perf_counter() - t0
             size = path.stat().st_size
         total = sum(raw.values())
-        print(f"epochs {epochs}: raw {total / 1e6:.1f} MB ({len(cube.CURVE_VARS)} curves {curves / 1e6:.1f} MB, per-layer "
+        print(f"epochs {epochs}: raw {total / 1e6:.1f} MB ({len(cube.CURVE_VARS)} curves {curves / 1e6:.1f} MB, "
+              "per-layer "
               f"{sum(raw[v] for v in cube.LAYER_VARS if v in raw) / 1e6:.1f} MB, {cube.TEST_PRED} "
               f"{raw[cube.TEST_PRED] / 1e6:.1f} MB, run vars "
               f"{sum(raw[v] for v in cube.RUN_VARS) / 1e3:.1f} kB); NetCDF zlib-4 {size / 1e6:.1f} MB "

@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _synth import synthetic_cube  # noqa: E402
+from _synth import synthetic_cube
 
-from initmem import cube  # noqa: E402
-from initmem.collect.run.shards import merge_dir, split_pack, write_shard  # noqa: E402
+from initmem import cube
+from initmem.collect.run.shards import merge_dir, split_pack, write_shard
 
 
 def main() -> None:
@@ -55,7 +55,8 @@ def main() -> None:
             seconds = time.perf_counter() - t0
             ok = int((report.ds[cube.STATUS].values == cube.OK).sum())
             print(f"merge ({attempt}): {report.n_shards} shards -> {ok} ok cells in {seconds:.1f} s "
-                  f"({1000 * seconds / n:.1f} ms per shard); cube {(Path(tmp) / 'cube.nc').stat().st_size / 1e6:.1f} MB")
+                  f"({1000 * seconds / n:.1f} ms per shard); cube {(Path(tmp) / 'cube.nc').stat().st_size / 1e6:.1f} "
+                  "MB")
 
 
 if __name__ == "__main__":

@@ -119,7 +119,8 @@ def main() -> None:
     pipe = next(iter(quick.pipelines))
     d = quick.to_dict()
     arch = args.arch or quick.model.arch
-    d["model"] = {**d["model"], "arch": arch, "width": args.width or (quick.model.width if arch == "resnet_tiny" else None)}
+    width = args.width or (quick.model.width if arch == "resnet_tiny" else None)
+    d["model"] = {**d["model"], "arch": arch, "width": width}
     if args.batch_size:
         d["pipelines"][pipe]["batch_size"] = args.batch_size
     if arch != "resnet_tiny":
@@ -163,7 +164,7 @@ def main() -> None:
             # member (packed.PConv._with_shadows). Measure the plain dense single model too, so the
             # ratio is not flattered by that cost.
             exact = PConv._with_shadows
-            PConv._with_shadows = lambda self, x, w, groups: F.conv2d(x, w, None, self.stride, self.pad, 1, self.G)
+            PConv._with_shadows = lambda self, x, w, _groups: F.conv2d(x, w, None, self.stride, self.pad, 1, self.G)
             try:
                 dense = model_images_per_second(grid, pipe, 1, split, device, args.seconds)
             finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,89 +47,87 @@ class Problem:
 
 
 
-def validate(ds: xr.Dataset) -> list[Problem]:
-    """Every problem found in ``ds`` (not only the first). An empty list means valid."""
-    problems: list[Problem] = []
-    add = lambda code, msg, sev="error": problems.append(Problem(code, msg, sev))  # noqa: E731
-
-    schema = ds.attrs.get(A_SCHEMA)
-    if schema != SCHEMA:
-        add("schema_attr", f"global attribute 'schema' is {schema!r}, expected {SCHEMA!r}")
-
-    for dim in REQUIRED_DIMS:
-        if dim not in ds.dims:
-            add("missing_dim", f"dimension '{dim}' is missing")
-
-    # Coordinates: present, right kind, no NaN, unique, sigma_w positive and ascending.
-    for dim in (PIPELINE, SIGMA, SEED, EPOCH, LAYER, EXAMPLE):
-        if dim not in ds.dims:
-            continue
-        if dim not in ds.coords:
-            add("missing_coord", f"dimension '{dim}' has no coordinate values")
-            continue
-        values = ds[dim].values
-        kind = values.dtype.kind
-        if dim in (PIPELINE, LAYER):
-            if kind not in "OUS":
-                add("wrong_dtype", f"coordinate '{dim}' must hold strings, found dtype {values.dtype}")
-            elif any(not isinstance(v, str) for v in values.tolist()):
-                add("nan_coord", f"coordinate '{dim}' holds a value that is not a string (NaN or None)")
-        elif dim == SIGMA:
-            if kind not in "fi":
-                add("wrong_dtype", f"coordinate 'sigma_w' must be numeric, found dtype {values.dtype}")
-            else:
-                vals = values.astype(float)
-                if np.isnan(vals).any():
-                    add("nan_coord", "coordinate 'sigma_w' contains NaN")
-                elif (vals <= 0).any():
-                    add("bad_coord", "coordinate 'sigma_w' must be positive")
-                elif (np.diff(vals) <= 0).any():
-                    add("bad_coord", "coordinate 'sigma_w' must be strictly ascending")
+def _coordinate_problems(ds: xr.Dataset, dim: str) -> Iterator[Problem]:
+    """A dimension's coordinate: present, of the right kind, no NaN, unique; sigma_w positive and ascending."""
+    if dim not in ds.coords:
+        yield Problem("missing_coord", f"dimension '{dim}' has no coordinate values")
+        return
+    values = ds[dim].values
+    kind = values.dtype.kind
+    if dim in (PIPELINE, LAYER):
+        if kind not in "OUS":
+            yield Problem("wrong_dtype", f"coordinate '{dim}' must hold strings, found dtype {values.dtype}")
+        elif any(not isinstance(v, str) for v in values.tolist()):
+            yield Problem("nan_coord", f"coordinate '{dim}' holds a value that is not a string (NaN or None)")
+    elif dim == SIGMA:
+        yield from _sigma_problems(values)
+    elif kind == "f":
+        if np.isnan(values).any():
+            yield Problem("nan_coord", f"coordinate '{dim}' contains NaN")
         else:
-            if kind == "f":
-                if np.isnan(values).any():
-                    add("nan_coord", f"coordinate '{dim}' contains NaN")
-                else:
-                    add("wrong_dtype", f"coordinate '{dim}' must hold integers, found dtype {values.dtype}")
-            elif kind not in "iu":
-                add("wrong_dtype", f"coordinate '{dim}' must hold integers, found dtype {values.dtype}")
-        if kind != "f" and len(set(values.tolist())) != len(values):
-            add("duplicate_coord", f"coordinate '{dim}' has duplicate values")
+            yield Problem("wrong_dtype", f"coordinate '{dim}' must hold integers, found dtype {values.dtype}")
+    elif kind not in "iu":
+        yield Problem("wrong_dtype", f"coordinate '{dim}' must hold integers, found dtype {values.dtype}")
+    if kind != "f" and len(set(values.tolist())) != len(values):
+        yield Problem("duplicate_coord", f"coordinate '{dim}' has duplicate values")
 
-    # Variables: expected dims and dtypes.
-    present = [v for v in EXPECTED_DIMS if v in ds.data_vars]
+
+def _sigma_problems(values: np.ndarray) -> Iterator[Problem]:
+    if values.dtype.kind not in "fi":
+        yield Problem("wrong_dtype", f"coordinate 'sigma_w' must be numeric, found dtype {values.dtype}")
+        return
+    vals = values.astype(float)
+    if np.isnan(vals).any():
+        yield Problem("nan_coord", "coordinate 'sigma_w' contains NaN")
+    elif (vals <= 0).any():
+        yield Problem("bad_coord", "coordinate 'sigma_w' must be positive")
+    elif (np.diff(vals) <= 0).any():
+        yield Problem("bad_coord", "coordinate 'sigma_w' must be strictly ascending")
+
+
+def _variable_problems(ds: xr.Dataset) -> Iterator[Problem]:
+    """At least one run or curve variable; every known variable with its expected dims and dtype."""
     run_like = [v for v in (*RUN_VARS, *CURVE_VARS) if v in ds.data_vars]
     extra_metrics = [v for v in ds.data_vars if v not in EXPECTED_DIMS and set(CELL_DIMS) <= set(ds[v].dims)]
     if not run_like and not extra_metrics:
-        add("no_variables", "the cube holds no run or curve variable")
-    for name in present:
+        yield Problem("no_variables", "the cube holds no run or curve variable")
+    for name in (v for v in EXPECTED_DIMS if v in ds.data_vars):
         var = ds[name]
         want = EXPECTED_DIMS[name]
         if tuple(var.dims) != want:
-            add("wrong_dims", f"variable '{name}' has dims {tuple(var.dims)}, expected {want}")
-        kind = var.dtype.kind
-        if name in INT_VARS:
-            if kind not in "iu":
-                add("wrong_dtype", f"variable '{name}' must be an integer array, found dtype {var.dtype}")
-        elif kind != "f":
-            add("wrong_dtype", f"variable '{name}' must be floating point, found dtype {var.dtype}")
-
+            yield Problem("wrong_dims", f"variable '{name}' has dims {tuple(var.dims)}, expected {want}")
+        if name in INT_VARS and var.dtype.kind not in "iu":
+            yield Problem("wrong_dtype", f"variable '{name}' must be an integer array, found dtype {var.dtype}")
+        elif name not in INT_VARS and var.dtype.kind != "f":
+            yield Problem("wrong_dtype", f"variable '{name}' must be floating point, found dtype {var.dtype}")
     if STATUS in ds.data_vars and ds[STATUS].dtype.kind in "iu":
         bad = ~np.isin(ds[STATUS].values, list(STATUS_NAMES))
         if bad.any():
-            add("bad_status", f"variable 'status' holds {int(bad.sum())} value(s) outside {sorted(STATUS_NAMES)}")
+            yield Problem("bad_status",
+                          f"variable 'status' holds {int(bad.sum())} value(s) outside {sorted(STATUS_NAMES)}")
 
+
+def validate(ds: xr.Dataset) -> list[Problem]:
+    """Every problem found in ``ds`` (not only the first). An empty list means valid."""
+    problems: list[Problem] = []
+    schema = ds.attrs.get(A_SCHEMA)
+    if schema != SCHEMA:
+        problems.append(Problem("schema_attr", f"global attribute 'schema' is {schema!r}, expected {SCHEMA!r}"))
+    problems += [Problem("missing_dim", f"dimension '{dim}' is missing") for dim in REQUIRED_DIMS if dim not in ds.dims]
+    for dim in (PIPELINE, SIGMA, SEED, EPOCH, LAYER, EXAMPLE):
+        if dim in ds.dims:
+            problems += _coordinate_problems(ds, dim)
+    problems += _variable_problems(ds)
     if SELECTED_TEST_CORRECT in ds.data_vars and A_N_TEST not in ds.attrs:
-        add("missing_attr", "'selected_test_correct' needs the global attribute 'n_test'")
-
+        problems.append(Problem("missing_attr", "'selected_test_correct' needs the global attribute 'n_test'"))
     design = str(ds.attrs.get(A_SEED_DESIGN, SEED_PAIRED))
     if design not in SEED_DESIGNS:
-        add("bad_attr", f"attribute {A_SEED_DESIGN!r} must be one of {', '.join(SEED_DESIGNS)} (got {design!r})")
+        problems.append(Problem("bad_attr", f"attribute {A_SEED_DESIGN!r} must be one of {', '.join(SEED_DESIGNS)} "
+                                            f"(got {design!r})"))
     if not any(p.severity == "error" for p in problems) and design == SEED_PAIRED:
-        for pipe, seeds in unpaired_seeds(ds).items():
-            add("unpaired_seed",
-                f"pipeline {pipe!r}: seed(s) {seeds} are observed at some sigma_w levels but not all",
-                "warning")
+        problems += [Problem("unpaired_seed", f"pipeline {pipe!r}: seed(s) {seeds} are observed at some sigma_w "
+                                              "levels but not all", "warning")
+                     for pipe, seeds in unpaired_seeds(ds).items()]
     return problems
 
 

@@ -2,8 +2,8 @@
 
 This module turns a file, a preset name or a parsed mapping into a valid
 :class:`~initmem.grid.schema.Grid` (clock budgets still unresolved: the collector resolves them, knowing
-the training set's size), or one ``UserError`` line that names the field: ``grid file quick.yaml: pipelines.adam.optimizer: must be one of sgd, adam, adamw
-(got 'adamm')``.
+the training set's size), or one ``UserError`` line that names the field: ``grid file quick.yaml:
+pipelines.adam.optimizer: must be one of sgd, adam, adamw (got 'adamm')``.
 """
 
 from __future__ import annotations

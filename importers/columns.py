@@ -85,7 +85,8 @@ def resolve(columns: Iterable[str], *, per_epoch: bool, metric_cols: Iterable[st
                 f"keep it as a metric with {option('metric_cols', col)} or drop it with {option('ignore_cols', col)}")
         if new in kind:
             first = next(c for c, n in rename.items() if n == new)
-            raise UserError(f"{source}: columns '{first}' and '{col}' both mean '{new}'; drop one with {option('ignore_cols')}")
+            raise UserError(f"{source}: columns '{first}' and '{col}' both mean '{new}'; drop one with "
+                            f"{option('ignore_cols')}")
         if new != col:
             notes.append(f"column '{col}' read as {new}")
         rename[col] = new
@@ -123,7 +124,8 @@ def check_scale(values: pd.Series, col: str, scale: str, source: str) -> pd.Seri
     out = finite & ((values.to_numpy() < 0) | (values.to_numpy() > top))
     if out.any():
         i = int(np.flatnonzero(out)[0])
-        hint = (f"; if the table is in percent, pass {option('scale', 'percent')}" if factor == 1.0 and values[finite].max() <= 100
+        in_percent = factor == 1.0 and values[finite].max() <= 100
+        hint = (f"; if the table is in percent, pass {option('scale', 'percent')}" if in_percent
                 else "")
         raise UserError(f"{source}: column '{col}' holds {values.iloc[i]:g} in row {i + 2}, but accuracies must lie "
                         f"in [0, {top:g}]{hint}")
@@ -162,8 +164,10 @@ def counts_from_accuracy(acc: pd.Series, raw: pd.Series, n_test: int, col: str, 
         c = counts.iloc[i]
         if abs(c - round(c)) > max(tol * n_test, 1e-6):
             raise UserError(
-                f"{source}: with {option('n_test', n_test)}, column '{col}' = {raw.iloc[i]:g} in row {i + 2} is {c:.2f} correct "
-                f"answers, not a whole number: the test set has another size (give the right {option('n_test')}, or leave it "
+                f"{source}: with {option('n_test', n_test)}, column '{col}' = {raw.iloc[i]:g} in row {i + 2} is "
+                f"{c:.2f} correct "
+                f"answers, not a whole number: the test set has another size (give the right {option('n_test')}, or "
+                "leave it "
                 "out to analyze the accuracy as a continuous metric)")
     return counts.round()
 

@@ -103,7 +103,8 @@ def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None,
                     or "batch_size" in df.columns else [])
     has_step = cube.STEP in df.columns
     if not has_step and n_train is None:
-        return ds, [f"no clocks: give {option('n_train')} (training examples) or a step column, so steps per epoch are known"]
+        return ds, [f"no clocks: give {option('n_train')} (training examples) or a step column, so steps per epoch "
+                    "are known"]
     run_keys = list(cube.CELL_DIMS)
     epochs = ds[cube.EPOCH].values.astype(int)
     E = int(epochs.max())

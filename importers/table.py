@@ -38,7 +38,8 @@ def read_table(path: str | Path) -> pd.DataFrame:
     if not path.exists():
         raise UserError(f"no such table: {path}")
     if path.is_dir():
-        raise UserError(f"{path} is a folder, not a CSV table (for MLflow or TensorBoard folders give {option('format')})")
+        raise UserError(f"{path} is a folder, not a CSV table (for MLflow or TensorBoard folders give "
+                        f"{option('format')})")
     try:
         df = pd.read_csv(path, skipinitialspace=True, keep_default_na=False, na_values=[""])
     except pd.errors.EmptyDataError:
@@ -52,6 +53,53 @@ def read_table(path: str | Path) -> pd.DataFrame:
 def table_to_cube(path: str | Path, **options) -> xr.Dataset:
     """Read ``path`` and build a cube from it (see :func:`frame_to_cube` for the options)."""
     return frame_to_cube(read_table(path), source=str(path), **options)
+
+
+def _check_options(df: pd.DataFrame, *, seeds: str | None, scale: str, source: str) -> None:
+    """The options and the table's key columns, before anything is read."""
+    if seeds not in cube.SEED_DESIGNS:
+        raise UserError(f"{source}: {seeds_help()}" if seeds is None
+                        else f"{source}: {option('seeds')} must be paired or independent, not {seeds!r}")
+    if scale not in COL.SCALES:
+        raise UserError(f"{option('scale')} must be one of {', '.join(COL.SCALES)}, not {scale!r}")
+    if df.empty:
+        raise UserError(f"{source}: the table is empty (no data rows)")
+    for key in KEYS:
+        if key not in df.columns:
+            raise UserError(f"{source}: missing key column '{key}' (need pipeline, sigma_w, seed)")
+
+
+def _keyed(df: pd.DataFrame, source: str, notes: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """The table with its key columns validated and typed, and the keys of a row (epoch too, per epoch)."""
+    df = df.reset_index(drop=True).copy()
+    if cube.EPOCH not in df.columns and cube.STEP in df.columns:
+        df[cube.EPOCH] = df[cube.STEP]
+        notes.append("no epoch column: each logged step is one point of the curves (epoch = step)")
+    df[cube.PIPELINE] = _pipeline_column(df[cube.PIPELINE], source)
+    df[cube.SIGMA] = _positive_column(df[cube.SIGMA], cube.SIGMA, source)
+    df[cube.SEED] = _integer_column(df[cube.SEED], cube.SEED, source)
+    if cube.EPOCH not in df.columns:
+        return df, list(KEYS)
+    df[cube.EPOCH] = _integer_column(df[cube.EPOCH], cube.EPOCH, source, minimum=0)
+    return df, [*KEYS, cube.EPOCH]
+
+
+def _settings(ds: xr.Dataset, df: pd.DataFrame, kind: dict[str, str], original: dict[str, str],
+              pipelines: list[str], *, has_epoch: bool, source: str) -> xr.Dataset:
+    """Per-pipeline settings as coordinates on ``pipeline``; a setting that varies within a pipeline is a
+    result, not a setting (refused), except a per-epoch schedule that the clocks read from the table."""
+    for col in (c for c, k in kind.items() if k == "setting"):
+        if (df.groupby(cube.PIPELINE)[col].nunique(dropna=False) > 1).any():
+            if col in COL.PER_EPOCH_SETTINGS and has_epoch:
+                continue
+            raise UserError(f"{source}: setting '{original.get(col, col)}' varies within a pipeline; per-pipeline "
+                            f"settings must be constant (declare it with {option('metric_cols')} if it is a result)")
+        first = df.groupby(cube.PIPELINE, sort=False)[col].first().reindex(pipelines)
+        vals = first.to_numpy()
+        if first.dtype.kind not in "iuf":
+            vals = np.array(["" if pd.isna(v) else str(v) for v in vals], dtype=object)
+        ds = ds.assign_coords({col: (cube.PIPELINE, vals)})
+    return ds
 
 
 def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = None, source: str = "table",
@@ -68,28 +116,9 @@ def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = N
     Row numbers in messages count like a spreadsheet: the header is row 1, data start at row 2.
     """
     notes = notes if notes is not None else []
-    if seeds not in cube.SEED_DESIGNS:
-        raise UserError(f"{source}: {seeds_help()}" if seeds is None
-                        else f"{source}: {option('seeds')} must be paired or independent, not {seeds!r}")
-    if scale not in COL.SCALES:
-        raise UserError(f"{option('scale')} must be one of {', '.join(COL.SCALES)}, not {scale!r}")
-    if df.empty:
-        raise UserError(f"{source}: the table is empty (no data rows)")
-    for key in KEYS:
-        if key not in df.columns:
-            raise UserError(f"{source}: missing key column '{key}' (need pipeline, sigma_w, seed)")
-    df = df.reset_index(drop=True).copy()
-    if cube.EPOCH not in df.columns and cube.STEP in df.columns:
-        df[cube.EPOCH] = df[cube.STEP]
-        notes.append("no epoch column: each logged step is one point of the curves (epoch = step)")
-    has_epoch = cube.EPOCH in df.columns
-    keys = [*KEYS, cube.EPOCH] if has_epoch else list(KEYS)
-    df[cube.PIPELINE] = _pipeline_column(df[cube.PIPELINE], source)
-    df[cube.SIGMA] = _positive_column(df[cube.SIGMA], cube.SIGMA, source)
-    df[cube.SEED] = _integer_column(df[cube.SEED], cube.SEED, source)
-    if has_epoch:
-        df[cube.EPOCH] = _integer_column(df[cube.EPOCH], cube.EPOCH, source, minimum=0)
-
+    _check_options(df, seeds=seeds, scale=scale, source=source)
+    df, keys = _keyed(df, source, notes)
+    has_epoch = cube.EPOCH in keys
     value_cols = [c for c in df.columns if c not in keys]
     rename, kind, mapped = COL.resolve(value_cols, per_epoch=has_epoch, metric_cols=metric_cols,
                                        ignore_cols=ignore_cols, source=source)
@@ -149,18 +178,7 @@ def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = N
     ds[cube.STATUS] = (xr.DataArray.from_series(run_status).reindex_like(ds).fillna(cube.MISSING)
                        .transpose(*cube.CELL_DIMS))
 
-    settings = [c for c, k in kind.items() if k == "setting"]
-    for col in settings:
-        if (df.groupby(cube.PIPELINE)[col].nunique(dropna=False) > 1).any():
-            if col in COL.PER_EPOCH_SETTINGS and has_epoch:
-                continue  # a per-run or per-epoch schedule: the clocks read it from the table
-            raise UserError(f"{source}: setting '{original.get(col, col)}' varies within a pipeline; "
-                            f"per-pipeline settings must be constant (declare it with {option('metric_cols')} if it is a result)")
-        first = df.groupby(cube.PIPELINE, sort=False)[col].first().reindex(pipelines)
-        vals = first.to_numpy()
-        if first.dtype.kind not in "iuf":
-            vals = np.array(["" if pd.isna(v) else str(v) for v in vals], dtype=object)
-        ds = ds.assign_coords({col: (cube.PIPELINE, vals)})
+    ds = _settings(ds, df, kind, original, pipelines, has_epoch=has_epoch, source=source)
 
     if has_epoch:
         ds, more = derive.selected_from_curves(ds)
@@ -172,7 +190,7 @@ def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = N
                                                                             cube.SELECTED_TEST_CORRECT), source)
     if n_test is not None:
         ds.attrs[cube.A_N_TEST] = int(n_test)
-        _counts(ds, df, raw, kind, original, n_test, source, has_epoch)
+        _counts(ds, df, raw, kind, original, n_test, source)
     if cube.TAU_INTERP not in ds:
         notes.append("no tau_interp column: the report says interpolation was not recorded")
     return cube.canonicalize(ds)
@@ -207,7 +225,8 @@ def _non_finite(df: pd.DataFrame, raw: dict[str, pd.Series], text: dict[str, pd.
         v = text[col].iloc[i]
         what = "empty" if pd.isna(v) else repr(str(v))
         raise UserError(f"{source}: column '{original.get(col, col)}' is {what} in row {i + 2}; a run without a "
-                        f"finite result is not a finished run: fix the row, or pass {option('nan_as_missing', True)} to import "
+                        f"finite result is not a finished run: fix the row, or pass {option('nan_as_missing', True)} "
+                        "to import "
                         "such runs as missing")
     runs = df.loc[bad_rows, list(KEYS)].drop_duplicates()
     bad_run = df.set_index(list(KEYS)).index.isin(pd.MultiIndex.from_frame(runs))
@@ -224,12 +243,13 @@ def _n_test(df: pd.DataFrame, kind: dict[str, str], n_test: int | None, source: 
     if len(values) != 1 or values[0] != round(values[0]) or values[0] < 1:
         raise UserError(f"{source}: column 'n_test' must hold one whole number for the whole table")
     if n_test is not None and int(values[0]) != n_test:
-        raise UserError(f"{source}: {option('n_test', n_test)} contradicts the table's n_test column ({int(values[0])})")
+        raise UserError(f"{source}: {option('n_test', n_test)} contradicts the table's n_test column "
+                        f"({int(values[0])})")
     return int(values[0])
 
 
 def _counts(ds: xr.Dataset, df: pd.DataFrame, raw: dict[str, pd.Series], kind: dict[str, str],
-            original: dict[str, str], n_test: int, source: str, has_epoch: bool) -> None:
+            original: dict[str, str], n_test: int, source: str) -> None:
     """Check every test accuracy against ``n_test`` and store the selected one's counts."""
     if cube.SELECTED_TEST_CORRECT in kind:
         COL.check_counts(df[cube.SELECTED_TEST_CORRECT], n_test, original.get(cube.SELECTED_TEST_CORRECT,

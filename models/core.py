@@ -11,9 +11,9 @@ sigma_w differs), and the memory u has a linear trend a along x, a fixed effect 
 prior, besides its exchangeable part w. So a drift every seed shares reads as memory and a drift
 that differs between seeds as noise, and the trend is never shrunk towards "no memory" by what
 the other level contrasts show: its verdict rests on the seeds' own evidence (with a few seeds,
-shrinking it gave 12% false "forgets" at a true spread of delta; docs/memory-model.md). The covariance matrices commute (x is orthogonal to the constant), so the covariance of
-y has six eigenspaces, products of (grand, the linear level contrast x, the other level
-contrasts) and (grand, seed contrasts):
+shrinking it gave 12% false "forgets" at a true spread of delta; docs/memory-model.md). The covariance
+matrices commute (x is orthogonal to the constant), so the covariance of y has six eigenspaces, products
+of (grand, the linear level contrast x, the other level contrasts) and (grand, seed contrasts):
 
     level x / grand seed:      (the trend's stratum: integrated out with the flat trend, like alpha)
     other levels / grand seed: se^2 + S su^2                   (L - 2 df)

@@ -70,7 +70,8 @@ def design_matrix(lr, l2, batch, momentum, family) -> tuple[np.ndarray, list[str
     fam = np.asarray(family, dtype=object)
     for f in sorted(set(fam.tolist()))[1:]:
         cols[f"family_{f}"] = (fam == f).astype(float)
-    order = [c for c in (ETA, LAMBDA, BATCH, MOMENTUM) if c in cols] + sorted(c for c in cols if c.startswith("family_"))
+    order = [c for c in (ETA, LAMBDA, BATCH,
+                         MOMENTUM) if c in cols] + sorted(c for c in cols if c.startswith("family_"))
     keep = [c for c in order if np.ptp(np.asarray(cols[c], float)) > 1e-9]
     x = np.stack([np.asarray(cols[c], float) for c in keep], 1) if keep else np.zeros((len(lr), 0))
     return x, keep

@@ -149,7 +149,8 @@ class MemoryModel:
             "gaussian": "the metric in its units, with the pooled SD across seeds within levels as noise scale",
         }[self.data.likelihood]
         return (f"Memory model of {self.data.metric}: y = alpha + a x + u[sigma_w] + v[seed] + b[seed] x + e per "
-                f"pipeline, gaussian, on {lik}; x is centred log sigma_w, so the memory has a linear trend (flat prior) "
+                f"pipeline, gaussian, on {lik}; x is centred log sigma_w, so the memory has a linear trend (flat "
+                "prior) "
                 "and exchangeable level effects, and each seed its own intercept and its own drift along sigma_w "
                 "(with 3 or more levels and paired seeds). The group effects, the trend and alpha are integrated out "
                 "(restricted likelihood of the four SDs); NUTS samples the SDs, which are not pooled across pipelines; "

@@ -41,7 +41,8 @@ _SV = np.linspace(-7.0, 3.0, 10)
 _SE = np.linspace(-3.0, 2.5, 28)
 _SB = np.linspace(-5.0, 2.0, 8)
 
-RULE = ("the analysis's own rule: its posterior (restricted likelihood of the four SDs, seed slopes and the memory's flat trend included, "
+RULE = ("the analysis's own rule: its posterior (restricted likelihood of the four SDs, seed slopes and the memory's "
+        "flat trend included, "
         "the same priors and noise scale), computed by quadrature over the SDs for each simulated experiment, "
         "and for 'remembers' the paired check of the seeds' differences")
 

@@ -120,7 +120,7 @@ def _paired(model: FittedModel, a: int, delta: float, y: np.ndarray | None = Non
     return paired_check(table, d.sigma_w[lev], delta, paired=d.seed_design == cube.SEED_PAIRED)
 
 
-def _divergence(model: FittedModel, a: int, pipe: str, delta: float, sensitivity: dict | None) -> dict[str, Any]:
+def _divergence(model: FittedModel, a: int, pipe: str, sensitivity: dict | None) -> dict[str, Any]:
     d = model.data
     div = d.diverged[a] if d.diverged is not None else np.zeros_like(d.used[a])
     p_value = d.divergence_p.get(pipe)
@@ -202,7 +202,7 @@ def summarize_model(model: FittedModel, delta: float) -> dict[str, dict[str, Any
             "n_excluded": d.n_excluded[pipe],
             "prior_sensitivity": _prior_sensitivity(model, a, flat, delta, check["supports_remembers"]),
             "interpolation": d.interpolation[pipe],
-            "divergence": _divergence(model, a, pipe, delta, sens.get(pipe)),
+            "divergence": _divergence(model, a, pipe, sens.get(pipe)),
             "notes": list(d.notes),
         }
         if model_vd != vd:

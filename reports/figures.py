@@ -143,7 +143,8 @@ def metric_vs_sigma(a: Analysis) -> Figure:
         sp = a.pipe(p).spread
         parts.append(f"{p}: {a.pipe(p).verdict}, spread {q(sp) * scale:.{a.digits}f} {unit}")
     caption = (f"{_metric_label(a).capitalize()} against σ_w, one panel per pipeline. Grey dots are single runs, "
-               + seed_caption(a) + " The coloured line and band are the posterior median and 90% interval of the expected metric "
+               + seed_caption(a) + " The coloured line and band are the posterior median and 90% interval of the "
+                                   "expected metric "
                f"with seed noise averaged out. The text gives the verdict and the spread over the grid in {unit} "
                "with its 90% interval.")
     if a.cube is not None and C.A_PROBE in a.cube.attrs:

@@ -340,14 +340,16 @@ def forgetting_times(a: Analysis) -> Figure:
             if k % ncols == 0:
                 ax.set_yticks(y, pipes)
             lines.append(f"{name}: spread {spread:.2f}, {ft[name].n_censored} of {ft[name].n_pipelines} censored"
-                         if np.isfinite(spread) else f"{name}: {ft[name].n_censored} of {ft[name].n_pipelines} censored")
+                         if np.isfinite(spread) else f"{name}: {ft[name].n_censored} of {ft[name].n_pipelines} "
+                                                     "censored")
         hide_unused(axes, len(axes_names))
         fig.tight_layout()
     caption = ("Forgetting times: per time axis, when each pipeline's memory curve has fallen far enough "
                "(dot: median, bar: 90% interval, in that axis's units, log scale). On the clock that governs "
                "forgetting the pipelines' times line up; the panel title gives their spread, the SD across "
                "pipelines of the log forgetting time (censored pipelines kept as right-censored at their budget; "
-               "bold: the best axis of the collapse test). An open circle with an arrow is censored: the memory had not fallen far enough "
+               "bold: the best axis of the collapse test). An open circle with an arrow is censored: the memory had "
+               "not fallen far enough "
                "within the training budget, so the time is only a lower bound.")
     alt = (f"{len(axes_names)} panels of forgetting times for {len(pipes)} pipelines; {n_censored} censored "
            f"entries. " + "; ".join(lines) + ".")

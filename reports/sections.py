@@ -29,12 +29,12 @@ FigureFn = Callable[[Analysis], Figure]
 ShowRule = Callable[[Analysis, list[Figure]], bool]
 
 
-def always(a: Analysis, figures: list[Figure]) -> bool:
+def always(_a: Analysis, _figures: list[Figure]) -> bool:
     """Shown in every report."""
     return True
 
 
-def with_figures(a: Analysis, figures: list[Figure]) -> bool:
+def with_figures(_a: Analysis, figures: list[Figure]) -> bool:
     """Shown when at least one of its figures could be drawn."""
     return bool(figures)
 
@@ -44,12 +44,12 @@ def with_figures_or_collapse(a: Analysis, figures: list[Figure]) -> bool:
     return bool(figures) or a.collapse is not None
 
 
-def with_cube(a: Analysis, figures: list[Figure]) -> bool:
+def with_cube(a: Analysis, _figures: list[Figure]) -> bool:
     """Shown when the analysed cube could be read."""
     return a.cube is not None
 
 
-def with_settings(a: Analysis, figures: list[Figure]) -> bool:
+def with_settings(a: Analysis, _figures: list[Figure]) -> bool:
     """Shown when the cube records how its pipelines trained."""
     return bool(T.settings_rows(a))
 

@@ -18,10 +18,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-from markupsafe import Markup  # noqa: E402
+import matplotlib.pyplot as plt
+from markupsafe import Markup
 
-from initmem import names as N  # noqa: E402
+from initmem import names as N
 
 # Colour-blind safe (Okabe-Ito), yellow last: it is hard to read on white.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")

@@ -263,5 +263,6 @@ def settings_rows(a: Analysis) -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["assumption_rows", "collapse_rows", "diagnostics_rows", "failed_checks", "excluded_text", "frequentist_rows", "interpolation_rows", "num", "q",
+__all__ = ["assumption_rows", "collapse_rows", "diagnostics_rows", "failed_checks", "excluded_text",
+           "frequentist_rows", "interpolation_rows", "num", "q",
            "settings_rows", "summary_rows", "verdict_rows"]

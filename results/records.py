@@ -101,8 +101,8 @@ class TestResult(Record):
 
     p: Num = None
     p_holm: Num = None
-    F: Num = None  # noqa: N815 - the statistic's name
-    Q: Num = None  # noqa: N815
+    F: Num = None
+    Q: Num = None
     ng2: Num = None
     equivalent: bool | None = None
     delta: Num = None
@@ -332,7 +332,7 @@ class AxisScore(Record):
 class VsEpoch(Record):
     """One clock against epochs: collapse gain D with its interval, raw and adjusted p."""
 
-    D: Num = None  # noqa: N815
+    D: Num = None
     q05: Num = None
     q95: Num = None
     p_value: Num = None

@@ -430,5 +430,6 @@ def read_truth(ds: xr.Dataset) -> dict:
     return truth
 
 
-__all__ = ["DESIGNS", "expected_accuracy", "SimPipeline", "clocks", "example_offsets", "lr_per_step", "preset_pipelines", "read_truth",
+__all__ = ["DESIGNS", "expected_accuracy", "SimPipeline", "clocks", "example_offsets", "lr_per_step",
+           "preset_pipelines", "read_truth",
            "sigma_levels", "simulate_cube"]

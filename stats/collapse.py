@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -193,8 +194,8 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
                        "per_pipeline": {names[j]: ratios[i, j] for j in np.flatnonzero(np.isfinite(ratios[i]))}}
     if c_pipes < 2:
         notes.append("a single pipeline cannot tell clocks from epochs: the comparison is across pipelines")
-    verdict, best = _verdict(vs_epoch, family, identifiable, compared, notes)
-    _explain(notes, vs_epoch, identifiable, n_def, compared, c_pipes, out_axes, verdict, best)
+    verdict, best = _verdict(vs_epoch, family, identifiable, notes)
+    notes += _explain(vs_epoch, identifiable, n_def, out_axes, c_pipes=c_pipes, verdict=verdict, best=best)
     scope_note(notes, vs_epoch, best, c_pipes)
     ft = forgetting_times(ds, memory=memory, fraction=fraction, rope=rope, n_boot=n_boot, seed=seed,
                           axes={EPOCH_AXIS: epoch} | {a: clocks[a] for a in x if a != EPOCH_AXIS})
@@ -260,7 +261,8 @@ def _axes_entries(names, axes, held, n_def, c_pipes) -> dict:
     return out
 
 
-def _verdict(vs, family, identifiable, compared, notes) -> tuple[str, str | None]:
+def _verdict(vs: dict[str, dict[str, Any]], family: list[str], identifiable: dict[str, bool],
+             notes: list[str]) -> tuple[str, str | None]:
     clocks = [a for a in identifiable if a != STEP_AXIS]
     if not any(identifiable[a] for a in clocks):
         notes.append("no forgetting clock separates the pipelines differently from epochs on this design "
@@ -281,12 +283,16 @@ def _verdict(vs, family, identifiable, compared, notes) -> tuple[str, str | None
     return "no_difference", (top if top is not None and vs[top]["D"] > 0 else EPOCH_AXIS)
 
 
-def _explain(notes, vs, identifiable, n_def, compared, c_pipes, axes, verdict, best) -> None:
+def _explain(vs: dict[str, dict[str, Any]], identifiable: dict[str, bool], n_def: dict[str, int],
+             axes: dict[str, dict[str, Any]], *, c_pipes: int, verdict: str, best: str | None) -> list[str]:
+    """What limits the verdict (too few pipelines, clocks that cannot be told from epochs or are defined on
+    too few pipelines) and what qualifies a win: one note each, in reading order."""
+    notes: list[str] = []
     min_p = 2.0 ** (1 - c_pipes)
     if min_p >= ALPHA:
         notes.append(f"only {c_pipes} pipelines: the smallest possible two-sided sign-flip p-value is "
                      f"2^(1-{c_pipes}) = {min_p:.3g} >= {ALPHA}, so no verdict can be significant; run >= 6")
-    for a in compared:
+    for a in vs:
         if not identifiable[a]:
             notes.append(f"{a} is not identifiable: at a fixed epoch it orders the pipelines like epochs")
         elif vs[a]["min_p_possible"] >= ALPHA:
@@ -302,6 +308,7 @@ def _explain(notes, vs, identifiable, n_def, compared, c_pipes, axes, verdict, b
         if np.isfinite(vs[best]["q05"]) and vs[best]["q05"] <= 0:
             notes.append(f"{best}: significant by the permutation test, but the bootstrap interval of D "
                          "reaches 0; treat the size of the gain as uncertain")
+    return notes
 
 
 __all__ = ["SCHEMA", "VERDICTS", "collapse_test"]

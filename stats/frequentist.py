@@ -222,7 +222,8 @@ def _analyse_pipeline(da: xr.DataArray, delta: float) -> dict[str, Any]:
     """Everything that does not need the other pipelines (no Holm yet)."""
     y = da.values
     df = _long_table(da)
-    res: dict[str, Any] = {"notes": [], "n_sigma": int(df[cube.SIGMA].nunique()), "n_seed": int(df[cube.SEED].nunique())}
+    res: dict[str, Any] = {"notes": [], "n_sigma": int(df[cube.SIGMA].nunique()),
+                           "n_seed": int(df[cube.SEED].nunique())}
     try:
         res["reml"] = reml_components(df)
     except ValueError as exc:
@@ -307,7 +308,7 @@ def crosscheck(ds: xr.Dataset, metric: str, delta: float, bayes: dict[str, dict]
         }
         eff = effects.effect_sizes(r["table"], scale=scale)
         bay = bayes.get(p) or {}
-        agreement, reasons, notes = explain(p, freq, r, bay, delta=delta, scale=scale,
+        agreement, reasons, notes = explain(freq, r, bay, delta=delta, scale=scale,
                                            metric=metric, n_test=n_test, p_adj=p_adj)
         out[p] = {"frequentist": freq, "agreement": agreement, "disagreements": reasons,
                   "effect_sizes": eff, "notes": r["notes"] + notes}
@@ -329,20 +330,26 @@ def _loso_verdicts(table: np.ndarray, delta: float, n_tests: int) -> list[str]:
     return out
 
 
-def explain(pipe: str, freq: dict, raw: dict, bay: dict, *, delta: float, scale: float, metric: str,
-            n_test: Any, p_adj: dict) -> tuple[bool, list[str], list[str]]:
-    """(agreement, disagreements, notes): compare the verdicts and name the likely causes."""
+def _test_notes(freq: dict) -> list[str]:
+    """Where the frequentist tests qualify each other: ANOVA against Friedman, detectable but below delta."""
     notes: list[str] = []
-    b_verdict = bay.get("verdict")
-    f_verdict = freq["verdict"]
     rm_p = freq["rm_anova"]["p_holm"]
     fr_p = freq["friedman"]["p_holm"]
     if isinstance(rm_p, float) and isinstance(fr_p, float) and math.isfinite(rm_p) and math.isfinite(fr_p):
         if (rm_p < ALPHA) != (fr_p < ALPHA):
             notes.append(f"the ANOVA (Holm p={rm_p:.3g}) and the rank-based Friedman test (Holm p={fr_p:.3g}) "
                          "disagree on whether sigma_w matters at all: non-normal errors or an outlier seed")
-    if f_verdict == "forgets" and math.isfinite(rm_p) and rm_p < ALPHA:
+    if freq["verdict"] == "forgets" and math.isfinite(rm_p) and rm_p < ALPHA:
         notes.append("a sigma_w effect is detectable (ANOVA) but smaller than delta: negligible memory, not none")
+    return notes
+
+
+def explain(freq: dict, raw: dict, bay: dict, *, delta: float, scale: float, metric: str,
+            n_test: Any, p_adj: dict) -> tuple[bool, list[str], list[str]]:
+    """(agreement, disagreements, notes): compare the verdicts and name the likely causes."""
+    notes = _test_notes(freq)
+    b_verdict = bay.get("verdict")
+    f_verdict = freq["verdict"]
     if b_verdict == BORDERLINE:
         return False, [f"the Bayesian verdict is borderline: a verdict probability lies within two Monte Carlo "
                        f"errors of 0.95, so another sampler run could decide it either way; the frequentist "
@@ -358,7 +365,8 @@ def explain(pipe: str, freq: dict, raw: dict, bay: dict, *, delta: float, scale:
     n_seed, n_lev = raw["n_complete_seed"], raw["n_complete_sigma"]
     if n_seed < 2 or n_lev < 2:
         reasons.append("the frequentist tests could not run (too few complete seed blocks), so their verdict is "
-                       "inconclusive by default; the Bayesian model still uses every cell (a missing cell is integrated out)")
+                       "inconclusive by default; the Bayesian model still uses every cell (a missing cell is "
+                       "integrated out)")
         return False, reasons, notes
     sp = raw["sp"]
     if n_seed < 5:

@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
 
 
-def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None,
+            timeout: float = 600) -> subprocess.CompletedProcess:
     """Run ``initmem ARGS`` exactly as a user would, in a fresh interpreter."""
     full_env = {**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})}
     return subprocess.run(

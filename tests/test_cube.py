@@ -29,7 +29,8 @@ def valid_cubes(draw) -> xr.Dataset:
     if n_ep:
         ds["val_acc"] = (cube.CURVE_DIMS, rng.random((*shape, n_ep)))
         ds[cube.KERNEL_NORM] = (cube.CURVE_DIMS, rng.random((*shape, n_ep)) + 1)
-    ds = ds.assign_coords(lr=("pipeline", rng.random(n_p)), optimizer=("pipeline", np.array(["sgd"] * n_p, dtype=object)))
+    ds = ds.assign_coords(lr=("pipeline", rng.random(n_p)), optimizer=("pipeline", np.array(["sgd"] * n_p,
+                                                                                            dtype=object)))
     return cube.canonicalize(ds)
 
 
@@ -43,7 +44,8 @@ def test_valid_cubes_validate(ds):
     assert cube.errors(ds) == []
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
 @given(ds=valid_cubes())
 def test_round_trip_is_identical(tmp_path_factory, ds):
     path = tmp_path_factory.mktemp("rt") / "c.nc"

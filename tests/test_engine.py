@@ -233,7 +233,8 @@ def test_packed_optimizer_matches_torch_optim(spec):
     elif p.optimizer == "rmsprop":
         tref = torch.optim.RMSprop(ref, eps=p.eps, **kw)
     else:
-        tref = getattr(torch.optim, {"adam": "Adam", "adamw": "AdamW"}[p.optimizer])(ref, betas=p.betas, eps=p.eps, **kw)
+        tref = getattr(torch.optim, {"adam": "Adam", "adamw": "AdamW"}[p.optimizer])(ref, betas=p.betas, eps=p.eps,
+                                                                                     **kw)
     for _ in range(5):
         grad = torch.randn(3, 5, 4)
         ours[0].grad, ref[0].grad = grad.clone(), grad.clone()

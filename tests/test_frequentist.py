@@ -95,9 +95,11 @@ def test_spread_tests_decide_both_ways():
 def test_omega_squared_known_values():
     # Pure level effect (no seed, no residual) -> 1; pure seed effect -> 0.
     lev = np.arange(4.0)[:, None] + np.zeros((1, 5))
-    assert effects.omega_squared(lev + 1e-9 * np.random.default_rng(0).normal(size=(4, 5))) == pytest.approx(1, abs=1e-6)
+    assert effects.omega_squared(lev + 1e-9 * np.random.default_rng(0).normal(size=(4, 5))) == pytest.approx(1,
+                                                                                                             abs=1e-6)
     seed = np.zeros((4, 1)) + np.arange(5.0)[None, :]
-    assert effects.omega_squared(seed + 1e-9 * np.random.default_rng(1).normal(size=(4, 5))) == pytest.approx(0, abs=1e-6)
+    assert effects.omega_squared(seed + 1e-9 * np.random.default_rng(1).normal(size=(4, 5))) == pytest.approx(0,
+                                                                                                              abs=1e-6)
 
 
 def test_crosscheck_verdicts_effects_and_agreement():

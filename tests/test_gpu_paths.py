@@ -43,12 +43,12 @@ def test_bf16_autocast_branch_runs_on_cpu():
 def test_cuda_pack_sizing_with_a_stubbed_free_memory(monkeypatch):
     g = grid()
     per = packing.member_bytes(g, 128)
-    monkeypatch.setattr(packing, "free_memory_bytes", lambda device: 7 * per)
+    monkeypatch.setattr(packing, "free_memory_bytes", lambda _device: 7 * per)
     assert packing.auto_pack_size(g, "a", "cuda") == 3                      # half of 7 members fits
-    monkeypatch.setattr(packing, "free_memory_bytes", lambda device: 10**6 * per)
+    monkeypatch.setattr(packing, "free_memory_bytes", lambda _device: 10**6 * per)
     assert packing.auto_pack_size(g, "a", "cuda:1") == packing.MAX_PACK["cuda"]
     assert packing.auto_pack_size(g, "a", "cpu") == packing.MAX_PACK["cpu"]
-    monkeypatch.setattr(packing, "free_memory_bytes", lambda device: 2 * per)
+    monkeypatch.setattr(packing, "free_memory_bytes", lambda _device: 2 * per)
     assert packing.plan_packs(g, device="cuda") == [("a", [(0.5, 0)]), ("a", [(2.0, 0)])]
 
 

@@ -88,7 +88,8 @@ def test_slurm_block_defaults():
 
 
 @pytest.mark.parametrize("path,value,needles", [
-    ("pipelines.adam.optimizer", "adamm", ["pipelines.adam.optimizer", "must be one of sgd, adam, adamw, rmsprop", "adamm"]),
+    ("pipelines.adam.optimizer", "adamm", ["pipelines.adam.optimizer", "must be one of sgd, adam, adamw, "
+                                                                       "rmsprop", "adamm"]),
     ("pipelines.sgd.lr", 0, ["pipelines.sgd.lr", "greater than 0"]),
     ("pipelines.sgd.lr", "fast", ["pipelines.sgd.lr", "number"]),
     ("pipelines.sgd.batch_size", 0, ["pipelines.sgd.batch_size"]),

@@ -28,7 +28,7 @@ from .test_engine import _one_thread  # noqa: F401 (autouse fixture)
 from .test_nets_dense import MLP, dense_grid
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report_fixture import write_analysis  # noqa: E402
+from _report_fixture import write_analysis
 
 SHAPES = ["normal", "uniform", "truncated_normal", "orthogonal"]
 

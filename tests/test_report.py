@@ -16,16 +16,16 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report_fixture import edge_cube, small_cube, write_analysis  # noqa: E402
-from conftest import assert_user_error, invoke, run_cli  # noqa: E402
+from _report_fixture import edge_cube, small_cube, write_analysis
+from conftest import assert_user_error, invoke, run_cli
 
-from initmem import cube as C  # noqa: E402
-from initmem import results as R  # noqa: E402
-from initmem.errors import UserError  # noqa: E402
-from initmem.reports import svg as S  # noqa: E402
-from initmem.reports.html import build_report, render_html  # noqa: E402
-from initmem.reports.load import load_analysis  # noqa: E402
-from initmem.reports.text import collapse_sentence  # noqa: E402
+from initmem import cube as C
+from initmem import results as R
+from initmem.errors import UserError
+from initmem.reports import svg as S
+from initmem.reports.html import build_report, render_html
+from initmem.reports.load import load_analysis
+from initmem.reports.text import collapse_sentence
 
 XSS = "<script>alert(1)</script>"
 GRID_YAML = """name: tiny

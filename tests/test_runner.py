@@ -25,9 +25,9 @@ from initmem.collect.run.shards import shard_files, shard_name
 from initmem.errors import UserError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _collect_fake import fake_train_pack  # noqa: E402
-from _collect_util import FAKE_GRID, assert_clean, assert_same_cube, run_collect_subprocess, write_grid  # noqa: E402
-from conftest import assert_user_error, run_cli  # noqa: E402
+from _collect_fake import fake_train_pack
+from _collect_util import FAKE_GRID, assert_clean, assert_same_cube, run_collect_subprocess, write_grid
+from conftest import assert_user_error, run_cli
 
 CELLS = [(p, s, k) for p in ("sgd", "adam") for s in (0.5, 1.0, 2.0) for k in (0, 1)]
 

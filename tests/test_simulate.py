@@ -73,7 +73,8 @@ def test_clocks_are_exact_sums_over_the_schedule():
     k = np.arange(30)
     eta = 0.1 * 0.5 * (1 + np.cos(np.pi * k / 30))
     np.testing.assert_allclose(c["T_eta"], [0, eta[:10].sum(), eta[:20].sum(), eta.sum()])
-    np.testing.assert_allclose(c["T_sgd"], np.array([0, (eta[:10] ** 2).sum(), (eta[:20] ** 2).sum(), (eta**2).sum()]) / 100)
+    np.testing.assert_allclose(c["T_sgd"], np.array([0, (eta[:10] ** 2).sum(), (eta[:20] ** 2).sum(),
+                                                     (eta**2).sum()]) / 100)
     np.testing.assert_allclose(c["T_l2"], 0.01 * c["T_eta"])
     np.testing.assert_allclose(c["T_adapt"], c["T_eta"])
     assert clocks(SimPipeline("w", optimizer="adamw", weight_decay=0.1), 2, 100)["T_l2"].max() == 0

@@ -94,7 +94,7 @@ def load(path: str | os.PathLike) -> tuple[dict[str, Any] | None, str]:
         return None, "no checkpoint"
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 -- a truncated or foreign file: start the pack anew
+    except Exception as exc:
         return None, f"{exc.__class__.__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     if not isinstance(payload, dict) or payload.get("format") != CKPT_FORMAT:
         return None, "not an initmem pack checkpoint"

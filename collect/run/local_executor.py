@@ -176,7 +176,7 @@ def _worker(index: int, root: str, grid: Any, grid_hash: str, device: str, train
         msg_q.put(("start", index, task))
         try:
             run_pack(task, ctx)
-        except Exception as exc:  # noqa: BLE001 -- report, keep serving other packs
+        except Exception as exc:
             traceback.print_exc()
             msg_q.put(("error", index, task, f"{exc.__class__.__name__}: {exc}"))
             continue

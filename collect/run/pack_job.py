@@ -107,7 +107,7 @@ def run_pack(task: PackTask, ctx: PackContext, *, isolate: bool = True) -> list[
                           checkpoint_every_seconds=ctx.checkpoint_seconds, resume=state, progress=progress)
     except UserError:
         raise  # bad configuration (e.g. a missing dataset) is for the user to fix, not a cell's fault
-    except Exception as exc:  # noqa: BLE001 -- any fault of a cell (OOM included) is a result
+    except Exception as exc:
         err = f"{exc.__class__.__name__}: {exc}"
         tb = traceback.format_exc()
         _free_accelerator_memory()
@@ -194,5 +194,5 @@ def _free_accelerator_memory() -> None:
 
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass

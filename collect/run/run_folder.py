@@ -74,7 +74,8 @@ class RunDir:
         except FileNotFoundError:
             raise UserError(f"{self.root} is not a collect run folder (no run.json)") from None
         except (OSError, json.JSONDecodeError) as exc:
-            raise UserError(f"{self.record_file} is unreadable ({exc}); start anew with {option('force_new', True)}") from None
+            raise UserError(f"{self.record_file} is unreadable ({exc}); start anew with "
+                            f"{option('force_new', True)}") from None
 
     def write_record(self, record: dict[str, Any]) -> None:
         write_text(self.record_file, json.dumps(record, indent=2, sort_keys=True) + "\n")

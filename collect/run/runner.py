@@ -181,7 +181,8 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
                 import torch  # only to ask whether this machine has a GPU
 
                 if not torch.cuda.is_available():
-                    raise UserError(f"{option('executor', 'slurm')} on GPUs needs {option('pack_size')} (or engine.pack_size "
+                    raise UserError(f"{option('executor', 'slurm')} on GPUs needs {option('pack_size')} (or "
+                                    "engine.pack_size "
                                     "in the grid file): this machine has no GPU to size the packs by")
             tasks = plan_tasks(run, grid, todo, device=plan_device, pack_size=pack_size)
             events.emit("plan", executor="slurm", packs=len(tasks), cells_todo=len(todo), cells_done=len(done))

@@ -124,7 +124,7 @@ def read_shard(path: str | os.PathLike, *, keep_data: bool = True) -> ShardInfo:
         ds = cube.open_cube(path, check=True)
     except UserError as exc:
         raise CorruptShard(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 -- any decoder fault means the file is unusable
+    except Exception as exc:
         raise CorruptShard(f"{exc.__class__.__name__}: {exc}") from None
     missing = [a for a in ("shard_grid_hash", "shard_cell", "shard_status") if a not in ds.attrs]
     if missing:
@@ -201,6 +201,103 @@ def _on_layers(sub: np.ndarray, axis: int, positions: list[int], n_layers: int) 
     return out
 
 
+@dataclass
+class _Layout:
+    """What the shards hold, surveyed before any array is allocated: the union of their epochs and
+    layers, the coordinates they must share, each variable's dims and dtype, the per-pipeline coordinates."""
+
+    epochs: set[int] = field(default_factory=set)
+    layers: dict[str, int] = field(default_factory=dict)  # name -> position, in first-seen order
+    fixed: dict[str, np.ndarray] = field(default_factory=dict)  # coordinates every shard must share
+    var_dims: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    var_dtype: dict[str, np.dtype] = field(default_factory=dict)
+    pipe_coords: set[str] = field(default_factory=set)
+
+
+def _survey(infos: list[ShardInfo]) -> _Layout:
+    """Epochs as the union; layers as the union in first-seen order (pipelines with their own
+    architectures have their own kernels, docs/arms.md; a layer a pipeline lacks is NaN there);
+    examples must agree, and a variable has the same dims in every shard."""
+    lay = _Layout()
+    for info in infos:
+        ds = info.ds
+        assert ds is not None
+        if cube.EPOCH in ds.coords:
+            lay.epochs.update(int(e) for e in ds[cube.EPOCH].values)
+        if cube.LAYER in ds.coords:
+            for name in ds[cube.LAYER].values.tolist():
+                lay.layers.setdefault(str(name), len(lay.layers))
+        if cube.EXAMPLE in ds.coords:
+            vals = ds[cube.EXAMPLE].values
+            known = lay.fixed.setdefault(cube.EXAMPLE, vals)
+            if len(vals) != len(known) or not (vals == known).all():
+                raise ValueError(f"shard {info.path.name}: its '{cube.EXAMPLE}' coordinate differs from other shards")
+        for name in ds.data_vars:
+            dims = tuple(ds[name].dims)
+            if name in lay.var_dims and lay.var_dims[name] != dims:
+                raise ValueError(f"shard {info.path.name}: variable '{name}' has dims {dims}, "
+                                 f"others {lay.var_dims[name]}")
+            lay.var_dims[name] = dims
+            lay.var_dtype.setdefault(name, ds[name].dtype)
+        lay.pipe_coords.update(c for c in ds.coords if c != cube.PIPELINE and ds[c].dims == (cube.PIPELINE,))
+    return lay
+
+
+def _allocate(lay: _Layout, sizes: dict[str, int]) -> dict[str, np.ndarray]:
+    """Every variable filled with its "no value" (NaN, or the integer fill), status missing by default."""
+    arrays: dict[str, np.ndarray] = {}
+    for name in _var_order(set(lay.var_dims)):
+        dims = lay.var_dims[name]
+        if name in cube.INT_VARS:
+            dtype, fill = cube.INT_VARS[name]
+            arrays[name] = np.full([sizes[d] for d in dims], fill, dtype=dtype)
+        elif np.issubdtype(lay.var_dtype[name], np.floating) or name in cube.EXPECTED_DIMS:
+            arrays[name] = np.full([sizes[d] for d in dims], np.nan, dtype=cube.FLOAT_DTYPE)
+        else:
+            raise ValueError(f"variable '{name}' of dtype {lay.var_dtype[name]} cannot be merged")
+    if cube.STATUS not in arrays:
+        arrays[cube.STATUS] = np.full([sizes[d] for d in cube.CELL_DIMS], cube.MISSING,
+                                      dtype=cube.INT_VARS[cube.STATUS][0])
+        lay.var_dims[cube.STATUS] = cube.CELL_DIMS
+    return arrays
+
+
+def _place(info: ShardInfo, cell: tuple[int, int, int], lay: _Layout, arrays: dict[str, np.ndarray],
+           epochs: np.ndarray | None) -> None:
+    """Write one shard's variables into the merged arrays at its cell (and its epochs and layers)."""
+    ds = info.ds
+    assert ds is not None
+    at = dict(zip(cube.CELL_DIMS, cell, strict=True))
+    for name, da in ds.data_vars.items():
+        dims = lay.var_dims[name]
+        vals = np.asarray(da.values)
+        if cube.PIPELINE not in dims:  # shared by every cell (the test labels): must agree
+            if name in cube.LABEL_VARS and (arrays[name] != cube.INT_VARS[name][1]).any() \
+                    and not np.array_equal(arrays[name], vals.astype(arrays[name].dtype)):
+                raise ValueError(f"shard {info.path.name}: '{name}' differs from other shards")
+            arrays[name][...] = vals
+            continue
+        index = [at[d] if d in at else np.searchsorted(epochs, ds[cube.EPOCH].values) if d == cube.EPOCH
+                 else slice(None) for d in dims]
+        sub = vals[tuple(0 if d in cube.CELL_DIMS else slice(None) for d in dims)]
+        if cube.LAYER in dims:
+            sub = _on_layers(sub, [d for d in dims if d not in cube.CELL_DIMS].index(cube.LAYER),
+                             [lay.layers[str(n)] for n in ds[cube.LAYER].values.tolist()], len(lay.layers))
+        target = arrays[name]
+        if name in cube.INT_VARS:
+            sub = sub.astype(target.dtype)
+        # scalars for the cell axes + an index array for epochs: one broadcast advanced index
+        target[tuple(index)] = sub
+
+
+def _pipeline_coord(values: list[Any], defaults: list[Any]) -> np.ndarray:
+    """One per-pipeline coordinate from the shards' values, a pipeline without shards taking its default."""
+    filled = [v if v is not None else d for v, d in zip(values, defaults, strict=True)]
+    if any(isinstance(v, str) for v in filled):
+        return np.array(["" if v is None else str(v) for v in filled], dtype=object)
+    return np.array([np.nan if v is None else v for v in filled])
+
+
 def merge(infos: list[ShardInfo], *, pipelines: list[str], sigma_w: list[float], seeds: list[int],
           attrs: dict[str, Any], pipeline_defaults: dict[str, dict[str, Any]]) -> xr.Dataset:
     """Merge single-cell shard cubes into one cube over the full grid.
@@ -215,117 +312,34 @@ def merge(infos: list[ShardInfo], *, pipelines: list[str], sigma_w: list[float],
     p_idx = {p: i for i, p in enumerate(pipelines)}
     s_idx = {float(s): i for i, s in enumerate(sigma_w)}
     k_idx = {int(k): i for i, k in enumerate(seeds)}
-    shape = (len(pipelines), len(sigma_w), len(seeds))
-
-    # Extra dims (epoch, layer, example): epochs as the union; layers as the union in first-seen
-    # order (pipelines with their own architectures have their own kernels, docs/arms.md; a
-    # layer a pipeline lacks is NaN there); examples must agree.
-    epochs: set[int] = set()
-    layers: dict[str, int] = {}
-    fixed: dict[str, np.ndarray] = {}
-    var_dims: dict[str, tuple[str, ...]] = {}
-    var_dtype: dict[str, np.dtype] = {}
-    pipe_coord_names: set[str] = set()
-    for info in infos:
-        ds = info.ds
-        assert ds is not None
-        if cube.EPOCH in ds.coords:
-            epochs.update(int(e) for e in ds[cube.EPOCH].values)
-        if cube.LAYER in ds.coords:
-            for name in ds[cube.LAYER].values.tolist():
-                layers.setdefault(str(name), len(layers))
-        for dim in (cube.EXAMPLE,):
-            if dim in ds.coords:
-                vals = ds[dim].values
-                if dim not in fixed:
-                    fixed[dim] = vals
-                elif len(vals) != len(fixed[dim]) or not (vals == fixed[dim]).all():
-                    raise ValueError(f"shard {info.path.name}: its '{dim}' coordinate differs from other shards")
-        for name in ds.data_vars:
-            dims = tuple(ds[name].dims)
-            if name in var_dims and var_dims[name] != dims:
-                raise ValueError(f"shard {info.path.name}: variable '{name}' has dims {dims}, others {var_dims[name]}")
-            var_dims[name] = dims
-            var_dtype.setdefault(name, ds[name].dtype)
-        pipe_coord_names.update(c for c in ds.coords if c != cube.PIPELINE and ds[c].dims == (cube.PIPELINE,))
+    lay = _survey(infos)
     coords: dict[str, Any] = {
         cube.PIPELINE: np.array(pipelines, dtype=object),
         cube.SIGMA: np.asarray(sigma_w, dtype="float64"),
         cube.SEED: np.asarray(seeds, dtype="int64"),
     }
-    if epochs:
-        coords[cube.EPOCH] = np.asarray(sorted(epochs), dtype="int64")
-    coords.update(fixed)
-    if layers:
-        coords[cube.LAYER] = np.array(list(layers), dtype=object)
-    sizes = {cube.PIPELINE: shape[0], cube.SIGMA: shape[1], cube.SEED: shape[2],
-             **{d: len(v) for d, v in coords.items() if d not in cube.CELL_DIMS}}
+    if lay.epochs:
+        coords[cube.EPOCH] = np.asarray(sorted(lay.epochs), dtype="int64")
+    coords.update(lay.fixed)
+    if lay.layers:
+        coords[cube.LAYER] = np.array(list(lay.layers), dtype=object)
+    arrays = _allocate(lay, {d: len(v) for d, v in coords.items()})
 
-    arrays: dict[str, np.ndarray] = {}
-    for name in _var_order(set(var_dims)):
-        dims = var_dims[name]
-        if name in cube.INT_VARS:
-            dtype, fill = cube.INT_VARS[name]
-            arrays[name] = np.full([sizes[d] for d in dims], fill, dtype=dtype)
-        elif np.issubdtype(var_dtype[name], np.floating) or name in cube.EXPECTED_DIMS:
-            arrays[name] = np.full([sizes[d] for d in dims], np.nan, dtype=cube.FLOAT_DTYPE)
-        else:
-            raise ValueError(f"variable '{name}' of dtype {var_dtype[name]} cannot be merged")
-    if cube.STATUS not in arrays:
-        arrays[cube.STATUS] = np.full(shape, cube.MISSING, dtype=cube.INT_VARS[cube.STATUS][0])
-        var_dims[cube.STATUS] = cube.CELL_DIMS
-
-    pipe_values: dict[str, list[Any]] = {c: [None] * shape[0] for c in sorted(pipe_coord_names)}
+    pipe_values: dict[str, list[Any]] = {c: [None] * len(pipelines) for c in sorted(lay.pipe_coords)}
     for info in infos:
-        ds = info.ds
-        assert ds is not None
         pipe, sigma, seed = info.cell
-        ip, isg, isd = p_idx[pipe], s_idx[float(sigma)], k_idx[int(seed)]
-        for name, da in ds.data_vars.items():
-            dims = var_dims[name]
-            vals = np.asarray(da.values)
-            if dims == (cube.EXAMPLE,) or cube.PIPELINE not in dims:
-                index: list[Any] = [slice(None)] * len(dims)
-                if name in cube.LABEL_VARS and name in arrays and (arrays[name] != cube.INT_VARS[name][1]).any():
-                    if not np.array_equal(arrays[name], vals.astype(arrays[name].dtype)):
-                        raise ValueError(f"shard {info.path.name}: '{name}' differs from other shards")
-                arrays[name][...] = vals
-                continue
-            index = []
-            for d in dims:
-                if d == cube.PIPELINE:
-                    index.append(ip)
-                elif d == cube.SIGMA:
-                    index.append(isg)
-                elif d == cube.SEED:
-                    index.append(isd)
-                elif d == cube.EPOCH:
-                    index.append(np.searchsorted(coords[cube.EPOCH], ds[cube.EPOCH].values))
-                else:
-                    index.append(slice(None))
-            sub = vals[tuple(0 if d in cube.CELL_DIMS else slice(None) for d in dims)]
-            if cube.LAYER in dims:
-                sub = _on_layers(sub, [d for d in dims if d not in cube.CELL_DIMS].index(cube.LAYER),
-                                 [layers[str(n)] for n in ds[cube.LAYER].values.tolist()], len(layers))
-            target = arrays[name]
-            if name in cube.INT_VARS:
-                sub = sub.astype(target.dtype)
-            # scalars for the cell axes + an index array for epochs: one broadcast advanced index
-            target[tuple(index)] = sub
-        for c in pipe_values:
-            if c in ds.coords and pipe_values[c][ip] is None:
-                pipe_values[c][ip] = cube.to_python(ds[c].values[0])
+        ip = p_idx[pipe]
+        _place(info, (ip, s_idx[float(sigma)], k_idx[int(seed)]), lay, arrays, coords.get(cube.EPOCH))
+        for c, vals in pipe_values.items():
+            if c in info.ds.coords and vals[ip] is None:
+                vals[ip] = cube.to_python(info.ds[c].values[0])
 
     out = xr.Dataset(coords=coords)
     for name, arr in arrays.items():
-        out[name] = (var_dims[name], arr)
+        out[name] = (lay.var_dims[name], arr)
     for c, vals in pipe_values.items():
-        filled = [v if v is not None else pipeline_defaults.get(p, {}).get(c) for p, v in zip(pipelines, vals, strict=True)]
-        if any(isinstance(v, str) for v in filled):
-            arr = np.array(["" if v is None else str(v) for v in filled], dtype=object)
-        else:
-            arr = np.array([np.nan if v is None else v for v in filled])
-        out = out.assign_coords({c: (cube.PIPELINE, arr)})
+        out = out.assign_coords({c: (cube.PIPELINE, _pipeline_coord(
+            vals, [pipeline_defaults.get(p, {}).get(c) for p in pipelines]))})
     out.attrs = dict(attrs)
     return out
 

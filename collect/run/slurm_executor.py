@@ -144,7 +144,7 @@ def submit_and_wait(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash:
             if not j.paths.result_pickle.exists() and ex.cluster == "slurm":
                 raise RuntimeError("the job left the Slurm queue without a result (cancelled or its node failed)")
             j.result()
-        except Exception as exc:  # noqa: BLE001 -- report a lost task; its cells stay unfinished
+        except Exception as exc:
             events.emit("job_lost", job_id=str(j.job_id), pack=t.pack_id, error=f"{exc.__class__.__name__}: {exc}")
             if not quiet:
                         print(f"warning: job {j.job_id} (pack {t.pack_id}) ended without finishing: "

@@ -51,7 +51,7 @@ def run_status(run_dir: str | os.PathLike) -> dict[str, Any]:
         "run": str(run.root), "grid": grid.name, "cells": len(cells), "counts": counts, "pipelines": per_pipe,
         "packs_in_progress": active, "requeues": sum(p["requeues"] for p in packs.values()),
         "corrupt_shards": corrupt, "slurm_jobs": jobs,
-        "job_states": _job_states(run, rec) if jobs else {},
+        "job_states": _job_states(rec) if jobs else {},
         "cube": str(run.cube) if run.cube.exists() else None,
     }
 
@@ -66,7 +66,7 @@ def _logged_statuses(run: RunDir) -> dict[Cell, str]:
     return out
 
 
-def _job_states(run: RunDir, rec: dict[str, Any]) -> dict[str, str]:
+def _job_states(rec: dict[str, Any]) -> dict[str, str]:
     """Slurm's view of the submitted jobs via squeue (real Slurm only); jobs gone from the queue
     are reported as ENDED (their shards tell whether they finished)."""
     if rec.get("slurm_cluster") != "slurm":

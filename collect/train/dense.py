@@ -57,12 +57,12 @@ class _Affine(torch.autograd.Function):
     """``x * w + b`` with per-member ``w, b [G, D]`` and per-member gradient sums."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
+    def forward(ctx, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(x, w)
         return x * w[:, None, :] + b[:, None, :]
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor):  # noqa: ANN001, ANN205
+    def backward(ctx, grad: torch.Tensor):
         x, w = ctx.saved_tensors
         return grad * w[:, None, :], member_row_sums(grad * x), member_row_sums(grad)
 

@@ -37,7 +37,8 @@ def resolve_device(name: str = "auto") -> str:
     if base == "cuda" and not torch.cuda.is_available():
         raise OptionError("device", "{option} cuda was asked for but torch sees no CUDA GPU; use {option} cpu or auto")
     if base == "mps" and not _mps_available():
-        raise OptionError("device", "{option} mps was asked for but this torch build has no usable MPS; use {option} cpu")
+        raise OptionError("device", "{option} mps was asked for but this torch build has no usable MPS; use {option} "
+                                    "cpu")
     return name
 
 

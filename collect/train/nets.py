@@ -122,7 +122,7 @@ def activation_elems_per_image(net: PackedNet, in_ch: int, size: int) -> int:
     """Elements of every module output for one image of one member (memory estimate)."""
     total = 0
 
-    def hook(mod: nn.Module, inp: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
+    def hook(_mod: nn.Module, _inp: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
         nonlocal total
         if isinstance(out, torch.Tensor):
             total += out.numel()

@@ -40,23 +40,23 @@ def _per_channel(p: torch.Tensor, C: int) -> torch.Tensor:
 
 class _AddBias(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
+    def forward(ctx, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         ctx.G = bias.shape[0]
         return x + _per_channel(bias, bias.shape[1])
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor):  # noqa: ANN001, ANN205
+    def backward(ctx, grad: torch.Tensor):
         return grad, member_sums(grad, ctx.G, per_channel=True)
 
 
 class _ScaleBranch(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x: torch.Tensor, gain: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
+    def forward(ctx, x: torch.Tensor, gain: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(x, gain)
         return x * _per_channel(gain, x.shape[1] // gain.shape[0])
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor):  # noqa: ANN001, ANN205
+    def backward(ctx, grad: torch.Tensor):
         x, gain = ctx.saved_tensors
         G = gain.shape[0]
         return grad * _per_channel(gain, x.shape[1] // G), member_sums(grad * x, G, per_channel=False)

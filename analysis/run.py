@@ -120,11 +120,15 @@ def analyze_cube(
         entry["diagnostics"] = diag["per_pipeline"][pipe]
 
     from initmem.stats.frequentist import crosscheck
+    from initmem.stats.radial import radial_verdicts
 
     freq = crosscheck(ds, data.metric, float(delta), pipelines)
     for pipe, extra in freq.items():
         if pipe in pipelines:
             pipelines[pipe].update(extra)
+    for pipe, radial in radial_verdicts(ds).items():
+        if pipe in pipelines:
+            pipelines[pipe]["radial"] = radial
 
     from initmem.analysis.collapse import collapse_view
     from initmem.stats.curves import memory_curves, write_curves

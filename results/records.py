@@ -180,6 +180,21 @@ class PairedCheck(Record):
     pair: dict[str, float] | None = None
 
 
+class RadialVerdict(Record):
+    """Whether the final kernel norms still carry the initial scale (stats/radial.py, docs/radial-verdict.md):
+    the mean over seeds of the slope of log ||W_final|| on log sigma_w against a stated margin."""
+
+    margin: float
+    n: int = 0            # seeds (paired) or runs (independent seeds) behind the slope
+    unit: str = "seeds"
+    slope: Num = None     # 1 at initialization, 0 when the scale is forgotten
+    q05: Num = None       # 90% t interval of the slope
+    q95: Num = None
+    p_keeps: Num = None   # one-sided t test, H0: slope <= margin
+    p_forgets: Num = None  # two one-sided t tests, H0: |slope| >= margin
+    verdict: str = "inconclusive"
+
+
 class PriorOnly(Record):
     """What the prior alone says about the verdict (before any data)."""
 
@@ -249,6 +264,7 @@ class PipelineResult(Record):
     paired_check: PairedCheck | None = None
     prior: PriorOnly | None = None
     checks_failed: list[str] = Field(default_factory=list)  # model checks outside their predictive band
+    radial: RadialVerdict | None = None  # the mechanism readout beside the accuracy verdict
 
     @property
     def n_excluded_total(self) -> int | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ import numpy as np
 
 from initmem import cube as C
 from initmem import results as R
+from initmem.analysis.sequential import check_looks, run_until_decided
 from initmem.errors import UserError, option
 from initmem.jsonio import write_json
 
@@ -110,17 +111,23 @@ def run_all(
     command: str | None = None,
     train_fn: Callable[..., Any] | None = None,
     analyze_fn: Callable[..., Any] | None = None,
+    looks: Sequence[int] | None = None,
+    max_seeds: int | None = None,
 ) -> RunResult:
     """Collect (resumably), analyze and report ``grid_path`` into ``out_dir`` (default runs/NAME).
 
     ``train_fn`` replaces the training engine and ``analyze_fn`` the analysis (default
-    :func:`initmem.analysis.analyze_cube`): tests use fast deterministic stand-ins.
+    :func:`initmem.analysis.analyze_cube`): tests use fast deterministic stand-ins. With ``looks`` (seed
+    counts, e.g. 4, 8, 12, 16) the run is sequential (analysis/sequential.py, docs/sequential.md): seeds
+    are added only to pipelines still undecided, up to ``max_seeds``.
     """
     from initmem.grid import load_grid
     from initmem.results.spec import AnalysisSpec
 
     AnalysisSpec.of(**(analyze_options or {}))  # a bad analysis option fails now, not after the training
     grid = load_grid(grid_path)
+    if looks is not None:
+        looks = check_looks(looks, max_seeds)
     out = Path(out_dir) if out_dir is not None else Path("runs") / grid.name
     analysis_dir = out / R.RUN_ANALYSIS_DIR
     report_path = out / R.REPORT_HTML
@@ -132,8 +139,29 @@ def run_all(
         say(f"[{i}/3] {name}: {what}")
         return time.perf_counter()
 
-    t0 = stage(1, "collect", f"training grid '{grid.name}' into {out} (resumable)")
     from initmem.collect.run.runner import collect
+
+    if analyze_fn is None:
+        from initmem.analysis.run import analyze_cube as analyze_fn
+    if looks is not None:
+        t0 = stage(1, "collect + analyze", f"looks at {', '.join(map(str, looks))} seeds into {out} (resumable)")
+
+        def collect_look(g: Any, folder: Path, only: set) -> Path:
+            return Path(collect(g, folder, resume=True, device=device, jobs=jobs, quiet=quiet, progress=not quiet,
+                                train_fn=train_fn, only=only))
+
+        def analyze_look(cube_path: Path, folder: Path, **opts: Any) -> Any:
+            return analyze_fn(cube_path, folder, progress=not quiet, **opts)
+
+        cube_path, analysis_dir, record = run_until_decided(
+            grid, out, looks=looks, collect_fn=collect_look, analyze_fn=analyze_look,
+            analyze_options=dict(analyze_options or {}), say=say)
+        seconds["collect + analyze"] = time.perf_counter() - t0
+        say(f"      decided {len(record['decided'])} of {len(grid.pipelines)} pipelines with "
+            f"{record['runs_used']} runs (a fixed design: {record['runs_fixed']})")
+        return _report(analysis_dir, report_path, out, cube_path, seconds, reused, stage, say, command)
+
+    t0 = stage(1, "collect", f"training grid '{grid.name}' into {out} (resumable)")
 
     cube_path = Path(collect(grid, out, resume=True, device=device, jobs=jobs, quiet=quiet, progress=not quiet,
                              train_fn=train_fn))
@@ -147,8 +175,6 @@ def run_all(
         reused["analyze"] = True
     else:
         t0 = stage(2, "analyze", f"fitting the memory model and the collapse test into {analysis_dir}")
-        if analyze_fn is None:
-            from initmem.analysis.run import analyze_cube as analyze_fn
         analyze_fn(cube_path, analysis_dir, progress=not quiet, **options)
         from initmem import __version__
 
@@ -158,13 +184,19 @@ def run_all(
         reused["analyze"] = False
         say(f"      analyze done in {seconds['analyze']:.1f} s")
 
+    return _report(analysis_dir, report_path, out, cube_path, seconds, reused, stage, say, command)
+
+
+def _report(analysis_dir: Path, report_path: Path, out: Path, cube_path: Path, seconds: dict[str, float],
+            reused: dict[str, bool], stage: Callable[[int, str, str], float], say: Callable[[str], None],
+            command: str | None) -> RunResult:
+    """The last stage: the report, and the timings of every stage."""
     t0 = stage(3, "report", f"writing {report_path}")
     from initmem.reports.html import build_report
 
     build_report(analysis_dir, report_path, command=command)
     seconds["report"] = time.perf_counter() - t0
     say(f"      report done in {seconds['report']:.1f} s")
-
     write_json(out / "timings.json", {"seconds": seconds, "reused": reused})
     return RunResult(out_dir=out, cube=cube_path, analysis_dir=analysis_dir, report=report_path,
                      seconds=seconds, reused=reused)

@@ -97,13 +97,20 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
 @click.option("--reanalyze", is_flag=True, help="Redo the analysis even if it is newer than the cube.")
 @click.option("--draws", type=click.IntRange(min=50), default=None, help="Posterior draws per chain.")
 @click.option("--chains", type=click.IntRange(min=1), default=None, help="Sampler chains.")
+@click.option("--until-decided", is_flag=True,
+              help="Add seeds only to undecided pipelines, look by look, with the error spent across looks.")
+@click.option("--looks", default="4,8,12,16", show_default=True, metavar="N,N,...",
+              help="Seed counts at which --until-decided analyzes.")
+@click.option("--max-seeds", type=click.IntRange(min=2), default=None, metavar="N",
+              help="Cap on seeds per pipeline for --until-decided (looks above it are dropped).")
 def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int | str, device: str, reanalyze: bool,
-         draws: int | None, chains: int | None) -> None:
+         draws: int | None, chains: int | None, until_decided: bool, looks: str, max_seeds: int | None) -> None:
     """Collect (resumably), analyze and report in one go; print where the report is.
 
     \b
     initmem run --preset quick
     initmem run GRID.yaml --out runs/mine
+    initmem run --preset quick --until-decided --looks 4,8,12,16
     """
     from rich.console import Console
 
@@ -117,8 +124,15 @@ def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int 
             console.print(msg, style="bold" if msg.startswith("[") else None, markup=False)
 
     options = {k: v for k, v in (("draws", draws), ("chains", chains)) if v is not None}
+    try:
+        seed_looks = [int(n) for n in looks.split(",")] if until_decided else None
+    except ValueError:
+        raise click.BadParameter(f"must be comma-separated seed counts (got {looks!r})", param_hint="--looks") from None
+    if max_seeds is not None and not until_decided:
+        raise click.BadParameter("only with --until-decided", param_hint="--max-seeds")
     result = run_all(resolve_grid(grid_file, preset), out, jobs=jobs, device=device, reanalyze=reanalyze,
-                     analyze_options=options, quiet=is_quiet(), say=say, command=default_command())
+                     analyze_options=options, quiet=is_quiet(), say=say, command=default_command(),
+                     looks=seed_looks, max_seeds=max_seeds)
     total = sum(result.seconds.values())
     echo("stage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in result.seconds.items()) + f"; total {total:.1f}")
     click.echo(str(result.report))

@@ -195,6 +195,31 @@ class RadialVerdict(Record):
     verdict: str = "inconclusive"
 
 
+class Look(Record):
+    """One look of a sequential run (analysis/sequential.py): the seeds then, the look's level, its verdict."""
+
+    look: int
+    seeds: int
+    level: float
+    verdict: str | None = None
+    p_spread_gt_delta: Num = None
+    p_spread_lt_delta: Num = None
+
+
+class Sequential(Record):
+    """The sequential design of ``initmem run --until-decided`` (docs/sequential.md)."""
+
+    design: str = ""
+    alpha: float = 0.05
+    looks: list[int] = Field(default_factory=list)
+    levels: list[float] = Field(default_factory=list)
+    decided: dict[str, dict[str, Any]] = Field(default_factory=dict)  # pipeline -> verdict, look, seeds
+    undecided: list[str] = Field(default_factory=list)
+    seeds_used: dict[str, int] = Field(default_factory=dict)
+    runs_used: int = 0
+    runs_fixed: int = 0  # what the fixed design with the last look's seeds trains
+
+
 class PriorOnly(Record):
     """What the prior alone says about the verdict (before any data)."""
 
@@ -265,6 +290,7 @@ class PipelineResult(Record):
     prior: PriorOnly | None = None
     checks_failed: list[str] = Field(default_factory=list)  # model checks outside their predictive band
     radial: RadialVerdict | None = None  # the mechanism readout beside the accuracy verdict
+    looks: list[Look] = Field(default_factory=list)  # a sequential run's verdict per look
 
     @property
     def n_excluded_total(self) -> int | None:
@@ -333,6 +359,7 @@ class Summary(Record):
     command: list[str] | str | None = None
     versions: dict[str, str] = Field(default_factory=dict)
     outputs: Outputs = Field(default_factory=Outputs)
+    sequential: Sequential | None = None  # initmem run --until-decided: the design and what it spent
 
 
 class AxisScore(Record):

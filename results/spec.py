@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from initmem.errors import OptionError
+from initmem.names import ALPHA
 from initmem.results.records import GATES
 
 FAMILIES = ("binomial", "gaussian")      # likelihood of the memory model (docs/memory-model.md)
@@ -38,6 +39,7 @@ class AnalysisSpec(BaseModel):
     metric: str | None = None                    # run variable; None: selected_test_acc
     family: Literal[FAMILIES] | None = None      # type: ignore[valid-type]  # None: binomial when counts exist
     delta: float | None = None                   # smallest spread that matters; None: 1 point for accuracies
+    alpha: float = Field(ALPHA, gt=0, le=0.5)    # each false verdict's rate; a sequential look spends less
     gate: Literal[GATES] = "interpolated"        # type: ignore[valid-type]
     sampler: Literal[SAMPLERS] = "nutpie"        # type: ignore[valid-type]
     draws: int = Field(1000, ge=1)

@@ -133,12 +133,14 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
             pack_size: int | None = None, quiet: bool = False, progress: bool = True,
             checkpoint_every: int = 1, checkpoint_minutes: float | None = None,
             slurm: dict[str, Any] | None = None, slurm_cluster: str | None = None, wait: bool = True,
-            train_fn: TrainFn | None = None) -> Path:
+            train_fn: TrainFn | None = None, only: set[Cell] | None = None) -> Path:
     """Train every unfinished cell of a grid into shards under ``out_dir`` and merge them.
 
     Returns the path of ``DIR/cube.nc``; with ``force_new`` and an existing run, DIR is the new
     folder ``out_dir-N``. With the Slurm executor and ``wait=False`` it returns right after
-    submission (the last array task merges; or ``initmem collect --merge DIR``).
+    submission (the last array task merges; or ``initmem collect --merge DIR``). ``only`` restricts the
+    training to those cells (the sequential design adds seeds to undecided pipelines only); the cube still
+    spans the whole grid, the cells never trained being missing.
     """
     from initmem.collect.train.devices import resolve_device  # imports torch: not at CLI start-up
 
@@ -169,7 +171,7 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
         prepare_run(run, grid, resume=resume, executor=executor, quiet=quiet)
         done = finished_cells(run, grid, retry_failed=retry_failed, quiet=quiet)
         cells = all_cells(grid)
-        todo = {c for c in cells if c not in done}
+        todo = {c for c in cells if c not in done and (only is None or c in only)}
         events = EventLog(run.events)
         if executor == "slurm":
             from initmem.collect.run.slurm_executor import submit_and_wait  # submitit: only for this executor

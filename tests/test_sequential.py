@@ -1,0 +1,107 @@
+"""``initmem run --until-decided`` (analysis/sequential.py): the spending, the looks, and the wiring with the
+collector's deterministic stand-in (the cube grows along seed only for undecided pipelines, bitwise as a
+fixed run with those seeds)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from initmem import cube
+from initmem import results as R
+from initmem.analysis.run_all import run_all
+from initmem.analysis.sequential import check_looks, look_levels, obrien_fleming_spent, seeds_for
+from initmem.collect.run.runner import collect
+from initmem.errors import OptionError
+from initmem.grid import parse_grid
+from initmem.names import ALPHA
+
+from ._collect_fake import fake_train_pack
+from ._collect_util import FAKE_GRID
+from ._report_fixture import write_analysis
+from .conftest import invoke
+
+
+def test_obrien_fleming_spending_spends_alpha_by_the_last_look_and_almost_nothing_early():
+    levels = look_levels([4, 8, 12, 16])
+    assert sum(levels) == pytest.approx(ALPHA, abs=1e-12)
+    assert all(b > a > 0 for a, b in zip(levels, levels[1:], strict=False))  # later looks get more
+    assert levels[0] < 1e-3 and obrien_fleming_spent(1.0) == pytest.approx(ALPHA)
+    # Known values of the Lan-DeMets O'Brien-Fleming-type function (2 - 2 Phi(1.96 / sqrt(t))).
+    assert obrien_fleming_spent(0.5) == pytest.approx(0.005574, abs=2e-5)
+    assert look_levels([16]) == pytest.approx([ALPHA])
+
+
+def test_looks_are_checked_and_cut_at_the_cap():
+    assert check_looks([4, 8, 12, 16], 12) == [4, 8, 12]
+    for bad in ([4, 4], [8, 4], [1, 4], []):
+        with pytest.raises(OptionError):
+            check_looks(bad, None)
+    with pytest.raises(OptionError):
+        check_looks([4, 8], 3)
+    assert seeds_for([0, 1], 4) == [0, 1, 2, 3] and seeds_for([5, 9], 3) == [5, 9, 10]
+
+
+def _fake_analysis(decide_at: dict[str, tuple[int, str]], calls: list[tuple[int, float]]):
+    """An analysis stand-in: pipeline p gets verdict v once the cube holds n seeds, (n, v) = decide_at[p]."""
+
+    def analyze(cube_path: Path, out_dir: Path, **kw) -> R.Summary:
+        ds = cube.open_cube(cube_path)
+        n = int((ds[cube.STATUS] == cube.OK).any((cube.PIPELINE, cube.SIGMA)).sum())
+        calls.append((n, kw["alpha"]))
+        verdicts = {p: (v if n >= at else "inconclusive") for p, (at, v) in decide_at.items()}
+        tmp = Path(out_dir).parent / "_tmp"
+        write_analysis(ds, tmp, verdicts=verdicts, with_curves=False, write_cube=False)
+        shutil.move(tmp / "analysis", out_dir)
+        shutil.rmtree(tmp)
+        return R.load_summary(out_dir)
+
+    return analyze
+
+
+def test_seeds_go_only_to_undecided_pipelines_and_the_cube_matches_a_fixed_run(tmp_path):
+    grid = tmp_path / "fake.yaml"
+    grid.write_text(FAKE_GRID)
+    calls: list[tuple[int, float]] = []
+    analyze = _fake_analysis({"sgd": (2, "forgets"), "adam": (4, "remembers")}, calls)
+    res = run_all(grid, tmp_path / "run", quiet=True, train_fn=fake_train_pack, analyze_fn=analyze,
+                  looks=[2, 4, 6])
+    # Look 1 decides sgd, look 2 adam: the third look never runs.
+    assert [n for n, _ in calls] == [2, 4]
+    assert [a for _, a in calls] == pytest.approx(look_levels([2, 4, 6])[:2])
+    ds = cube.open_cube(res.cube)
+    assert ds[cube.SEED].values.tolist() == [0, 1, 2, 3]
+    ok = ds[cube.STATUS] == cube.OK
+    assert bool(ok.sel({cube.PIPELINE: "adam"}).all())
+    assert not bool(ok.sel({cube.PIPELINE: "sgd", cube.SEED: [2, 3]}).any())  # decided at 2 seeds: no more
+    # The cells trained are the fixed design's cells, bitwise (seeds are common random numbers).
+    fixed = parse_grid({**yaml.safe_load(FAKE_GRID), "seeds": [0, 1, 2, 3]})
+    fixed_ds = cube.open_cube(collect(fixed, tmp_path / "fixed", train_fn=fake_train_pack, quiet=True,
+                                      progress=False))
+    for var in (cube.SELECTED_TEST_ACC, cube.TEST_PRED):
+        a = ds[var].sel({cube.PIPELINE: "adam"}).values
+        b = fixed_ds[var].sel({cube.PIPELINE: "adam"}).values
+        assert np.array_equal(a, b, equal_nan=True)
+    summary = R.load_summary(res.analysis_dir)
+    assert summary.pipelines["sgd"].verdict == "forgets" and summary.pipelines["adam"].verdict == "remembers"
+    assert [lk.verdict for lk in summary.pipelines["adam"].looks] == ["inconclusive", "remembers"]
+    assert [lk.seeds for lk in summary.pipelines["sgd"].looks] == [2]
+    seq = summary.sequential
+    assert seq is not None and seq.decided["sgd"]["look"] == 1 and seq.undecided == []
+    assert seq.runs_used == (2 + 4) * 3 and seq.runs_fixed == 6 * 3 * 2
+    assert (res.analysis_dir / "sequential.json").is_file() and res.report.is_file()
+
+
+def test_the_command_line_refuses_bad_looks(tmp_path):
+    grid = tmp_path / "fake.yaml"
+    grid.write_text(FAKE_GRID)
+    proc = invoke("run", grid, "--out", tmp_path / "r", "--until-decided", "--looks", "4,x")
+    assert proc.returncode == 2 and "--looks" in proc.stderr
+    proc = invoke("run", grid, "--out", tmp_path / "r", "--until-decided", "--looks", "8,4")
+    assert proc.returncode == 2 and "--looks" in proc.stderr and "Traceback" not in proc.stderr
+    proc = invoke("run", grid, "--out", tmp_path / "r", "--max-seeds", "8")
+    assert proc.returncode == 2 and "--until-decided" in proc.stderr

@@ -268,7 +268,8 @@ def _keyed_cache(py_func: Any, folder: Path, name: str, key: str, load_only: boo
 
         def _save_overload(self, sig: Any, data: Any) -> None:
             if not load_only:
-                super()._save_overload(sig, data)
+                with contextlib.suppress(OSError):   # a cache that cannot be written is only slower
+                    super()._save_overload(sig, data)
 
     return Cache()
 

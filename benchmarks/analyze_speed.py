@@ -88,7 +88,8 @@ def main() -> int:
                 d = summary.diagnostics
                 src = (d.to_json().get("compile_cache") or {}).get("source")
                 verdicts = {p: e.verdict for p, e in summary.pipelines.items()}
-                print(f"{name}, {run}: initmem analyze {wall:.1f} s (goal <= {limit:.0f} s; compile {src} "
+                print(f"{name}, {run} (load {os.getloadavg()[0]:.1f}): initmem analyze {wall:.1f} s "
+                      f"(goal <= {limit:.0f} s; compile {src} "
                       f"{d.compile_seconds:.1f} s, sampling {d.sampling_seconds:.1f} s); divergences "
                       f"{d.divergences}, max R-hat {d.max_rhat:.4f}, min bulk ESS {d.min_ess_bulk:.0f}, retried "
                       f"{d.retried}; {verdicts}")

@@ -212,6 +212,7 @@ class MemoryModel:
             t0 = time.perf_counter()
             step = pm.NUTS(target_accept=target_accept)
             self.compile_seconds = time.perf_counter() - t0
+            self.compile_cache = {"source": "compiled", "cache_hit": False, "note": "PyMC's NUTS is not cached"}
             t0 = time.perf_counter()
             idata = pm.sample(draws=draws, tune=tune, chains=chains, step=step, random_seed=seed,
                               cores=min(chains, os.cpu_count() or 1), progressbar=progress,

@@ -37,6 +37,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import sys
 import time
 from collections import OrderedDict
@@ -91,8 +92,6 @@ def untrusted(folder: Path) -> str | None:
         st = folder.lstat()
     except OSError as exc:
         return f"{folder} cannot be read ({exc.strerror})"
-    import stat
-
     if not stat.S_ISDIR(st.st_mode):
         return f"{folder} is not a folder"
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
@@ -103,8 +102,10 @@ def untrusted(folder: Path) -> str | None:
 
 
 def versions() -> dict[str, str]:
-    """Every library whose version changes the compiled code or the cache's file format."""
+    """Every library whose version changes the compiled code or the cache's file format, and the
+    CPU the code is compiled for (a home folder shared by machines keeps one entry per CPU)."""
     import llvmlite
+    import llvmlite.binding
     import numba
     import nutpie
     import pymc
@@ -114,7 +115,8 @@ def versions() -> dict[str, str]:
 
     return {"initmem": __version__, "pymc": pymc.__version__, "pytensor": pytensor.__version__,
             "nutpie": nutpie.__version__, "numba": numba.__version__, "llvmlite": llvmlite.__version__,
-            "numpy": np.__version__, "python": sys.version.split()[0], "platform": sys.platform}
+            "numpy": np.__version__, "python": sys.version.split()[0], "platform": sys.platform,
+            "cpu": llvmlite.binding.get_host_cpu_name()}
 
 
 def structure_key(structure: dict[str, Any]) -> str:

@@ -109,7 +109,9 @@ class MemoryModel:
 
     def structure(self) -> dict[str, Any]:
         """What the compiled sampler depends on besides the code: the table's shape, the seed
-        design and the prior constants in the graph (everything else is ``pm.Data``)."""
+        design and the prior constants in the graph (everything else is ``pm.Data``). Every prior
+        number is included, not only those the graph reads today, so a new one can never be
+        missed."""
         arr = self._arrays()
         return {"shape": list(arr["z"].shape), "paired": bool(self.paired), "priors": self.priors.as_dict(),
                 "dtypes": {k: str(v.dtype) for k, v in sorted(arr.items())}}

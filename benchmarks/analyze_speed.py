@@ -1,26 +1,36 @@
-"""Speed and sampling health of ``initmem analyze`` on the two design sizes that matter.
+"""Speed and sampling health of ``initmem analyze`` on the design sizes that matter, cold and warm.
 
 1. a quick-preset-like cube: 7 pipelines x 6 sigma_w x 3-6 seeds, 720 test examples with
-   per-example predictions; goal <= 60 s for the whole command, compile included;
-2. a paper-shaped cube: 5 pipelines x 7 sigma_w x 5 seeds, 10,000 test examples; goal <= 5 min
+   per-example predictions; goal <= 60 s for the whole command, compile included, and <= 15 s
+   once the model is compiled (issue 25, item 6);
+2. a 16-seed cube: 7 x 6 x 16, 720 examples (the issue's 66 s, 62.6 s of it compiling);
+3. a paper-shaped cube: 5 pipelines x 7 sigma_w x 5 seeds, 10,000 test examples; goal <= 5 min
    on 2 cores.
 
-Each runs ``initmem analyze`` in a fresh process (imports, compile, sampling, cross-checks and
-writing included) and prints the wall time beside its goal, compile and sampling seconds,
-divergences, the largest R-hat and the verdicts. ``--compare-pymc`` also prints nutpie's and
-PyMC's min-ESS per second on the quick cube.
+Each cube is analyzed twice, each time by ``initmem analyze`` in a fresh process (imports,
+compile, sampling, cross-checks and writing included), with one new, empty compiled-model cache
+(INITMEM_CACHE_DIR, models/compiled.py) per cube: the first run compiles and stores the sampler
+(cold), the second loads it (warm). Both are measured in this one run, on the same machine state.
+Printed per run: wall time beside its goal, compile (or load) and sampling seconds, where the
+sampler came from, divergences, the largest R-hat and the verdicts; and whether the two runs'
+posteriors are identical (they must be: the same machine code, the same seed). PyTensor's own
+numba cache (~/.pytensor) is left as it is, so "cold" means initmem's cache is empty.
+``--compare-pymc`` also prints nutpie's and PyMC's min-ESS per second on the quick cube.
 
-    python benchmarks/analyze_speed.py [--compare-pymc]
+    python benchmarks/analyze_speed.py [--compare-pymc] [--only quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 
 def _cubes():
@@ -28,45 +38,71 @@ def _cubes():
 
     quick = [SimPipeline(f"p{k}", sigma_sd=s, n_sigma=6, n_seed=n) for k, (s, n) in enumerate(
         [(0.0, 6), (0.5, 6), (0.0, 3), (0.2, 4), (0.05, 5), (0.1, 6), (0.3, 3)])]
+    seeds16 = [SimPipeline(f"p{k}", sigma_sd=s, n_sigma=6, n_seed=16) for k, s in enumerate(
+        [0.0, 0.5, 0.0, 0.2, 0.05, 0.1, 0.3])]
     paper = [SimPipeline(f"p{k}", sigma_sd=s, seed_sd=0.02, residual_sd=0.02, n_sigma=7, n_seed=5)
              for k, s in enumerate([0.0, 0.0, 0.05, 0.1, 0.3])]
-    return {"quick-like (7 x 6 x 3-6, 720 examples)": (simulate_cube(quick, n_test=720, seed=1), 60.0),
-            "paper-shaped (5 x 7 x 5, 10,000 examples)": (simulate_cube(paper, n_test=10_000, seed=2), 300.0)}
+    return {"quick-like (7 x 6 x 3-6, 720 examples)": (simulate_cube(quick, n_test=720, seed=1), 60.0, 15.0),
+            "16 seeds (7 x 6 x 16, 720 examples)": (simulate_cube(seeds16, n_test=720, seed=3), 60.0, 15.0),
+            "paper-shaped (5 x 7 x 5, 10,000 examples)": (simulate_cube(paper, n_test=10_000, seed=2), 300.0, 15.0)}
+
+
+def _analyze(path: Path, out: Path, cache: Path) -> tuple[float, str]:
+    """Wall seconds of ``initmem analyze`` in a fresh process with this compiled-model cache."""
+    env = {**os.environ, "INITMEM_CACHE_DIR": str(cache)}
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "initmem.cli", "--quiet", "analyze", str(path), "--out", str(out)],
+                          capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    return wall, (proc.stderr if proc.returncode != 0 else "")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--compare-pymc", action="store_true")
+    ap.add_argument("--only", help="only the cubes whose name starts with this (quick, 16, paper)")
     args = ap.parse_args()
 
     from initmem import cube
+    from initmem.models import arviz_io
     from initmem.results import load_summary
 
     cubes = _cubes()
+    if args.only:
+        cubes = {k: v for k, v in cubes.items() if k.startswith(args.only)}
+    print(f"{time.strftime('%Y-%m-%d %H:%M')}, load average {os.getloadavg()[0]:.1f} at start, "
+          f"{os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
-        for k, (name, (ds, goal)) in enumerate(cubes.items()):
+        for k, (name, (ds, goal, warm_goal)) in enumerate(cubes.items()):
             path = Path(tmp) / f"cube{k}.nc"
-            out = Path(tmp) / f"an{k}"
+            cache = Path(tmp) / f"cache{k}"
             cube.write_cube(ds, path)
-            t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "initmem.cli", "--quiet", "analyze", str(path), "--out",
-                                   str(out)], capture_output=True, text=True)
-            wall = time.perf_counter() - t0
-            if proc.returncode != 0:
-                print(proc.stderr, file=sys.stderr)
-                return 1
-            summary = load_summary(out)
-            d = summary.diagnostics
-            verdicts = {p: e.verdict for p, e in summary.pipelines.items()}
-            print(f"{name}: initmem analyze {wall:.1f} s (goal <= {goal:.0f} s; compile {d.compile_seconds:.1f} s, "
-                  f"sampling {d.sampling_seconds:.1f} s); divergences {d.divergences}, max R-hat "
-                  f"{d.max_rhat:.4f}, min bulk ESS {d.min_ess_bulk:.0f}, retried {d.retried}; {verdicts}")
+            posts = []
+            for run, limit in (("cold", goal), ("warm", warm_goal)):
+                out = Path(tmp) / f"an{k}-{run}"
+                wall, err = _analyze(path, out, cache)
+                if err:
+                    print(err, file=sys.stderr)
+                    return 1
+                summary = load_summary(out)
+                d = summary.diagnostics
+                src = (d.to_json().get("compile_cache") or {}).get("source")
+                verdicts = {p: e.verdict for p, e in summary.pipelines.items()}
+                print(f"{name}, {run} (load {os.getloadavg()[0]:.1f}): initmem analyze {wall:.1f} s "
+                      f"(goal <= {limit:.0f} s; compile {src} "
+                      f"{d.compile_seconds:.1f} s, sampling {d.sampling_seconds:.1f} s); divergences "
+                      f"{d.divergences}, max R-hat {d.max_rhat:.4f}, min bulk ESS {d.min_ess_bulk:.0f}, retried "
+                      f"{d.retried}; {verdicts}")
+                posts.append(arviz_io.from_netcdf(out / "posterior.nc").posterior)
+            same = all(np.array_equal(posts[0][v].values, posts[1][v].values, equal_nan=True)
+                       for v in posts[0].data_vars)
+            print(f"{name}: cold and warm posteriors identical: {same}")
 
     if args.compare_pymc:
         from initmem.models.data import prepare_data
         from initmem.models.memory import MemoryModel
 
-        ds = next(iter(cubes.values()))[0]
+        ds = next(iter(_cubes().values()))[0]
         rates = {}
         for sampler in ("nutpie", "pymc"):
             model = MemoryModel(prepare_data(ds))

@@ -6,8 +6,10 @@ is under way) touches one file, and the rest of the code works on plain numpy / 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +60,25 @@ def with_posterior_vars(idata: az.InferenceData, extra: dict[str, xr.DataArray],
     return idata
 
 
+@contextlib.contextmanager
+def _numpy_kernels() -> Iterator[None]:
+    """ArviZ's numpy kernels instead of its numba ones: ArviZ compiles those afresh in every
+    process (no cache), 0.5-2 s of each ``analyze`` on 2 cores, more than the statistics
+    themselves on posteriors of a few thousand draws; the numpy path gives the same values to
+    rounding (issue 25, item 6: compile once, or not at all)."""
+    before = az.Numba.numba_flag
+    az.Numba.numba_flag = False
+    try:
+        yield
+    finally:
+        az.Numba.numba_flag = before
+
+
 def mcse_mean(x: np.ndarray) -> float:
     """Monte Carlo standard error of the mean of a (chain, draw) array (ESS-based)."""
     ds = az.convert_to_dataset({"x": np.asarray(x, dtype=float)})
-    return float(az.mcse(ds, method="mean")["x"].item())
+    with _numpy_kernels():
+        return float(az.mcse(ds, method="mean")["x"].item())
 
 
 def rhat_ess(idata: az.InferenceData, var_names: list[str]) -> dict[str, xr.DataArray]:
@@ -73,8 +90,9 @@ def rhat_ess(idata: az.InferenceData, var_names: list[str]) -> dict[str, xr.Data
     level = log.level
     log.setLevel(logging.ERROR)
     try:
-        rhat = az.rhat(ds, method="rank")
-        ess = az.ess(ds, method="bulk")
+        with _numpy_kernels():
+            rhat = az.rhat(ds, method="rank")
+            ess = az.ess(ds, method="bulk")
     finally:
         log.setLevel(level)
     return {"rhat": rhat, "ess_bulk": ess}

@@ -19,9 +19,11 @@ residual degrees of freedom are skipped in models/data.py, because there the imp
 one. Pipelines share nothing, least of all sigma_sd.
 
 Why a class: ``MemoryModel(data).fit().summarize(delta)`` keeps the data, the PyMC model, the
-compiled nutpie sampler and the posterior together; every array the model reads is ``pm.Data``
-of fixed shape, so :meth:`refit` runs new data of the same shape (calibration, the divergence
-sensitivity refit, plan checks) without recompiling.
+compiled nutpie sampler and the posterior together. Every array the model reads is ``pm.Data``
+of fixed shape, so the compiled sampler depends only on the model's structure
+(:meth:`MemoryModel.structure`): :meth:`refit` and any other model of the same structure in this
+process (calibration, the divergence sensitivity refit, plan checks, sequential looks) reuse it,
+and later processes load it from the disk cache (models/compiled.py) instead of compiling.
 """
 
 from __future__ import annotations
@@ -36,15 +38,14 @@ import numpy as np
 import xarray as xr
 
 from initmem import cube
-from initmem.errors import OptionError, UserError
-from initmem.models import arviz_io, checks, core
+from initmem.errors import OptionError
+from initmem.models import arviz_io, checks, compiled, core
 from initmem.models.data import FAMILIES, MemoryData, prepare_data, resolve_delta
 from initmem.models.priors import Priors, default_priors
 from initmem.models.summaries import quantiles, summarize_model, verdict
 from initmem.results.records import sampler_flags
 from initmem.results.spec import SAMPLERS
 
-LEVEL_MODELS = ("exchangeable",)
 REPORTED = ("sigma_sd", "seed_sd", "slope_sd", "residual_sd", "memory_share", "spread", "expected")
 DEFAULT_TARGET_ACCEPT, RETRY_TARGET_ACCEPT = 0.9, 0.99
 _SAMPLED = ("sigma_sd_z", "seed_sd_z", "slope_sd_z", "residual_sd_z")
@@ -73,16 +74,11 @@ def _model_arrays(d: MemoryData, priors: Priors, delta: float | None) -> dict[st
 class MemoryModel:
     """Build, fit and summarize the memory model of one metric."""
 
-    def __init__(self, data: MemoryData, *, delta: float | None = None, levels: str = "exchangeable",
-                 priors: Priors | None = None) -> None:
-        if levels not in LEVEL_MODELS:
-            raise UserError("levels must be 'exchangeable' (the smooth-trend alternative is not offered by the "
-                            "marginal model; docs/memory-model.md)")
+    def __init__(self, data: MemoryData, *, delta: float | None = None, priors: Priors | None = None) -> None:
         self.data = data
         # Independent seeds share nothing across sigma_w: the seed effect is fixed at 0, so the seed
         # sum of squares joins the residual one (the one-way REML likelihood; docs/memory-model.md).
         self.paired = data.seed_design == cube.SEED_PAIRED
-        self.levels = levels
         self.priors = priors or default_priors()
         # sigma_sd's prior is neutral about the verdict at this delta (models/priors.py); the
         # default is the metric's own (one point for accuracies), none for other metrics.
@@ -92,6 +88,7 @@ class MemoryModel:
         self._compiled: Any = None
         self.idata: Any = None
         self.compile_seconds = 0.0
+        self.compile_cache: dict[str, Any] = {}
         self.sampling_seconds = 0.0
         self.sampler_used: str | None = None
         self.fallback_reason: str | None = None
@@ -109,6 +106,15 @@ class MemoryModel:
     def coords(self) -> dict[str, Any]:
         d = self.data
         return {cube.PIPELINE: d.pipelines, cube.SIGMA: d.sigma_w.tolist(), cube.SEED: [int(s) for s in d.seeds]}
+
+    def structure(self) -> dict[str, Any]:
+        """What the compiled sampler depends on besides the code: the table's shape, the seed
+        design and the prior constants in the graph (everything else is ``pm.Data``). Every prior
+        number is included, not only those the graph reads today, so a new one can never be
+        missed."""
+        arr = self._arrays()
+        return {"shape": list(arr["z"].shape), "paired": bool(self.paired), "priors": self.priors.as_dict(),
+                "dtypes": {k: str(v.dtype) for k, v in sorted(arr.items())}}
 
     def _build(self):
         import pymc as pm
@@ -188,9 +194,12 @@ class MemoryModel:
         import nutpie
 
         if self._compiled is None:
-            t0 = time.perf_counter()
-            self._compiled = nutpie.compile_pymc_model(self.model)
-            self.compile_seconds = time.perf_counter() - t0
+            got = compiled.compile_model(self.model, compiled.structure_key(self.structure()), self._arrays())
+            self._compiled = got.sampler
+            self.compile_seconds = got.seconds
+            self.compile_cache = {"source": got.source, "cache_hit": got.cache_hit, "key": got.key[:16]}
+            if got.note:
+                self.compile_cache["note"] = got.note
         t0 = time.perf_counter()
         idata = nutpie.sample(self._compiled, draws=draws, tune=tune, chains=chains, seed=seed,
                               cores=min(chains, os.cpu_count() or 1), progress_bar=progress,
@@ -206,6 +215,7 @@ class MemoryModel:
             t0 = time.perf_counter()
             step = pm.NUTS(target_accept=target_accept)
             self.compile_seconds = time.perf_counter() - t0
+            self.compile_cache = {"source": "compiled", "cache_hit": False, "note": "PyMC's NUTS is not cached"}
             t0 = time.perf_counter()
             idata = pm.sample(draws=draws, tune=tune, chains=chains, step=step, random_seed=seed,
                               cores=min(chains, os.cpu_count() or 1), progressbar=progress,
@@ -229,6 +239,7 @@ class MemoryModel:
         if self._compiled is not None:
             new._compiled = self._compiled.with_data(**arr)
             new.compile_seconds = 0.0
+            new.compile_cache = {**self.compile_cache, "source": "memory", "cache_hit": True}
         new.fit(**{**self._fit_kwargs, **fit_kwargs})
         return new
 
@@ -293,9 +304,11 @@ class MemoryModel:
         for pipe, s in per.items():
             flags += sampler_flags(pipe, s["max_rhat"], s["min_ess_bulk"])
             s["divergences"] = div
+        # compile_cache: where the compiled sampler came from ("compiled", or a cache hit from
+        # "memory" or "disk"; models/compiled.py), so summary.json shows whether a run paid the compile.
         return {"per_pipeline": per, "max_rhat": max(s["max_rhat"] for s in per.values()),
                 "min_ess_bulk": min(s["min_ess_bulk"] for s in per.values()), "divergences": div,
-                "flags": flags}
+                "flags": flags, "compile_cache": dict(self.compile_cache)}
 
     # posterior predictive check -----------------------------------------------------------
     def ppc(self, *, n_draws: int = 1000, seed: int = 0) -> dict[str, dict[str, dict[str, float]]]:

@@ -3,14 +3,37 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
+_SESSION_CACHE = "INITMEM_TEST_SESSION_CACHE"
+_cache_key = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One compiled-model cache (models/compiled.py) for the whole test run: every test file, the
+    xdist workers (they inherit the environment set here) and the CLI subprocesses compile each
+    model structure once between them. A fresh folder, removed at the end, so no test depends on
+    what an earlier run left behind and the user's own cache is never touched."""
+    if os.environ.get(_SESSION_CACHE):      # an xdist worker: the controller made the folder
+        return
+    folder = tempfile.mkdtemp(prefix="initmem-test-cache-")
+    os.environ["INITMEM_CACHE_DIR"] = os.environ[_SESSION_CACHE] = folder
+    config.stash[_cache_key] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_cache_key, None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(_SESSION_CACHE, None)
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None,

@@ -14,9 +14,10 @@ from scipy import stats
 
 from initmem import cube
 from initmem.errors import UserError
-from initmem.models import core
+from initmem.models import compiled, core
 from initmem.models.data import prepare_data, resolve_delta
 from initmem.models.memory import MemoryModel
+from initmem.models.priors import Priors
 from initmem.models.summaries import probability_with_mcse, verdict
 from initmem.simulate import SimPipeline, simulate_cube
 
@@ -350,3 +351,98 @@ def test_thin_tables_with_holes_are_skipped_not_imputed():
     ds[cube.STATUS] = (cube.CELL_DIMS, status)
     data = prepare_data(ds)
     assert data.pipelines == ["full"] and "residual degrees of freedom" in data.skipped["thin"]
+
+
+# The compiled sampler: once per structure, in this process and on disk (models/compiled.py) ------
+
+def _two_pipeline_data(seed: int = 0):
+    ds = simulate_cube([SimPipeline("null", sigma_sd=0.0, n_seed=6), SimPipeline("large", sigma_sd=1.0, n_seed=6)],
+                       n_test=600, seed=seed)
+    return ds, prepare_data(ds)
+
+
+def test_structure_key_follows_the_structure_not_the_data():
+    _, data = _two_pipeline_data(0)
+    _, other = _two_pipeline_data(1)
+    key = compiled.structure_key(MemoryModel(data).structure())
+    assert compiled.structure_key(MemoryModel(other).structure()) == key        # new data, same sampler
+    assert compiled.structure_key(MemoryModel(pad_seeds(data, 8)).structure()) != key
+    assert compiled.structure_key(MemoryModel(data, priors=Priors(slope_scale=3.0)).structure()) != key
+
+
+def test_the_disk_cache_is_used_only_in_a_private_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv(compiled.CACHE_ENV, "off")
+    assert compiled.cache_dir() is None and "off" in compiled._entry_folder("k" * 64)[1]
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv(compiled.CACHE_ENV, str(shared))
+    folder, note = compiled._entry_folder("k" * 64)
+    assert folder is None and "writable by other users" in note
+    assert not (shared / "compiled").exists()          # nothing written there either
+    monkeypatch.delenv(compiled.CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert compiled.cache_dir() == tmp_path / "xdg" / "initmem"
+    folder, note = compiled._entry_folder("k" * 64)
+    assert note is None and folder.parent.parent == tmp_path / "xdg" / "initmem"
+    assert compiled.untrusted(folder) is None and (folder.stat().st_mode & 0o077) == 0
+
+
+def test_a_corrupt_cache_entry_is_recompiled_not_an_error(tmp_path, monkeypatch):
+    monkeypatch.setenv(compiled.CACHE_ENV, str(tmp_path / "cache"))
+    key = "c" * 64
+    folder, _ = compiled._entry_folder(key)
+    (folder / "meta.json").write_text('{"format": 1, "key": "' + key + '", "names": [')   # truncated
+    (folder / "logp.nbi").write_bytes(b"\x80\x04garbage")
+    calls = []
+
+    def compile_stub(model, where, k):
+        calls.append(where)
+        return "sampler", None
+
+    monkeypatch.setattr(compiled, "_compile", compile_stub)
+    monkeypatch.setattr(compiled, "_MEMORY", type(compiled._MEMORY)())
+    got = compiled.compile_model(object(), key, {})
+    assert got.source == "compiled" and not got.cache_hit and got.sampler == "sampler"
+    assert "could not be loaded" in got.note and calls == [folder] and not folder.exists()
+
+
+@pytest.mark.slow
+def test_one_compile_serves_every_model_of_the_structure_with_identical_draws():
+    _, data = _two_pipeline_data(0)
+    kw = {"draws": 200, "tune": 200, "chains": 2, "seed": 4, "progress": False}
+    first = MemoryModel(data)
+    first.fit(**kw)            # compiled, or from an earlier test of this structure
+    again = MemoryModel(data)
+    again.fit(**kw)
+    assert again.compile_cache["source"] == "memory" and again.compile_cache["cache_hit"]
+    compiled.clear_memory()
+    loaded = MemoryModel(data)
+    loaded.fit(**kw)
+    assert loaded.compile_cache["source"] == "disk" and loaded.diagnostics()["compile_cache"]["cache_hit"]
+    for fit in (again, loaded):
+        for name in ("sigma_sd", "seed_sd", "residual_sd", "spread"):
+            np.testing.assert_array_equal(fit.idata.posterior[name].values, first.idata.posterior[name].values)
+
+
+@pytest.mark.slow
+def test_a_second_process_loads_the_compiled_sampler_and_gets_the_same_posterior(tmp_path, cli):
+    from initmem.models import arviz_io
+    from initmem.results import load_summary
+
+    from .conftest import invoke
+
+    ds, _ = _two_pipeline_data(2)
+    cube.write_cube(ds, tmp_path / "c.nc")
+    compiled.clear_memory()    # this process, too, loads the sampler from disk or compiles and stores it
+    opts = ("--draws", "200", "--tune", "200", "--chains", "2", "--seed", "3")
+    here = invoke("--quiet", "analyze", tmp_path / "c.nc", "--out", tmp_path / "here", *opts)
+    assert here.returncode == 0, here.stderr
+    proc = cli("--quiet", "analyze", tmp_path / "c.nc", "--out", tmp_path / "there", *opts)
+    assert proc.returncode == 0, proc.stderr
+    diag = load_summary(tmp_path / "there").diagnostics.to_json()
+    assert diag["compile_cache"]["source"] == "disk" and diag["compile_cache"]["cache_hit"] is True
+    a = arviz_io.from_netcdf(tmp_path / "here" / "posterior.nc").posterior
+    b = arviz_io.from_netcdf(tmp_path / "there" / "posterior.nc").posterior
+    for name in ("sigma_sd", "seed_sd", "slope_sd", "residual_sd"):
+        np.testing.assert_array_equal(a[name].values, b[name].values)

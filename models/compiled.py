@@ -145,7 +145,7 @@ def compile_model(model: Any, key: str, data: dict[str, np.ndarray]) -> Compiled
     if folder is not None and (folder / "meta.json").exists():
         try:
             sampler = _load(folder, key, model, data)
-        except Exception as exc:  # noqa: BLE001 -- any failure to load is a miss, never an error
+        except Exception as exc:  # any failure to load is a miss, never an error
             note = f"cache entry {folder} could not be loaded ({exc.__class__.__name__}); recompiled"
             shutil.rmtree(folder, ignore_errors=True)
             sampler = None
@@ -247,7 +247,7 @@ def _keyed_cache(py_func: Any, folder: Path, name: str, key: str, load_only: boo
             return ""
 
         @classmethod
-        def from_function(cls, py_func: Any, py_file: str) -> None:
+        def from_function(cls, _py_func: Any, _py_file: str) -> None:
             return None
 
     class Impl(CompileResultCacheImpl):
@@ -326,7 +326,8 @@ def _compile_cached(model: Any, folder: Path | None, key: str) -> tuple[Any, str
         names, slices, shapes = shape_info
         meta = {"format": FORMAT, "key": key, "n_dim": int(n_dim), "n_expanded": int(n_expanded),
                 "free": names_free, "names": [str(n) for n in names],
-                "slices": [[int(s.start), int(s.stop)] for s in slices], "shapes": [[int(d) for d in s] for s in shapes],
+                "slices": [[int(s.start), int(s.stop)] for s in slices],
+                "shapes": [[int(d) for d in s] for s in shapes],
                 "shared": {n: {"ndim": int(v.ndim), "dtype": str(v.dtype)} for n, v in shared_data.items()}}
         try:   # written last: an entry without meta.json is never loaded
             write_text(folder / "meta.json", json.dumps(meta, indent=1))
@@ -352,7 +353,8 @@ def _load(folder: Path, key: str, model: Any, data: dict[str, np.ndarray]) -> An
         raise ValueError("the model's free variables differ from the entry's")
     shared_data = {}
     for name, info in meta["shared"].items():
-        value = np.array(data[name] if name in data else model[name].get_value(), dtype=info["dtype"], order="C", copy=True)
+        value = np.array(data[name] if name in data else model[name].get_value(), dtype=info["dtype"], order="C",
+                         copy=True)
         if value.ndim != info["ndim"]:
             raise ValueError(f"{name} has rank {value.ndim}, the entry {info['ndim']}")
         value.flags.writeable = False
@@ -382,7 +384,7 @@ def _load(folder: Path, key: str, model: Any, data: dict[str, np.ndarray]) -> An
         logp_func=None, expand_func=None)
 
 
-def _never_compiled(a: Any, b: Any, c: Any, d: Any, e: Any) -> int:
+def _never_compiled(_a: Any, _b: Any, _c: Any, _d: Any, _e: Any) -> int:
     """Stands for a C callback that is only ever loaded from the cache: were it compiled, the
     entry was missing, which :func:`_load` turns into a miss (and it is never stored)."""
     return -1

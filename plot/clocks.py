@@ -14,7 +14,17 @@ import numpy as np
 
 from initmem import cube as C
 from initmem import optimizers
-from initmem.plot.core import Drawn, Skip, colour, figure, hide_unused, new_figure, panels, plain_log
+from initmem.plot.core import (
+    Drawn,
+    Skip,
+    colour,
+    figure,
+    hide_unused,
+    new_figure,
+    panels,
+    plain_log,
+    title_with,
+)
 from initmem.plot.curves import AXIS_LABELS, curve_pipelines, memory_var
 from initmem.plot.load import Analysis, q
 
@@ -96,7 +106,7 @@ def forgetting_dose(a: Analysis, *, width: float | None = None, ax: Any = None) 
             plain_log(ax, "y", ticks=ticks)
             ax.set_ylim(lo / 1.3, hi * 1.6)
         spread = q(ft, "spread")
-        ax.set_title(f"{name}" + (f"   spread {spread:.2f}" if np.isfinite(spread) else ""), loc="left",
+        ax.set_title(title_with(name, f"spread {spread:.2f}" if np.isfinite(spread) else "", width), loc="left",
                      fontweight="bold" if name == c.best else "normal")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(f"forgetting time ({name}, log)")
@@ -138,7 +148,7 @@ def curves_side_by_side(a: Analysis, *, width: float | None = None, ax: Any = No
         ax.set_xscale("log")
         plain_log(ax, "x")
         d = c.vs_epoch.get(name)
-        ttl = name if d is None else f"{name}   D = {q(d, 'D'):.2f}, adj. p = {q(d, 'p_adjusted'):.3g}"
+        ttl = title_with(name, "" if d is None else f"D = {q(d, 'D'):.2f}, adj. p = {q(d, 'p_adjusted'):.3g}", width)
         ax.set_title(ttl, loc="left")
         ax.set_xlabel(AXIS_LABELS.get(name, name) + " (log)")
     for ax in axes[:, 0]:

@@ -32,7 +32,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-PANEL_MIN_WIDTH = 2.3  # inches: narrower panels cannot hold their tick labels at paper font sizes
+PANEL_MIN_WIDTH = 1.7  # inches: narrower panels cannot hold their tick labels at paper font sizes
 MIN_HEIGHT = 1.3  # inches: a figure scaled down to a column keeps at least this height
 
 
@@ -96,11 +96,12 @@ def description(fig: Figure) -> Description:
     return d
 
 
-def single_axes(ax: Any, width: float | None, default: tuple[float, float]) -> tuple[Figure, Any]:
+def single_axes(ax: Any, width: float | None, default: tuple[float, float],
+                min_h: float = MIN_HEIGHT) -> tuple[Figure, Any]:
     """The figure and axes to draw a one-panel figure on: the caller's ``ax``, else a new figure."""
     if ax is not None:
         return ax.figure, ax
-    fig, axes = new_figure(*size(*default, width))
+    fig, axes = new_figure(*size(*default, width, min_h))
     return fig, axes[0, 0]
 
 
@@ -110,11 +111,24 @@ def finish(fig: Figure, ax: Any) -> None:
         fig.tight_layout()
 
 
-def size(w: float, h: float, width: float | None) -> tuple[float, float]:
-    """The report's (w, h), or the same aspect at ``width`` inches (at least :data:`MIN_HEIGHT` tall)."""
+def narrow(width: float | None) -> bool:
+    """A paper column rather than the report's page width: titles wrap, labels shorten."""
+    return width is not None and width < 5
+
+
+def title_with(name: str, stats: str, width: float | None) -> str:
+    """A panel title with its statistics: on the same line, or on a second one in a narrow figure."""
+    if not stats:
+        return name
+    return f"{name}\n{stats}" if narrow(width) else f"{name}   {stats}"
+
+
+def size(w: float, h: float, width: float | None, min_h: float = MIN_HEIGHT) -> tuple[float, float]:
+    """The report's (w, h), or the same aspect at ``width`` inches, at least ``min_h`` tall (text
+    does not shrink with the figure, so a narrow figure needs relatively more height)."""
     if width is None:
         return w, h
-    return width, max(MIN_HEIGHT, h * width / w)
+    return width, max(min_h, h * width / w)
 
 
 def panels(n: int, panel_w: float, panel_h: float, width: float | None, *, max_cols: int = 3,
@@ -176,4 +190,5 @@ def hide_unused(axes, n: int) -> None:
 
 
 __all__ = ["PLOTS", "Description", "Skip", "colour", "description", "figure", "is_figure_function", "finish", "grid_shape", "hide_unused",
-           "new_figure", "panels", "plain_log", "sigma_colorbar", "sigma_norm", "single_axes", "size"]
+           "narrow", "new_figure", "panels", "plain_log", "sigma_colorbar", "sigma_norm", "single_axes", "size",
+           "title_with"]

@@ -25,6 +25,7 @@ from initmem.plot.core import (
     figure,
     finish,
     hide_unused,
+    narrow,
     new_figure,
     panels,
     plain_log,
@@ -32,6 +33,7 @@ from initmem.plot.core import (
     sigma_norm,
     single_axes,
     size,
+    title_with,
 )
 from initmem.plot.load import Analysis, finite, ok_mask, q
 from initmem.plot.style import SIGMA_CMAP
@@ -77,7 +79,8 @@ def training_curves(a: Analysis, *, width: float | None = None, ax: Any = None) 
                     ok_mask(a.cube).sel({C.PIPELINE: p})).values)
                 if tb.size:
                     ax.axvline(float(np.median(tb)), color="#444444", lw=0.7, ls="--")
-            ax.set_title(f"{p}: {'train' if c == 0 else 'validation'} accuracy", loc="left", fontsize=8)
+            ax.set_title(f"{p}: {'train' if c == 0 else 'validation'}" + ("" if narrow(width) else " accuracy"),
+                         loc="left", fontsize=None if narrow(width) else 8)
             if c == 0:
                 ax.set_ylabel("accuracy (%)")
             if r == len(pipes) - 1:
@@ -267,11 +270,10 @@ def clock_panels(a: Analysis, *, width: float | None = None, ax: Any = None) -> 
         if name != C.EPOCH:
             ax.set_xscale("log")
             plain_log(ax, "x")
-        title = name
         d = vs.get(name)
-        if d is not None and np.isfinite(q(d, "D")):
-            title += f"   D = {q(d, 'D'):.2f} [{q(d, 'q05'):.2f}, {q(d, 'q95'):.2f}]"
-        ax.set_title(title, loc="left", fontweight="bold" if name == best else "normal")
+        stats = (f"D = {q(d, 'D'):.2f} [{q(d, 'q05'):.2f}, {q(d, 'q95'):.2f}]"
+                 if d is not None and np.isfinite(q(d, "D")) else "")
+        ax.set_title(title_with(name, stats, width), loc="left", fontweight="bold" if name == best else "normal")
         ax.set_xlabel(AXIS_LABELS.get(name, name) + ("" if name == C.EPOCH else " (log)"))
         if k % ncols == 0:
             ax.set_ylabel(label)
@@ -344,7 +346,7 @@ def forgetting_times(a: Analysis, *, width: float | None = None, ax: Any = None)
             ax.set_xlim(min(known) / 1.5, right * 2.4)
         plain_log(ax, "x")
         spread = q(ft[name], "spread")
-        title = name + (f"   spread {spread:.2f}" if np.isfinite(spread) else "")
+        title = title_with(name, f"spread {spread:.2f}" if np.isfinite(spread) else "", width)
         best = a.collapse.best
         ax.set_title(title, loc="left", fontweight="bold" if name == best else "normal")
         ax.set_xlabel(AXIS_LABELS.get(name, name) + " (log)")

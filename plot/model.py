@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 from initmem import cube as C
 from initmem.cube.levels import PROBE_LABEL, level_names, probe_caption, probe_is_categorical, probe_of
@@ -21,6 +22,7 @@ from initmem.plot.core import (
     figure,
     finish,
     hide_unused,
+    narrow,
     new_figure,
     panels,
     plain_log,
@@ -133,7 +135,7 @@ def variance_shares(a: Analysis, *, width: float | None = None, ax: Any = None) 
     if not any(a.pipe(p).shares is not None for p in pipes):
         raise Skip("summary.json holds no variance shares")
     own = ax
-    fig, ax = single_axes(ax, width, (6.4, 0.55 * len(pipes) + 1.1))
+    fig, ax = single_axes(ax, width, (6.4, 0.55 * len(pipes) + 1.1), min_h=0.3 * len(pipes) + 1.2)
     y = np.arange(len(pipes))[::-1]
     h = 0.26
     for j, (key, label, col) in enumerate(comps):
@@ -170,7 +172,7 @@ def spread_forest(a: Analysis, *, width: float | None = None, ax: Any = None) ->
     scale, unit = a.scale, a.unit
     pipes = a.pipelines
     own = ax
-    fig, ax = single_axes(ax, width, (6.4, 0.42 * len(pipes) + 1.0))
+    fig, ax = single_axes(ax, width, (6.4, 0.42 * len(pipes) + 1.0), min_h=0.25 * len(pipes) + 1.5)
     y = np.arange(len(pipes))[::-1]
     delta = a.delta * scale
     ax.axvspan(0, delta, color="#009E73", alpha=0.12, lw=0, label=f"spread < δ = {delta:g} {unit}")
@@ -186,12 +188,13 @@ def spread_forest(a: Analysis, *, width: float | None = None, ax: Any = None) ->
         ax.plot([], [], "o-", color=c, label=v)
     ax.set_yticks(y, pipes)
     ax.set_xlim(left=0)
-    ax.set_xlabel(f"spread of the expected metric over σ_w ({unit}); dot = median, bar = 90% interval")
+    ax.set_xlabel(f"spread over σ_w ({unit})" if narrow(width) else
+                  f"spread of the expected metric over σ_w ({unit}); dot = median, bar = 90% interval")
     ax.grid(axis="y", visible=False)
-    ax.legend(loc="lower right", ncols=2 if width is not None and width < 5 else 4, bbox_to_anchor=(1.0, 1.0))
+    ax.legend(loc="lower right", ncols=3 if narrow(width) else 4, bbox_to_anchor=(1.0, 1.0))
     finish(fig, own)
     caption = (f"Forest plot of the spread (max minus min over the σ_w grid of the expected metric) per pipeline, "
-               f"in {unit}. The green band marks spreads below δ = {delta:g} {unit}. A pipeline 'remembers' when "
+               f"in {unit}: dot = posterior median, bar = 90% interval, coloured by verdict. The green band marks spreads below δ = {delta:g} {unit}. A pipeline 'remembers' when "
                f"P(spread > δ) ≥ 0.95, 'forgets' when P(spread < δ) ≥ 0.95, and is 'inconclusive' otherwise: "
                "absence of evidence is not forgetting.")
     dg = a.digits
@@ -208,7 +211,8 @@ def spread_forest(a: Analysis, *, width: float | None = None, ax: Any = None) ->
 def ppc_intervals(a: Analysis, *, width: float | None = None, ax: Any = None) -> Drawn:
     """Posterior predictive checks: observed spread and seed SD against their replicated 90% intervals."""
     pipes = a.pipelines
-    stats = (("spread", "spread of the seed-mean metric over σ_w"), ("seed_sd", "SD of the seed means"))
+    stats = ((("spread", "spread over σ_w"), ("seed_sd", "seed-mean SD")) if narrow(width) else
+             (("spread", "spread of the seed-mean metric over σ_w"), ("seed_sd", "SD of the seed means")))
     have = [p for p in pipes if all(a.pipe(p).ppc.get(k) is not None and a.pipe(p).ppc[k].q05 is not None
                                     for k, _ in stats)]
     if not have:
@@ -228,6 +232,8 @@ def ppc_intervals(a: Analysis, *, width: float | None = None, ax: Any = None) ->
                 outside.append(f"{p} ({key.replace('_', ' ')})")
         ax.set_xlabel(f"{label} ({unit})")
         ax.grid(axis="y", visible=False)
+        if narrow(width):
+            ax.xaxis.set_major_locator(MaxNLocator(3))
     axes[0, 0].set_yticks(y, have)
     axes[0, 0].plot([], [], color="#9a9a9a", lw=3, label="replicated data, 90% interval")
     axes[0, 0].plot([], [], "D", color="#111111", label="observed")

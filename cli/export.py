@@ -30,9 +30,8 @@ def export(analysis_dir: Path, out_dir: Path, formats: str, width: str) -> None:
     initmem export runs/quick/analysis --out paper/ --format pdf --width double
     """
     from initmem.reports.export import export_analysis
-    from initmem.reports.html import default_command
 
-    res = export_analysis(analysis_dir, out_dir, formats=formats, width=width, command=default_command())
+    res = export_analysis(analysis_dir, out_dir, formats=formats, width=width)
     echo(f"wrote {len(set(res.files))} files")
     for what, why in res.skipped.items():
         echo(f"  skipped {what}: {why}")

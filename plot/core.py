@@ -26,7 +26,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from initmem.errors import UserError
 from initmem.plot.load import Analysis, as_analysis
-from initmem.plot.style import LITERAL_TEXT, PALETTE
+from initmem.plot.theme import LITERAL_TEXT, PALETTE
 
 matplotlib.use("Agg")
 

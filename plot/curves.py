@@ -36,7 +36,7 @@ from initmem.plot.core import (
     title_with,
 )
 from initmem.plot.load import Analysis, finite, ok_mask, q
-from initmem.plot.style import SIGMA_CMAP
+from initmem.plot.theme import SIGMA_CMAP
 
 AXES_ORDER = (C.EPOCH, C.STEP, *C.ALL_CLOCKS)
 AXIS_LABELS = {C.EPOCH: "epoch", C.STEP: "optimizer step k", **clocks.labels()}  # initmem/clocks.py

@@ -30,7 +30,7 @@ from initmem.plot.core import (
     size,
 )
 from initmem.plot.load import Analysis, failed_checks, ok_mask, q, seed_design
-from initmem.plot.style import VERDICT_COLOURS
+from initmem.plot.theme import VERDICT_COLOURS
 
 
 def seed_caption(a: Analysis) -> str:

@@ -20,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+from matplotlib.transforms import Bbox
 
 from initmem import cube, plot
 from initmem.atomic import atomic_path, write_text
@@ -27,7 +28,7 @@ from initmem.errors import UserError, option
 from initmem.grid import grid_hash
 from initmem.plot.core import Skip, description
 from initmem.plot.load import Analysis, find_cube, load_analysis
-from initmem.plot.style import PAPER, WIDTHS, style
+from initmem.plot.theme import PAPER, WIDTHS, style
 from initmem.reports import sections
 from initmem.reports.html import report_versions
 from initmem.reports.methods import Sentence, methods_text
@@ -36,6 +37,7 @@ from initmem.reports.references import bibtex
 
 FORMATS = ("pdf", "svg", "png")
 FIGURES_DIR, TABLES_DIR = "figures", "tables"
+PAD = 0.02  # inches of white around a figure's tight box
 
 
 @dataclass
@@ -74,16 +76,18 @@ def parse_width(width: str | float) -> float:
 
 # Figures ---------------------------------------------------------------------------------------
 
-def _save(fig: plt.Figure, path: Path, fmt: str, key: str) -> None:
-    """One figure file, atomically, with no timestamp inside (equal inputs give equal files)."""
+def _save(fig: plt.Figure, path: Path, fmt: str, key: str, box: Bbox) -> None:
+    """One figure file, atomically, with no timestamp inside (equal inputs give equal files).
+
+    ``box`` is the figure's tight box (inches), measured once for all formats: a legend or label
+    outside the axes is kept, not cut off, and the figure stays at the chosen width unless such
+    text sticks out (KEY.txt gives the size written)."""
     version = _version()
     meta = {"pdf": {"Creator": f"initmem {version}", "CreationDate": None, "ModDate": None},
             "svg": {"Creator": f"initmem {version}", "Date": None},
             "png": {"Software": f"initmem {version}"}}[fmt]
     with plt.rc_context({**PAPER, "svg.hashsalt": f"initmem-{key}"}), atomic_path(path) as tmp:
-        # "tight": a legend or label outside the axes is kept, not cut off; the figure stays at the
-        # chosen width unless such text sticks out (KEY.txt gives the size written).
-        fig.savefig(tmp, format=fmt, metadata=meta, dpi=PAPER["savefig.dpi"], bbox_inches="tight", pad_inches=0.02)
+        fig.savefig(tmp, format=fmt, metadata=meta, dpi=PAPER["savefig.dpi"], bbox_inches=box)
 
 
 def export_figures(a: Analysis, out: Path, formats: tuple[str, ...], width: float, res: ExportResult) -> None:
@@ -100,12 +104,12 @@ def export_figures(a: Analysis, out: Path, formats: tuple[str, ...], width: floa
                 continue
             try:
                 d = description(fig)
+                box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(PAD)  # inches
                 for fmt in formats:
                     path = folder / f"{d.key}.{fmt}"
-                    _save(fig, path, fmt, d.key)
+                    _save(fig, path, fmt, d.key, box)
                     res.files.append(path)
-                box = fig.get_tightbbox()  # inches: the size the "tight" files have
-                w, h = box.width + 0.04, box.height + 0.04
+                w, h = box.width, box.height
             finally:
                 plt.close(fig)
             res.files.append(write_text(folder / f"{d.key}.txt", f"{d.caption}\n\nAlt text: {d.alt}\n\nSize: "
@@ -195,7 +199,7 @@ def _cmd(v: object) -> str | None:
     return str(v) if v else None
 
 
-def reproduce_markdown(a: Analysis, out: Path, command: str | None, res: ExportResult) -> str:
+def reproduce_markdown(a: Analysis, out: Path, command: str, res: ExportResult) -> str:
     """reproduce.md: the commands, versions, the environment's hash, the grid's hash and the cube's checksum."""
     lines = ["# Reproducing these results", ""]
     used = a.summary.versions.get("initmem")
@@ -236,7 +240,7 @@ def reproduce_markdown(a: Analysis, out: Path, command: str | None, res: ExportR
     analyze = _cmd(a.summary.command)
     lines.append(analyze if analyze else "# the analyze command is not recorded in summary.json")
     lines.append(f"initmem report {shlex.quote(str(a.dir))}")
-    lines.append(command or f"initmem export {shlex.quote(str(a.dir))} --out {shlex.quote(str(out))}")
+    lines.append(command)
     lines += ["```", ""]
     return "\n".join(lines)
 
@@ -249,9 +253,15 @@ def _index(res: ExportResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def export_command(analysis_dir: Path, out: Path, formats: tuple[str, ...], width: str | float) -> str:
+    """The command that writes this export again (built from its options, not from ``sys.argv``,
+    so it is right however export was called)."""
+    return (f"initmem export {shlex.quote(str(analysis_dir))} --out {shlex.quote(str(out))} "
+            f"--format {','.join(formats)} --width {shlex.quote(str(width))}")
+
+
 def export_analysis(analysis_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
-                    formats: str | tuple[str, ...] = FORMATS, width: str | float = "single",
-                    command: str | None = None) -> ExportResult:
+                    formats: str | tuple[str, ...] = FORMATS, width: str | float = "single") -> ExportResult:
     """Write the paper's parts of ``analysis_dir`` into ``out_dir`` (docs/export.md); bad input
     (not an analysis folder, an unknown format or width) is a ``UserError`` before anything is written."""
     fmts = parse_formats(formats)
@@ -272,11 +282,12 @@ def export_analysis(analysis_dir: str | os.PathLike, out_dir: str | os.PathLike,
     res.files.append(write_text(out / "methods.tex", methods_latex(paragraphs, source)))
     keys = [k for para in paragraphs for s in para for k in s.cites]
     res.files.append(write_text(out / "references.bib", bibtex(keys)))
+    command = export_command(Path(analysis_dir), out, fmts, width)
     res.files.append(write_text(out / "reproduce.md", reproduce_markdown(a, out, command, res)))
     res.files.append(out / "index.md")
     write_text(out / "index.md", _index(res))
     return res
 
 
-__all__ = ["FORMATS", "ExportResult", "environment_hash", "export_analysis", "methods_latex", "methods_markdown",
+__all__ = ["FORMATS", "ExportResult", "environment_hash", "export_analysis", "export_command", "methods_latex", "methods_markdown",
            "parse_formats", "parse_width", "reproduce_markdown", "sha256_file"]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from initmem import plot
 from initmem.plot.core import Skip
 from initmem.plot.load import Analysis
-from initmem.plot.style import screen_style
+from initmem.plot.theme import screen_style
 from initmem.reports.svg import Figure, embed
 
 

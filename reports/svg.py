@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from markupsafe import Markup  # noqa: E402
 
 from initmem.plot.core import description  # noqa: E402
-from initmem.plot.style import SCREEN  # noqa: E402
+from initmem.plot.theme import SCREEN  # noqa: E402
 
 # Only markup is checked: text content is escaped, so '<' cannot appear in it.
 _UNSAFE = re.compile(r"<\s*(script|foreignobject|iframe|object|embed|image|a)\b|<[^>]*\son[a-z]+\s*=",

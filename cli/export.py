@@ -29,9 +29,14 @@ def export(analysis_dir: Path, out_dir: Path, formats: str, width: str) -> None:
     initmem export runs/quick/analysis --out paper/
     initmem export runs/quick/analysis --out paper/ --format pdf --width double
     """
+    import shlex
+
     from initmem.reports.export import export_analysis
 
-    res = export_analysis(analysis_dir, out_dir, formats=formats, width=width)
+    # the command that repeats this export, from its options (not sys.argv, which a caller may not have)
+    again = (f"initmem export {shlex.quote(str(analysis_dir))} --out {shlex.quote(str(out_dir))} "
+             f"--format {shlex.quote(formats)} --width {shlex.quote(width)}")
+    res = export_analysis(analysis_dir, out_dir, formats=formats, width=width, command=again)
     echo(f"wrote {len(set(res.files))} files")
     for what, why in res.skipped.items():
         echo(f"  skipped {what}: {why}")

@@ -144,8 +144,8 @@ def methods_markdown(paragraphs: list[list[Sentence]], source: str) -> str:
     body = "\n\n".join(" ".join(_with_cites(s, "[" + "; ".join(f"@{k}" for k in s.cites) + "]") for s in para)
                        for para in paragraphs if para)
     return (f"# Methods\n\n<!-- written by initmem export from {source}: the sentences of the report's Methods "
-            "section; citation keys are in references.bib (pandoc: --citeproc --bibliography references.bib) -->\n\n"
-            f"{body}\n")
+            "section; citation keys are in references.bib (pandoc reads them with its citeproc and that file as "
+            f"bibliography) -->\n\n{body}\n")
 
 
 def methods_latex(paragraphs: list[list[Sentence]], source: str) -> str:
@@ -234,7 +234,7 @@ def reproduce_markdown(a: Analysis, out: Path, command: str, res: ExportResult) 
         lines.append(f"- dataset fingerprint: `{a.cube.attrs[cube.A_DATASET_FINGERPRINT]}`")
     lines += ["", "## Commands", "", "```"]
     if grid is not None:
-        lines.append(f"initmem collect grid.yaml --out {shlex.quote(str(cube_path.parent) if cube_path else 'RUN')}")
+        lines.append(f"initmem run grid.yaml   # collects into runs/{grid.name}, analyzes with default options, reports")
     elif a.cube is not None and a.cube.attrs.get(cube.A_SOURCE):
         lines.append(f"# the cube came from: {a.cube.attrs[cube.A_SOURCE]} (its options are not recorded)")
     analyze = _cmd(a.summary.command)
@@ -253,17 +253,19 @@ def _index(res: ExportResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def export_command(analysis_dir: Path, out: Path, formats: tuple[str, ...], width: str | float) -> str:
-    """The command that writes this export again (built from its options, not from ``sys.argv``,
-    so it is right however export was called)."""
-    return (f"initmem export {shlex.quote(str(analysis_dir))} --out {shlex.quote(str(out))} "
-            f"--format {','.join(formats)} --width {shlex.quote(str(width))}")
+def python_call(analysis_dir: Path, out: Path, formats: tuple[str, ...], width: str | float) -> str:
+    """This export as the Python call that repeats it (the command line passes its own command)."""
+    return (f"python -c 'from initmem.reports.export import export_analysis; export_analysis({str(analysis_dir)!r}, "
+            f"{str(out)!r}, formats={','.join(formats)!r}, width={width!r})'")
 
 
 def export_analysis(analysis_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
-                    formats: str | tuple[str, ...] = FORMATS, width: str | float = "single") -> ExportResult:
+                    formats: str | tuple[str, ...] = FORMATS, width: str | float = "single",
+                    command: str | None = None) -> ExportResult:
     """Write the paper's parts of ``analysis_dir`` into ``out_dir`` (docs/export.md); bad input
-    (not an analysis folder, an unknown format or width) is a ``UserError`` before anything is written."""
+    (not an analysis folder, an unknown format or width) is a ``UserError`` before anything is written.
+    ``command`` is the command line that repeats this export (the CLI passes it; reproduce.md
+    shows the Python call otherwise)."""
     fmts = parse_formats(formats)
     inches = parse_width(width)
     a = load_analysis(analysis_dir)
@@ -282,12 +284,12 @@ def export_analysis(analysis_dir: str | os.PathLike, out_dir: str | os.PathLike,
     res.files.append(write_text(out / "methods.tex", methods_latex(paragraphs, source)))
     keys = [k for para in paragraphs for s in para for k in s.cites]
     res.files.append(write_text(out / "references.bib", bibtex(keys)))
-    command = export_command(Path(analysis_dir), out, fmts, width)
+    command = command or python_call(Path(analysis_dir), out, fmts, width)
     res.files.append(write_text(out / "reproduce.md", reproduce_markdown(a, out, command, res)))
     res.files.append(out / "index.md")
     write_text(out / "index.md", _index(res))
     return res
 
 
-__all__ = ["FORMATS", "ExportResult", "environment_hash", "export_analysis", "export_command", "methods_latex", "methods_markdown",
+__all__ = ["FORMATS", "ExportResult", "environment_hash", "export_analysis", "python_call", "methods_latex", "methods_markdown",
            "parse_formats", "parse_width", "reproduce_markdown", "sha256_file"]

@@ -28,7 +28,7 @@ import xarray as xr
 
 from initmem import cube
 from initmem.clocks import family as clock_family
-from initmem.errors import UserError, option
+from initmem.errors import UserError
 from initmem.jsonio import json_safe
 from initmem.names import ALPHA, CURVE_EPOCH_AXIS
 from initmem.stats import inference
@@ -106,18 +106,6 @@ def _null_d(comp: dict[str, dict], tested: list[str], y, v, rng) -> tuple[np.nda
     return inference.full_null(d), exact
 
 
-def require_clocks(ds: xr.Dataset) -> None:
-    """Refuse a cube with curves but no time axis other than epochs: the test compares clocks with
-    epochs, so without a step curve or any clock there is nothing to compare (a per-epoch import
-    without ``--n-train`` or a step column). Names what is missing and how to supply it."""
-    axes = (STEP_AXIS, *cube.ALL_CLOCKS)
-    if any(has_curve(ds, a) for a in axes):
-        return
-    raise UserError(f"the collapse test compares clocks with epochs, but the cube has no '{STEP_AXIS}' curve and no "
-                    f"clock curve ({', '.join(cube.ALL_CLOCKS)}); re-import the table with {option('n_train', 'N')} "
-                    f"(training examples, for steps per epoch) or with a '{STEP_AXIS}' column")
-
-
 def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, seed: int = 0,
                   fraction: float = DEFAULT_FRACTION, rope: float = DEFAULT_ROPE) -> dict | None:
     """The collapse.json dict (schema initmem.collapse/3), or None when the cube has no curves.
@@ -133,7 +121,6 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
     requested = memory
     if cube.EPOCH not in ds.dims or not has_curve(ds, memory_variable(memory)):
         return None
-    require_clocks(ds)
     ds, memory = memory_view(ds, memory)
     notes: list[str] = []
     names = [str(p) for p in ds[cube.PIPELINE].values.tolist()]
@@ -317,4 +304,4 @@ def _explain(notes, vs, identifiable, n_def, compared, c_pipes, axes, verdict, b
                          "reaches 0; treat the size of the gain as uncertain")
 
 
-__all__ = ["SCHEMA", "VERDICTS", "collapse_test", "require_clocks"]
+__all__ = ["SCHEMA", "VERDICTS", "collapse_test"]

@@ -177,7 +177,8 @@ def test_reproduce_block_names_versions_hashes_and_commands(exported):
     assert hashlib.sha256(cube_file.read_bytes()).hexdigest() in text
     assert "pyproject.toml" in text and "installed distributions" in text
     assert "grid `tex_names`: hash `" in text and (out / "grid.yaml").is_file()
-    assert "initmem analyze" in text and f"initmem export {analysis} --out {out} --format pdf,svg,png --width single" in text
+    assert "initmem analyze" in text and "initmem run grid.yaml" in text
+    assert f"initmem export {analysis} --out {out} --format pdf,svg,png --width single" in text
 
 
 def test_bad_input_is_one_line(tmp_path, exported):

@@ -135,14 +135,17 @@ def test_tracker_folder_that_is_neither(tmp_path):
 
 
 def _log_runs(client, df: pd.DataFrame) -> None:
+    """One batch per run (MLflow's own log_batch: a database transaction per run, not per value)."""
+    from mlflow.entities import Metric, Param
+
     exp = client.create_experiment("sigma sweep")
     for (pipe, s, seed), rows in df.groupby(["pipeline", "sigma_w", "seed"], sort=False):
         run = client.create_run(exp).info.run_id
-        for key, value in {"optimizer_name": pipe, "sigma": s, "seed": seed, **PIPES[pipe]}.items():
-            client.log_param(run, key, value)
-        for r in rows.itertuples():
-            for key in ("val_acc", "test_acc", "kernel_norm"):
-                client.log_metric(run, key, getattr(r, key), step=r.epoch)
+        params = [Param(k, str(v)) for k, v in {"optimizer_name": pipe, "sigma": s, "seed": seed,
+                                                **PIPES[pipe]}.items()]
+        metrics = [Metric(key, float(getattr(r, key)), 1_700_000_000_000 + r.epoch, int(r.epoch))
+                   for r in rows.itertuples() for key in ("val_acc", "test_acc", "kernel_norm")]
+        client.log_batch(run, metrics=metrics, params=params)
         client.set_terminated(run)
 
 
@@ -191,8 +194,14 @@ def test_mlflow_store_mlflow_cannot_read(tmp_path, monkeypatch, damage):
                       "MLflow cannot read this store")
 
 
-def test_collapse_without_clocks_names_the_missing_option(tmp_path):
-    """A per-epoch import without --n-train or a step column has no clock: collapse says what to give."""
+def test_collapse_without_steps_names_the_missing_option(tmp_path):
+    """A per-epoch import without --n-train or a step column has no optimizer steps, which the clock
+    exponents need: collapse says what to give (exit 2); analyze's collapse view records the reason."""
+    from initmem.analysis.collapse import exponents_entry
+
     pd.DataFrame(per_epoch_rows()).to_csv(tmp_path / "t.csv", index=False)
-    _import(tmp_path / "t.csv", tmp_path / "c.nc")
-    assert_user_error(invoke("collapse", tmp_path / "c.nc", "--out", tmp_path / "col"), "--n-train", "'step'")
+    ds = _import(tmp_path / "t.csv", tmp_path / "c.nc")
+    assert_user_error(invoke("collapse", tmp_path / "c.nc", "--out", tmp_path / "col"), "--n-train N", "'step' column")
+    assert not (tmp_path / "col").exists()
+    entry = exponents_entry(ds, "radial", fraction=0.5, rope=0.01, tolerance=0.1)
+    assert "n_train='N'" in entry["skipped"]

@@ -34,6 +34,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 PANEL_MIN_WIDTH = 1.7  # inches: narrower panels cannot hold their tick labels at paper font sizes
 MIN_HEIGHT = 1.3  # inches: a figure scaled down to a column keeps at least this height
+MAX_PANEL_HEIGHT = 4.5  # inches: a one-panel figure scaled up to the text width stops growing here
 
 
 class Skip(Exception):
@@ -101,7 +102,7 @@ def single_axes(ax: Any, width: float | None, default: tuple[float, float],
     """The figure and axes to draw a one-panel figure on: the caller's ``ax``, else a new figure."""
     if ax is not None:
         return ax.figure, ax
-    fig, axes = new_figure(*size(*default, width, min_h))
+    fig, axes = new_figure(*size(*default, width, min_h, MAX_PANEL_HEIGHT))
     return fig, axes[0, 0]
 
 
@@ -123,12 +124,13 @@ def title_with(name: str, stats: str, width: float | None) -> str:
     return f"{name}\n{stats}" if narrow(width) else f"{name}   {stats}"
 
 
-def size(w: float, h: float, width: float | None, min_h: float = MIN_HEIGHT) -> tuple[float, float]:
+def size(w: float, h: float, width: float | None, min_h: float = MIN_HEIGHT,
+         max_h: float = math.inf) -> tuple[float, float]:
     """The report's (w, h), or the same aspect at ``width`` inches, at least ``min_h`` tall (text
     does not shrink with the figure, so a narrow figure needs relatively more height)."""
     if width is None:
         return w, h
-    return width, max(min_h, h * width / w)
+    return width, max(min_h, min(max_h, h * width / w))
 
 
 def panels(n: int, panel_w: float, panel_h: float, width: float | None, *, max_cols: int = 3,

@@ -20,7 +20,6 @@ from importlib import metadata
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from matplotlib.transforms import Bbox
 
 from initmem import cube, plot
 from initmem.atomic import atomic_path, write_text
@@ -76,18 +75,18 @@ def parse_width(width: str | float) -> float:
 
 # Figures ---------------------------------------------------------------------------------------
 
-def _save(fig: plt.Figure, path: Path, fmt: str, key: str, box: Bbox) -> None:
+def _save(fig: plt.Figure, path: Path, fmt: str, key: str) -> None:
     """One figure file, atomically, with no timestamp inside (equal inputs give equal files).
 
-    ``box`` is the figure's tight box (inches), measured once for all formats: a legend or label
-    outside the axes is kept, not cut off, and the figure stays at the chosen width unless such
-    text sticks out (KEY.txt gives the size written)."""
+    Cropped to its content ("tight", measured as each file is written): a legend or label outside
+    the axes is kept, not cut off, and the figure stays at the chosen width unless such text sticks
+    out (KEY.txt gives the size written)."""
     version = _version()
     meta = {"pdf": {"Creator": f"initmem {version}", "CreationDate": None, "ModDate": None},
             "svg": {"Creator": f"initmem {version}", "Date": None},
             "png": {"Software": f"initmem {version}"}}[fmt]
     with plt.rc_context({**PAPER, "svg.hashsalt": f"initmem-{key}"}), atomic_path(path) as tmp:
-        fig.savefig(tmp, format=fmt, metadata=meta, dpi=PAPER["savefig.dpi"], bbox_inches=box)
+        fig.savefig(tmp, format=fmt, metadata=meta, dpi=PAPER["savefig.dpi"], bbox_inches="tight", pad_inches=PAD)
 
 
 def export_figures(a: Analysis, out: Path, formats: tuple[str, ...], width: float, res: ExportResult) -> None:
@@ -104,11 +103,11 @@ def export_figures(a: Analysis, out: Path, formats: tuple[str, ...], width: floa
                 continue
             try:
                 d = description(fig)
-                box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(PAD)  # inches
                 for fmt in formats:
                     path = folder / f"{d.key}.{fmt}"
-                    _save(fig, path, fmt, d.key, box)
+                    _save(fig, path, fmt, d.key)
                     res.files.append(path)
+                box = fig.get_tightbbox().padded(PAD)  # inches, as the last file was cropped
                 w, h = box.width, box.height
             finally:
                 plt.close(fig)

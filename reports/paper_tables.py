@@ -247,7 +247,7 @@ def collapse_table(a: Analysis) -> Table:
     return t
 
 
-def forgetting_table(a: Analysis) -> Table:
+def forgetting_times_table(a: Analysis) -> Table:
     c = a.collapse
     if c is None or not c.forgetting_times:
         raise LookupError("collapse.json holds no forgetting times")
@@ -294,7 +294,7 @@ def exponents_table(a: Analysis) -> Table:
 
 
 TABLES: tuple[Callable[[Analysis], Table], ...] = (verdict_table, variance_table, interpolation_table, collapse_table,
-                                                  forgetting_table, exponents_table)
+                                                  forgetting_times_table, exponents_table)
 
 
 def paper_tables(a: Analysis) -> tuple[list[Table], dict[str, str]]:

@@ -176,7 +176,7 @@ def test_sqlite_file_that_is_not_mlflow(tmp_path):
                       "not an MLflow store", "runs")
 
 
-@pytest.mark.parametrize("damage", ["run_id", "status"])
+@pytest.mark.parametrize("damage", ["run_id", "status", "metric"])
 def test_mlflow_store_mlflow_cannot_read(tmp_path, monkeypatch, damage):
     """A damaged file store is one line and exit 2, not MLflow's exception."""
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
@@ -185,11 +185,15 @@ def test_mlflow_store_mlflow_cannot_read(tmp_path, monkeypatch, damage):
     client = MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
     run = client.create_run(client.create_experiment("x")).info.run_id
     client.log_param(run, "pipeline", "sgd")
+    client.log_metric(run, "val_acc", 0.5, step=0)
     client.set_terminated(run)
     meta = next((tmp_path / "mlruns").glob(f"*/{run}/meta.yaml"))
     text = meta.read_text()
-    meta.write_text(text.replace(f"run_id: {run}", "run_id: 0123abcd") if damage == "run_id"
-                    else "\n".join("status: 99" if ln.startswith("status:") else ln for ln in text.splitlines()))
+    if damage == "metric":  # MLflow's own MlflowException: "Metric 'val_acc' is malformed"
+        (meta.parent / "metrics" / "val_acc").write_text("garbage\n")
+    else:
+        meta.write_text(text.replace(f"run_id: {run}", "run_id: 0123abcd") if damage == "run_id" else
+                        "\n".join("status: 99" if ln.startswith("status:") else ln for ln in text.splitlines()))
     assert_user_error(invoke("import", tmp_path, "--out", tmp_path / "c.nc", "--seeds", "paired"),
                       "MLflow cannot read this store")
 

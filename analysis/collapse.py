@@ -19,11 +19,11 @@ import numpy as np
 import xarray as xr
 
 from initmem import cube, optimizers
-from initmem.errors import UserError
+from initmem.errors import UserError, option
 from initmem.jsonio import json_safe
 from initmem.results.spec import AnalysisSpec
 from initmem.stats.collapse import collapse_test
-from initmem.stats.curves import seed_mean_clocks
+from initmem.stats.curves import has_curve, seed_mean_clocks
 from initmem.stats.forgetting import DEFAULT_FRACTION, DEFAULT_ROPE, per_seed_times
 from initmem.stats.memsource import RADIAL_SIDES, REF_SIGMA, memory_view
 
@@ -53,11 +53,25 @@ def pipeline_design(ds: xr.Dataset) -> dict[str, np.ndarray]:
                                 for k, o in zip(kinds, opt, strict=True)], dtype=object)}
 
 
+def steps_missing(ds: xr.Dataset) -> str | None:
+    """Why the clock exponents cannot be fitted for want of optimizer steps (None when the cube has
+    them): they are fitted on forgetting times in steps, and a per-epoch import has steps only with
+    the training-set size or a step column."""
+    if has_curve(ds, cube.STEP):
+        return None
+    return (f"the clock exponents are fitted on forgetting times in optimizer steps, but the cube has no "
+            f"'{cube.STEP}' curve: re-import the table with {option('n_train', 'N')} (training examples, for steps "
+            f"per epoch) or with a '{cube.STEP}' column, or turn the exponent model off")
+
+
 def exponents_entry(ds: xr.Dataset, memory: str, *, fraction: float, rope: float, tolerance: float,
                     seed: int = 0, draws: int = 1000, tune: int = 1000) -> dict[str, Any]:
     """The ``exponents`` entry: per-seed forgetting times in steps -> the fitted exponent model."""
     from initmem.models.exponents import build_data, fit_exponents
 
+    missing = steps_missing(ds)
+    if missing:
+        return {"skipped": missing}
     view, base = memory_view(ds, memory)
     steps = seed_mean_clocks(view)[cube.STEP]
     times, budget = per_seed_times(view, base, steps, fraction=fraction, rope=rope)
@@ -144,6 +158,11 @@ def collapse_main(cube_path: str | os.PathLike, out_dir: str | os.PathLike, spec
 
     spec = AnalysisSpec.of(spec, **options)
     ds = cube.open_cube(cube_path)
+    # Asked for exponents it cannot fit, the command says what is missing instead of writing a
+    # collapse.json without them (analyze, which fits more, records the reason and goes on).
+    missing = steps_missing(ds) if spec.exponents and cube.EPOCH in ds.dims else None
+    if missing:
+        raise UserError(f"{cube_path}: {missing}")
     raw = collapse_view(ds, spec)
     if raw is None:
         raise UserError(f"{cube_path} has no training curves (epoch dim with kernel_norm / val_acc): "
@@ -184,4 +203,5 @@ def summary_lines(r: dict) -> list[str]:
 
 def _f(v: Any) -> str:
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.3g}"
-__all__ = ["collapse_main", "collapse_view", "exponents_entry", "lined_up", "pipeline_design", "summary_lines"]
+__all__ = ["collapse_main", "collapse_view", "exponents_entry", "lined_up", "pipeline_design", "steps_missing",
+           "summary_lines"]

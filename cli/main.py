@@ -20,6 +20,7 @@ import click
 
 from initmem.cli import analyze as cli_analyze
 from initmem.cli import cubes as cli_cubes
+from initmem.cli import export as cli_export
 from initmem.cli.output import Verbosity, echo, is_quiet
 from initmem.cli.params import JOBS, option_flag
 from initmem.errors import OptionError, UserError, options_as_flags
@@ -68,7 +69,7 @@ def inspect(cube_path: Path, as_json: bool) -> None:
 # --- the commands that make a cube (cli_cubes.py) and read it (cli_analyze.py) -------------------
 
 for _command in (cli_cubes.import_, cli_cubes.simulate, cli_cubes.collect,
-                 cli_analyze.analyze, cli_analyze.collapse, cli_analyze.plan):
+                 cli_analyze.analyze, cli_analyze.collapse, cli_analyze.plan, cli_export.export):
     app.add_command(_command)
 
 

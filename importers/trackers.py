@@ -1,12 +1,15 @@
-"""Tracker exports as long tables: W&B runs CSV exports, MLflow file stores, TensorBoard logs.
+"""Tracker exports as long tables: W&B runs CSV exports, MLflow stores, TensorBoard logs.
 
 Each reader uses the tracker's own file format and, where one exists, its own reader (MLflow's
 ``MlflowClient`` on a ``file:`` store, TensorBoard's ``EventAccumulator``), imported only when
 that source is read, so ``import initmem`` works without them; a missing reader is one error
-line naming the ``trackers`` extra. The W&B export is a plain CSV that no library writes: its
-run metadata columns (Name, State, ...) are dropped and State becomes the run status. A
-:class:`Mapping` says which column or config key is the pipeline, sigma_w and seed
-(docs/import.md); everything else then goes through the same column rules as a CSV.
+line naming the ``trackers`` extra. MLflow 3's default store is SQLite (``mlflow.db``); it is read
+by a thin read-only reader of MLflow's documented tables (experiments, runs, params, metrics) with
+the standard library's sqlite3, so reading one needs no MLflow and never migrates the user's file
+(docs/import.md says why). The W&B export is a plain CSV that no library writes: its run metadata
+columns (Name, State, ...) are dropped and State becomes the run status. A :class:`Mapping` says
+which column or config key is the pipeline, sigma_w and seed (docs/import.md); everything else
+then goes through the same column rules as a CSV.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ MLFLOW_STATUS = {"FINISHED": cube.OK, "FAILED": cube.FAILED, "KILLED": cube.FAIL
                  "SCHEDULED": cube.MISSING}
 MLFLOW_FILE_STORE_ENV = "MLFLOW_ALLOW_FILE_STORE"
 MAP_KEYS = (cube.PIPELINE, cube.SIGMA, cube.SEED, cube.EPOCH)
+SQLITE_SCHEME = "sqlite:"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+# The tables of MLflow's SQL store that hold runs (mlflow/store/tracking/dbmodels/models.py in MLflow).
+MLFLOW_TABLES = ("experiments", "runs", "params", "metrics")
 
 
 @dataclass(frozen=True)
@@ -94,16 +101,27 @@ class Mapping:
         return df.rename(columns=rename)
 
 
-def read_source(path: Path, fmt: str, mapping: Mapping) -> tuple[pd.DataFrame, str]:
-    """(long table, label for messages) of ``path`` read as ``fmt`` (``auto``: by its look)."""
+def read_source(path: str | Path, fmt: str, mapping: Mapping) -> tuple[pd.DataFrame, str]:
+    """(long table, label for messages) of ``path`` read as ``fmt`` (``auto``: by its look).
+
+    ``path`` may also be an MLflow tracking URI ``sqlite:///FILE`` (relative) or ``sqlite:////FILE``
+    (absolute)."""
     from initmem.importers.table import read_table
 
+    label = str(path)
+    if label.startswith(SQLITE_SCHEME):
+        path = sqlite_uri_path(path)
+        if fmt not in ("auto", "mlflow"):
+            raise UserError(f"{label}: a sqlite URI is an MLflow store, not {option('format', fmt)}")
+        fmt = "mlflow"
     path = Path(path)
     if not path.exists():
         raise UserError(f"no such table or folder: {path}")
     if fmt == "auto":
         fmt = _detect(path)
-    if fmt in ("csv", "wandb"):
+    if fmt == "mlflow" and path.is_file():
+        df = mlflow_sql_frame(path)
+    elif fmt in ("csv", "wandb"):
         df = read_table(path)
         if fmt == "wandb":
             df = wandb_frame(df, str(path))
@@ -116,6 +134,8 @@ def read_source(path: Path, fmt: str, mapping: Mapping) -> tuple[pd.DataFrame, s
 
 
 def _detect(path: Path) -> str:
+    if path.is_file() and is_sqlite(path):
+        return "mlflow"
     if path.is_file():
         try:
             head = pd.read_csv(path, nrows=0).columns
@@ -168,6 +188,12 @@ def mlflow_frame(path: Path) -> pd.DataFrame:
     os.environ[MLFLOW_FILE_STORE_ENV] = "true"
     try:
         return _mlflow_store_frame(MlflowClient(tracking_uri=root.resolve().as_uri()), path)
+    except UserError:
+        raise
+    except Exception as exc:  # MLflow raises MlflowException or bare Exception on a damaged store
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise UserError(f"{path}: MLflow cannot read this store ({exc.__class__.__name__}: {first}); "
+                        "check that the folder is an intact mlruns/ file store") from None
     finally:
         if old is None:
             os.environ.pop(MLFLOW_FILE_STORE_ENV, None)
@@ -194,21 +220,97 @@ def _mlflow_store_frame(client: Any, path: Path) -> pd.DataFrame:
 
 
 def _mlflow_rows(client: Any, run: Any) -> list[dict[str, Any]]:
-    base: dict[str, Any] = dict(run.data.params)
-    base[cube.STATUS] = cube.STATUS_NAMES[MLFLOW_STATUS.get(run.info.status, cube.MISSING)]
+    history = {key: [(m.step, m.timestamp, m.value) for m in client.get_metric_history(run.info.run_id, key)]
+               for key in run.data.metrics}
+    return run_rows(dict(run.data.params), run.info.status, history)
+
+
+def run_rows(params: dict[str, Any], status: str, history: dict[str, list[tuple[int, int, float]]]
+             ) -> list[dict[str, Any]]:
+    """One MLflow run as rows, the same for both stores: params as columns, the status mapped, a
+    metric logged at several steps a curve (the step is the epoch), one logged once a per-run value.
+    ``history`` maps a metric to its (step, timestamp, value) in logging order."""
+    base: dict[str, Any] = dict(params)
+    base[cube.STATUS] = cube.STATUS_NAMES[MLFLOW_STATUS.get(str(status), cube.MISSING)]
     by_step: dict[int, dict[str, float]] = {}
     single: dict[str, float] = {}
-    for key in run.data.metrics:
-        hist = client.get_metric_history(run.info.run_id, key)
-        steps = {m.step for m in hist}
+    for key, hist in history.items():
+        steps = {step for step, _, _ in hist}
         if len(steps) <= 1:
-            single[key] = hist[-1].value if hist else math.nan
+            single[key] = hist[-1][2] if hist else math.nan
             continue
-        for m in sorted(hist, key=lambda m: (m.step, m.timestamp)):
-            by_step.setdefault(int(m.step), {})[key] = m.value
+        for step, _, value in sorted(hist, key=lambda m: (m[0], m[1])):
+            by_step.setdefault(int(step), {})[key] = value
     if not by_step:
         return [{**base, **single}]
     return [{**base, cube.EPOCH: step, **vals, **single} for step, vals in sorted(by_step.items())]
+
+
+# MLflow SQL store (MLflow 3's default, mlflow.db) ---------------------------------------------
+
+def sqlite_uri_path(uri: str | Path) -> Path:
+    """The file of an MLflow ``sqlite:`` tracking URI.
+
+    SQLAlchemy's form: ``sqlite:///mlflow.db`` is relative, ``sqlite:////abs/mlflow.db`` absolute.
+    A ``Path`` (the command line's argument type) has collapsed the slashes to ``sqlite:/...``, so
+    that form is read as absolute when that file exists, else relative to the working folder."""
+    text = str(uri)[len(SQLITE_SCHEME):]
+    if isinstance(uri, str):
+        if not text.startswith("///"):
+            raise UserError(f"{uri}: an MLflow sqlite URI reads sqlite:///relative.db or sqlite:////absolute.db")
+        return Path(text[3:])
+    rest = text.lstrip("/")
+    absolute = Path("/" + rest)
+    return absolute if absolute.exists() else Path(rest)
+
+
+def is_sqlite(path: Path) -> bool:
+    """Whether ``path`` is an SQLite database file (by its 16-byte header)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def mlflow_sql_frame(path: Path) -> pd.DataFrame:
+    """Every active run of the active experiments of an MLflow SQL store, read-only, as
+    :func:`mlflow_frame` reads a file store (same rows, same status mapping)."""
+    import sqlite3
+
+    if not is_sqlite(path):
+        raise UserError(f"{path}: not an SQLite file, so not an MLflow store (mlflow.db)")
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise UserError(f"{path}: cannot open the SQLite file ({exc})") from None
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = [t for t in MLFLOW_TABLES if t not in tables]
+        if missing:
+            raise UserError(f"{path}: an SQLite file but not an MLflow store (no {', '.join(missing)} table)")
+        runs = con.execute(
+            "SELECT r.run_uuid, r.status FROM runs r JOIN experiments e ON r.experiment_id = e.experiment_id "
+            "WHERE r.lifecycle_stage = 'active' AND e.lifecycle_stage = 'active' "
+            "ORDER BY e.experiment_id, r.start_time, r.run_uuid").fetchall()
+        params: dict[str, dict[str, str]] = {}
+        for run, key, value in con.execute("SELECT run_uuid, key, value FROM params"):
+            params.setdefault(run, {})[key] = value
+        history: dict[str, dict[str, list[tuple[int, int, float]]]] = {}
+        for run, key, value, ts, step, is_nan in con.execute(
+                "SELECT run_uuid, key, value, timestamp, step, is_nan FROM metrics ORDER BY rowid"):
+            history.setdefault(run, {}).setdefault(key, []).append(
+                (int(step), int(ts), math.nan if is_nan else float(value)))
+    except sqlite3.Error as exc:
+        raise UserError(f"{path}: MLflow's tables cannot be read ({exc})") from None
+    finally:
+        con.close()
+    if not runs:
+        raise UserError(f"{path}: the MLflow store holds no runs")
+    rows: list[dict[str, Any]] = []
+    for run, status in runs:
+        rows += run_rows(params.get(run, {}), status, history.get(run, {}))
+    return pd.DataFrame(rows)
 
 
 # TensorBoard ---------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """The HTML report of an analysis folder (docs/report.md): it presents, never trains or samples.
 
-Public face: :func:`build_report` (write DIR/report.html), :func:`render_html`, :func:`load_analysis`
-and the report-section table :data:`SECTIONS` (reports/sections.py; docs/extending.md)."""
+Public face: :func:`build_report` (write DIR/report.html), :func:`render_html`, :func:`load_analysis`,
+the report-section table :data:`SECTIONS` (reports/sections.py; docs/extending.md) and
+:func:`export_analysis` (``initmem export``: the report's figures, tables and methods as the parts of a
+paper; docs/export.md). The figures themselves are the :mod:`initmem.plot` functions."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ _API: dict[str, tuple[str, str]] = {
     "render_html": ("initmem.reports.html", "render_html"),
     "load_analysis": ("initmem.reports.load", "load_analysis"),
     "SECTIONS": ("initmem.reports.sections", "SECTIONS"),
+    "export_analysis": ("initmem.reports.export", "export_analysis"),
 }
 
 

@@ -1,273 +1,53 @@
-"""The report's figures, each drawn from an :class:`~initmem.reports.load.Analysis`.
+"""The report's figures: the :mod:`initmem.plot` functions, drawn in the screen style, as inline SVG.
 
-Every function returns a :class:`~initmem.reports.svg.Figure` (inline SVG, caption, alt text)
-or raises :class:`Skip` with the reason the figure does not apply (e.g. a cube without curves).
-Figures only draw numbers that the analysis or the cube already hold.
+Why a lookup by name: the report must show exactly what the public figure functions return (one
+drawing for the report, ``initmem export`` and a notebook), so :func:`report_figure` asks
+``initmem.plot`` for the function when it draws, and a test that replaces one sees the report
+change. The names below keep ``reports.figures.metric_vs_sigma(a)`` (a report
+:class:`~initmem.reports.svg.Figure`: SVG, caption, alt text) for callers of the old module.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 
-import numpy as np
-from matplotlib.cm import ScalarMappable
-from matplotlib.colors import BoundaryNorm, ListedColormap, LogNorm, Normalize
-from matplotlib.ticker import FuncFormatter, NullFormatter
-
-from initmem import cube as C
-from initmem.cube.levels import PROBE_LABEL, level_names, probe_caption, probe_is_categorical, probe_of
-from initmem.reports.load import Analysis, ok_mask
-from initmem.reports.methods import seed_caption, seed_design
-from initmem.reports.svg import PALETTE, VERDICT_COLOURS, Figure, figure_to_svg, new_figure, style
-from initmem.reports.tables import failed_checks, q
+from initmem import plot
+from initmem.plot.core import Skip
+from initmem.plot.load import Analysis
+from initmem.plot.theme import screen_style
+from initmem.reports.svg import Figure, embed
 
 
-class Skip(Exception):
-    """The figure does not apply to this analysis; the message says why."""
+def report_figure(name: str, a: Analysis) -> Figure:
+    """``initmem.plot.<name>(a)`` drawn in the report's screen style and embedded; raises
+    :class:`~initmem.plot.core.Skip` when the figure does not apply."""
+    draw = getattr(plot, name)
+    with screen_style():
+        return embed(draw(a))
 
 
-def colour(i: int) -> str:
-    return PALETTE[i % len(PALETTE)]
+def _as_report_figure(name: str) -> Callable[[Analysis], Figure]:
+    def draw(a: Analysis) -> Figure:
+        return report_figure(name, a)
+
+    draw.__name__ = draw.__qualname__ = name
+    draw.__doc__ = f"``initmem.plot.{name}`` as the report shows it (inline SVG with caption and alt text)."
+    return draw
 
 
-def grid_shape(n: int, max_cols: int = 3) -> tuple[int, int]:
-    ncols = min(max_cols, n)
-    return math.ceil(n / ncols), ncols
+metric_vs_sigma = _as_report_figure("metric_vs_sigma")
+variance_shares = _as_report_figure("variance_shares")
+spread_forest = _as_report_figure("spread_forest")
+training_curves = _as_report_figure("training_curves")
+tau_scatter = _as_report_figure("tau_scatter")
+kernel_norms = _as_report_figure("kernel_norms")
+rho_curves = _as_report_figure("rho_curves")
+clock_panels = _as_report_figure("clock_panels")
+forgetting_times = _as_report_figure("forgetting_times")
+forgetting_dose = _as_report_figure("forgetting_dose")
+curves_side_by_side = _as_report_figure("curves_side_by_side")
+ppc_intervals = _as_report_figure("ppc_intervals")
 
-
-def _scale(a: Analysis) -> tuple[float, str]:
-    """Multiplier and unit for showing the metric (accuracies in percentage points)."""
-    return a.scale, a.unit
-
-
-def sigma_norm(values: np.ndarray):
-    vals = np.asarray(values, dtype=float)
-    if len(vals) > 1 and vals.min() > 0:
-        return LogNorm(vmin=vals.min(), vmax=vals.max())
-    return Normalize(vmin=vals.min() - 1e-9, vmax=vals.max() + 1e-9)
-
-
-def sigma_colorbar(fig, axes, sig: np.ndarray, norm, cmap, shrink: float) -> None:
-    """A discrete colour bar, one block per sigma_w level (vector, not a raster image)."""
-    colours = ListedColormap([cmap(norm(s)) for s in sig])
-    bounds = BoundaryNorm(np.arange(len(sig) + 1) - 0.5, len(sig))
-    cb = fig.colorbar(ScalarMappable(norm=bounds, cmap=colours), ax=axes, label="σ_w", shrink=shrink, pad=0.02,
-                      aspect=30, ticks=np.arange(len(sig)))
-    cb.ax.set_yticklabels([f"{s:.3g}" for s in sig])
-    cb.solids.set_rasterized(False)
-
-
-def plain_log(ax, axis: str = "x", ticks: np.ndarray | None = None) -> None:
-    """Log-axis tick labels as plain numbers (mathtext is off so user strings stay literal)."""
-    target = ax.xaxis if axis == "x" else ax.yaxis
-    if ticks is not None:
-        target.set_ticks(ticks)
-    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
-    target.set_minor_formatter(NullFormatter())
-
-
-def _probe_axis(ax, a: Analysis, has_cells: bool) -> None:
-    """sigma_w on a log axis; a categorical probe's level codes on a linear axis named by level
-    (docs/arms.md)."""
-    if a.cube is not None and probe_is_categorical(a.cube):
-        ax.set_xticks(a.cube[C.SIGMA].values, level_names(a.cube), rotation=30, fontsize=6)
-        return
-    ax.set_xscale("log", base=2)
-    plain_log(ax, "x", a.cube[C.SIGMA].values if has_cells else None)
-
-
-def _probe_xlabel(a: Analysis) -> str:
-    probe = probe_of(a.cube) if a.cube is not None else "scale"
-    label = PROBE_LABEL.get(probe, "σ_w")
-    return label if probe == "shape" else f"{label} (log scale)"
-
-
-def _metric_label(a: Analysis) -> str:
-    name = a.metric.replace("_", " ")
-    return f"{name} (%)" if a.is_accuracy else name
-
-
-def hide_unused(axes, n: int) -> None:
-    for ax in axes.ravel()[n:]:
-        ax.set_visible(False)
-
-
-
-
-
-# (2) the selected metric against sigma_w -------------------------------------------------
-
-def metric_vs_sigma(a: Analysis) -> Figure:
-    scale, unit = _scale(a)
-    pipes = a.pipelines
-    has_cells = a.cube_has(a.metric)
-    has_expected = any(a.pipe(p).expected is not None for p in pipes)
-    if not has_cells and not has_expected:
-        raise Skip(f"neither the cube's '{a.metric}' values nor the posterior expected metric are available")
-    nrows, ncols = grid_shape(len(pipes))
-    with style():
-        fig, axes = new_figure(3.0 * ncols, 2.35 * nrows + 0.2, nrows, ncols, sharey=True)
-        for i, (ax, p) in enumerate(zip(axes.ravel(), pipes, strict=False)):
-            info = a.pipe(p)
-            col = colour(i)
-            if has_cells:
-                da = a.cube[a.metric].sel({C.PIPELINE: p}).where(ok_mask(a.cube).sel({C.PIPELINE: p}))
-                sig = da[C.SIGMA].values
-                for s in da[C.SEED].values:
-                    y = da.sel({C.SEED: s}).values * scale
-                    if np.isfinite(y).any():
-                        m = np.isfinite(y)
-                        ax.plot(sig[m], y[m], "o" if seed_design(a) == C.SEED_INDEPENDENT else "-o",
-                                color="#8a8a8a", lw=0.7, ms=2.6, alpha=0.75, zorder=2)
-            exp = info.expected
-            if exp is not None and exp.sigma_w:
-                xs = np.asarray(exp.sigma_w, dtype=float)
-                ax.fill_between(xs, np.asarray(exp.q05, float) * scale, np.asarray(exp.q95, float) * scale,
-                                color=col, alpha=0.25, lw=0, zorder=1)
-                ax.plot(xs, np.asarray(exp.median, float) * scale, color=col, lw=2.0, zorder=3)
-            _probe_axis(ax, a, has_cells)
-            ax.set_title(p, color="#111111", loc="left")
-            sp = info.spread
-            verdict = info.verdict
-            dg = a.digits
-            ax.text(0.02, 0.03, f"{verdict}: spread {q(sp) * scale:.{dg}f} [{q(sp, 'q05') * scale:.{dg}f}, "
-                    f"{q(sp, 'q95') * scale:.{dg}f}]", transform=ax.transAxes, fontsize=7,
-                    color=VERDICT_COLOURS.get(verdict, "#333333"))
-            ax.set_xlabel(_probe_xlabel(a))
-            if i % ncols == 0:
-                ax.set_ylabel(_metric_label(a))
-        hide_unused(axes, len(pipes))
-        fig.tight_layout()
-    parts = []
-    for p in pipes:
-        sp = a.pipe(p).spread
-        parts.append(f"{p}: {a.pipe(p).verdict}, spread {q(sp) * scale:.{a.digits}f} {unit}")
-    caption = (f"{_metric_label(a).capitalize()} against σ_w, one panel per pipeline. Grey dots are single runs, "
-               + seed_caption(a) + " The coloured line and band are the posterior median and 90% interval of the "
-                                   "expected metric "
-               f"with seed noise averaged out. The text gives the verdict and the spread over the grid in {unit} "
-               "with its 90% interval.")
-    if a.cube is not None and C.A_PROBE in a.cube.attrs:
-        caption += " " + probe_caption(a.cube)
-    if not has_cells:
-        caption += f" The cube's per-run '{a.metric}' values were not available, so only the posterior is drawn."
-    alt = f"{len(pipes)} panels of {a.metric} against sigma_w on a log axis. " + "; ".join(parts) + "."
-    return figure_to_svg(fig, "metric-vs-sigma", caption, alt)
-
-
-# (3) variance decomposition and spreads ----------------------------------------------------
-
-def variance_shares(a: Analysis) -> Figure:
-    pipes = a.pipelines
-    comps = (("sigma", "σ_w level", "#D55E00"), ("seed", "seed", "#0072B2"), ("residual", "residual", "#9a9a9a"))
-    if not any(a.pipe(p).shares is not None for p in pipes):
-        raise Skip("summary.json holds no variance shares")
-    with style():
-        fig, axes = new_figure(6.4, 0.55 * len(pipes) + 1.1)
-        ax = axes[0, 0]
-        y = np.arange(len(pipes))[::-1]
-        h = 0.26
-        for j, (key, label, col) in enumerate(comps):
-            med, lo, hi = [], [], []
-            for p in pipes:
-                shares = a.pipe(p).shares
-                d = getattr(shares, key) if shares is not None else None
-                med.append(q(d))
-                lo.append(q(d, "q05"))
-                hi.append(q(d, "q95"))
-            med, lo, hi = map(np.asarray, (med, lo, hi))
-            yy = y + (1 - j) * h
-            ax.barh(yy, med, height=h * 0.92, color=col, label=label, alpha=0.9)
-            ax.errorbar(med, yy, xerr=[np.clip(med - lo, 0, None), np.clip(hi - med, 0, None)], fmt="none",
-                        ecolor="#222222", elinewidth=0.8, capsize=1.8)
-        ax.set_yticks(y, pipes)
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("share of variance (posterior median, 90% interval)")
-        ax.legend(loc="lower right", ncols=3, bbox_to_anchor=(1.0, 1.0))
-        ax.grid(axis="y", visible=False)
-        fig.tight_layout()
-    desc = "; ".join(
-        f"{p}: σ_w {q(a.pipe(p).shares.sigma if a.pipe(p).shares else None):.2f}" for p in pipes)
-    caption = ("Variance decomposition per pipeline: the shares of the σ_w-level effects (initialization memory), "
-               "the seed effects shared across σ_w, and the residual (run-to-run noise included). Bars are posterior "
-               "medians, whiskers 90% intervals; the medians of the three shares need not add up to one.")
-    alt = f"Horizontal grouped bar chart of variance shares for {len(pipes)} pipelines. Memory share medians: {desc}."
-    return figure_to_svg(fig, "variance-shares", caption, alt)
-
-
-def spread_forest(a: Analysis) -> Figure:
-    scale, unit = _scale(a)
-    pipes = a.pipelines
-    with style():
-        fig, axes = new_figure(6.4, 0.42 * len(pipes) + 1.0)
-        ax = axes[0, 0]
-        y = np.arange(len(pipes))[::-1]
-        delta = a.delta * scale
-        ax.axvspan(0, delta, color="#009E73", alpha=0.12, lw=0, label=f"spread < δ = {delta:g} {unit}")
-        ax.axvline(delta, color="#009E73", lw=0.9, ls="--")
-        for yi, p in zip(y, pipes, strict=True):
-            info = a.pipe(p)
-            sp = info.spread
-            col = VERDICT_COLOURS.get(info.verdict, "#333333")
-            ax.plot([q(sp, "q05") * scale, q(sp, "q95") * scale], [yi, yi], color=col, lw=2.2,
-                     solid_capstyle="butt")
-            ax.plot([q(sp) * scale], [yi], "o", color=col, ms=5.5, mec="white", mew=0.8)
-        for v, c in VERDICT_COLOURS.items():
-            ax.plot([], [], "o-", color=c, label=v)
-        ax.set_yticks(y, pipes)
-        ax.set_xlim(left=0)
-        ax.set_xlabel(f"spread of the expected metric over σ_w ({unit}); dot = median, bar = 90% interval")
-        ax.grid(axis="y", visible=False)
-        ax.legend(loc="lower right", ncols=4, bbox_to_anchor=(1.0, 1.0))
-        fig.tight_layout()
-    caption = (f"Forest plot of the spread (max minus min over the σ_w grid of the expected metric) per pipeline, "
-               f"in {unit}. The green band marks spreads below δ = {delta:g} {unit}. A pipeline 'remembers' when "
-               f"P(spread > δ) ≥ 0.95, 'forgets' when P(spread < δ) ≥ 0.95, and is 'inconclusive' otherwise: "
-               "absence of evidence is not forgetting.")
-    dg = a.digits
-    alt = "Forest plot of spreads: " + "; ".join(
-        f"{p} median {q(a.pipe(p).spread) * scale:.{dg}f} "
-        f"[{q(a.pipe(p).spread, 'q05') * scale:.{dg}f}, "
-        f"{q(a.pipe(p).spread, 'q95') * scale:.{dg}f}] {unit}" for p in pipes) + "."
-    return figure_to_svg(fig, "spread-forest", caption, alt)
-
-
-# (8) posterior predictive checks ---------------------------------------------------------------
-
-def ppc_intervals(a: Analysis) -> Figure:
-    pipes = a.pipelines
-    stats = (("spread", "spread of the seed-mean metric over σ_w"), ("seed_sd", "SD of the seed means"))
-    have = [p for p in pipes if all(a.pipe(p).ppc.get(k) is not None and a.pipe(p).ppc[k].q05 is not None
-                                    for k, _ in stats)]
-    if not have:
-        raise Skip("summary.json holds no posterior predictive intervals")
-    scale, unit = a.scale, a.unit
-    outside: list[str] = []
-    with style():
-        fig, axes = new_figure(7.0, 0.42 * len(have) + 1.2, 1, 2, sharey=True)
-        y = np.arange(len(have))[::-1]
-        for ax, (key, label) in zip(axes[0], stats, strict=True):
-            for yi, p in zip(y, have, strict=True):
-                d = a.pipe(p).ppc[key]
-                bad = key in failed_checks(a.pipe(p))
-                ax.plot([q(d, "q05") * scale, q(d, "q95") * scale], [yi, yi], color="#9a9a9a", lw=3,
-                        solid_capstyle="butt")
-                ax.plot([q(d, "observed") * scale], [yi], "D", ms=5, color="#b91c1c" if bad else "#111111")
-                if bad:
-                    outside.append(f"{p} ({key.replace('_', ' ')})")
-            ax.set_xlabel(f"{label} ({unit})")
-            ax.grid(axis="y", visible=False)
-        axes[0, 0].set_yticks(y, have)
-        axes[0, 0].plot([], [], color="#9a9a9a", lw=3, label="replicated data, 90% interval")
-        axes[0, 0].plot([], [], "D", color="#111111", label="observed")
-        axes[0, 0].legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2)
-        fig.tight_layout()
-    caption = ("Posterior predictive checks: for each pipeline the observed spread over σ_w and SD of the seed means "
-               "(diamonds) against the 90% interval of the same statistic in data replicated from the posterior "
-               "(grey). A red diamond is a failed check (a predictive p-value in either tail of 0.05 split over the "
-               "pipeline's checks): the model does not reproduce "
-               "that feature of the data.")
-    alt = (f"Two-panel interval plot of posterior predictive checks for {len(have)} pipelines. "
-           + (f"Outside the predictive range: {', '.join(outside)}." if outside else
-              "Every observed statistic lies within its predictive range."))
-    return figure_to_svg(fig, "ppc", caption, alt)
+__all__ = ["Skip", "clock_panels", "curves_side_by_side", "forgetting_dose", "forgetting_times", "kernel_norms",
+           "metric_vs_sigma", "ppc_intervals", "report_figure", "rho_curves", "spread_forest", "tau_scatter",
+           "training_curves", "variance_shares"]

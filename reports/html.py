@@ -22,25 +22,26 @@ from typing import Any
 
 from jinja2 import Environment, FunctionLoader, StrictUndefined, select_autoescape
 
-from initmem import cube as C
-from initmem import results as R
+from initmem import cube, results
 from initmem.atomic import write_text
-from initmem.reports import figures as F
-from initmem.reports import figures_clocks as FK
-from initmem.reports import sections as S
-from initmem.reports import text as X
+from initmem.plot.core import Skip
+from initmem.reports import sections
+from initmem.reports import text as sentences
+from initmem.reports.figures import report_figure
 from initmem.reports.load import Analysis, load_analysis
-from initmem.reports.methods import methods_paragraphs
+from initmem.reports.methods import likelihood_label, methods_paragraphs
+from initmem.reports.svg import Figure
 
 REPORT_PACKAGES = ("numpy", "xarray", "matplotlib", "jinja2", "pydantic")
 
 
 # Sections: the report-section table (reports/sections.py) says which exist, in which order, with
 # which figures, tables, show rule and template partial.
-SECTIONS = tuple((sec.id, sec.title) for sec in S.SECTIONS)
+SECTIONS = tuple((sec.id, sec.title) for sec in sections.SECTIONS)
 
 
-def _versions() -> dict[str, str]:
+def report_versions() -> dict[str, str]:
+    """Versions of the packages that drew the report (the methods' software sentence names them)."""
     out = {}
     for name in REPORT_PACKAGES:
         try:
@@ -56,14 +57,14 @@ def _provenance(a: Analysis, command: str | None) -> dict[str, Any]:
     fingerprint = None
     if a.cube is not None:
         for k, v in a.cube.attrs.items():
-            if k == C.A_GRID:
+            if k == cube.A_GRID:
                 grid_text = v if isinstance(v, str) and v.strip() else None
                 continue
-            text = v if isinstance(v, str) else json.dumps(v, default=str)
-            if len(text) > 600:
-                text = text[:600] + f"… ({len(text)} characters)"
-            attrs.append((str(k), text))
-        fingerprint = a.cube.attrs.get(C.A_DATASET_FINGERPRINT)
+            shown = v if isinstance(v, str) else json.dumps(v, default=str)
+            if len(shown) > 600:
+                shown = shown[:600] + f"… ({len(shown)} characters)"
+            attrs.append((str(k), shown))
+        fingerprint = a.cube.attrs.get(cube.A_DATASET_FINGERPRINT)
     return {
         "analysis_dir": str(a.dir),
         "cube_path": str(a.cube_path) if a.cube_path else a.summary.cube,
@@ -93,21 +94,23 @@ def _fallback_name(a: Analysis) -> str:
 
 
 def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
-    figures: dict[str, list[F.Figure]] = {}
+    """Everything the template draws: sentences, tables, figures (the initmem.plot functions the
+    section table names, embedded as SVG), skipped parts with their reasons, methods, provenance."""
+    figures: dict[str, list[Figure]] = {}
     skipped: dict[str, list[tuple[str, str]]] = {}  # section -> [(figure, why)]
-    for sec in S.SECTIONS:
+    for sec in sections.SECTIONS:
         figures[sec.id] = []
-        for fn in sec.figures:
+        for name in sec.figures:
             try:
-                figures[sec.id].append(fn(a))
-            except F.Skip as exc:
-                skipped.setdefault(sec.id, []).append((fn.__name__.replace("_", " "), str(exc)))
-    shown = {sec.id: sec.show(a, figures[sec.id]) for sec in S.SECTIONS}
+                figures[sec.id].append(report_figure(name, a))
+            except Skip as exc:
+                skipped.setdefault(sec.id, []).append((name.replace("_", " "), str(exc)))
+    shown = {sec.id: sec.shown(a, figures[sec.id]) for sec in sections.SECTIONS}
     section_skips = [(sec.title, "; ".join(sorted({why for _, why in skipped.get(sec.id, [])})) or sec.skip_reason)
-                     for sec in S.SECTIONS if not shown[sec.id]]
-    figure_skips = [(f"{sec.title}: {what}", why) for sec in S.SECTIONS if shown[sec.id]
+                     for sec in sections.SECTIONS if not shown[sec.id]]
+    figure_skips = [(f"{sec.title}: {what}", why) for sec in sections.SECTIONS if shown[sec.id]
                     for what, why in skipped.get(sec.id, [])]
-    section_tables = {name: build(a) for sec in S.SECTIONS for name, build in sec.tables}
+    section_tables = {name: build(a) for sec in sections.SECTIONS for name, build in sec.tables}
     grid = a.grid()
     name = grid.name if grid is not None else _fallback_name(a)
     return {
@@ -119,31 +122,32 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         "unit": a.unit,
         "delta_shown": a.delta * a.scale,
         "digits": a.digits,
-        "headline": X.headline(a),
-        "spread_sentence": X.spread_sentence(a),
-        "collapse_sentence": X.collapse_sentence(a),
-        "forgetting_sentence": FK.forgetting_sentence(a),
-        "interpolation_sentence": X.interpolation_sentence(a),
-        "min_p_note": X.min_p_note(a),
+        "headline": sentences.headline(a),
+        "spread_sentence": sentences.spread_sentence(a),
+        "collapse_sentence": sentences.collapse_sentence(a),
+        "forgetting_sentence": sentences.forgetting_sentence(a),
+        "interpolation_sentence": sentences.interpolation_sentence(a),
+        "min_p_note": sentences.min_p_note(a),
         "collapse": a.collapse,
         "collapse_notes": list(a.collapse.notes) if a.collapse else [],
-        "failures": X.failures(a),
-        "divergence_warnings": X.divergence_warnings(a),
-        "warnings": X.warnings(a),
+        "failures": sentences.failures(a),
+        "divergence_warnings": sentences.divergence_warnings(a),
+        "warnings": sentences.data_warnings(a),
         "notes": a.notes,
         "analysis_skipped": [f"{k}: {why}" for k, why in a.summary.skipped.items()],
         "figures": figures,
         **section_tables,
-        "sections": [(sec.id, sec.title, shown[sec.id]) for sec in S.SECTIONS],
-        "section_number": S.numbers(),
+        "sections": [(sec.id, sec.title, shown[sec.id]) for sec in sections.SECTIONS],
+        "section_number": sections.numbers(),
         # Every section is drawn from its partial, in table order; a skipped one only if its entry keeps
         # it (its heading and the note saying why).
-        "page_sections": [sec for sec in S.SECTIONS if shown[sec.id] or sec.kept_when_skipped],
+        "page_sections": [sec for sec in sections.SECTIONS if shown[sec.id] or sec.kept_when_skipped],
         "section_skips": section_skips,
         "figure_skips": figure_skips,
-        "methods": methods_paragraphs(a, _versions()),
+        "methods": methods_paragraphs(a, report_versions()),
+        "likelihood_label": likelihood_label(a),
         "provenance": _provenance(a, command),
-        "rhat_max": R.RHAT_MAX, "ess_min": R.ESS_MIN, "verdict_names": R.VERDICTS,
+        "rhat_max": results.RHAT_MAX, "ess_min": results.ESS_MIN, "verdict_names": results.VERDICTS,
         "has_cube": a.cube is not None,
     }
 
@@ -156,7 +160,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
         loader=FunctionLoader(_asset),  # the section partials, templates/sections/*.html.j2
     )
-    env.filters.update(fmt=X.fmt, fmt_p=X.fmt_p, sort_key=X.sort_key)
+    env.filters.update(fmt=sentences.fmt, fmt_p=sentences.fmt_p, sort_key=sentences.sort_key)
     return env
 
 
@@ -183,7 +187,7 @@ def build_report(analysis_dir: str | os.PathLike, out_file: str | os.PathLike | 
                  command: str | None = None) -> Path:
     """Write the HTML report of ``analysis_dir`` to ``out_file`` (default ``DIR/report.html``)."""
     a = load_analysis(analysis_dir)
-    out = Path(out_file) if out_file is not None else Path(analysis_dir) / R.REPORT_HTML
+    out = Path(out_file) if out_file is not None else Path(analysis_dir) / results.REPORT_HTML
     write_text(out, render_html(a, command if command is not None else default_command()))
     # The temporary file was private (0600); a report is meant to be shared, so honour the umask.
     umask = os.umask(0)

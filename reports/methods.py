@@ -1,18 +1,34 @@
 """The auto-generated methods paragraph: what a paper needs to say about how the numbers were made.
 
 Every sentence is assembled from what the analysis folder (docs/analysis-folder.md) and the cube
-record (the grid file, the summary's model paragraph, priors, sampler diagnostics, tests and versions), so
-the text changes when the run changes. Nothing here is a hard-coded claim about results.
+record (the grid file, the summary's model paragraph, priors, sampler diagnostics, tests and versions), so the text changes
+when the run changes. Nothing here is a hard-coded claim about results.
+
+One source for two readers: :func:`methods_text` gives the paragraphs as :class:`Sentence` s, each
+with the citation keys of the methods it names (keys of :data:`initmem.reports.references.REFERENCES`).
+The HTML report prints the plain sentences (:func:`methods_paragraphs`); ``initmem export`` writes
+the same sentences with their citations to methods.md and methods.tex (docs/export.md).
 """
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from initmem import cube as C
 from initmem import optimizers
-from initmem.reports.load import Analysis
+from initmem.plot.load import Analysis, seed_design
+from initmem.plot.model import seed_caption
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence of the methods text and the citation keys of the methods it names."""
+
+    text: str
+    cites: tuple[str, ...] = ()
 
 # The observation model of docs/memory-model.md ("Likelihood"): always a Gaussian on the metric,
 # with a per-pipeline noise scale (the unit of the priors) taken from what the cube holds.
@@ -24,6 +40,23 @@ LIKELIHOOD_TEXT = {
     "gaussian": "a Gaussian on the metric, with the pooled SD across seeds within sigma_w levels as each "
                 "pipeline's noise scale",
 }
+# The same in a few words, for the report's header line: what the model does, not the family name
+# (the likelihood is Gaussian whatever summary.json's family says; the family picks the noise scale).
+LIKELIHOOD_LABEL = {
+    "per_example": "Gaussian likelihood, noise scale from the per-example predictions (independent errors)",
+    "counts": "Gaussian likelihood, noise scale from the binomial bound of the test counts",
+    "gaussian": "Gaussian likelihood, noise scale from the pooled seed SD",
+}
+LIKELIHOOD_CITES = {"per_example": ("jordan2024variance",)}
+# Where the analysis's own paragraphs point at files: a paper's methods section has no use for them.
+_FILE_REFERENCE = re.compile(r"\s*\((?:models|stats|docs)/[\w./-]+\)|\s*See docs/[\w./-]+\.")
+
+
+def likelihood_label(a: Analysis) -> str | None:
+    """The observation model in a few words (None when summary.json does not record it)."""
+    lik = a.summary.likelihood
+    return LIKELIHOOD_LABEL.get(lik, lik) if lik else None
+
 # How seeds relate across sigma_w (cube attribute seed_design): one sentence per design, used by the
 # Methods text and the figure captions alike.
 SEED_DESIGN_TEXT = {
@@ -34,24 +67,6 @@ SEED_DESIGN_TEXT = {
                         "share no randomness, so the model has no shared seed effect and a seed number only labels "
                         "a replicate.",
 }
-
-
-def seed_design(a: Analysis) -> str | None:
-    """``paired`` / ``independent`` as the cube records it (collected grids are paired); None without a cube."""
-    if a.cube is None:
-        return None
-    return C.seed_design(a.cube)
-
-
-def seed_caption(a: Analysis) -> str:
-    """How a figure of single runs draws seeds: joined across sigma_w only when they are paired."""
-    design = seed_design(a)
-    if design == C.SEED_INDEPENDENT:
-        return "not joined: seeds are independent across σ_w (declared on import), so no line links runs."
-    if design == C.SEED_PAIRED:
-        return ("joined by seed (paired design: one seed shares its initial direction, data order and augmentation "
-                "across σ_w).")
-    return "joined by seed number (the seed design is unknown without the cube)."
 
 
 def seed_design_sentence(a: Analysis) -> str:
@@ -191,29 +206,35 @@ def _priors_text(priors: Any) -> str:
     return "Priors: " + json.dumps(priors, default=str) + "."
 
 
-def analysis_sentences(a: Analysis) -> list[str]:
+def analysis_sentences(a: Analysis) -> list[Sentence]:
+    """The model, priors, sampler, gate, decision rule, cross-checks and collapse test, as run."""
     s = a.summary
-    out: list[str] = []
+    out: list[Sentence] = []
     if s.model:
-        out.append(s.model.strip())
+        out.append(Sentence(_FILE_REFERENCE.sub("", s.model.strip())))
     else:
         effects = ("sigma_w-level and residual effects" if seed_design(a) == C.SEED_INDEPENDENT
                    else "crossed sigma_w-level, seed, seed-slope and residual effects")
-        out.append(
+        out.append(Sentence(
             f"The metric {a.metric} was modelled for each pipeline on its own with {effects}, their standard "
             "deviations given half-Student-t priors in units of the pipeline's noise scale (nothing pooled across "
-            "pipelines).")
+            "pipelines)."))
     if s.likelihood:
-        out.append(f"Observation model: {LIKELIHOOD_TEXT.get(s.likelihood, s.likelihood)}.")
+        out.append(Sentence(f"Observation model: {LIKELIHOOD_TEXT.get(s.likelihood, s.likelihood)}.",
+                            LIKELIHOOD_CITES.get(s.likelihood, ())))
     pr = _priors_text(s.priors)
     if pr:
-        out.append(pr)
+        out.append(Sentence(pr))
     d = s.diagnostics
     if d.sampler:
         bits = [f"Posteriors were sampled with {d.sampler}"]
         for value, label in ((d.chains, "chains"), (d.draws, "draws per chain"), (d.tune, "tuning steps")):
             if value is not None:
                 bits.append(f"{value} {label}")
+        if d.target_accept is not None:
+            bits.append(f"target acceptance {d.target_accept:g}")
+        if d.seed is not None:
+            bits.append(f"seed {d.seed}")
         diag = []
         if d.max_rhat is not None:
             diag.append(f"max R-hat {d.max_rhat:.3f}")
@@ -221,34 +242,45 @@ def analysis_sentences(a: Analysis) -> list[str]:
             diag.append(f"min bulk ESS {d.min_ess_bulk:.0f}")
         if d.divergences is not None:
             diag.append(f"{d.divergences} divergent transitions")
-        out.append(", ".join(bits) + (f" ({', '.join(diag)})." if diag else "."))
+        cites = ("hoffman2014nuts", *SAMPLER_CITES.get(str(d.sampler), ()))
+        out.append(Sentence(", ".join(bits) + (f" ({', '.join(diag)})." if diag else "."), cites))
+        if diag:
+            out.append(Sentence("Convergence was checked with the rank-normalized R-hat and the bulk effective sample "
+                                "size computed by ArviZ.", ("vehtari2021rhat", "kumar2019arviz")))
     if s.gate == "interpolated":
-        out.append("Only runs whose training accuracy reached the interpolation threshold entered the fit; sigma_w "
-                   "levels without such a run were left out.")
+        out.append(Sentence("Only runs whose training accuracy reached the interpolation threshold entered the fit; "
+                            "sigma_w levels without such a run were left out."))
     elif s.gate == "all" and a.cube is not None and C.TAU_INTERP not in a.cube.data_vars:
-        out.append("Every finished run entered the fit.")
+        out.append(Sentence("Every finished run entered the fit."))
     elif s.gate == "all":
-        out.append("Every finished run entered the fit, whether or not it reached the interpolation threshold.")
+        out.append(Sentence("Every finished run entered the fit, whether or not it reached the interpolation "
+                            "threshold."))
     unit = f"{a.delta * a.scale:g} accuracy points" if a.is_accuracy else f"{a.delta:g}"
-    out.append(
+    out.append(Sentence(
         (s.estimand.strip() + " " if s.estimand else
          "The spread is the maximum minus the minimum over the sigma_w grid of the expected metric with seed noise "
          "averaged out. ")
         + "A pipeline remembers its initialization if P(spread > delta) >= 0.95 and the seeds' paired differences "
-        "between two sigma_w levels exceed delta (one-sided paired t tests, Bonferroni over the pairs of levels), "
+        "between two sigma_w levels exceed delta (one-sided paired t tests, Bonferroni over the pairs of levels; both "
+        "conditions must hold, an intersection-union test), "
         f"forgets it if P(spread < delta) >= 0.95, and is inconclusive otherwise, with delta = {unit}; a verdict "
-        "probability within two Monte Carlo standard errors of 0.95 is reported as borderline, not as decided.")
-    out.append(
+        "probability within two Monte Carlo standard errors of 0.95 is reported as borderline, not as decided.",
+        ("berger1982iut",)))
+    out.append(Sentence(
         "As frequentist cross-checks, each pipeline was treated as a randomized complete block design (treatment "
         "sigma_w, block seed): REML variance components of y ~ 1 + (1|sigma_w) + (1|seed), a repeated-measures "
-        "ANOVA with generalized eta squared, a Friedman test and two one-sided tests (TOST) of the spread against "
-        "+-delta, with Holm's correction across pipelines"
+        "ANOVA with the Greenhouse-Geisser correction and generalized eta squared, a Friedman test and two one-sided "
+        "tests (TOST) of the spread against +-delta (over all pairs of levels, an intersection-union test), with "
+        "Holm's correction across pipelines"
         + ("; with independent seeds the blocks are arbitrary labels, which costs the tests degrees of freedom but "
-           "not validity." if seed_design(a) == C.SEED_INDEPENDENT else "."))
+           "not validity." if seed_design(a) == C.SEED_INDEPENDENT else "."),
+        ("patterson1971reml", "greenhouse1959", "olejnik2003eta", "friedman1937", "schuirmann1987tost",
+         "berger1982iut", "holm1979")))
     c = a.collapse
     if c is not None:
-        adj = {"holm": "Holm's correction", "max_statistic": "the max-statistic permutation correction"}
-        out.append(
+        adj = {"holm": "Holm's correction", "max_statistic": "the Westfall-Young max-statistic permutation correction"}
+        tried = [ax for ax in c.axes if ax not in (C.EPOCH, C.STEP)]
+        out.append(Sentence(
             f"Forgetting clocks were compared by a leave-one-pipeline-out collapse test on the {c.memory} "
             "memory curves: one monotone master curve per time axis is fitted to the other pipelines and scored on the "
             "held-out pipeline relative to its seed-noise variance; the gain D over epochs is tested with an exact "
@@ -256,11 +288,14 @@ def analysis_sentences(a: Analysis) -> list[str]:
             + (f", with p-values adjusted across the clocks tried by {adj.get(c.adjustment, c.adjustment)}"
                if c.adjustment else "")
             + (f" ({c.n_pipelines} pipelines, smallest attainable p-value {c.min_p_possible:.3g})"
-               if c.n_pipelines and c.min_p_possible is not None else "") + ".")
+               if c.n_pipelines and c.min_p_possible is not None else "") + "."
+            + (f" The clock family tried: {_join(tried)}." if tried else ""),
+            ("westfall1993",) if c.adjustment == "max_statistic" else ("holm1979",) if c.adjustment == "holm"
+            else ()))
     return out
 
 
-def software_sentence(a: Analysis, report_versions: dict[str, str]) -> str:
+def software_sentence(a: Analysis, report_versions: dict[str, str]) -> Sentence:
     versions: dict[str, str] = dict(a.summary.versions)
     if a.cube is not None:
         for attr, name in ((C.A_INITMEM_VERSION, "initmem (collect)"), (C.A_TORCH_VERSION, "torch")):
@@ -269,9 +304,36 @@ def software_sentence(a: Analysis, report_versions: dict[str, str]) -> str:
                 versions[name] = str(v)
     for k, v in report_versions.items():
         versions.setdefault(k, v)
-    return "Software: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "."
+    cites = tuple(dict.fromkeys(key for name in versions for key in PACKAGE_CITES.get(name.split(" ")[0], ())))
+    return Sentence("Software: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".", cites)
+
+
+# The citation keys of the packages and samplers a run names (keys of reports/references.py).
+PACKAGE_CITES = {"pymc": ("abril2023pymc",), "nutpie": ("seyboldt2024nutpie",), "arviz": ("kumar2019arviz",)}
+SAMPLER_CITES = {"nutpie": ("seyboldt2024nutpie",), "pymc": ("abril2023pymc",)}
+
+
+def methods_text(a: Analysis, report_versions: dict[str, str]) -> list[list[Sentence]]:
+    """The methods paragraphs as sentences with their citation keys: the one source of the report's
+    Methods section and of export's methods.md / methods.tex. The paper whose forgetting-time view
+    the tool implements is cited by the collapse test's sentence, else by the model's."""
+    design = [Sentence(t) for t in design_sentences(a)]
+    analysis = analysis_sentences(a)
+    if analysis:
+        i = len(analysis) - 1 if a.collapse is not None else 0
+        analysis[i] = Sentence(analysis[i].text, (*analysis[i].cites, PAPER_KEY))
+    return [design, analysis, [software_sentence(a, report_versions)]]
+
+
+PAPER_KEY = "forgetinit2026"
 
 
 def methods_paragraphs(a: Analysis, report_versions: dict[str, str]) -> list[str]:
     """Paragraphs ready to paste into a methods section (plain text; the template escapes them)."""
-    return [" ".join(design_sentences(a)), " ".join(analysis_sentences(a)), software_sentence(a, report_versions)]
+    return [" ".join(x.text for x in para) for para in methods_text(a, report_versions)]
+
+
+__all__ = ["LIKELIHOOD_LABEL", "LIKELIHOOD_TEXT", "PAPER_KEY", "SEED_DESIGN_TEXT", "Sentence", "analysis_sentences",
+           "design_sentences", "likelihood_label", "methods_paragraphs", "methods_text", "probe_sentence",
+           "seed_caption",
+           "seed_design", "seed_design_sentence", "software_sentence"]

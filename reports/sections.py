@@ -18,48 +18,51 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from initmem.reports import figures as F
-from initmem.reports import figures_clocks as FK
-from initmem.reports import figures_curves as FC
-from initmem.reports import tables as T
+from initmem import plot
+from initmem.reports import tables
 from initmem.reports.load import Analysis
 from initmem.reports.svg import Figure
 
-FigureFn = Callable[[Analysis], Figure]
-ShowRule = Callable[[Analysis, list[Figure]], bool]
+
+@dataclass(frozen=True)
+class Drawn:
+    """What a show rule decides on: the analysis and the section's figures that could be drawn."""
+
+    analysis: Analysis
+    figures: list[Figure]
 
 
-def always(_a: Analysis, _figures: list[Figure]) -> bool:
-    """Shown in every report."""
-    return True
+ShowRule = Callable[[Drawn], bool]
 
 
-def with_figures(_a: Analysis, figures: list[Figure]) -> bool:
+def with_figures(drawn: Drawn) -> bool:
     """Shown when at least one of its figures could be drawn."""
-    return bool(figures)
+    return bool(drawn.figures)
 
 
-def with_figures_or_collapse(a: Analysis, figures: list[Figure]) -> bool:
+def with_figures_or_collapse(drawn: Drawn) -> bool:
     """Shown when a figure could be drawn or the collapse test ran (its table needs no figure)."""
-    return bool(figures) or a.collapse is not None
+    return bool(drawn.figures) or drawn.analysis.collapse is not None
 
 
-def with_cube(a: Analysis, _figures: list[Figure]) -> bool:
+def with_cube(drawn: Drawn) -> bool:
     """Shown when the analysed cube could be read."""
-    return a.cube is not None
+    return drawn.analysis.cube is not None
 
 
-def with_settings(a: Analysis, _figures: list[Figure]) -> bool:
+def with_settings(drawn: Drawn) -> bool:
     """Shown when the cube records how its pipelines trained."""
-    return bool(T.settings_rows(a))
+    return bool(tables.settings_rows(drawn.analysis))
 
 
 @dataclass(frozen=True)
 class Section:
     """One report section.
 
-    ``tables`` maps a template-context name to the function that builds its rows from the
-    analysis; ``show`` gets the analysis and the figures that could be drawn; ``partial`` is the
+    ``figures`` names the :mod:`initmem.plot` functions it shows (looked up when the report is
+    drawn, so the report shows what those public functions return); ``tables`` maps a
+    template-context name to the function that builds its rows from the analysis; ``show`` gets
+    the analysis and the figures that could be drawn (None: always shown); ``partial`` is the
     file under ``templates/sections/`` that draws it. ``skip_reason`` is the note a skipped
     section gets when no figure said why. A skipped section is left off the page (the contents and
     the notes at the top list it) unless ``kept_when_skipped``: then its heading stays, with the note
@@ -68,36 +71,40 @@ class Section:
 
     id: str
     title: str
-    figures: tuple[FigureFn, ...] = ()
+    figures: tuple[str, ...] = ()
     tables: tuple[tuple[str, Callable[[Analysis], Any]], ...] = ()
-    show: ShowRule = always
+    show: ShowRule | None = None
     partial: str = ""
     skip_reason: str = "nothing to show"
     kept_when_skipped: bool = False
 
+    def shown(self, a: Analysis, figures: list[Figure]) -> bool:
+        """Whether the section is on the page, by its rule."""
+        return self.show is None or self.show(Drawn(a, figures))
+
 
 SECTIONS: tuple[Section, ...] = (
     Section("summary", "Summary", tables=(
-        ("summary_rows", T.summary_rows), ("interpolation_rows", T.interpolation_rows),
-        ("verdict_rows", T.verdict_rows)), partial="summary.html.j2"),
-    Section("metric", "Metric against σ_w", figures=(F.metric_vs_sigma,), show=with_figures,
+        ("summary_rows", tables.summary_rows), ("interpolation_rows", tables.interpolation_rows),
+        ("verdict_rows", tables.verdict_rows)), partial="summary.html.j2"),
+    Section("metric", "Metric against σ_w", figures=("metric_vs_sigma",), show=with_figures,
             partial="metric.html.j2", kept_when_skipped=True),
-    Section("variance", "Variance decomposition", figures=(F.variance_shares, F.spread_forest), show=with_figures,
+    Section("variance", "Variance decomposition", figures=("variance_shares", "spread_forest"), show=with_figures,
             partial="variance.html.j2", kept_when_skipped=True),
-    Section("training", "Training curves", figures=(FC.training_curves, FC.tau_scatter), show=with_figures,
+    Section("training", "Training curves", figures=("training_curves", "tau_scatter"), show=with_figures,
             partial="training.html.j2", kept_when_skipped=True),
-    Section("radial", "Radial memory", figures=(FC.kernel_norms, FC.rho_curves), show=with_figures,
+    Section("radial", "Radial memory", figures=("kernel_norms", "rho_curves"), show=with_figures,
             partial="radial.html.j2", kept_when_skipped=True),
-    Section("clocks", "Forgetting clocks", figures=(FC.clock_panels, FC.forgetting_times, FK.forgetting_dose,
-                                                    FK.curves_side_by_side),
-            tables=(("collapse_rows", T.collapse_rows),), show=with_figures_or_collapse, partial="clocks.html.j2",
+    Section("clocks", "Forgetting clocks", figures=("clock_panels", "forgetting_times", "forgetting_dose",
+                                                    "curves_side_by_side"),
+            tables=(("collapse_rows", tables.collapse_rows),), show=with_figures_or_collapse, partial="clocks.html.j2",
             kept_when_skipped=True),
-    Section("frequentist", "Frequentist cross-checks", tables=(("frequentist_rows", T.frequentist_rows),),
+    Section("frequentist", "Frequentist cross-checks", tables=(("frequentist_rows", tables.frequentist_rows),),
             partial="frequentist.html.j2"),
-    Section("diagnostics", "Diagnostics", figures=(F.ppc_intervals,),
-            tables=(("diagnostics_rows", T.diagnostics_rows), ("assumption_rows", T.assumption_rows)),
+    Section("diagnostics", "Diagnostics", figures=("ppc_intervals",),
+            tables=(("diagnostics_rows", tables.diagnostics_rows), ("assumption_rows", tables.assumption_rows)),
             partial="diagnostics.html.j2"),
-    Section("settings", "Pipeline settings", tables=(("settings_rows", T.settings_rows),), show=with_settings,
+    Section("settings", "Pipeline settings", tables=(("settings_rows", tables.settings_rows),), show=with_settings,
             partial="settings.html.j2", skip_reason="the cube records no per-pipeline settings"),
     Section("methods", "Methods", partial="methods.html.j2"),
     Section("provenance", "Provenance", partial="provenance.html.j2"),
@@ -119,9 +126,12 @@ def _check() -> None:
     partials = [s.partial for s in SECTIONS]
     if not all(p.endswith(".html.j2") for p in partials) or len(set(partials)) != len(partials):
         raise ValueError("reports.sections: every section needs a partial of its own (templates/sections/*.html.j2)")
+    unknown = [f for s in SECTIONS for f in s.figures if not plot.is_figure_function(getattr(plot, f, None))]
+    if unknown:
+        raise ValueError(f"reports.sections: no initmem.plot figure function {', '.join(unknown)}")
 
 
 _check()
 
-__all__ = ["BY_ID", "SECTIONS", "Section", "always", "numbers", "with_cube", "with_figures",
-           "with_figures_or_collapse", "with_settings"]
+__all__ = ["BY_ID", "SECTIONS", "Drawn", "Section", "numbers", "with_cube", "with_figures", "with_figures_or_collapse",
+           "with_settings"]

@@ -21,37 +21,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from markupsafe import Markup
 
-from initmem import names as N
-
-# Colour-blind safe (Okabe-Ito), yellow last: it is hard to read on white.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
-VERDICT_COLOURS = {N.REMEMBERS: "#D55E00", N.FORGETS: "#009E73", N.BORDERLINE: "#CC79A7", N.INCONCLUSIVE: "#6E6E6E"}
-SIGMA_CMAP = "viridis"
-
-STYLE = {
-    "svg.fonttype": "none",          # text stays text: small files, searchable, selectable
-    "text.parse_math": False,        # a '$' in a pipeline name is a character, not mathtext
-    "text.usetex": False,
-    "font.family": "sans-serif",
-    "font.sans-serif": ["DejaVu Sans", "Helvetica", "Arial"],
-    "font.size": 8.5,
-    "axes.titlesize": 9,
-    "axes.labelsize": 8.5,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.color": "#e6e6e6",
-    "grid.linewidth": 0.6,
-    "axes.axisbelow": True,
-    "legend.frameon": False,
-    "legend.fontsize": 7.5,
-    "xtick.labelsize": 7.5,
-    "ytick.labelsize": 7.5,
-    "lines.linewidth": 1.4,
-    "figure.dpi": 100,
-    "savefig.transparent": False,
-    "axes.prop_cycle": matplotlib.cycler(color=list(PALETTE)),
-}
+from initmem.plot.core import description
+from initmem.plot.theme import SCREEN
 
 # Only markup is checked: text content is escaped, so '<' cannot appear in it.
 _UNSAFE = re.compile(r"<\s*(script|foreignobject|iframe|object|embed|image|a)\b|<[^>]*\son[a-z]+\s*=",
@@ -83,11 +54,18 @@ def check_svg(svg: str) -> None:
         raise UnsafeSVG(f"figure SVG references an outside resource near {svg[m.start(): m.end() + 60]!r}")
 
 
+def embed(fig: plt.Figure) -> Figure:
+    """A figure drawn by an :mod:`initmem.plot` function as the report shows it: inline SVG under its
+    own key, caption and alt text (the ones the function attached)."""
+    d = description(fig)
+    return figure_to_svg(fig, d.key, d.caption, d.alt)
+
+
 def figure_to_svg(fig: plt.Figure, key: str, caption: str, alt: str) -> Figure:
     """Render ``fig`` to an inline ``<svg>`` with a ``<title>`` (alt text) and close the figure."""
     buf = io.StringIO()
     try:
-        with matplotlib.rc_context({**STYLE, "svg.hashsalt": f"initmem-{key}"}):
+        with matplotlib.rc_context({**SCREEN, "svg.hashsalt": f"initmem-{key}"}):
             fig.savefig(buf, format="svg", bbox_inches="tight", pad_inches=0.04, metadata={"Date": None})
     finally:
         plt.close(fig)
@@ -116,11 +94,4 @@ def figure_to_svg(fig: plt.Figure, key: str, caption: str, alt: str) -> Figure:
     return Figure(key=key, svg=Markup(text), caption=caption, alt=alt)
 
 
-def new_figure(width: float, height: float, nrows: int = 1, ncols: int = 1, **kw):
-    """A figure with the report style (apply ``STYLE`` via :func:`style` around the plotting code)."""
-    return plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False, **kw)
-
-
-def style():
-    """Context manager with the report's matplotlib style."""
-    return matplotlib.rc_context(STYLE)
+__all__ = ["Figure", "UnsafeSVG", "check_svg", "embed", "figure_to_svg"]

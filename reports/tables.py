@@ -15,20 +15,7 @@ import numpy as np
 from initmem import cube as C
 from initmem import optimizers
 from initmem import results as R
-from initmem.reports.load import Analysis, finite, ok_mask
-
-
-def num(v: Any) -> float:
-    """A statistic as a float; NaN for null or anything that is not a number."""
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def q(d: R.Quantiles | R.PpcStat | None, key: str = "median") -> float:
-    """One quantile of a record (NaN when the record or the value is absent)."""
-    return num(getattr(d, key, None)) if d is not None else math.nan
+from initmem.plot.load import Analysis, failed_checks, finite, num, ok_mask, q
 
 
 def excluded_text(v: int | dict[str, int] | None) -> str:
@@ -151,14 +138,6 @@ def frequentist_rows(a: Analysis) -> list[dict[str, Any]]:
         }
 
     return [row(p, a.pipe(p)) for p in a.pipelines]
-
-
-def failed_checks(info: R.PipelineResult) -> list[str]:
-    """The model checks a pipeline failed: the analysis's own list, else the same rule
-    (models/checks.py: either tail of 0.05 split over the checks) applied to its p-values."""
-    from initmem.models.checks import failures
-
-    return list(info.checks_failed) or failures({k: {"p_value": v.p_value} for k, v in info.ppc.items()})
 
 
 def diagnostics_rows(a: Analysis) -> list[dict[str, Any]]:

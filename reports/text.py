@@ -1,4 +1,4 @@
-"""The report's sentences: headline, collapse verdict, and the problems shown at the top.
+"""The report's sentences: headline, collapse verdict, forgetting times, and the problems shown at the top.
 
 Each sentence is assembled from the analysis folder's records (docs/analysis-folder.md) so that
 it changes when the analysis changes; the template escapes every string it is given.
@@ -9,11 +9,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from initmem import cube as C
 from initmem import names as N
+from initmem.errors import option
 from initmem.names import ALPHA
-from initmem.reports.load import Analysis
-from initmem.reports.tables import diagnostics_rows, excluded_text, failed_checks, num, q
+from initmem.plot.clocks import exponent_text
+from initmem.plot.load import Analysis, failed_checks, num, q
+from initmem.reports.tables import diagnostics_rows, excluded_text
 from initmem.results.records import sampler_flags
 
 EPOCH_AXIS = C.EPOCH
@@ -44,7 +48,11 @@ def sort_key(v: Any) -> str:
 # Sentences --------------------------------------------------------------------------------
 
 def collapse_sentence(a: Analysis) -> str | None:
-    """The collapse verdict in one sentence (None when there is no collapse test)."""
+    """The collapse test in words (None when there is none): whether any clock beat epochs, whether the
+    curves collapse within noise on the best axis, and what that leaves a reader to try.
+
+    Every number is the test's own (collapse.json): D with its interval and p-values, and the
+    held-out error relative to the seed-noise floor (about 1: collapsed within noise)."""
     c = a.collapse
     if c is None:
         return None
@@ -56,33 +64,106 @@ def collapse_sentence(a: Analysis) -> str | None:
                if d.p_adjusted is not None else "")
         stats = (f" (D = {fmt(d.D)}, 90% interval {fmt(d.q05)} to {fmt(d.q95)}, "
                  f"p = {fmt_p(d.p_value)}{adj})")
-    score = c.axes.get(best) if best else None
-    floor = num(score.floor_ratio) if score is not None else math.nan
-    floor_txt = ""
     verdict = c.verdict
-    if math.isfinite(floor):
-        times = f"{floor:,.0f}" if floor >= 100 else f"{floor:.1f}"
-        floor_txt = f"; its held-out error is {times} times the seed-noise floor"
-        ep = c.axes.get(EPOCH_AXIS)
-        fr_e = num(ep.floor_ratio) if ep is not None else math.nan
-        if verdict == "clock_better" and math.isfinite(fr_e) and fr_e > 0 and floor <= 0.5 * fr_e:
-            # The floor ratio alone says nothing here (with paired seeds the radial floor is tiny and
-            # every axis sits far above it): say how much of epochs' error the clock removed.
-            floor_txt = f"; its held-out error is {floor / fr_e:.0%} of epochs' ({times} times the seed-noise floor)"
-        elif floor > 2:  # what "beyond the floor" means depends on whether the clock won
-            floor_txt += (", so it is less bad than epochs rather than a collapse within noise"
-                          if verdict == "clock_better" else ", so no axis collapses the curves within noise")
     if verdict == "clock_better":
-        s = f"{best} collapses the memory curves better than epochs{stats}{floor_txt}."
+        s = f"{best} collapses the memory curves better than epochs{stats}"
     elif verdict == "epoch_better":
-        s = f"Epochs collapse the memory curves better than every clock; the best clock, {best}, loses{stats}."
+        s = f"Epochs collapse the memory curves better than every clock; the best clock, {best}, loses{stats}"
     elif verdict == "not_identifiable":
-        s = "This grid cannot tell the clocks apart from epochs (their axes are equal up to a constant)."
+        s = "This grid cannot tell the clocks apart from epochs (their axes are equal up to a constant)"
     else:
-        s = (f"No clock collapses the memory curves detectably better than epochs; the best axis is {best}"
-             f"{stats}{floor_txt}.")
+        s = f"No clock collapses the memory curves detectably better than epochs; the best axis is {best}{stats}"
+    s += _floor_clause(a) + "."
+    advice = _next_step(a)
     note = min_p_note(a)
-    return f"{s} {note}" if note else s
+    return " ".join(x for x in (s, advice, note) if x)
+
+
+def _times(ratio: float) -> str:
+    return f"{ratio:,.0f}" if ratio >= 100 else f"{ratio:.1f}"
+
+
+def _floor_clause(a: Analysis) -> str:
+    """Whether the best axis collapses the curves within noise, in the test's numbers."""
+    c = a.collapse
+    score = c.axes.get(c.best) if c.best else None
+    floor = num(score.floor_ratio) if score is not None else math.nan
+    if not math.isfinite(floor):
+        return ""
+    times = _times(floor)
+    ep = c.axes.get(EPOCH_AXIS)
+    fr_e = num(ep.floor_ratio) if ep is not None else math.nan
+    if floor <= FLOOR_COLLAPSED:
+        return (f"; its held-out error is {times} times the seed-noise floor, so on {c.best} the curves collapse "
+                "within noise")
+    share = (f"{floor / fr_e:.0%} of epochs' error, " if c.verdict == "clock_better" and math.isfinite(fr_e)
+             and fr_e > 0 and floor <= 0.5 * fr_e else "")
+    where = f"on {c.best}" if c.verdict == "clock_better" else "on any axis tried"
+    return (f"; its held-out error is still {share}{times} times the seed-noise floor, so the curves do not "
+            f"collapse within noise {where}")
+
+
+FLOOR_COLLAPSED = 2.0  # held-out error within twice the seed-noise floor: collapsed within noise
+
+
+def _next_step(a: Analysis) -> str | None:
+    """What a reader can try when the curves do not collapse within noise, from what this analysis ran:
+    the other memory curve, pipelines that separate the clocks, the forgetting times."""
+    c = a.collapse
+    score = c.axes.get(c.best) if c.best else None
+    floor = num(score.floor_ratio) if score is not None else math.nan
+    if c.verdict != "not_identifiable" and (not math.isfinite(floor) or floor <= FLOOR_COLLAPSED):
+        return None
+    conclude = ("Read it as: " + (f"{c.best} orders forgetting better than epochs, but part of forgetting follows "
+                                  "something it does not count" if c.verdict == "clock_better" else
+                                  "none of the clocks tried is the time axis of forgetting on this grid"))
+    tries = []
+    other = "functional" if c.memory.startswith("radial") else "radial"
+    tries.append(f"the {other} memory curve ({option('memory', other)})")
+    if c.verdict == "not_identifiable" or not any(c.identifiable.get(x) for x in c.identifiable if x != EPOCH_AXIS):
+        tries.append("pipelines that vary the learning rate, weight decay and batch size, so the clocks separate")
+    if c.forgetting_times:
+        tries.append("the forgetting times below, which a clock can line up without collapsing whole curves")
+    return conclude + "; to look further, try " + _or(tries) + "."
+
+
+def _or(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def forgetting_sentence(a: Analysis) -> str | None:
+    """The forgetting-time result in words: spread on epochs vs the lined-up clock, the exponents, the sides."""
+    c = a.collapse
+    if c is None or not c.forgetting_times:
+        return None
+    ft = c.forgetting_times
+    out = []
+    ep = q(ft[C.EPOCH], "spread") if C.EPOCH in ft else math.nan
+    cand = {k: q(v, "spread") for k, v in ft.items() if k not in (C.EPOCH, C.STEP)
+            and np.isfinite(q(v, "spread")) and v.n_pipelines - v.n_censored >= 3}
+    if np.isfinite(ep) and cand:
+        lined = min(cand, key=cand.get)
+        out.append(f"The pipelines' forgetting times spread {math.exp(ep):.1f}-fold (SD of log {ep:.2f}) in epochs "
+                   f"but {math.exp(cand[lined]):.1f}-fold ({cand[lined]:.2f}) on {lined} "
+                   f"({ft[lined].n_pipelines} pipelines, {ft[lined].n_censored} censored).")
+    ex = c.exponents or {}
+    if "exponents" in ex:
+        probs = ", ".join(f"{k} {v['probability']:.2f}" for k, v in ex.get("clocks", {}).items())
+        tol = next((v["tolerance"] for v in ex.get("clocks", {}).values()), None)
+        out.append(f"Steps to forget scale as {exponent_text(ex)} (90% intervals, {len(ex.get('pipelines', []))} "
+                   f"pipelines); the probability that a named clock's exponents hold within ±{tol:g}: {probs}.")
+    for side, e in (c.sides or {}).items():
+        if "skipped" in e:
+            continue
+        where = "above" if side.endswith("above") else "below"
+        lined = e.get("lined_up_by")
+        ref = (c.model_extra or {}).get("ref_sigma_w") or 1.0
+        out.append(f"{where.capitalize()} σ_w = {ref:g}: {e.get('verdict')} (best {e.get('best')})"
+                   + (f", times lined up by {lined}." if lined else
+                      ", too few pipelines forgot within their budget to line up."))
+    return " ".join(out).strip() or None
+
+
 
 
 def min_p_note(a: Analysis) -> str | None:
@@ -234,7 +315,7 @@ def _ppc_failures(a: Analysis) -> list[str]:
     return out
 
 
-def warnings(a: Analysis) -> list[str]:
+def data_warnings(a: Analysis) -> list[str]:
     """Data problems that are not fit failures: failed or diverged runs, excluded cells."""
     out: list[str] = []
     if a.cube is not None:
@@ -255,5 +336,6 @@ def warnings(a: Analysis) -> list[str]:
     return out
 
 
-__all__ = ["collapse_sentence", "divergence_warnings", "failures", "fmt", "fmt_p", "headline",
-           "interpolation_recorded", "interpolation_sentence", "min_p_note", "sort_key", "spread_sentence", "warnings"]
+__all__ = ["collapse_sentence", "data_warnings", "divergence_warnings", "failures", "fmt", "fmt_p",
+           "forgetting_sentence",
+           "headline", "interpolation_recorded", "interpolation_sentence", "min_p_note", "sort_key", "spread_sentence"]

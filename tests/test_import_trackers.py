@@ -132,3 +132,80 @@ def test_tracker_folder_that_is_neither(tmp_path):
     (tmp_path / "empty").mkdir()
     assert_user_error(invoke("import", tmp_path / "empty", "--out", tmp_path / "c.nc", "--seeds", "paired"),
                       "neither TensorBoard event files nor an MLflow store")
+
+
+def _log_runs(client, df: pd.DataFrame) -> None:
+    """One batch per run (MLflow's own log_batch: a database transaction per run, not per value)."""
+    from mlflow.entities import Metric, Param
+
+    exp = client.create_experiment("sigma sweep")
+    for (pipe, s, seed), rows in df.groupby(["pipeline", "sigma_w", "seed"], sort=False):
+        run = client.create_run(exp).info.run_id
+        params = [Param(k, str(v)) for k, v in {"optimizer_name": pipe, "sigma": s, "seed": seed,
+                                                **PIPES[pipe]}.items()]
+        metrics = [Metric(key, float(getattr(r, key)), 1_700_000_000_000 + r.epoch, int(r.epoch))
+                   for r in rows.itertuples() for key in ("val_acc", "test_acc", "kernel_norm")]
+        client.log_batch(run, metrics=metrics, params=params)
+        client.set_terminated(run)
+
+
+def test_mlflow_sqlite_store(tmp_path, csv_cube, monkeypatch):
+    """MLflow 3's default store, mlflow.db, written by MlflowClient itself: the file and its URI import
+    to the CSV's cube, and the file is opened read-only (never migrated)."""
+    pytest.importorskip("sqlalchemy")
+    from mlflow.tracking import MlflowClient
+
+    db = tmp_path / "mlflow.db"
+    _log_runs(MlflowClient(tracking_uri=f"sqlite:///{db}"), pd.DataFrame(per_epoch_rows()))
+    mapping = tmp_path / "map.yaml"
+    mapping.write_text("pipeline: optimizer_name\nsigma_w: sigma\n")
+    before = db.read_bytes()
+    _same_cube(csv_cube, _import(db, tmp_path / "m.nc", "--mapping", mapping))
+    assert db.read_bytes() == before
+    _same_cube(csv_cube, _import(f"sqlite:///{db}", tmp_path / "u.nc", "--mapping", mapping))
+    monkeypatch.chdir(tmp_path)  # sqlite:///mlflow.db is relative to the working folder
+    _same_cube(csv_cube, _import("sqlite:///mlflow.db", tmp_path / "r.nc", "--mapping", mapping))
+
+
+def test_sqlite_file_that_is_not_mlflow(tmp_path):
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "other.db") as con:
+        con.execute("CREATE TABLE t (x INTEGER)")
+    assert_user_error(invoke("import", tmp_path / "other.db", "--out", tmp_path / "c.nc", "--seeds", "paired"),
+                      "not an MLflow store", "runs")
+
+
+@pytest.mark.parametrize("damage", ["run_id", "status", "metric"])
+def test_mlflow_store_mlflow_cannot_read(tmp_path, monkeypatch, damage):
+    """A damaged file store is one line and exit 2, not MLflow's exception."""
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
+    run = client.create_run(client.create_experiment("x")).info.run_id
+    client.log_param(run, "pipeline", "sgd")
+    client.log_metric(run, "val_acc", 0.5, step=0)
+    client.set_terminated(run)
+    meta = next((tmp_path / "mlruns").glob(f"*/{run}/meta.yaml"))
+    text = meta.read_text()
+    if damage == "metric":  # MLflow's own MlflowException: "Metric 'val_acc' is malformed"
+        (meta.parent / "metrics" / "val_acc").write_text("garbage\n")
+    else:
+        meta.write_text(text.replace(f"run_id: {run}", "run_id: 0123abcd") if damage == "run_id" else
+                        "\n".join("status: 99" if ln.startswith("status:") else ln for ln in text.splitlines()))
+    assert_user_error(invoke("import", tmp_path, "--out", tmp_path / "c.nc", "--seeds", "paired"),
+                      "MLflow cannot read this store")
+
+
+def test_collapse_without_steps_names_the_missing_option(tmp_path):
+    """A per-epoch import without --n-train or a step column has no optimizer steps, which the clock
+    exponents need: collapse says what to give (exit 2); analyze's collapse view records the reason."""
+    from initmem.analysis.collapse import exponents_entry
+
+    pd.DataFrame(per_epoch_rows()).to_csv(tmp_path / "t.csv", index=False)
+    ds = _import(tmp_path / "t.csv", tmp_path / "c.nc")
+    assert_user_error(invoke("collapse", tmp_path / "c.nc", "--out", tmp_path / "col"), "--n-train N", "'step' column")
+    assert not (tmp_path / "col").exists()
+    entry = exponents_entry(ds, "radial", fraction=0.5, rope=0.01, tolerance=0.1)
+    assert "n_train='N'" in entry["skipped"]

@@ -234,8 +234,8 @@ def test_clock_figures_show_pipelines_the_memory_model_skipped(full):
     fit (the clocks preset's constant-rate L2 runs never interpolate): the clock figures follow the test."""
     from dataclasses import replace
 
-    from initmem.reports.figures_clocks import curves_side_by_side
-    from initmem.reports.figures_curves import clock_panels, curve_pipelines, forgetting_times
+    from initmem.plot.curves import curve_pipelines
+    from initmem.reports.figures import clock_panels, curves_side_by_side, forgetting_times
 
     a = load_analysis(full[0].parent / "analysis")
     kept = {k: v for k, v in a.summary.pipelines.items() if k != "remembering"}
@@ -516,14 +516,25 @@ def test_a_figure_without_its_data_is_skipped_with_the_reason(tmp_path):
     assert parse(text).figures == 11  # 9 + forgetting time against the dose, curves side by side
 
 
-@pytest.mark.parametrize("verdict,floor,needle,absent", [
-    ("clock_better", 12.5, "12.5 times the seed-noise floor, so it is less bad than epochs", "no axis collapses"),
-    ("no_difference", 3674.4, "3,674 times the seed-noise floor, so no axis collapses the curves within noise",
-     "less bad than epochs"),
-    ("no_difference", 1.3, "1.3 times the seed-noise floor.", "within noise"),
+@pytest.mark.parametrize("verdict,floor,needles,absent", [
+    ("clock_better", 12.5, ["T_sgd collapses the memory curves better than epochs",
+                            "still 12.5 times the seed-noise floor, so the curves do not collapse within noise on "
+                            "T_sgd",
+                            "Read it as: T_sgd orders forgetting better than epochs, but part of forgetting follows",
+                            "try the functional memory curve ("], "on any axis tried"),
+    ("no_difference", 3674.4, ["still 3,674 times the seed-noise floor, so the curves do not collapse within noise "
+                               "on any axis tried",
+                               "none of the clocks tried is the time axis of forgetting on this grid",
+                               "the forgetting times below"], "seed-noise floor, so no axis"),
+    ("no_difference", 1.3, ["1.3 times the seed-noise floor, so on T_sgd the curves collapse within noise."],
+     "Read it as"),
 ])
-def test_collapse_sentence_reads_the_noise_floor_by_verdict(two_pipelines, verdict, floor, needle, absent):
+def test_collapse_sentence_reads_the_noise_floor_by_verdict(two_pipelines, verdict, floor, needles, absent):
+    """The sentence says what the test found (a clock beats epochs or not; collapsed within noise or
+    not, in the test's numbers) and what to conclude and try; nothing is said without a number behind it."""
     c = _with_collapse(two_pipelines, verdict=verdict)
     c.axes[c.best].floor_ratio = floor
     sentence = _sentence(two_pipelines, c)
-    assert needle in sentence and absent not in sentence
+    for needle in needles:
+        assert needle in sentence, (needle, sentence)
+    assert absent not in sentence

@@ -1,0 +1,296 @@
+"""``initmem export``: an analysis folder as the parts of a paper (docs/export.md).
+
+Why this exists beside the HTML report: a paper needs each figure as its own file at column
+width, tables as LaTeX, a methods paragraph with citations, a bibliography and a reproduction
+block, and none of them may say something the report does not. So everything here comes from the
+report's own sources: the figures are the :mod:`initmem.plot` functions the report's section
+table names (drawn in the paper style instead of the screen style), the tables are built from the
+report's rows (reports/paper_tables.py), and the methods text is :func:`~initmem.reports.methods.methods_text`,
+the function that writes the report's Methods section. What the folder lacks is skipped with
+its reason (index.md lists both). Every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from initmem import cube, plot
+from initmem.atomic import atomic_path, write_text
+from initmem.errors import UserError, option
+from initmem.grid import grid_hash
+from initmem.plot.core import Skip, description
+from initmem.plot.load import Analysis, find_cube, load_analysis
+from initmem.plot.theme import PAPER, WIDTHS, style
+from initmem.reports import sections
+from initmem.reports.html import report_versions
+from initmem.reports.methods import Sentence, methods_text
+from initmem.reports.paper_tables import latex_escape, paper_tables, to_csv, to_latex, to_markdown
+from initmem.reports.references import bibtex
+
+FORMATS = ("pdf", "svg", "png")
+FIGURES_DIR, TABLES_DIR = "figures", "tables"
+PAD = 0.02  # inches of white around a figure's tight box
+
+
+@dataclass
+class ExportResult:
+    """What ``export`` wrote (paths under ``out``) and what it skipped, with the reason."""
+
+    out: Path
+    files: list[Path] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def parse_formats(formats: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """``pdf,svg,png`` (any subset, comma-separated) -> a tuple; an unknown format is a ``UserError``."""
+    items = formats.split(",") if isinstance(formats, str) else list(formats)
+    out = tuple(dict.fromkeys(f.strip().lower().lstrip(".") for f in items if f.strip()))
+    unknown = [f for f in out if f not in FORMATS]
+    if unknown or not out:
+        shown = ", ".join(unknown) if unknown else "none"
+        raise UserError(f"unknown figure format {shown} for {option('format')}; choose from {', '.join(FORMATS)} "
+                        "(comma-separated)")
+    return out
+
+
+def parse_width(width: str | float) -> float:
+    """``single`` / ``double`` (a one- or two-column figure) or inches -> inches."""
+    if isinstance(width, str) and width in WIDTHS:
+        return WIDTHS[width]
+    try:
+        inches = float(width)
+    except (TypeError, ValueError):
+        raise UserError(f"{option('width')} must be {' or '.join(WIDTHS)} (or inches), not {width!r}") from None
+    if not 1.0 <= inches <= 20.0:
+        raise UserError(f"{option('width')} {inches:g} inches is not a paper figure width (1 to 20 inches)")
+    return inches
+
+
+# Figures ---------------------------------------------------------------------------------------
+
+def _save(fig: plt.Figure, path: Path, fmt: str, key: str) -> None:
+    """One figure file, atomically, with no timestamp inside (equal inputs give equal files).
+
+    Cropped to its content ("tight", measured as each file is written): a legend or label outside
+    the axes is kept, not cut off, and the figure stays at the chosen width unless such text sticks
+    out (KEY.txt gives the size written)."""
+    version = _version()
+    meta = {"pdf": {"Creator": f"initmem {version}", "CreationDate": None, "ModDate": None},
+            "svg": {"Creator": f"initmem {version}", "Date": None},
+            "png": {"Software": f"initmem {version}"}}[fmt]
+    with plt.rc_context({**PAPER, "svg.hashsalt": f"initmem-{key}"}), atomic_path(path) as tmp:
+        fig.savefig(tmp, format=fmt, metadata=meta, dpi=PAPER["savefig.dpi"], bbox_inches="tight", pad_inches=PAD)
+
+
+def export_figures(a: Analysis, out: Path, formats: tuple[str, ...], width: float, res: ExportResult) -> None:
+    """Every figure the report shows, drawn by the same function in the paper style, in each format,
+    with its caption (and alt text) in KEY.txt beside it."""
+    folder = out / FIGURES_DIR
+    for sec in sections.SECTIONS:
+        for name in sec.figures:
+            try:
+                with style():
+                    fig = getattr(plot, name)(a, width=width)
+            except Skip as exc:
+                res.skipped[f"figure {name}"] = str(exc)
+                continue
+            try:
+                d = description(fig)
+                for fmt in formats:
+                    path = folder / f"{d.key}.{fmt}"
+                    _save(fig, path, fmt, d.key)
+                    res.files.append(path)
+                box = fig.get_tightbbox().padded(PAD)  # inches, as the last file was cropped
+                w, h = box.width, box.height
+            finally:
+                plt.close(fig)
+            res.files.append(write_text(folder / f"{d.key}.txt", f"{d.caption}\n\nAlt text: {d.alt}\n\nSize: "
+                                        f"{w:.2f} x {h:.2f} in ({sec.title}; initmem.plot.{name})\n"))
+
+
+# Tables ----------------------------------------------------------------------------------------
+
+def export_tables(a: Analysis, out: Path, res: ExportResult) -> None:
+    """Each table as KEY.tex (booktabs), KEY.csv and KEY.md."""
+    built, skipped = paper_tables(a)
+    for key, why in skipped.items():
+        res.skipped[f"table {key}"] = why
+    for t in built:
+        for ext, render in (("tex", to_latex), ("csv", to_csv), ("md", to_markdown)):
+            res.files.append(write_text(out / TABLES_DIR / f"{t.key}.{ext}", render(t)))
+
+
+# Methods and references --------------------------------------------------------------------------
+
+def _with_cites(s: Sentence, cite: str) -> str:
+    """The sentence with its citation before the final full stop."""
+    text = s.text.rstrip()
+    if not s.cites:
+        return text
+    body, stop = (text[:-1], ".") if text.endswith(".") else (text, "")
+    return f"{body} {cite}{stop}"
+
+
+def methods_markdown(paragraphs: list[list[Sentence]], source: str) -> str:
+    """methods.md: the paragraphs with pandoc citations ``[@key]`` (keys in references.bib)."""
+    body = "\n\n".join(" ".join(_with_cites(s, "[" + "; ".join(f"@{k}" for k in s.cites) + "]") for s in para)
+                       for para in paragraphs if para)
+    return (f"# Methods\n\n<!-- written by initmem export from {source}: the sentences of the report's Methods "
+            "section; citation keys are in references.bib (pandoc reads them with its citeproc and that file as "
+            f"bibliography) -->\n\n{body}\n")
+
+
+def methods_latex(paragraphs: list[list[Sentence]], source: str) -> str:
+    r"""methods.tex: the paragraphs, escaped, with ``\cite{key}`` (keys in references.bib)."""
+
+    def sentence(s: Sentence) -> str:
+        text = latex_escape(s.text.rstrip())
+        return _with_cites(Sentence(text, s.cites), r"\cite{" + ",".join(s.cites) + "}")
+
+    body = "\n\n".join(" ".join(sentence(s) for s in para) for para in paragraphs if para)
+    src = source.replace("\n", " ")
+    return (f"% written by initmem export from {src}: the sentences of the report's Methods section\n"
+            "% \\input{methods} in a document with \\bibliography{references} (references.bib beside this file)\n"
+            f"{body}\n")
+
+
+# Reproduction ----------------------------------------------------------------------------------
+
+def _version() -> str:
+    try:
+        return metadata.version("initmem")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a source tree without metadata
+        return "unknown"
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def environment_hash() -> tuple[str, int]:
+    """sha256 of the sorted ``name==version`` lines of every installed distribution (what
+    ``pip freeze`` lists), and how many there are: the environment, without running pip."""
+    lines = sorted({f"{(d.metadata['Name'] or '').lower()}=={d.version}" for d in metadata.distributions()
+                    if d.metadata["Name"]})
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest(), len(lines)
+
+
+def _pyproject() -> Path | None:
+    """initmem's pyproject.toml when it runs from a source tree (the repository is the package)."""
+    path = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    return path if path.is_file() else None
+
+
+def _cmd(v: object) -> str | None:
+    if isinstance(v, list):
+        return " ".join(shlex.quote(str(x)) for x in v)
+    return str(v) if v else None
+
+
+def reproduce_markdown(a: Analysis, out: Path, command: str, res: ExportResult) -> str:
+    """reproduce.md: the commands, versions, the environment's hash, the grid's hash and the cube's checksum."""
+    lines = ["# Reproducing these results", ""]
+    used = a.summary.versions.get("initmem")
+    lines.append(f"- initmem version of this export: {_version()}"
+                 + (f"; the analysis was made with initmem {used}" if used else ""))
+    env, n = environment_hash()
+    lines.append(f"- environment hash (sha256 of the sorted `name==version` list of the {n} installed distributions, "
+                 f"i.e. of `pip freeze` without its formatting): `{env}`")
+    pyproject = _pyproject()
+    lines.append(f"- lockfile hash: sha256 of initmem's pyproject.toml (initmem pins no lockfile): "
+                 f"`{sha256_file(pyproject)}`" if pyproject else
+                 "- lockfile hash: initmem is installed from a wheel, so its pyproject.toml is not at hand; "
+                 "the environment hash above stands for it")
+    grid = a.grid()
+    recorded = a.cube.attrs.get(cube.A_GRID_HASH) if a.cube is not None else None
+    if grid is not None:
+        h = recorded or grid_hash(grid)
+        lines.append(f"- grid `{grid.name}`: hash `{h}` (sha256 of the canonical grid YAML"
+                     + ("; recorded in the cube" if recorded else "; computed from the cube's grid") + ")")
+        res.files.append(write_text(out / "grid.yaml", grid.to_yaml()))
+    else:
+        lines.append("- grid: none (the cube was not collected from a grid file: "
+                     f"{a.cube.attrs.get(cube.A_SOURCE, 'source not recorded') if a.cube is not None else 'no cube'})")
+    cube_path = a.cube_path or find_cube(a.dir, a.summary.cube)
+    if cube_path is not None:
+        lines.append(f"- cube: `{cube_path}`, sha256 `{sha256_file(cube_path)}`")
+    else:
+        lines.append(f"- cube: not found (recorded as {a.summary.cube or 'nothing'}; looked beside and above "
+                     f"{a.dir}), so no checksum")
+        res.skipped["cube checksum"] = "the analysed cube was not found"
+    if a.cube is not None and a.cube.attrs.get(cube.A_DATASET_FINGERPRINT):
+        lines.append(f"- dataset fingerprint: `{a.cube.attrs[cube.A_DATASET_FINGERPRINT]}`")
+    lines += ["", "## Commands", "", "```"]
+    if grid is not None:
+        lines.append(f"initmem run grid.yaml   # collects into runs/{grid.name}, analyzes with default options, "
+                     "reports")
+    elif a.cube is not None and a.cube.attrs.get(cube.A_SOURCE):
+        lines.append(f"# the cube came from: {a.cube.attrs[cube.A_SOURCE]} (its options are not recorded)")
+    analyze = _cmd(a.summary.command)
+    lines.append(analyze if analyze else "# the analyze command is not recorded in summary.json")
+    lines.append(f"initmem report {shlex.quote(str(a.dir))}")
+    lines.append(command)
+    lines += ["```", ""]
+    return "\n".join(lines)
+
+
+def _index(res: ExportResult) -> str:
+    lines = ["# initmem export", "", "Written (relative to this folder):", ""]
+    lines += [f"- `{p.relative_to(res.out)}`" for p in sorted(set(res.files))]
+    lines += ["", "Not written, and why:", ""]
+    lines += [f"- {k}: {v}" for k, v in res.skipped.items()] or ["- nothing skipped"]
+    return "\n".join(lines) + "\n"
+
+
+def python_call(analysis_dir: Path, out: Path, formats: tuple[str, ...], width: str | float) -> str:
+    """This export as the Python call that repeats it (the command line passes its own command)."""
+    return (f"python -c 'from initmem.reports.export import export_analysis; export_analysis({str(analysis_dir)!r}, "
+            f"{str(out)!r}, formats={','.join(formats)!r}, width={width!r})'")
+
+
+def export_analysis(analysis_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
+                    formats: str | tuple[str, ...] = FORMATS, width: str | float = "single",
+                    command: str | None = None) -> ExportResult:
+    """Write the paper's parts of ``analysis_dir`` into ``out_dir`` (docs/export.md); bad input
+    (not an analysis folder, an unknown format or width) is a ``UserError`` before anything is written.
+    ``command`` is the command line that repeats this export (the CLI passes it; reproduce.md
+    shows the Python call otherwise)."""
+    fmts = parse_formats(formats)
+    inches = parse_width(width)
+    a = load_analysis(analysis_dir)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out} exists and is not a folder")
+    if out.resolve() == a.dir.resolve():
+        raise UserError(f"{option('out')} must not be the analysis folder itself ({out})")
+    out.mkdir(parents=True, exist_ok=True)
+    res = ExportResult(out=out)
+    export_figures(a, out, fmts, inches, res)
+    export_tables(a, out, res)
+    paragraphs = methods_text(a, report_versions())
+    source = str(a.dir)
+    res.files.append(write_text(out / "methods.md", methods_markdown(paragraphs, source)))
+    res.files.append(write_text(out / "methods.tex", methods_latex(paragraphs, source)))
+    keys = [k for para in paragraphs for s in para for k in s.cites]
+    res.files.append(write_text(out / "references.bib", bibtex(keys)))
+    command = command or python_call(Path(analysis_dir), out, fmts, width)
+    res.files.append(write_text(out / "reproduce.md", reproduce_markdown(a, out, command, res)))
+    res.files.append(out / "index.md")
+    write_text(out / "index.md", _index(res))
+    return res
+
+
+__all__ = ["FORMATS", "ExportResult", "environment_hash", "export_analysis", "python_call", "methods_latex",
+           "methods_markdown",
+           "parse_formats", "parse_width", "reproduce_markdown", "sha256_file"]

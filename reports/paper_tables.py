@@ -1,0 +1,314 @@
+"""The report's tables for a paper: LaTeX (booktabs), CSV and Markdown from one table each.
+
+Why one :class:`Table` per result and three writers: the numbers must be the same in the three
+files, so each table is built once from the report's own rows (reports/tables.py) and the analysis
+records, and only the rendering differs. An interval is one cell (``4.2 [3.1, 5.0]``) in LaTeX and
+Markdown and three columns (value, q05, q95) in CSV, so a spreadsheet gets numbers. A table whose
+result the analysis folder does not hold is not written: :func:`paper_tables` returns the reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from initmem import cube
+from initmem.plot.load import Analysis, num, q
+from initmem.reports import tables
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A median (or estimate) with its 90% interval."""
+
+    value: float
+    lo: float
+    hi: float
+
+
+Cell = str | int | float | Interval | bool | None
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its CSV name, its header (plain text; ``latex`` overrides it in LaTeX) and decimals."""
+
+    name: str
+    header: str
+    digits: int = 2
+    latex: str | None = None
+
+
+@dataclass
+class Table:
+    """One table: file key, caption, columns and rows of cells (one list per row, column order)."""
+
+    key: str
+    caption: str
+    columns: list[Column]
+    rows: list[list[Cell]] = field(default_factory=list)
+
+
+# Rendering -------------------------------------------------------------------------------------
+
+def _number(v: float, digits: int) -> str:
+    return f"{v:.{digits}f}" if math.isfinite(v) else "—"
+
+
+def cell_text(v: Cell, digits: int) -> str:
+    """A cell as text (intervals as 'value [lo, hi]', missing numbers as a dash)."""
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, Interval):
+        if not math.isfinite(v.value):
+            return "—"
+        if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
+            return _number(v.value, digits)
+        return f"{_number(v.value, digits)} [{_number(v.lo, digits)}, {_number(v.hi, digits)}]"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return _number(v, digits)
+    return str(v)
+
+
+# LaTeX's special characters, and the Greek letters and symbols the report writes in plain text.
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                  "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
+_LATEX_UNICODE = {"σ": r"$\sigma$", "δ": r"$\delta$", "τ": r"$\tau$", "ρ": r"$\rho$", "η": r"$\eta$",
+                  "λ": r"$\lambda$", "±": r"$\pm$", "≥": r"$\geq$", "≤": r"$\leq$", "×": r"$\times$",
+                  "—": "---", "–": "--", "‖": r"$\|$", "…": r"\ldots{}", "“": "``", "”": "''", "’": "'"}
+
+
+def latex_escape(text: str) -> str:
+    """``text`` as LaTeX source that prints it literally (user strings such as pipeline names)."""
+    return "".join(_LATEX_SPECIAL.get(ch) or _LATEX_UNICODE.get(ch) or ch for ch in str(text))
+
+
+def to_latex(t: Table) -> str:
+    """A booktabs ``table`` environment (needs ``\\usepackage{booktabs}``), label ``tab:KEY``."""
+    spec = "l" + "r" * (len(t.columns) - 1)
+    head = " & ".join(c.latex or latex_escape(c.header) for c in t.columns) + r" \\"
+    # "{}" first: a row that began with "[" would be read as the optional argument of the previous "\\"
+    body = ["{}" + " & ".join(latex_escape(cell_text(v, c.digits)) for v, c in zip(row, t.columns, strict=True))
+            + r" \\" for row in t.rows]
+    return "\n".join([
+        "% initmem export: needs \\usepackage{booktabs}",
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\small",
+        rf"\caption{{{latex_escape(t.caption)}}}",
+        rf"\label{{tab:{t.key}}}",
+        rf"\begin{{tabular}}{{{spec}}}",
+        r"\toprule",
+        head,
+        r"\midrule",
+        *body,
+        r"\bottomrule",
+        r"\end{tabular}",
+        r"\end{table}",
+        "",
+    ])
+
+
+def _md_cell(text: str) -> str:
+    return re.sub(r"\s+", " ", text).replace("|", r"\|").strip()
+
+
+def to_markdown(t: Table) -> str:
+    """A pipe table (GitHub / pandoc) with the caption above it."""
+    lines = [f"Table: {_md_cell(t.caption)}", "",
+             "| " + " | ".join(_md_cell(c.header) for c in t.columns) + " |",
+             "| " + " | ".join("---" if i == 0 else "---:" for i in range(len(t.columns))) + " |"]
+    lines += ["| " + " | ".join(_md_cell(cell_text(v, c.digits)) for v, c in zip(row, t.columns, strict=True)) + " |"
+              for row in t.rows]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(t: Table) -> str:
+    """Numbers as numbers: an interval column becomes NAME, NAME_q05, NAME_q95; missing is empty."""
+    has_interval = [any(isinstance(r[i], Interval) for r in t.rows) for i in range(len(t.columns))]
+    header: list[str] = []
+    for c, iv in zip(t.columns, has_interval, strict=True):
+        header += [c.name, f"{c.name}_q05", f"{c.name}_q95"] if iv else [c.name]
+
+    def plain(v: Cell) -> Any:
+        if v is None or (isinstance(v, float) and not math.isfinite(v)):
+            return ""
+        return v
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    for row in t.rows:
+        out: list[Any] = []
+        for v, iv in zip(row, has_interval, strict=True):
+            if iv:
+                out += ([plain(v.value), plain(v.lo), plain(v.hi)] if isinstance(v, Interval) else [plain(v), "", ""])
+            else:
+                out.append(plain(v))
+        w.writerow(out)
+    return buf.getvalue()
+
+
+# The tables ------------------------------------------------------------------------------------
+
+def _iv(d: Any, k: float = 1.0) -> Interval:
+    return Interval(q(d) * k, q(d, "q05") * k, q(d, "q95") * k)
+
+
+def verdict_table(a: Analysis) -> Table:
+    """Per pipeline: the verdict, the spread with its interval, both probabilities and the paired check."""
+    unit = a.unit
+    paired = {r["name"]: r for r in tables.assumption_rows(a)}
+    t = Table("verdicts", f"Verdict per pipeline: the spread over sigma_w of the expected {a.metric} ({unit}, "
+              f"posterior median and 90% interval) against delta = {a.delta * a.scale:g} {unit}, the posterior "
+              "probabilities that it exceeds or stays below delta, and the paired check of 'remembers' (one-sided "
+              "paired t test of the seeds' differences between two sigma_w levels, Bonferroni over the pairs).",
+              [Column("pipeline", "Pipeline"), Column("verdict", "Verdict"),
+               Column("spread", f"Spread ({unit})", a.digits),
+               Column("p_gt_delta", "P(spread > δ)", 3), Column("p_lt_delta", "P(spread < δ)", 3),
+               Column("paired_p", "Paired p", 3), Column("paired_supports", "Paired check"),
+               Column("memory_share", "Memory share", 2)])
+    for p in a.pipelines:
+        info = a.pipe(p)
+        r = paired.get(p, {})
+        ok = r.get("paired_ok")
+        t.rows.append([p, info.verdict, _iv(info.spread, a.scale), num(info.p_spread_gt_delta),
+                       num(info.p_spread_lt_delta), num(r.get("paired_p")),
+                       None if ok is None else ("supports" if ok else "does not support"), _iv(info.memory_share)])
+    return t
+
+
+def variance_table(a: Analysis) -> Table:
+    """Per pipeline: the variance shares (sigma_w level, seed, residual) and the REML SDs."""
+    if not any(a.pipe(p).shares is not None for p in a.pipelines):
+        raise LookupError("summary.json holds no variance shares")
+    freq = {r["name"]: r for r in tables.frequentist_rows(a)}
+    t = Table("variance", "Variance decomposition per pipeline: posterior median shares (90% interval) of the "
+              "sigma_w-level effects (initialization memory), the seed effects and the residual, and the REML "
+              f"standard deviations of the same components ({a.unit}).",
+              [Column("pipeline", "Pipeline"), Column("share_sigma_w", "σ_w share"), Column("share_seed", "Seed share"),
+               Column("share_residual", "Residual share"), Column("reml_sd_sigma_w", f"REML σ_w SD ({a.unit})"),
+               Column("reml_sd_seed", f"REML seed SD ({a.unit})"),
+               Column("reml_sd_residual", f"REML residual SD ({a.unit})")])
+    for p in a.pipelines:
+        sh = a.pipe(p).shares
+        f = freq.get(p, {})
+        t.rows.append([p, _iv(sh.sigma) if sh else None, _iv(sh.seed) if sh else None,
+                       _iv(sh.residual) if sh else None, num(f.get("reml_sigma")), num(f.get("reml_seed")),
+                       num(f.get("reml_resid"))])
+    return t
+
+
+def interpolation_table(a: Analysis) -> Table:
+    rows = tables.interpolation_rows(a)
+    if not rows:
+        raise LookupError("the analysis records no interpolation counts (the table did not record tau_interp, "
+                          "or summary.json has no interpolation entries)")
+    t = Table("interpolation", "Interpolation per pipeline: runs whose training accuracy reached the interpolation "
+              "threshold, per sigma_w level, and the levels without any such run.",
+              [Column("pipeline", "Pipeline"), Column("gate", "Gate"), Column("n_interpolated", "Interpolated"),
+               Column("n_cells", "Runs"), Column("by_sigma_w", "Per σ_w (level: runs)"),
+               Column("left_out", "Levels without interpolation")])
+    for r in rows:
+        t.rows.append([r["name"], r["gate"], int(r["n_interpolated"]), int(r["n_cells"]),
+                       "; ".join(f"{k}: {n}" for k, n in r["by_sigma_w"]), ", ".join(r["left_out"]) or "none"])
+    return t
+
+
+def collapse_table(a: Analysis) -> Table:
+    rows = tables.collapse_rows(a)
+    if not rows:
+        raise LookupError("the analysis folder holds no collapse.json (the cube has no training curves)")
+    c = a.collapse
+    adj = {"holm": "Holm", "max_statistic": "Westfall-Young max-statistic"}.get(c.adjustment or "", "no")
+    t = Table("collapse", f"Collapse test on the {c.memory} memory curves (leave one pipeline out, "
+              f"{c.n_pipelines} pipelines): the gain D over epochs with its 90% cluster-bootstrap interval, the "
+              f"sign-flip permutation p-value and the p-value adjusted across the clocks tried ({adj} adjustment), "
+              f"the held-out error and its ratio to the seed-noise floor (about 1: collapsed within noise). "
+              f"Verdict: {c.verdict}; best axis: {c.best}.",
+              [Column("axis", "Axis"), Column("D", "D vs epoch", 3), Column("p", "p", 3), Column("p_adjusted",
+                                                                                                 "p adj.", 3),
+               Column("heldout_error", "Held-out error", 3), Column("floor_ratio", "Floor ratio", 2),
+               Column("identifiable", "Identifiable"), Column("best", "Best")])
+    for r in rows:
+        ref = r["axis"] == cube.EPOCH
+        t.rows.append([r["axis"], None if ref else Interval(r["D"], r["q05"], r["q95"]), None if ref else r["p"],
+                       None if ref else r["p_adj"], r["loco_error"], r["floor_ratio"],
+                       None if ref or r["identifiable"] is None else bool(r["identifiable"]), bool(r["best"])])
+    return t
+
+
+def forgetting_times_table(a: Analysis) -> Table:
+    c = a.collapse
+    if c is None or not c.forgetting_times:
+        raise LookupError("collapse.json holds no forgetting times")
+    axes = list(c.forgetting_times)
+    pipes = list(dict.fromkeys(p for e in c.forgetting_times.values() for p in e.per_pipeline))
+    t = Table("forgetting_times", "Forgetting times per pipeline and time axis: median and 90% interval of when the "
+              "memory curve has fallen far enough, in each axis's units; '>' marks a censored time (not reached "
+              "within the budget: a lower bound). The last row is each axis's spread, the SD across pipelines of "
+              "the log forgetting time (small: the axis lines the pipelines up).",
+              [Column("pipeline", "Pipeline"), *[Column(ax, ax, 3) for ax in axes]])
+    for p in pipes:
+        row: list[Cell] = [p]
+        for ax in axes:
+            ft = c.forgetting_times[ax].per_pipeline.get(p)
+            if ft is None:
+                row.append(None)
+            elif ft.censored:
+                bound = next((v for v in (q(ft), (ft.model_extra or {}).get("budget")) if v is not None
+                              and math.isfinite(num(v))), None)
+                row.append(f"> {num(bound):.3g}" if bound is not None else "censored")
+            else:
+                row.append(_iv(ft))
+        t.rows.append(row)
+    t.rows.append(["spread (SD of log time)", *[num(c.forgetting_times[ax].spread) for ax in axes]])
+    return t
+
+
+def exponents_table(a: Analysis) -> Table:
+    c = a.collapse
+    ex = (c.exponents or {}) if c is not None else {}
+    if "exponents" not in ex:
+        raise LookupError(ex.get("skipped") or "collapse.json holds no clock exponents (the exponent model did not "
+                                               "run)")
+    t = Table("exponents", "Fitted exponents of the steps to forget (Bayesian censored regression on per-seed "
+              "forgetting times): posterior median and 90% interval of each exponent, and for each named clock the "
+              f"probability that its exponents hold within the tolerance ({len(ex.get('pipelines', []))} pipelines).",
+              [Column("term", "Term"), Column("estimate", "Exponent / probability", 2)])
+    for name, v in ex["exponents"].items():
+        t.rows.append([name, Interval(num(v.get("median")), num(v.get("q05")), num(v.get("q95")))])
+    for name, v in (ex.get("clocks") or {}).items():
+        tol = v.get("tolerance")
+        t.rows.append([f"P({name} within ±{num(tol):g})" if tol is not None else f"P({name})",
+                       num(v.get("probability"))])
+    return t
+
+
+TABLES: tuple[Callable[[Analysis], Table], ...] = (verdict_table, variance_table, interpolation_table, collapse_table,
+                                                  forgetting_times_table, exponents_table)
+
+
+def paper_tables(a: Analysis) -> tuple[list[Table], dict[str, str]]:
+    """The tables this analysis can fill, and for the others (by key) why they are not written."""
+    out, skipped = [], {}
+    for build in TABLES:
+        try:
+            out.append(build(a))
+        except LookupError as exc:
+            skipped[build.__name__.removesuffix("_table")] = str(exc)
+    return out, skipped
+
+
+__all__ = ["Column", "Interval", "TABLES", "Table", "cell_text", "latex_escape", "paper_tables", "to_csv", "to_latex",
+           "to_markdown"]

@@ -1,0 +1,168 @@
+"""The works the methods text cites, as BibTeX: one entry per key of :class:`~initmem.reports.methods.Sentence`.
+
+Why here: the methods sentences (reports/methods.py) name their citation keys, and ``initmem
+export`` writes references.bib from this table, so a key cannot be cited without an entry
+(tests/test_export.py checks every ``\\cite`` of methods.tex against the file). Entries hold only
+what the publications state; the paper this tool implements is cited by its arXiv number and title.
+"""
+
+from __future__ import annotations
+
+REFERENCES: dict[str, str] = {
+    "forgetinit2026": """@misc{forgetinit2026,
+  title         = {Do Deep Networks Forget Initialization? {A} Forgetting-Time View of Practical Inductive Bias},
+  year          = {2026},
+  eprint        = {2605.29152},
+  archivePrefix = {arXiv},
+  url           = {https://arxiv.org/abs/2605.29152}
+}""",
+    "abril2023pymc": """@article{abril2023pymc,
+  author  = {Abril-Pla, Oriol and Andreani, Virgile and Carroll, Colin and Dong, Larry and Fonnesbeck, Christopher J.
+             and Kochurov, Maxim and Kumar, Ravin and Lao, Junpeng and Luhmann, Christian C. and Martin, Osvaldo A.
+             and Osthege, Michael and Vieira, Ricardo and Wiecki, Thomas and Zinkov, Robert},
+  title   = {{PyMC}: a modern, and comprehensive probabilistic programming framework in {Python}},
+  journal = {PeerJ Computer Science},
+  volume  = {9},
+  pages   = {e1516},
+  year    = {2023},
+  doi     = {10.7717/peerj-cs.1516}
+}""",
+    "seyboldt2024nutpie": """@misc{seyboldt2024nutpie,
+  author       = {Seyboldt, Adrian and {PyMC Developers}},
+  title        = {nutpie: a fast sampler for Bayesian posteriors},
+  howpublished = {\\url{https://github.com/pymc-devs/nutpie}},
+  note         = {Software; the version used is given in the methods text}
+}""",
+    "kumar2019arviz": """@article{kumar2019arviz,
+  author  = {Kumar, Ravin and Carroll, Colin and Hartikainen, Ari and Martin, Osvaldo},
+  title   = {{ArviZ} a unified library for exploratory analysis of {Bayesian} models in {Python}},
+  journal = {Journal of Open Source Software},
+  volume  = {4},
+  number  = {33},
+  pages   = {1143},
+  year    = {2019},
+  doi     = {10.21105/joss.01143}
+}""",
+    "hoffman2014nuts": """@article{hoffman2014nuts,
+  author  = {Hoffman, Matthew D. and Gelman, Andrew},
+  title   = {The {No-U-Turn} Sampler: Adaptively Setting Path Lengths in {Hamiltonian Monte Carlo}},
+  journal = {Journal of Machine Learning Research},
+  volume  = {15},
+  number  = {47},
+  pages   = {1593--1623},
+  year    = {2014}
+}""",
+    "vehtari2021rhat": """@article{vehtari2021rhat,
+  author  = {Vehtari, Aki and Gelman, Andrew and Simpson, Daniel and Carpenter, Bob and B{\\"u}rkner, Paul-Christian},
+  title   = {Rank-Normalization, Folding, and Localization: An Improved {$\\widehat{R}$} for Assessing Convergence
+             of {MCMC}},
+  journal = {Bayesian Analysis},
+  volume  = {16},
+  number  = {2},
+  pages   = {667--718},
+  year    = {2021},
+  doi     = {10.1214/20-BA1221}
+}""",
+    "jordan2024variance": """@inproceedings{jordan2024variance,
+  author    = {Jordan, Keller},
+  title     = {On the Variance of Neural Network Training with respect to Test Sets and Distributions},
+  booktitle = {International Conference on Learning Representations (ICLR)},
+  year      = {2024},
+  eprint    = {2304.01910},
+  archivePrefix = {arXiv}
+}""",
+    "greenhouse1959": """@article{greenhouse1959,
+  author  = {Greenhouse, Samuel W. and Geisser, Seymour},
+  title   = {On methods in the analysis of profile data},
+  journal = {Psychometrika},
+  volume  = {24},
+  number  = {2},
+  pages   = {95--112},
+  year    = {1959},
+  doi     = {10.1007/BF02289823}
+}""",
+    "westfall1993": """@book{westfall1993,
+  author    = {Westfall, Peter H. and Young, S. Stanley},
+  title     = {Resampling-Based Multiple Testing: Examples and Methods for p-Value Adjustment},
+  publisher = {Wiley},
+  address   = {New York},
+  year      = {1993}
+}""",
+    "schuirmann1987tost": """@article{schuirmann1987tost,
+  author  = {Schuirmann, Donald J.},
+  title   = {A comparison of the two one-sided tests procedure and the power approach for assessing the
+             equivalence of average bioavailability},
+  journal = {Journal of Pharmacokinetics and Biopharmaceutics},
+  volume  = {15},
+  number  = {6},
+  pages   = {657--680},
+  year    = {1987},
+  doi     = {10.1007/BF01068419}
+}""",
+    "berger1982iut": """@article{berger1982iut,
+  author  = {Berger, Roger L.},
+  title   = {Multiparameter hypothesis testing and acceptance sampling},
+  journal = {Technometrics},
+  volume  = {24},
+  number  = {4},
+  pages   = {295--300},
+  year    = {1982},
+  doi     = {10.1080/00401706.1982.10487790}
+}""",
+    "holm1979": """@article{holm1979,
+  author  = {Holm, Sture},
+  title   = {A simple sequentially rejective multiple test procedure},
+  journal = {Scandinavian Journal of Statistics},
+  volume  = {6},
+  number  = {2},
+  pages   = {65--70},
+  year    = {1979}
+}""",
+    "friedman1937": """@article{friedman1937,
+  author  = {Friedman, Milton},
+  title   = {The use of ranks to avoid the assumption of normality implicit in the analysis of variance},
+  journal = {Journal of the American Statistical Association},
+  volume  = {32},
+  number  = {200},
+  pages   = {675--701},
+  year    = {1937},
+  doi     = {10.1080/01621459.1937.10503522}
+}""",
+    "patterson1971reml": """@article{patterson1971reml,
+  author  = {Patterson, H. Desmond and Thompson, Robin},
+  title   = {Recovery of inter-block information when block sizes are unequal},
+  journal = {Biometrika},
+  volume  = {58},
+  number  = {3},
+  pages   = {545--554},
+  year    = {1971},
+  doi     = {10.1093/biomet/58.3.545}
+}""",
+    "olejnik2003eta": """@article{olejnik2003eta,
+  author  = {Olejnik, Stephen and Algina, James},
+  title   = {Generalized eta and omega squared statistics: measures of effect size for some common research designs},
+  journal = {Psychological Methods},
+  volume  = {8},
+  number  = {4},
+  pages   = {434--447},
+  year    = {2003},
+  doi     = {10.1037/1082-989X.8.4.434}
+}""",
+}
+
+# Always written: the tool's own statistics stack and the paper, whether or not a sentence names them.
+ALWAYS = ("forgetinit2026", "abril2023pymc", "seyboldt2024nutpie", "kumar2019arviz")
+
+
+def bibtex(keys: list[str] | tuple[str, ...]) -> str:
+    """references.bib: the entries of ``keys`` (in order, once each) and of :data:`ALWAYS`.
+
+    An unknown key is a programming error (a sentence cites what the table lacks), so it raises."""
+    wanted = list(dict.fromkeys([*ALWAYS, *keys]))
+    missing = [k for k in wanted if k not in REFERENCES]
+    if missing:
+        raise KeyError(f"no BibTeX entry for {', '.join(missing)} (reports/references.py)")
+    return "\n\n".join(REFERENCES[k] for k in wanted) + "\n"
+
+
+__all__ = ["ALWAYS", "REFERENCES", "bibtex"]

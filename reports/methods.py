@@ -1,8 +1,8 @@
 """The auto-generated methods paragraph: what a paper needs to say about how the numbers were made.
 
 Every sentence is assembled from what the analysis folder (docs/analysis-folder.md) and the cube
-record (the grid file, the summary's model paragraph, priors, sampler diagnostics, tests and versions), so the text changes
-when the run changes. Nothing here is a hard-coded claim about results.
+record (the grid file, the summary's model paragraph, priors, sampler diagnostics, tests and versions),
+so the text changes when the run changes. Nothing here is a hard-coded claim about results.
 
 One source for two readers: :func:`methods_text` gives the paragraphs as :class:`Sentence` s, each
 with the citation keys of the methods it names (keys of :data:`initmem.reports.references.REFERENCES`).

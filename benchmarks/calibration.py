@@ -11,7 +11,18 @@ before the paired check) with 95% Wilson intervals, the rate of failed model che
 sampler's health: divergences, the largest R-hat, the smallest bulk ESS. The calibration table of
 docs/memory-model.md comes from here.
 
+``--rules N`` instead measures the decision rules themselves by fast simulation (no NUTS): on N
+tables per design of tests/_memory_designs.py's RULE_DESIGNS (nulls, steps / ramps / one level /
+2 and 3 levels exactly at delta, seed slopes, a noisy level, t3 seed noise, runs missing not at
+random, 16 seeds, power designs) the rates, with 95% Wilson intervals, of the ordered paired test
+of "remembers", the intersection-union test of "forgets", the former Bonferroni check (as it was,
+one-sided in the observed direction, and with the two-sided correction), an IUT with residual
+degrees of freedom pooled over the table (valid only under sphericity), and the full rule with the
+model's probabilities evaluated by the planner's quadrature (models/plan.py, the analysis's own
+posterior for complete tables; MNAR tables are skipped there).
+
     python benchmarks/calibration.py [--fits 2] [--designs slopes,step] [--scales demo,paper]
+    python benchmarks/calibration.py --rules 4000 [--quadrature 1000]
 """
 
 from __future__ import annotations
@@ -27,8 +38,21 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from initmem.models.summaries import attach_checks  # noqa: E402
-from tests._memory_designs import DESIGNS, SCALES, compiled_model, design_tables, wilson  # noqa: E402
+from scipy import stats  # noqa: E402
+
+from initmem.models.paired import bonferroni_bounds, forgets_bounds, remembers_bounds  # noqa: E402
+from initmem.models.summaries import DECISION, attach_checks  # noqa: E402
+from initmem.names import ALPHA  # noqa: E402
+from tests._memory_designs import (  # noqa: E402
+    DESIGNS,
+    RULE_DESIGNS,
+    SCALES,
+    compiled_model,
+    design_tables,
+    noise_sd,
+    rule_tables,
+    wilson,
+)
 
 DEFAULT = {"draws": 1000, "tune": 1000, "chains": 4, "progress": False}
 
@@ -67,6 +91,82 @@ def run(designs: list[str], scales: list[str], fits: int, seed: int = 0, fit: di
     return rows
 
 
+def pooled_forgets_bounds(tables: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
+    """The IUT with every pair's SE from the residual mean square of the levels x seeds table
+    ((L - 1)(S - 1) df): what pooling would buy, valid only when every pair's difference has the
+    same variance (sphericity). Complete tables only."""
+    n_lev, n_seed = tables.shape[-2:]
+    r = (tables - tables.mean(axis=-1, keepdims=True) - tables.mean(axis=-2, keepdims=True)
+         + tables.mean(axis=(-2, -1), keepdims=True))
+    df = (n_lev - 1) * (n_seed - 1)
+    se = np.sqrt(2.0 * (r**2).sum(axis=(-2, -1)) / df / n_seed)
+    means = tables.mean(axis=-1)
+    spread = means.max(axis=-1) - means.min(axis=-1)
+    return spread + stats.t.ppf(1 - alpha, df) * se
+
+
+def rule_rows(n: int, n_quad: int, seed: int = 0, delta: float = 0.01) -> list[dict]:
+    """Rule-level rates per design and scale (see the module docstring)."""
+    from initmem.models.plan import posterior_spread
+
+    rows = []
+    for kind, spec in RULE_DESIGNS.items():
+        for scale in SCALES:
+            rng = np.random.default_rng(zlib.crc32(f"rules-{kind}-{scale}-{seed}".encode()))
+            seeds = [None] if spec.get("seeds") else list(SCALES[scale]["seeds"])
+            hits: dict[str, list[int]] = {}
+
+            def add(name: str, x: np.ndarray, _h: dict = hits) -> None:
+                _h.setdefault(name, [0, 0])
+                _h[name][0] += int(x.sum())
+                _h[name][1] += x.size
+
+            for s in seeds:
+                t = rule_tables(kind, scale, n // len(seeds), rng, n_seed=s, delta=delta)
+                add("ordered", remembers_bounds(t) > delta)
+                add("iut", forgets_bounds(t) < delta)
+                add("bonferroni", bonferroni_bounds(t) > delta)
+                add("bonferroni_two_sided", bonferroni_bounds(t, two_sided=True) > delta)
+                if not np.isnan(t).any():
+                    add("iut_pooled", pooled_forgets_bounds(t) < delta)
+                if n_quad and not np.isnan(t).any():
+                    tq = t[: n_quad // len(seeds)]
+                    sig = noise_sd(SCALES[scale]["n_test"])
+                    post = posterior_spread((tq - 0.9) / sig, delta / sig, rng,
+                                            sigma_w=np.geomspace(0.25, 8.0, tq.shape[1]))
+                    m_rem, m_for = post["p_gt"] >= DECISION, post["p_lt"] >= DECISION
+                    add("model_remembers", m_rem)
+                    add("model_forgets", m_for)
+                    add("rule_remembers", m_rem & (remembers_bounds(tq) > delta))
+                    add("rule_forgets", m_for | (forgets_bounds(tq) < delta))
+                    add("rule_forgets_old", m_for)
+                    add("rule_remembers_old", m_rem & (bonferroni_bounds(tq) > delta))
+            row = {"design": kind, "scale": scale, "doc": spec["doc"], "false": list(spec["false"])}
+            for name, (k, m) in hits.items():
+                lo, hi = wilson(k, m)
+                row[name] = {"k": k, "n": m, "rate": k / m, "lo": lo, "hi": hi}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    return rows
+
+
+def _short(r: dict | None) -> str:
+    return "-" if r is None else f"{r['rate']:.3f} ({r['lo']:.3f}-{r['hi']:.3f})"
+
+
+def print_rules(rows: list[dict]) -> None:
+    print("\n| design | scale | false verdict | ordered 'remembers' | former Bonferroni (as was / two-sided) | IUT "
+          "'forgets' | IUT, pooled df | full rule: remembers | full rule: forgets | before: remembers / forgets |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        old = (f"{r['rule_remembers_old']['rate']:.3f} / {r['rule_forgets_old']['rate']:.3f}"
+               if "rule_remembers_old" in r else "-")
+        print(f"| {r['design']} | {r['scale']} | {', '.join(r['false'])} | {_short(r['ordered'])} | "
+              f"{r['bonferroni']['rate']:.3f} / {r['bonferroni_two_sided']['rate']:.3f} | {_short(r['iut'])} | "
+              f"{_short(r.get('iut_pooled'))} | {_short(r.get('rule_remembers'))} | {_short(r.get('rule_forgets'))} | "
+              f"{old} |")
+
+
 def _cell(r: dict) -> str:
     return f"{r['rate']:.3f} ({r['k']}/{r['n']}; {r['lo']:.3f}-{r['hi']:.3f})"
 
@@ -79,7 +179,13 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--chains", type=int, default=4)
     ap.add_argument("--draws", type=int, default=1000, help="draws and tuning steps per chain")
+    ap.add_argument("--rules", type=int, default=0, help="tables per design: rule-level simulation, no NUTS")
+    ap.add_argument("--quadrature", type=int, default=1000,
+                    help="with --rules: tables per design decided by the full rule (quadrature posterior)")
     args = ap.parse_args()
+    if args.rules:
+        print_rules(rule_rows(args.rules, args.quadrature, args.seed))
+        return 0
     fit = {"draws": args.draws, "tune": args.draws, "chains": args.chains, "progress": False}
     rows = run(args.designs.split(","), args.scales.split(","), args.fits, args.seed, fit)
     print("\n| design | scale | remembers (95% Wilson) | forgets | model alone: remembers | model alone: forgets "

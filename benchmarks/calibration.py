@@ -107,7 +107,7 @@ def pooled_forgets_bounds(tables: np.ndarray, alpha: float = ALPHA) -> np.ndarra
 
 def rule_rows(n: int, n_quad: int, seed: int = 0, delta: float = 0.01) -> list[dict]:
     """Rule-level rates per design and scale (see the module docstring)."""
-    from initmem.models.plan import posterior_spread
+    from initmem.models.plan import decide, posterior_spread
 
     rows = []
     for kind, spec in RULE_DESIGNS.items():
@@ -135,10 +135,11 @@ def rule_rows(n: int, n_quad: int, seed: int = 0, delta: float = 0.01) -> list[d
                     post = posterior_spread((tq - 0.9) / sig, delta / sig, rng,
                                             sigma_w=np.geomspace(0.25, 8.0, tq.shape[1]))
                     m_rem, m_for = post["p_gt"] >= DECISION, post["p_lt"] >= DECISION
+                    v = decide(post, delta / sig)
                     add("model_remembers", m_rem)
                     add("model_forgets", m_for)
-                    add("rule_remembers", m_rem & (remembers_bounds(tq) > delta))
-                    add("rule_forgets", m_for | (forgets_bounds(tq) < delta))
+                    add("rule_remembers", v == 1)
+                    add("rule_forgets", v == -1)
                     add("rule_forgets_old", m_for)
                     add("rule_remembers_old", m_rem & (bonferroni_bounds(tq) > delta))
             row = {"design": kind, "scale": scale, "doc": spec["doc"], "false": list(spec["false"])}
@@ -156,7 +157,7 @@ def _short(r: dict | None) -> str:
 
 def print_rules(rows: list[dict]) -> None:
     print("\n| design | scale | false verdict | ordered 'remembers' | former Bonferroni (as was / two-sided) | IUT "
-          "'forgets' | IUT, pooled df | full rule: remembers | full rule: forgets | before: remembers / forgets |")
+          "'forgets' | IUT, pooled df | full rule: remembers | full rule: forgets | former rule: remembers / forgets |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         old = (f"{r['rule_remembers_old']['rate']:.3f} / {r['rule_forgets_old']['rate']:.3f}"

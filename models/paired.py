@@ -52,7 +52,7 @@ from scipy import stats
 
 from initmem.names import ALPHA
 
-EXTREME_WEIGHT = 0.8  # the share of alpha the ordered test spends on the extreme pair (step 1)
+EXTREME_WEIGHT = 0.75  # the share of alpha the ordered test spends on the extreme pair (step 1)
 STEP_EXTREME, STEP_FALLBACK = "extreme pair", "fallback over the other pairs"
 
 

@@ -30,7 +30,7 @@ from initmem.errors import OptionError, UserError
 from initmem.models import arviz_io, core
 from initmem.models.paired import forgets_bounds, remembers_bounds
 from initmem.models.priors import Priors, default_priors
-from initmem.models.summaries import DECISION
+from initmem.models.summaries import DECISION, MIN_LEVELS_MODEL_FORGETS
 from initmem.results import POSTERIOR_NC, SUMMARY_JSON, load_summary
 
 SEED_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
@@ -95,6 +95,7 @@ def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
     out = {k: np.empty(n) for k in ("p_gt", "p_lt", "q05", "q95")}
     out["paired_bound"] = remembers_bounds(tables)   # the ordered test of "remembers"
     out["iut_bound"] = forgets_bounds(tables)        # the intersection-union test of "forgets"
+    out["model_forgets_ok"] = np.full(n, n_lev >= MIN_LEVELS_MODEL_FORGETS)
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
         lp = base[None, :] + ss[lo:hi] @ coef
@@ -119,14 +120,16 @@ def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
 
 def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF) -> np.ndarray:
     """1 remembers, -1 forgets, 0 inconclusive or borderline per simulated experiment: the
-    analysis's rule (models/summaries.py, ``decide_rule``): "remembers" needs the model's
-    probability and the ordered paired test; "forgets" comes from the model's probability or from
-    the intersection-union test, with the borderline band of an analysis whose sampler gives
-    ``n_eff`` effective draws (2 binomial MCSE around 0.95) on the model's route only."""
+    analysis's rule (models/summaries.py, ``verdict``): "remembers" needs the model's probability
+    and the ordered paired test; "forgets" comes from the model's probability (with at least 3
+    levels) or from the intersection-union test. The model's probabilities must clear the
+    borderline band of an analysis whose sampler gives ``n_eff`` effective draws (2 binomial MCSE
+    around 0.95); the design-based tests have no Monte Carlo error."""
     out = np.zeros(post["p_gt"].shape, dtype=int)
     band = 2.0 * np.sqrt(DECISION * (1 - DECISION) / n_eff)
     out[(post["p_gt"] >= DECISION + band) & (post["paired_bound"] > delta)] = 1
-    out[(post["p_lt"] >= DECISION + band) | (post["iut_bound"] < delta)] = -1
+    model_ok = post.get("model_forgets_ok", np.ones(out.shape, dtype=bool))
+    out[((post["p_lt"] >= DECISION + band) & model_ok) | (post["iut_bound"] < delta)] = -1
     return out
 
 
@@ -152,7 +155,8 @@ def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np
         p_dec[s] = p_rem[s] + p_for[s]
         if s == n_now:
             bound = np.minimum(post["q05"], post["paired_bound"])
-            upper = np.minimum(post["q95"], post["iut_bound"])   # either route of "forgets"
+            upper = np.where(post["model_forgets_ok"], np.minimum(post["q95"], post["iut_bound"]),
+                             post["iut_bound"])   # either route of "forgets"
             deltas = {"delta_forgets": float(np.quantile(upper, TARGET) * scale),
                       "delta_remembers": float(np.quantile(bound, 1 - TARGET) * scale)}
     needed = next((s for s in ladder if p_dec[s] >= TARGET), None)

@@ -63,18 +63,26 @@ RULES = (RULE_REMEMBERS_EXTREME, RULE_REMEMBERS_FALLBACK, RULE_FORGETS_MODEL, RU
          RULE_FORGETS_BOTH, RULE_NONE)
 
 
+MIN_LEVELS_MODEL_FORGETS = 3  # below: "forgets" only by the intersection-union test (see verdict)
+
+
 def verdict(p_gt: float, p_lt: float, level: float = DECISION, mcse: tuple[float, float] | None = None,
-            *, paired_ok: bool = True, iut_ok: bool = False) -> str:
+            *, paired_ok: bool = True, iut_ok: bool = False, model_forgets_ok: bool = True) -> str:
     """remembers / forgets at ``level``; borderline when a probability is within 2 MCSE of it.
     Without the ordered paired test's support (``paired_ok`` False) "remembers" is out of reach, so
     P(spread > delta) decides nothing. With the intersection-union test's support (``iut_ok``) the
     verdict is "forgets" whatever the model says: that route is valid on its own and has no
     Monte Carlo error (and it cannot coexist with a supported "remembers": one needs every pair's
-    upper bound below delta, the other some pair's lower bound above it)."""
+    upper bound below delta, the other some pair's lower bound above it). ``model_forgets_ok``
+    False (a pipeline with fewer than MIN_LEVELS_MODEL_FORGETS levels) closes the model's route to
+    "forgets": with one level contrast sigma_sd is the prior's, and P(spread < delta) >= 0.95 came
+    out at a spread of exactly delta in 5/48 real fits at the demo's scale (quadrature: 9.2%)."""
     if iut_ok:
         return N.FORGETS
     if not paired_ok:
         p_gt, mcse = 0.0, None if mcse is None else (0.0, mcse[1])
+    if not model_forgets_ok:
+        p_lt, mcse = 0.0, None if mcse is None else (mcse[0], 0.0)
     if mcse is not None and any(abs(p - level) <= 2 * m for p, m in zip((p_gt, p_lt), mcse, strict=True)):
         return N.BORDERLINE
     if p_gt >= level:
@@ -128,8 +136,10 @@ def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: fl
     w /= w.sum()
     p_gt = float(np.sum(w * (spread > delta)))
     p_lt = float(np.sum(w * (spread < delta)))
+    n_lev = int(model.data.level_mask[a].sum())
     return {"prior": pr.alt_description(), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
-            "verdict": verdict(p_gt, p_lt, paired_ok=paired_ok, iut_ok=iut_ok), "ess_weights": float(1.0 / np.sum(w**2))}
+            "verdict": verdict(p_gt, p_lt, paired_ok=paired_ok, iut_ok=iut_ok,
+                               model_forgets_ok=n_lev >= MIN_LEVELS_MODEL_FORGETS), "ess_weights": float(1.0 / np.sum(w**2))}
 
 
 def _prior_only(model: FittedModel, a: int, delta: float) -> dict[str, Any]:
@@ -193,7 +203,9 @@ def _sensitivity_fit(model: FittedModel, delta: float) -> dict[str, dict[str, An
         p_lt, m_lt = probability_with_mcse(s < delta)
         chk, eq = _tests(alt, a, delta)
         out[pipe] = {"verdict": verdict(p_gt, p_lt, mcse=(m_gt, m_lt), paired_ok=chk["supports_remembers"],
-                                        iut_ok=eq["supports_forgets"]), "spread": quantiles(s),
+                                        iut_ok=eq["supports_forgets"],
+                                        model_forgets_ok=int(d.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS),
+                     "spread": quantiles(s),
                      "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
                      "note": f"refit with the {int(d.diverged[a].sum())} diverged run(s) at chance accuracy "
                              f"{d.chance:.3g}"}
@@ -216,7 +228,8 @@ def summarize_model(model: FittedModel, delta: float) -> dict[str, dict[str, Any
         model_vd = verdict(p_gt, p_lt, mcse=(m_gt, m_lt))
         check, equiv = _tests(model, a, delta)
         ok_rem, ok_for = check["supports_remembers"], equiv["supports_forgets"]
-        vd = verdict(p_gt, p_lt, mcse=(m_gt, m_lt), paired_ok=ok_rem, iut_ok=ok_for)
+        model_for = int(d.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS
+        vd = verdict(p_gt, p_lt, mcse=(m_gt, m_lt), paired_ok=ok_rem, iut_ok=ok_for, model_forgets_ok=model_for)
         lev = d.level_mask[a]
         exp_ = post["expected"].values[..., a, :].reshape(-1, lev.size)[:, lev]
         flat = spread.ravel()
@@ -249,6 +262,11 @@ def summarize_model(model: FittedModel, delta: float) -> dict[str, dict[str, Any
                 f"the model alone says {model_vd!r}; the seeds' paired differences show every pair of sigma_w levels "
                 f"inside +-delta (intersection-union test, p = {equiv['p_value']:.3g}; models/paired.py), which "
                 "decides 'forgets' on its own (docs/memory-model.md, 'Verdict')")
+        elif model_vd == N.FORGETS and not model_for:
+            out[pipe]["notes"].append(
+                f"the model alone says 'forgets', but with {int(d.level_mask[a].sum())} sigma_w levels its "
+                "P(spread < delta) is the prior's more than the data's; 'forgets' needs the intersection-union test "
+                "here (docs/memory-model.md, 'Verdict')")
         elif model_vd != vd:
             pc = check["p_value"]
             out[pipe]["notes"].append(
@@ -276,5 +294,5 @@ def attach_checks(pipelines: dict[str, dict[str, Any]], ppc: dict[str, dict[str,
             entry["notes"].append(text)
 
 
-__all__ = ["DECISION", "RULES", "VERDICTS", "attach_checks", "decision_rule", "estimand", "probability_with_mcse",
+__all__ = ["DECISION", "MIN_LEVELS_MODEL_FORGETS", "RULES", "VERDICTS", "attach_checks", "decision_rule", "estimand", "probability_with_mcse",
            "quantiles", "summarize_model", "verdict"]

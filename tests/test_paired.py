@@ -204,3 +204,8 @@ def test_verdict_and_rule_routes():
     assert decision_rule(N.FORGETS, N.FORGETS, {}, no_eq) == RULE_FORGETS_MODEL
     assert decision_rule(N.INCONCLUSIVE, N.REMEMBERS, {"supports_remembers": False}, no_eq) == RULE_NONE
     assert verdict(0.99, 0.01, paired_ok=False) == N.INCONCLUSIVE
+    # with two levels the model's route to "forgets" is closed (its P(spread < delta) is the prior's:
+    # 5/48 false "forgets" in real fits at exactly delta); the IUT, there the TOST, still decides
+    assert verdict(0.01, 0.99, model_forgets_ok=False) == N.INCONCLUSIVE
+    assert verdict(0.01, 0.99, mcse=(0.01, 0.01), model_forgets_ok=False) == N.INCONCLUSIVE
+    assert verdict(0.01, 0.99, model_forgets_ok=False, iut_ok=True) == N.FORGETS

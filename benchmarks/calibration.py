@@ -32,6 +32,7 @@ import json
 import sys
 import time
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -47,10 +48,13 @@ from tests._memory_designs import (  # noqa: E402
     DESIGNS,
     RULE_DESIGNS,
     SCALES,
+    L,
+    P,
     compiled_model,
     design_tables,
     noise_sd,
     rule_tables,
+    table_data,
     wilson,
 )
 
@@ -63,15 +67,32 @@ def _rate(verdicts: list[str], which: str) -> dict:
     return {"k": k, "n": n, "rate": k / n, "lo": lo, "hi": hi}
 
 
+def rule_design_data(kind: str, scale: str, rng: np.random.Generator, n_seed: int, delta: float = 0.01):
+    """A rule-level design (tests/_memory_designs.py, RULE_DESIGNS) as MemoryData of the compiled
+    shape (P pipelines, L levels, ``n_seed`` seeds; unused cells absent)."""
+    spec = RULE_DESIGNS[kind]
+    y = np.full((P, L, n_seed), np.nan)
+    seeds = [spec["seeds"]] if spec.get("seeds") else list(SCALES[scale]["seeds"])
+    for g, s in enumerate(seeds):
+        rows = np.arange(P)[g::len(seeds)]
+        t = rule_tables(kind, scale, rows.size, rng, n_seed=s if not spec.get("seeds") else None, delta=delta)
+        y[rows, : t.shape[1], : t.shape[2]] = t
+    used = np.isfinite(y)
+    d = table_data(np.where(used, y, 0.0), used, noise_sd(SCALES[scale]["n_test"]))
+    return replace(d, y=np.where(used, y, np.nan))
+
+
 def run(designs: list[str], scales: list[str], fits: int, seed: int = 0, fit: dict | None = None) -> list[dict]:
-    base = compiled_model(10, **(fit or DEFAULT))
     rows = []
     for kind in designs:
+        n_seed = max(10, RULE_DESIGNS.get(kind, {}).get("seeds") or 0)
+        base = compiled_model(n_seed, **(fit or DEFAULT))
         for scale in scales:
             rng = np.random.default_rng(zlib.crc32(f"{kind}-{scale}-{seed}".encode()))
+            rules: list[str] = []
             final, model, checked, div, rhat, ess, t0 = [], [], 0, 0, 1.0, np.inf, time.perf_counter()
             for f in range(fits):
-                d, _ = design_tables(kind, scale, rng)
+                d = design_tables(kind, scale, rng)[0] if kind in DESIGNS else rule_design_data(kind, scale, rng, n_seed)
                 m = base.refit(d, seed=seed + f)
                 diag = m.diagnostics()
                 div += diag["divergences"]
@@ -79,11 +100,13 @@ def run(designs: list[str], scales: list[str], fits: int, seed: int = 0, fit: di
                 out = m.summarize(0.01)
                 attach_checks(out, m.ppc(seed=f))
                 final += [e["verdict"] for e in out.values()]
+                rules += [e["rule"] for e in out.values()]
                 model += [e["model_verdict"] for e in out.values()]
                 checked += sum(bool(e["checks_failed"]) for e in out.values())
             row = {"design": kind, "scale": scale, "n": len(final),
                    "remembers": _rate(final, "remembers"), "forgets": _rate(final, "forgets"),
                    "model_remembers": _rate(model, "remembers"), "model_forgets": _rate(model, "forgets"),
+                   "rules": {r: rules.count(r) for r in sorted(set(rules))},
                    "checks_failed": checked / len(final), "divergences": div, "max_rhat": rhat,
                    "min_ess_bulk": ess, "seconds": time.perf_counter() - t0}
             print(json.dumps(row), flush=True)
@@ -151,6 +174,35 @@ def rule_rows(n: int, n_quad: int, seed: int = 0, delta: float = 0.01) -> list[d
     return rows
 
 
+def simulator_memory(n_cubes: int, delta: float = 0.01) -> dict:
+    """The ordered test against the former Bonferroni check on the simulator's own memory
+    (initmem simulate: exchangeable level effects, not monotone in sigma_w), 6 levels x 3 seeds,
+    720 examples, sigma_sd 0.6 logit: pipelines whose true spread is >= 12 points."""
+    from initmem.models.data import prepare_data
+    from initmem.models.paired import paired_check
+    from initmem.simulate import SimPipeline, read_truth, simulate_cube
+
+    hits = {"ordered": 0, "bonferroni": 0, "bonferroni_two_sided": 0, "extreme_pair_step": 0}
+    n = 0
+    for seed in range(n_cubes):
+        ds = simulate_cube([SimPipeline(f"m{k}", sigma_sd=0.6, seed_sd=0.1, residual_sd=0.1, n_sigma=6, n_seed=3)
+                            for k in range(32)], n_test=720, seed=seed)
+        truth, d = read_truth(ds)["pipelines"], prepare_data(ds)
+        for a, pipe in enumerate(d.pipelines):
+            if truth[pipe]["spread"] < 12 * delta:
+                continue
+            tab = d.y[a][d.level_mask[a]]
+            out = paired_check(tab, d.sigma_w[d.level_mask[a]], delta)
+            n += 1
+            hits["ordered"] += out["supports_remembers"]
+            hits["extreme_pair_step"] += out["step"] == "extreme pair"
+            hits["bonferroni"] += bool(bonferroni_bounds(tab[None])[0] > delta)
+            hits["bonferroni_two_sided"] += bool(bonferroni_bounds(tab[None], two_sided=True)[0] > delta)
+    out = {k: {"k": v, "n": n, "rate": v / n, "lo": wilson(v, n)[0], "hi": wilson(v, n)[1]} for k, v in hits.items()}
+    print(json.dumps({"simulator_memory_12_points_3_seeds": out}), flush=True)
+    return out
+
+
 def _short(r: dict | None) -> str:
     return "-" if r is None else f"{r['rate']:.3f} ({r['lo']:.3f}-{r['hi']:.3f})"
 
@@ -183,9 +235,12 @@ def main() -> int:
     ap.add_argument("--rules", type=int, default=0, help="tables per design: rule-level simulation, no NUTS")
     ap.add_argument("--quadrature", type=int, default=1000,
                     help="with --rules: tables per design decided by the full rule (quadrature posterior)")
+    ap.add_argument("--simulator", type=int, default=8, help="with --rules: simulated cubes of 32 pipelines with "
+                    "12-19 points of exchangeable memory at 3 seeds")
     args = ap.parse_args()
     if args.rules:
         print_rules(rule_rows(args.rules, args.quadrature, args.seed))
+        simulator_memory(args.simulator)
         return 0
     fit = {"draws": args.draws, "tune": args.draws, "chains": args.chains, "progress": False}
     rows = run(args.designs.split(","), args.scales.split(","), args.fits, args.seed, fit)

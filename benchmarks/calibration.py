@@ -11,7 +11,18 @@ before the paired check) with 95% Wilson intervals, the rate of failed model che
 sampler's health: divergences, the largest R-hat, the smallest bulk ESS. The calibration table of
 docs/memory-model.md comes from here.
 
+``--rules N`` instead measures the decision rules themselves by fast simulation (no NUTS): on N
+tables per design of tests/_memory_designs.py's RULE_DESIGNS (nulls, steps / ramps / one level /
+2 and 3 levels exactly at delta, seed slopes, a noisy level, t3 seed noise, runs missing not at
+random, 16 seeds, power designs) the rates, with 95% Wilson intervals, of the ordered paired test
+of "remembers", the intersection-union test of "forgets", the former Bonferroni check (as it was,
+one-sided in the observed direction, and with the two-sided correction), an IUT with residual
+degrees of freedom pooled over the table (valid only under sphericity), and the full rule with the
+model's probabilities evaluated by the planner's quadrature (models/plan.py, the analysis's own
+posterior for complete tables; MNAR tables are skipped there).
+
     python benchmarks/calibration.py [--fits 2] [--designs slopes,step] [--scales demo,paper]
+    python benchmarks/calibration.py --rules 4000 [--quadrature 1000]
 """
 
 from __future__ import annotations
@@ -21,14 +32,31 @@ import json
 import sys
 import time
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from initmem.models.summaries import attach_checks
-from tests._memory_designs import DESIGNS, SCALES, compiled_model, design_tables, wilson
+from scipy import stats
+
+from initmem.models.paired import bonferroni_bounds, forgets_bounds, remembers_bounds
+from initmem.models.summaries import DECISION, attach_checks
+from initmem.names import ALPHA
+from tests._memory_designs import (
+    DESIGNS,
+    RULE_DESIGNS,
+    SCALES,
+    L,
+    P,
+    compiled_model,
+    design_tables,
+    noise_sd,
+    rule_tables,
+    table_data,
+    wilson,
+)
 
 DEFAULT = {"draws": 1000, "tune": 1000, "chains": 4, "progress": False}
 
@@ -39,15 +67,33 @@ def _rate(verdicts: list[str], which: str) -> dict:
     return {"k": k, "n": n, "rate": k / n, "lo": lo, "hi": hi}
 
 
+def rule_design_data(kind: str, scale: str, rng: np.random.Generator, n_seed: int, delta: float = 0.01):
+    """A rule-level design (tests/_memory_designs.py, RULE_DESIGNS) as MemoryData of the compiled
+    shape (P pipelines, L levels, ``n_seed`` seeds; unused cells absent)."""
+    spec = RULE_DESIGNS[kind]
+    y = np.full((P, L, n_seed), np.nan)
+    seeds = [spec["seeds"]] if spec.get("seeds") else list(SCALES[scale]["seeds"])
+    for g, s in enumerate(seeds):
+        rows = np.arange(P)[g::len(seeds)]
+        t = rule_tables(kind, scale, rows.size, rng, n_seed=s if not spec.get("seeds") else None, delta=delta)
+        y[rows, : t.shape[1], : t.shape[2]] = t
+    used = np.isfinite(y)
+    d = table_data(np.where(used, y, 0.0), used, noise_sd(SCALES[scale]["n_test"]))
+    return replace(d, y=np.where(used, y, np.nan))
+
+
 def run(designs: list[str], scales: list[str], fits: int, seed: int = 0, fit: dict | None = None) -> list[dict]:
-    base = compiled_model(10, **(fit or DEFAULT))
     rows = []
     for kind in designs:
+        n_seed = max(10, RULE_DESIGNS.get(kind, {}).get("seeds") or 0)
+        base = compiled_model(n_seed, **(fit or DEFAULT))
         for scale in scales:
             rng = np.random.default_rng(zlib.crc32(f"{kind}-{scale}-{seed}".encode()))
+            rules: list[str] = []
             final, model, checked, div, rhat, ess, t0 = [], [], 0, 0, 1.0, np.inf, time.perf_counter()
             for f in range(fits):
-                d, _ = design_tables(kind, scale, rng)
+                d = design_tables(kind, scale, rng)[0] if kind in DESIGNS else rule_design_data(kind, scale, rng,
+                                                                                                n_seed)
                 m = base.refit(d, seed=seed + f)
                 diag = m.diagnostics()
                 div += diag["divergences"]
@@ -55,16 +101,124 @@ def run(designs: list[str], scales: list[str], fits: int, seed: int = 0, fit: di
                 out = m.summarize(0.01)
                 attach_checks(out, m.ppc(seed=f))
                 final += [e["verdict"] for e in out.values()]
+                rules += [e["rule"] for e in out.values()]
                 model += [e["model_verdict"] for e in out.values()]
                 checked += sum(bool(e["checks_failed"]) for e in out.values())
             row = {"design": kind, "scale": scale, "n": len(final),
                    "remembers": _rate(final, "remembers"), "forgets": _rate(final, "forgets"),
                    "model_remembers": _rate(model, "remembers"), "model_forgets": _rate(model, "forgets"),
+                   "rules": {r: rules.count(r) for r in sorted(set(rules))},
                    "checks_failed": checked / len(final), "divergences": div, "max_rhat": rhat,
                    "min_ess_bulk": ess, "seconds": time.perf_counter() - t0}
             print(json.dumps(row), flush=True)
             rows.append(row)
     return rows
+
+
+def pooled_forgets_bounds(tables: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
+    """The IUT with every pair's SE from the residual mean square of the levels x seeds table
+    ((L - 1)(S - 1) df): what pooling would buy, valid only when every pair's difference has the
+    same variance (sphericity). Complete tables only."""
+    n_lev, n_seed = tables.shape[-2:]
+    r = (tables - tables.mean(axis=-1, keepdims=True) - tables.mean(axis=-2, keepdims=True)
+         + tables.mean(axis=(-2, -1), keepdims=True))
+    df = (n_lev - 1) * (n_seed - 1)
+    se = np.sqrt(2.0 * (r**2).sum(axis=(-2, -1)) / df / n_seed)
+    means = tables.mean(axis=-1)
+    spread = means.max(axis=-1) - means.min(axis=-1)
+    return spread + stats.t.ppf(1 - alpha, df) * se
+
+
+def rule_rows(n: int, n_quad: int, seed: int = 0, delta: float = 0.01) -> list[dict]:
+    """Rule-level rates per design and scale (see the module docstring)."""
+    from initmem.models.plan import decide, posterior_spread
+
+    rows = []
+    for kind, spec in RULE_DESIGNS.items():
+        for scale in SCALES:
+            rng = np.random.default_rng(zlib.crc32(f"rules-{kind}-{scale}-{seed}".encode()))
+            seeds = [None] if spec.get("seeds") else list(SCALES[scale]["seeds"])
+            hits: dict[str, list[int]] = {}
+
+            def add(name: str, x: np.ndarray, _h: dict = hits) -> None:
+                _h.setdefault(name, [0, 0])
+                _h[name][0] += int(x.sum())
+                _h[name][1] += x.size
+
+            for s in seeds:
+                t = rule_tables(kind, scale, n // len(seeds), rng, n_seed=s, delta=delta)
+                add("ordered", remembers_bounds(t) > delta)
+                add("iut", forgets_bounds(t) < delta)
+                add("bonferroni", bonferroni_bounds(t) > delta)
+                add("bonferroni_two_sided", bonferroni_bounds(t, two_sided=True) > delta)
+                if not np.isnan(t).any():
+                    add("iut_pooled", pooled_forgets_bounds(t) < delta)
+                if n_quad and not np.isnan(t).any():
+                    tq = t[: n_quad // len(seeds)]
+                    sig = noise_sd(SCALES[scale]["n_test"])
+                    post = posterior_spread((tq - 0.9) / sig, delta / sig, rng,
+                                            sigma_w=np.geomspace(0.25, 8.0, tq.shape[1]))
+                    m_rem, m_for = post["p_gt"] >= DECISION, post["p_lt"] >= DECISION
+                    v = decide(post, delta / sig)
+                    add("model_remembers", m_rem)
+                    add("model_forgets", m_for)
+                    add("rule_remembers", v == 1)
+                    add("rule_forgets", v == -1)
+                    add("rule_forgets_old", m_for)
+                    add("rule_remembers_old", m_rem & (bonferroni_bounds(tq) > delta))
+            row = {"design": kind, "scale": scale, "doc": spec["doc"], "false": list(spec["false"])}
+            for name, (k, m) in hits.items():
+                lo, hi = wilson(k, m)
+                row[name] = {"k": k, "n": m, "rate": k / m, "lo": lo, "hi": hi}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    return rows
+
+
+def simulator_memory(n_cubes: int, delta: float = 0.01) -> dict:
+    """The ordered test against the former Bonferroni check on the simulator's own memory
+    (initmem simulate: exchangeable level effects, not monotone in sigma_w), 6 levels x 3 seeds,
+    720 examples, sigma_sd 0.6 logit: pipelines whose true spread is >= 12 points."""
+    from initmem.models.data import prepare_data
+    from initmem.models.paired import paired_check
+    from initmem.simulate import SimPipeline, read_truth, simulate_cube
+
+    hits = {"ordered": 0, "bonferroni": 0, "bonferroni_two_sided": 0, "extreme_pair_step": 0}
+    n = 0
+    for seed in range(n_cubes):
+        ds = simulate_cube([SimPipeline(f"m{k}", sigma_sd=0.6, seed_sd=0.1, residual_sd=0.1, n_sigma=6, n_seed=3)
+                            for k in range(32)], n_test=720, seed=seed)
+        truth, d = read_truth(ds)["pipelines"], prepare_data(ds)
+        for a, pipe in enumerate(d.pipelines):
+            if truth[pipe]["spread"] < 12 * delta:
+                continue
+            tab = d.y[a][d.level_mask[a]]
+            out = paired_check(tab, d.sigma_w[d.level_mask[a]], delta)
+            n += 1
+            hits["ordered"] += out["supports_remembers"]
+            hits["extreme_pair_step"] += out["step"] == "extreme pair"
+            hits["bonferroni"] += bool(bonferroni_bounds(tab[None])[0] > delta)
+            hits["bonferroni_two_sided"] += bool(bonferroni_bounds(tab[None], two_sided=True)[0] > delta)
+    out = {k: {"k": v, "n": n, "rate": v / n, "lo": wilson(v, n)[0], "hi": wilson(v, n)[1]} for k, v in hits.items()}
+    print(json.dumps({"simulator_memory_12_points_3_seeds": out}), flush=True)
+    return out
+
+
+def _short(r: dict | None) -> str:
+    return "-" if r is None else f"{r['rate']:.3f} ({r['lo']:.3f}-{r['hi']:.3f})"
+
+
+def print_rules(rows: list[dict]) -> None:
+    print("\n| design | scale | false verdict | ordered 'remembers' | former Bonferroni (as was / two-sided) | IUT "
+          "'forgets' | IUT, pooled df | full rule: remembers | full rule: forgets | former rule: remembers / forgets |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        old = (f"{r['rule_remembers_old']['rate']:.3f} / {r['rule_forgets_old']['rate']:.3f}"
+               if "rule_remembers_old" in r else "-")
+        print(f"| {r['design']} | {r['scale']} | {', '.join(r['false'])} | {_short(r['ordered'])} | "
+              f"{r['bonferroni']['rate']:.3f} / {r['bonferroni_two_sided']['rate']:.3f} | {_short(r['iut'])} | "
+              f"{_short(r.get('iut_pooled'))} | {_short(r.get('rule_remembers'))} | {_short(r.get('rule_forgets'))} | "
+              f"{old} |")
 
 
 def _cell(r: dict) -> str:
@@ -79,7 +233,16 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--chains", type=int, default=4)
     ap.add_argument("--draws", type=int, default=1000, help="draws and tuning steps per chain")
+    ap.add_argument("--rules", type=int, default=0, help="tables per design: rule-level simulation, no NUTS")
+    ap.add_argument("--quadrature", type=int, default=1000,
+                    help="with --rules: tables per design decided by the full rule (quadrature posterior)")
+    ap.add_argument("--simulator", type=int, default=8, help="with --rules: simulated cubes of 32 pipelines with "
+                    "12-19 points of exchangeable memory at 3 seeds")
     args = ap.parse_args()
+    if args.rules:
+        print_rules(rule_rows(args.rules, args.quadrature, args.seed))
+        simulator_memory(args.simulator)
+        return 0
     fit = {"draws": args.draws, "tune": args.draws, "chains": args.chains, "progress": False}
     rows = run(args.designs.split(","), args.scales.split(","), args.fits, args.seed, fit)
     print("\n| design | scale | remembers (95% Wilson) | forgets | model alone: remembers | model alone: forgets "

@@ -7,8 +7,9 @@ draws fresh seeds, slopes and residuals, models/core.py). Each simulated experim
 decided by THE SAME rule the analysis applies: the same posterior (same restricted likelihood,
 same priors, same noise scale), evaluated by quadrature over the four SDs instead of NUTS (the
 posterior of a complete table depends on the data only through four sums of squares, and four
-dimensions are cheap to integrate on a grid), and for "remembers" the same paired check
-(models/paired.py). tests/test_plan.py checks the plan against real NUTS refits.
+dimensions are cheap to integrate on a grid), and the same design-based tests (models/paired.py):
+the ordered paired test that "remembers" also needs, the intersection-union test that is the
+second route to "forgets". tests/test_plan.py checks the plan against real NUTS refits.
 
 Per pipeline the plan reports the smallest S with P(decisive verdict) >= 0.8 and, at the
 current S, the deltas that would decide: ``delta_forgets`` (the smallest delta with "forgets"
@@ -27,9 +28,9 @@ import numpy as np
 from initmem import cube
 from initmem.errors import OptionError, UserError
 from initmem.models import arviz_io, core
-from initmem.models.paired import paired_bounds
+from initmem.models.paired import forgets_bounds, remembers_bounds
 from initmem.models.priors import Priors, default_priors
-from initmem.models.summaries import DECISION
+from initmem.models.summaries import DECISION, MIN_LEVELS_MODEL_FORGETS
 from initmem.results import POSTERIOR_NC, SUMMARY_JSON, load_summary
 
 SEED_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
@@ -44,7 +45,8 @@ _SB = np.linspace(-5.0, 2.0, 8)
 RULE = ("the analysis's own rule: its posterior (restricted likelihood of the four SDs, seed slopes and the memory's "
         "flat trend included, "
         "the same priors and noise scale), computed by quadrature over the SDs for each simulated experiment, "
-        "and for 'remembers' the paired check of the seeds' differences")
+        "and for 'remembers' the ordered paired test of the seeds' differences; 'forgets' by the posterior or by the "
+        "intersection-union test of every pair of levels")
 
 
 def _grid(priors: Priors, sigma_scale: float, slopes: bool) -> dict[str, np.ndarray]:
@@ -68,7 +70,8 @@ def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
                      sigma_w: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The memory model's posterior of the spread for complete standardised tables (n, L, S):
     P(spread > delta), P(spread < delta), and the 5% / 95% quantiles, per table, plus the paired
-    check's bound (models/paired.py) that a "remembers" also needs. With ``sigma_w`` (L,) the
+    test's bound (models/paired.py) that a "remembers" also needs and the intersection-union test's
+    bound that is the second route to "forgets". With ``sigma_w`` (L,) the
     seeds' own slopes and the memory's flat trend on log sigma_w are part of the model, as in the
     analysis.
 
@@ -91,7 +94,9 @@ def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
     ix = np.broadcast_to(np.asarray(sums["ss_inter_x"], dtype=float), (n,))
     ss = np.stack([sums["ss_level"] - lx, sums["ss_seed"], sums["ss_e"] - ix, ix], axis=1)  # (n, 4)
     out = {k: np.empty(n) for k in ("p_gt", "p_lt", "q05", "q95")}
-    out["paired_bound"] = paired_bounds(tables)
+    out["paired_bound"] = remembers_bounds(tables)   # the ordered test of "remembers"
+    out["iut_bound"] = forgets_bounds(tables)        # the intersection-union test of "forgets"
+    out["model_forgets_ok"] = np.full(n, n_lev >= MIN_LEVELS_MODEL_FORGETS)
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
         lp = base[None, :] + ss[lo:hi] @ coef
@@ -116,13 +121,16 @@ def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
 
 def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF) -> np.ndarray:
     """1 remembers, -1 forgets, 0 inconclusive or borderline per simulated experiment: the
-    analysis's rule (the model's probability and, for "remembers", the paired check), with the
-    borderline band of an analysis whose sampler gives ``n_eff``
-    effective draws (2 binomial MCSE around 0.95)."""
+    analysis's rule (models/summaries.py, ``verdict``): "remembers" needs the model's probability
+    and the ordered paired test; "forgets" comes from the model's probability (with at least 3
+    levels) or from the intersection-union test. The model's probabilities must clear the
+    borderline band of an analysis whose sampler gives ``n_eff`` effective draws (2 binomial MCSE
+    around 0.95); the design-based tests have no Monte Carlo error."""
     out = np.zeros(post["p_gt"].shape, dtype=int)
     band = 2.0 * np.sqrt(DECISION * (1 - DECISION) / n_eff)
     out[(post["p_gt"] >= DECISION + band) & (post["paired_bound"] > delta)] = 1
-    out[post["p_lt"] >= DECISION + band] = -1
+    model_ok = post.get("model_forgets_ok", np.ones(out.shape, dtype=bool))
+    out[((post["p_lt"] >= DECISION + band) & model_ok) | (post["iut_bound"] < delta)] = -1
     return out
 
 
@@ -148,7 +156,9 @@ def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np
         p_dec[s] = p_rem[s] + p_for[s]
         if s == n_now:
             bound = np.minimum(post["q05"], post["paired_bound"])
-            deltas = {"delta_forgets": float(np.quantile(post["q95"], TARGET) * scale),
+            upper = np.where(post["model_forgets_ok"], np.minimum(post["q95"], post["iut_bound"]),
+                             post["iut_bound"])   # either route of "forgets"
+            deltas = {"delta_forgets": float(np.quantile(upper, TARGET) * scale),
                       "delta_remembers": float(np.quantile(bound, 1 - TARGET) * scale)}
     needed = next((s for s in ladder if p_dec[s] >= TARGET), None)
     return {"seeds_needed": needed, "p_decisive": p_dec, "p_remembers": p_rem, "p_forgets": p_for, **deltas}

@@ -1,12 +1,15 @@
 """Per-pipeline summaries of a fitted memory model: the verdict and how far to trust it.
 
-The verdict rule (docs/memory-model.md, "Verdict"): "remembers" when P(spread > delta) >= 0.95
-AND the seeds' own paired differences carry it (models/paired.py: some pair of sigma_w levels
-differs by more than delta, Bonferroni-adjusted p < 0.05, with no assumption on how the levels
-co-vary); "forgets" when P(spread < delta) >= 0.95; else "inconclusive"; and "borderline" when a
-deciding probability lies within two Monte Carlo standard errors of 0.95, because then another
-run of the sampler could flip it. Each verdict comes with the model's own verdict, the prior's
-own probabilities (what the verdict would be before any data), the verdict under a second prior
+The verdict rule (docs/memory-model.md, "Verdict"), with the route that decided it in ``rule``:
+"remembers" when P(spread > delta) >= 0.95 AND the seeds' own paired differences carry it (the
+ordered test of models/paired.py: the extreme sigma_w pair first, then the other pairs, family-wise
+error <= alpha with no assumption on how the levels co-vary); "forgets" when P(spread < delta) >=
+0.95 (the model's route) OR the intersection-union test shows every pair of levels inside +-delta
+(the design-based route, valid at alpha on its own for any covariance of the levels); else
+"inconclusive"; and "borderline" when a deciding probability of the model lies within two Monte
+Carlo standard errors of 0.95 and no design-based test decided, because then another run of the
+sampler could flip it. Each verdict comes with the model's own verdict, the prior's own
+probabilities (what the verdict would be before any data), the verdict under a second prior
 (importance reweighting), the model checks that failed, the interpolation gate's counts and, when
 runs diverged, a test of whether divergence depends on sigma_w and a refit with the diverged runs
 counted at chance accuracy.
@@ -22,7 +25,7 @@ from initmem import cube
 from initmem import names as N
 from initmem.models import arviz_io, checks
 from initmem.models.data import MemoryData
-from initmem.models.paired import paired_check
+from initmem.models.paired import STEP_EXTREME, equivalence_check, paired_check
 from initmem.models.priors import Priors, prior_p_spread_gt
 from initmem.names import ALPHA, VERDICTS
 from initmem.results import sigma_key
@@ -49,13 +52,38 @@ def quantiles(x: np.ndarray) -> dict[str, float]:
     return {"median": float(np.median(x)), "q05": float(np.quantile(x, 0.05)), "q95": float(np.quantile(x, 0.95))}
 
 
+# which route decided (summary.json's ``rule``)
+RULE_REMEMBERS_EXTREME = "model + ordered paired test (extreme pair)"
+RULE_REMEMBERS_FALLBACK = "model + ordered paired test (fallback over the other pairs)"
+RULE_FORGETS_MODEL = "model"
+RULE_FORGETS_IUT = "intersection-union test"
+RULE_FORGETS_BOTH = "model + intersection-union test"
+RULE_NONE = "none"
+RULES = (RULE_REMEMBERS_EXTREME, RULE_REMEMBERS_FALLBACK, RULE_FORGETS_MODEL, RULE_FORGETS_IUT,
+         RULE_FORGETS_BOTH, RULE_NONE)
+
+
+MIN_LEVELS_MODEL_FORGETS = 3  # below: "forgets" only by the intersection-union test (see verdict)
+
+
 def verdict(p_gt: float, p_lt: float, level: float = DECISION, mcse: tuple[float, float] | None = None,
-            *, paired_ok: bool = True) -> str:
+            *, paired_ok: bool = True, iut_ok: bool = False, model_forgets_ok: bool = True) -> str:
     """remembers / forgets at ``level``; borderline when a probability is within 2 MCSE of it.
-    Without the paired check's support (``paired_ok`` False) "remembers" is out of reach, so
-    P(spread > delta) decides nothing."""
+    Without the ordered paired test's support (``paired_ok`` False) "remembers" is out of reach, so
+    P(spread > delta) decides nothing. With the intersection-union test's support (``iut_ok``) the
+    verdict is "forgets" whatever the model says: that route is valid on its own and has no
+    Monte Carlo error (and it cannot coexist with a supported "remembers": one needs every pair's
+    upper bound below delta, the other some pair's lower bound above it). ``model_forgets_ok``
+    False (a pipeline with fewer than MIN_LEVELS_MODEL_FORGETS levels) closes the model's route to
+    "forgets": with one level contrast sigma_sd is the prior's, and P(spread < delta) >= 0.95 came
+    out at a spread of exactly delta in 5/48 and 1/48 real fits at the demo's scale (quadrature over
+    1,000 tables: 9.2%)."""
+    if iut_ok:
+        return N.FORGETS
     if not paired_ok:
         p_gt, mcse = 0.0, None if mcse is None else (0.0, mcse[1])
+    if not model_forgets_ok:
+        p_lt, mcse = 0.0, None if mcse is None else (mcse[0], 0.0)
     if mcse is not None and any(abs(p - level) <= 2 * m for p, m in zip((p_gt, p_lt), mcse, strict=True)):
         return N.BORDERLINE
     if p_gt >= level:
@@ -63,6 +91,19 @@ def verdict(p_gt: float, p_lt: float, level: float = DECISION, mcse: tuple[float
     if p_lt >= level:
         return N.FORGETS
     return N.INCONCLUSIVE
+
+
+def decision_rule(final: str, model_verdict: str, paired: dict[str, Any], equivalence: dict[str, Any]) -> str:
+    """The route that decided ``final`` (one of RULES): for "remembers" the model with the ordered
+    test's step; for "forgets" the model, the intersection-union test, or both."""
+    if final == N.REMEMBERS:
+        return RULE_REMEMBERS_EXTREME if paired.get("step") == STEP_EXTREME else RULE_REMEMBERS_FALLBACK
+    if final == N.FORGETS:
+        by_model = model_verdict == N.FORGETS
+        if equivalence.get("supports_forgets"):
+            return RULE_FORGETS_BOTH if by_model else RULE_FORGETS_IUT
+        return RULE_FORGETS_MODEL
+    return RULE_NONE
 
 
 def probability_with_mcse(indicator: np.ndarray) -> tuple[float, float]:
@@ -86,7 +127,7 @@ def estimand(model: FittedModel) -> str:
 
 
 def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: float,
-                       paired_ok: bool) -> dict[str, Any]:
+                       paired_ok: bool, iut_ok: bool) -> dict[str, Any]:
     pr = model.priors
     scale = float(model._arrays()["sigma_scale"][a])
     post = model.idata.posterior
@@ -96,8 +137,11 @@ def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: fl
     w /= w.sum()
     p_gt = float(np.sum(w * (spread > delta)))
     p_lt = float(np.sum(w * (spread < delta)))
+    n_lev = int(model.data.level_mask[a].sum())
     return {"prior": pr.alt_description(), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
-            "verdict": verdict(p_gt, p_lt, paired_ok=paired_ok), "ess_weights": float(1.0 / np.sum(w**2))}
+            "verdict": verdict(p_gt, p_lt, paired_ok=paired_ok, iut_ok=iut_ok,
+                               model_forgets_ok=n_lev >= MIN_LEVELS_MODEL_FORGETS),
+            "ess_weights": float(1.0 / np.sum(w**2))}
 
 
 def _prior_only(model: FittedModel, a: int, delta: float) -> dict[str, Any]:
@@ -113,11 +157,15 @@ def _prior_only(model: FittedModel, a: int, delta: float) -> dict[str, Any]:
     return out
 
 
-def _paired(model: FittedModel, a: int, delta: float, y: np.ndarray | None = None) -> dict[str, Any]:
+def _tests(model: FittedModel, a: int, delta: float, y: np.ndarray | None = None) -> tuple[dict, dict]:
+    """The design-based tests of one pipeline's table: the ordered paired test of "remembers" and
+    the intersection-union test of "forgets" (models/paired.py)."""
     d = model.data
     lev = d.level_mask[a]
     table = (d.y if y is None else y)[a][lev]
-    return paired_check(table, d.sigma_w[lev], delta, paired=d.seed_design == cube.SEED_PAIRED)
+    paired = d.seed_design == cube.SEED_PAIRED
+    return (paired_check(table, d.sigma_w[lev], delta, paired=paired),
+            equivalence_check(table, d.sigma_w[lev], delta, paired=paired))
 
 
 def _divergence(model: FittedModel, a: int, pipe: str, sensitivity: dict | None) -> dict[str, Any]:
@@ -155,8 +203,11 @@ def _sensitivity_fit(model: FittedModel, delta: float) -> dict[str, dict[str, An
         s = alt.idata.posterior["spread"].values[..., a]
         p_gt, m_gt = probability_with_mcse(s > delta)
         p_lt, m_lt = probability_with_mcse(s < delta)
-        ok = _paired(alt, a, delta)["supports_remembers"]
-        out[pipe] = {"verdict": verdict(p_gt, p_lt, mcse=(m_gt, m_lt), paired_ok=ok), "spread": quantiles(s),
+        chk, eq = _tests(alt, a, delta)
+        out[pipe] = {"verdict": verdict(p_gt, p_lt, mcse=(m_gt, m_lt), paired_ok=chk["supports_remembers"],
+                                        iut_ok=eq["supports_forgets"],
+                                        model_forgets_ok=int(d.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS),
+                     "spread": quantiles(s),
                      "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
                      "note": f"refit with the {int(d.diverged[a].sum())} diverged run(s) at chance accuracy "
                              f"{d.chance:.3g}"}
@@ -177,8 +228,10 @@ def summarize_model(model: FittedModel, delta: float) -> dict[str, dict[str, Any
         p_gt, m_gt = probability_with_mcse(spread > delta)
         p_lt, m_lt = probability_with_mcse(spread < delta)
         model_vd = verdict(p_gt, p_lt, mcse=(m_gt, m_lt))
-        check = _paired(model, a, delta)
-        vd = verdict(p_gt, p_lt, mcse=(m_gt, m_lt), paired_ok=check["supports_remembers"])
+        check, equiv = _tests(model, a, delta)
+        ok_rem, ok_for = check["supports_remembers"], equiv["supports_forgets"]
+        model_for = int(d.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS
+        vd = verdict(p_gt, p_lt, mcse=(m_gt, m_lt), paired_ok=ok_rem, iut_ok=ok_for, model_forgets_ok=model_for)
         lev = d.level_mask[a]
         exp_ = post["expected"].values[..., a, :].reshape(-1, lev.size)[:, lev]
         flat = spread.ravel()
@@ -190,7 +243,8 @@ def summarize_model(model: FittedModel, delta: float) -> dict[str, dict[str, Any
             "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
             "mcse": {"p_spread_gt_delta": m_gt, "p_spread_lt_delta": m_lt},
             "borderline": vd == N.BORDERLINE, "verdict": vd, "model_verdict": model_vd,
-            "paired_check": check, "prior": _prior_only(model, a, delta),
+            "rule": decision_rule(vd, model_vd if model_for else N.INCONCLUSIVE, check, equiv),
+            "paired_check": check, "equivalence_check": equiv, "prior": _prior_only(model, a, delta),
             "estimand": estimand(model), "likelihood": d.likelihood,
             "noise_scale": float(d.scale[a]),
             "test_set_se": d.test_set_se.get(pipe),
@@ -200,17 +254,28 @@ def summarize_model(model: FittedModel, delta: float) -> dict[str, dict[str, Any
             "shares": {"sigma": q("memory_share"), "seed": q("seed_share"), "slope": q("slope_share"),
                        "residual": q("residual_share")},
             "n_excluded": d.n_excluded[pipe],
-            "prior_sensitivity": _prior_sensitivity(model, a, flat, delta, check["supports_remembers"]),
+            "prior_sensitivity": _prior_sensitivity(model, a, flat, delta, ok_rem, ok_for),
             "interpolation": d.interpolation[pipe],
             "divergence": _divergence(model, a, pipe, sens.get(pipe)),
             "notes": list(d.notes),
         }
-        if model_vd != vd:
+        if model_vd != vd and vd == N.FORGETS:
+            out[pipe]["notes"].append(
+                f"the model alone says {model_vd!r}; the seeds' paired differences show every pair of sigma_w levels "
+                f"inside +-delta (intersection-union test, p = {equiv['p_value']:.3g}; models/paired.py), which "
+                "decides 'forgets' on its own (docs/memory-model.md, 'Verdict')")
+        elif model_vd == N.FORGETS and not model_for:
+            out[pipe]["notes"].append(
+                f"the model alone says 'forgets', but with {int(d.level_mask[a].sum())} sigma_w levels its "
+                "P(spread < delta) is the prior's more than the data's; 'forgets' needs the intersection-union test "
+                "here (docs/memory-model.md, 'Verdict')")
+        elif model_vd != vd:
             pc = check["p_value"]
             out[pipe]["notes"].append(
                 f"the model alone says {model_vd!r}, but the seeds' paired differences do not carry it "
-                f"(adjusted p = {'n/a' if pc is None else f'{pc:.3g}'} against delta; models/paired.py): a spread "
-                "larger than delta rests on the model's noise assumptions here (docs/memory-model.md, 'Verdict')")
+                f"(ordered test, adjusted p = {'n/a' if pc is None else f'{pc:.3g}'} against delta; models/paired.py): "
+                "a spread larger than delta rests on the model's noise assumptions here (docs/memory-model.md, "
+                "'Verdict')")
         if out[pipe]["divergence"]["warning"]:
             out[pipe]["notes"].append(out[pipe]["divergence"]["warning"])
         if out[pipe]["interpolation"]["levels_without_interpolation"]:
@@ -231,5 +296,6 @@ def attach_checks(pipelines: dict[str, dict[str, Any]], ppc: dict[str, dict[str,
             entry["notes"].append(text)
 
 
-__all__ = ["DECISION", "VERDICTS", "attach_checks", "estimand", "probability_with_mcse", "quantiles",
-           "summarize_model", "verdict"]
+__all__ = ["DECISION", "MIN_LEVELS_MODEL_FORGETS", "RULES", "VERDICTS", "attach_checks", "decision_rule", "estimand",
+           "probability_with_mcse",
+           "quantiles", "summarize_model", "verdict"]

@@ -171,10 +171,23 @@ class DivergenceSensitivity(Record):
 
 
 class PairedCheck(Record):
-    """The seeds' own test of "remembers" (models/paired.py): paired differences between levels."""
+    """The seeds' own test of "remembers" (models/paired.py): paired differences between levels,
+    the ordered test (``step``: the extreme pair, or the fallback over the other pairs)."""
 
     p_value: Num = None
     supports_remembers: bool = False
+    n_pairs: int = 0
+    test: str = ""
+    pair: dict[str, float] | None = None
+    step: str | None = None
+
+
+class EquivalenceCheck(Record):
+    """The intersection-union test of "forgets" (models/paired.py): every pair of levels inside
+    +-delta; ``pair`` is the one furthest from being shown inside."""
+
+    p_value: Num = None
+    supports_forgets: bool = False
     n_pairs: int = 0
     test: str = ""
     pair: dict[str, float] | None = None
@@ -287,6 +300,8 @@ class PipelineResult(Record):
     test_set_se: Num = None  # extra SE of the spread if the estimand were the test distribution
     model_verdict: Verdict | None = None   # the model's verdict before the paired check
     paired_check: PairedCheck | None = None
+    rule: str | None = None   # the route that decided (models/summaries.py, RULES): model, ordered test, IUT
+    equivalence_check: EquivalenceCheck | None = None
     prior: PriorOnly | None = None
     checks_failed: list[str] = Field(default_factory=list)  # model checks outside their predictive band
     radial: RadialVerdict | None = None  # the mechanism readout beside the accuracy verdict

@@ -134,3 +134,102 @@ def design_tables(kind: str, scale: str, rng: np.random.Generator, *, n_pipe: in
         truth[p] = np.ptp(u)
     d = table_data(np.where(used, y, 0.0), used, sig, metric="sim")
     return replace(d, y=np.where(used, y, np.nan), sigma_w=np.geomspace(0.25, 8.0, n_level)), truth
+
+
+# Fast rule-level designs (vectorised numpy, no model): complete or MNAR (n, L, S) tables in
+# outcome units, levels in sigma_w order, for the design-based tests of models/paired.py. Each
+# design: (true spread relative to delta, the false verdict(s), levels, seeds or None for the
+# scale's own, description). At a spread of exactly delta neither verdict is true.
+RULE_DESIGNS: dict[str, dict] = {
+    "null": {"spread": 0.0, "false": ("remembers",), "doc": "no memory, compound symmetric"},
+    "slopes": {"spread": 0.0, "false": ("remembers",), "doc": "no memory, seed slopes 1-3 noise units"},
+    "noisy_level": {"spread": 0.0, "false": ("remembers",), "doc": "no memory, top level 10-20x noisier"},
+    "t3": {"spread": 0.0, "false": ("remembers",), "doc": "no memory, t3 seed effects and residuals"},
+    "mnar": {"spread": 0.0, "false": ("remembers",), "doc": "no memory, worst 2 of 5 seeds dropped at the top level"},
+    "step": {"spread": 1.0, "false": ("remembers", "forgets"), "doc": "plateaus 0 / delta"},
+    "ramp": {"spread": 1.0, "false": ("remembers", "forgets"), "doc": "linear ramp 0 -> delta"},
+    "single": {"spread": 1.0, "false": ("remembers", "forgets"), "doc": "one level at delta"},
+    "two_levels": {"spread": 1.0, "false": ("remembers", "forgets"), "levels": 2, "doc": "2 levels, delta apart"},
+    "three_levels": {"spread": 1.0, "false": ("remembers", "forgets"), "levels": 3, "seeds": 3,
+                     "doc": "3 levels x 3 seeds, middle level uniform in [0, delta]"},
+    "slopes_at_delta": {"spread": 1.0, "false": ("remembers", "forgets"), "doc": "ramp at delta under seed slopes"},
+    "noisy_at_delta": {"spread": 1.0, "false": ("remembers", "forgets"), "doc": "step at delta, top level noisier"},
+    "t3_at_delta": {"spread": 1.0, "false": ("remembers", "forgets"), "doc": "ramp at delta, t3 noise"},
+    "mnar_at_delta": {"spread": 1.0, "false": ("remembers", "forgets"), "seeds": 5,
+                      "doc": "ramp falling by delta, worst 2 of 5 seeds dropped at the top level"},
+    "ramp16": {"spread": 1.0, "false": ("remembers", "forgets"), "seeds": 16, "doc": "ramp at delta, 16 seeds"},
+    "null16": {"spread": 0.0, "false": ("remembers",), "seeds": 16, "doc": "no memory, 16 seeds"},
+    "power2": {"spread": 2.0, "false": ("forgets",), "seeds": 10, "doc": "2-point exchangeable memory, 10 seeds"},
+    "ramp2": {"spread": 2.0, "false": ("forgets",), "seeds": 10, "levels": 5,
+              "doc": "2-point ramp, 5 levels, 10 seeds"},
+    "big3": {"spread": None, "false": ("forgets",), "seeds": 3, "levels": 6,
+             "doc": "12-19 point exchangeable memory, 6 levels x 3 seeds"},
+}
+
+
+def rule_tables(kind: str, scale: str, n: int, rng: np.random.Generator, *, n_seed: int | None = None,
+                delta: float = 0.01) -> np.ndarray:
+    """``n`` tables (n, L, S) of one rule-level design at one scale (NaN for runs dropped not at
+    random), in outcome units; the noise as in :func:`design_tables` (seed SD 1.5, residual SD 1 noise
+    unit of 0.6 x the binomial SD at 90% accuracy)."""
+    sc, spec = SCALES[scale], RULE_DESIGNS[kind]
+    sig = noise_sd(sc["n_test"])
+    n_l = spec.get("levels", sc["levels"])
+    s = n_seed or spec.get("seeds") or int(sc["seeds"][-1])
+    x = np.log(np.geomspace(0.25, 8.0, n_l))
+    x = (x - x.mean()) / np.sqrt(np.mean((x - x.mean()) ** 2))
+    u = np.zeros((n, n_l))
+    if kind in ("step", "noisy_at_delta"):
+        u[:, n_l // 2:] = delta
+    elif kind in ("ramp", "slopes_at_delta", "t3_at_delta", "ramp16"):
+        u[:] = np.linspace(0.0, delta, n_l)
+    elif kind == "mnar_at_delta":
+        u[:] = np.linspace(delta, 0.0, n_l)
+    elif kind == "single":
+        u[:, -1] = delta
+    elif kind == "two_levels":
+        u[:, 1] = delta
+    elif kind == "three_levels":
+        mid = np.column_stack([np.zeros(n), rng.uniform(0, delta, n), np.full(n, delta)])
+        u = np.take_along_axis(mid, np.argsort(rng.random((n, 3)), axis=1), axis=1)
+    elif kind in ("power2", "big3"):
+        g = rng.standard_normal((n, n_l))
+        size = 2 * delta if kind == "power2" else rng.uniform(12, 19, (n, 1)) * delta
+        u = size * (g - g.min(axis=1, keepdims=True)) / np.ptp(g, axis=1, keepdims=True)
+    elif kind == "ramp2":
+        u[:] = np.linspace(0.0, 2 * delta, n_l)
+    res = np.ones((n, n_l, 1))
+    if kind in ("noisy_level", "noisy_at_delta"):
+        res[:, -1, 0] = rng.uniform(10.0, 20.0, n)
+    heavy = kind in ("t3", "t3_at_delta")
+
+    def draw(*shape: int) -> np.ndarray:
+        return rng.standard_t(3, shape) if heavy else rng.standard_normal(shape)
+
+    slope = rng.uniform(1.0, 3.0, (n, 1, 1)) if kind in ("slopes", "slopes_at_delta") else 0.0
+    tab = 0.9 + u[:, :, None] + sig * (1.5 * draw(n, 1, s) + slope * x[None, :, None] * draw(n, 1, s)
+                                       + res * draw(n, n_l, s))
+    if kind in ("mnar", "mnar_at_delta"):
+        worst = np.argsort(tab[:, -1, :], axis=1)[:, :2]   # the 2 lowest runs at the top sigma_w
+        np.put_along_axis(tab[:, -1, :], worst, np.nan, axis=1)
+    return tab
+
+
+def rule_rates(kind: str, scale: str, n: int, rng: np.random.Generator, delta: float = 0.01,
+               alpha: float | None = None) -> dict[str, tuple[int, int]]:
+    """(k, n) of "remembers" (ordered test), "forgets" (intersection-union test) and, for
+    comparison, the former Bonferroni check, over ``n`` tables per seed count of the scale."""
+    from initmem.models.paired import bonferroni_bounds, forgets_bounds, remembers_bounds
+    from initmem.names import ALPHA
+
+    a = ALPHA if alpha is None else alpha
+    spec = RULE_DESIGNS[kind]
+    seeds = [None] if spec.get("seeds") else list(SCALES[scale]["seeds"])
+    out = {"remembers": [0, 0], "forgets": [0, 0], "bonferroni": [0, 0]}
+    for s in seeds:
+        t = rule_tables(kind, scale, n // len(seeds), rng, n_seed=s, delta=delta)
+        for name, hit in (("remembers", remembers_bounds(t, a) > delta), ("forgets", forgets_bounds(t, a) < delta),
+                          ("bonferroni", bonferroni_bounds(t, a) > delta)):
+            out[name][0] += int(hit.sum())
+            out[name][1] += hit.size
+    return {k: (v[0], v[1]) for k, v in out.items()}

@@ -81,7 +81,9 @@ def test_paper_scale_null_mostly_forgets():
     print(f"paper-scale null: 'forgets' {k}/{len(verdicts)} (95% Wilson {lo:.3f}-{hi:.3f}); "
           f"'remembers' {verdicts.count('remembers')}")
     # 17-18 of 24 with the seeds' own slopes and a flat memory trend in the model (the trend's
-    # uncertainty comes from 4 seed df; 24/24 under the compound-symmetric model)
+    # uncertainty comes from 4 seed df; 24/24 under the compound-symmetric model). The
+    # intersection-union test adds nothing here: with 4 df per pair and 0.33 points of run noise
+    # it shows all 21 pairs inside +-1 point in 5 of 24 pipelines alone.
     assert k / len(verdicts) >= 0.6 and "remembers" not in verdicts
 
 
@@ -95,7 +97,9 @@ def test_real_memory_of_5_points_is_found_and_covered():
     covered = sum(summ[p]["spread"]["q05"] <= truth[p]["spread"] <= summ[p]["spread"]["q95"] for p in summ)
     print(f"5-point memory: 'remembers' {found}/{len(big)} with true spread >= 4 points; "
           f"90% intervals cover the true spread {covered}/{len(summ)}")
-    # 12-13 of 16 (15 of 16 before the paired check of "remembers", which buys the audit designs'
-    # calibration with power at 6 seeds: docs/memory-model.md, "Verdict")
-    assert len(big) >= 8 and found >= 0.7 * len(big)
+    # 7 of 16 under the ordered paired test (12-13 of 16 under the former Bonferroni check, 15 of 16
+    # before any paired check): the simulator's memory is exchangeable, not monotone in sigma_w, so
+    # the extreme pair often does not carry it and the fallback's pairs share alpha x 0.25
+    # (docs/memory-model.md, "Calibration": where the ordered test costs power)
+    assert len(big) >= 8 and found >= 0.4 * len(big)
     assert 0.75 <= covered / len(summ) <= 1.0

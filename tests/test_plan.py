@@ -13,8 +13,9 @@ import pytest
 from initmem.errors import UserError
 from initmem.models import core
 from initmem.models.plan import decide, posterior_spread, power
+from initmem.names import ALPHA
 
-from ._memory_designs import FIT, L, P, S, fit_tables, table_data
+from ._memory_designs import FIT, SCALES, L, P, S, fit_tables, noise_sd, rule_tables, table_data, wilson
 
 DELTA = 0.01
 SCALE = 0.01  # the noise scale the priors are expressed in (outcome units)
@@ -37,6 +38,32 @@ def test_decide_known_answers():
     assert np.all(decide(posterior_spread(big, 1.0, rng), 1.0) == 1)
     flat = rng.normal(0, 0.05, (20, 4, 6))
     assert np.all(decide(posterior_spread(flat, 3.0, rng), 3.0) == -1)
+
+
+def test_decide_routes():
+    # "remembers" needs the model AND the ordered test; "forgets" the model OR the IUT
+    post = {"p_gt": np.array([0.99, 0.99, 0.01, 0.30, 0.01]), "p_lt": np.array([0.01, 0.01, 0.99, 0.70, 0.70]),
+            "paired_bound": np.array([2.0, 0.5, 0.0, 0.0, 0.0]), "iut_bound": np.array([3.0, 3.0, 3.0, 0.5, 3.0])}
+    assert decide(post, 1.0).tolist() == [1, 0, -1, -1, 0]
+    # fewer than 3 levels: "forgets" only by the IUT
+    assert decide({**post, "model_forgets_ok": np.zeros(5, dtype=bool)}, 1.0).tolist() == [1, 0, 0, -1, 0]
+
+
+def test_full_rule_keeps_false_forgets_at_delta():
+    # the analysis's rule with both routes to "forgets" (the model's probability by the planner's
+    # quadrature, or the intersection-union test) at a true spread of exactly delta: a ramp at 16
+    # seeds, seed slopes and 3 levels at the paper's scale (where "forgets" is reachable at all)
+    rng = np.random.default_rng(25)
+    sig = noise_sd(SCALES["paper"]["n_test"])
+    for kind in ("ramp16", "slopes_at_delta", "three_levels"):
+        t = rule_tables(kind, "paper", 400, rng, delta=DELTA)
+        post = posterior_spread((t - 0.9) / sig, DELTA / sig, rng, sigma_w=np.geomspace(0.25, 8.0, t.shape[1]))
+        v = decide(post, DELTA / sig)
+        k = int((v == -1).sum())
+        lo, hi = wilson(k, v.size)
+        print(f"{kind} (paper) full rule, false 'forgets': {k}/{v.size} (95% Wilson {lo:.3f}-{hi:.3f}); "
+              f"false 'remembers': {int((v == 1).sum())}")
+        assert lo <= ALPHA and (v == 1).mean() <= ALPHA
 
 
 def test_plan_without_analysis_is_a_user_error(tmp_path):

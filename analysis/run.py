@@ -29,12 +29,17 @@ from initmem.models.memory import (
 from initmem.models.summaries import attach_checks, estimand
 from initmem.results.spec import AnalysisSpec
 
-VERDICT_RULE = ("remembers if P(spread > delta) >= 0.95 and the seeds' paired differences between two sigma_w "
-                "levels exceed delta (Bonferroni over the pairs; models/paired.py), forgets if "
-                "P(spread < delta) >= 0.95, else "
-                "inconclusive; borderline when a verdict probability lies within 2 Monte Carlo standard errors "
-                "of 0.95 (not counted as decided); spread = max - min over the sigma_w grid of the expected "
-                "metric with seed and residual effects averaged out, in outcome units")
+
+def verdict_rule(alpha: float) -> str:
+    """The decision rule as summary.json states it (docs/memory-model.md, "Verdict"), at this analysis's alpha."""
+    p = f"{1 - alpha:.4g}"
+    return (f"remembers if P(spread > delta) >= {p} and the seeds' paired differences carry it (ordered test: the "
+            f"extreme sigma_w pair first, then the other pairs, at alpha = {alpha:.4g}; models/paired.py); forgets "
+            f"if P(spread < delta) >= {p} (with at least 3 sigma_w levels) or every pair of levels is shown inside "
+            f"+-delta by the seeds' paired differences (intersection-union test at alpha); else inconclusive; "
+            f"borderline when a verdict probability lies within 2 Monte Carlo standard errors of {p} (not counted "
+            "as decided); spread = max - min over the sigma_w grid of the expected metric with seed and residual "
+            "effects averaged out, in outcome units")
 
 
 def warn(msg: str) -> None:
@@ -114,7 +119,7 @@ def analyze_cube(
     model = MemoryModel(data, delta=delta)
     diag = fit_checked(model, sampler=spec.sampler, draws=spec.draws, tune=spec.tune, chains=spec.chains, seed=seed,
                        progress=progress)
-    pipelines = model.summarize(delta)
+    pipelines = model.summarize(delta, spec.alpha)
     attach_checks(pipelines, model.ppc(seed=seed))
     for pipe, entry in pipelines.items():
         entry["diagnostics"] = diag["per_pipeline"][pipe]
@@ -156,7 +161,7 @@ def analyze_cube(
         "priors": model.priors.describe(),
         "prior_values": model.priors.as_dict(),
         "model": model.describe(),
-        "verdict_rule": VERDICT_RULE,
+        "verdict_rule": verdict_rule(spec.alpha),
         "diagnostics": {k: v for k, v in diag.items() if k != "per_pipeline"},
         "cube": str(Path(cube_path)),
         "command": list(command) if command is not None else list(sys.argv),

@@ -43,6 +43,7 @@ from initmem.models import arviz_io, checks, compiled, core
 from initmem.models.data import FAMILIES, MemoryData, prepare_data, resolve_delta
 from initmem.models.priors import Priors, default_priors
 from initmem.models.summaries import quantiles, summarize_model, verdict
+from initmem.names import ALPHA
 from initmem.results.records import sampler_flags
 from initmem.results.spec import SAMPLERS
 
@@ -339,12 +340,12 @@ class MemoryModel:
         return out
 
     # summary ------------------------------------------------------------------------------
-    def summarize(self, delta: float) -> dict[str, dict[str, Any]]:
+    def summarize(self, delta: float, alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
         """Per-pipeline summaries in the summary/2 shape (docs/memory-model.md, "Verdict"),
         including the divergence sensitivity refit when some runs diverged."""
         if delta <= 0:
             raise OptionError("delta", "{option} must be positive")
-        return summarize_model(self, float(delta))
+        return summarize_model(self, float(delta), alpha)
 
 
 def _default_delta(metric: str) -> float | None:

@@ -127,7 +127,7 @@ def estimand(model: FittedModel) -> str:
 
 
 def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: float,
-                       paired_ok: bool, iut_ok: bool) -> dict[str, Any]:
+                       paired_ok: bool, iut_ok: bool, level: float = DECISION) -> dict[str, Any]:
     pr = model.priors
     scale = float(model._arrays()["sigma_scale"][a])
     post = model.idata.posterior
@@ -139,7 +139,7 @@ def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: fl
     p_lt = float(np.sum(w * (spread < delta)))
     n_lev = int(model.data.level_mask[a].sum())
     return {"prior": pr.alt_description(), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
-            "verdict": verdict(p_gt, p_lt, paired_ok=paired_ok, iut_ok=iut_ok,
+            "verdict": verdict(p_gt, p_lt, level, paired_ok=paired_ok, iut_ok=iut_ok,
                                model_forgets_ok=n_lev >= MIN_LEVELS_MODEL_FORGETS),
             "ess_weights": float(1.0 / np.sum(w**2))}
 
@@ -157,15 +157,16 @@ def _prior_only(model: FittedModel, a: int, delta: float) -> dict[str, Any]:
     return out
 
 
-def _tests(model: FittedModel, a: int, delta: float, y: np.ndarray | None = None) -> tuple[dict, dict]:
+def _tests(model: FittedModel, a: int, delta: float, y: np.ndarray | None = None,
+           alpha: float = ALPHA) -> tuple[dict, dict]:
     """The design-based tests of one pipeline's table: the ordered paired test of "remembers" and
     the intersection-union test of "forgets" (models/paired.py)."""
     d = model.data
     lev = d.level_mask[a]
     table = (d.y if y is None else y)[a][lev]
     paired = d.seed_design == cube.SEED_PAIRED
-    return (paired_check(table, d.sigma_w[lev], delta, paired=paired),
-            equivalence_check(table, d.sigma_w[lev], delta, paired=paired))
+    return (paired_check(table, d.sigma_w[lev], delta, paired=paired, alpha=alpha),
+            equivalence_check(table, d.sigma_w[lev], delta, paired=paired, alpha=alpha))
 
 
 def _divergence(model: FittedModel, a: int, pipe: str, sensitivity: dict | None) -> dict[str, Any]:
@@ -184,7 +185,7 @@ def _divergence(model: FittedModel, a: int, pipe: str, sensitivity: dict | None)
             "sensitivity": sensitivity}
 
 
-def _sensitivity_fit(model: FittedModel, delta: float) -> dict[str, dict[str, Any]]:
+def _sensitivity_fit(model: FittedModel, delta: float, alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
     """Refit with every diverged run counted at chance accuracy (same compiled sampler)."""
     d = model.data
     if d.diverged is None or not d.diverged.any():
@@ -203,8 +204,8 @@ def _sensitivity_fit(model: FittedModel, delta: float) -> dict[str, dict[str, An
         s = alt.idata.posterior["spread"].values[..., a]
         p_gt, m_gt = probability_with_mcse(s > delta)
         p_lt, m_lt = probability_with_mcse(s < delta)
-        chk, eq = _tests(alt, a, delta)
-        out[pipe] = {"verdict": verdict(p_gt, p_lt, mcse=(m_gt, m_lt), paired_ok=chk["supports_remembers"],
+        chk, eq = _tests(alt, a, delta, alpha=alpha)
+        out[pipe] = {"verdict": verdict(p_gt, p_lt, 1 - alpha, mcse=(m_gt, m_lt), paired_ok=chk["supports_remembers"],
                                         iut_ok=eq["supports_forgets"],
                                         model_forgets_ok=int(d.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS),
                      "spread": quantiles(s),
@@ -214,11 +215,14 @@ def _sensitivity_fit(model: FittedModel, delta: float) -> dict[str, dict[str, An
     return out
 
 
-def summarize_model(model: FittedModel, delta: float) -> dict[str, dict[str, Any]]:
-    """The per-pipeline entries of summary.json (schema initmem.summary/2) that models/ owns."""
+def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
+    """The per-pipeline entries of summary.json (schema initmem.summary/2) that models/ owns. ``alpha`` is
+    each false verdict's rate: the model decides at P >= 1 - alpha and the seeds' tests run at alpha (a look
+    of the sequential design spends less than ALPHA, analysis/sequential.py)."""
     post = model.idata.posterior
     d = model.data
-    sens = _sensitivity_fit(model, delta)
+    level = 1.0 - alpha
+    sens = _sensitivity_fit(model, delta, alpha)
     out: dict[str, dict[str, Any]] = {}
     for a, pipe in enumerate(d.pipelines):
         def q(name: str, _a: int = a) -> dict[str, float]:
@@ -227,11 +231,12 @@ def summarize_model(model: FittedModel, delta: float) -> dict[str, dict[str, Any
         spread = post["spread"].values[..., a]
         p_gt, m_gt = probability_with_mcse(spread > delta)
         p_lt, m_lt = probability_with_mcse(spread < delta)
-        model_vd = verdict(p_gt, p_lt, mcse=(m_gt, m_lt))
-        check, equiv = _tests(model, a, delta)
+        model_vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt))
+        check, equiv = _tests(model, a, delta, alpha=alpha)
         ok_rem, ok_for = check["supports_remembers"], equiv["supports_forgets"]
         model_for = int(d.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS
-        vd = verdict(p_gt, p_lt, mcse=(m_gt, m_lt), paired_ok=ok_rem, iut_ok=ok_for, model_forgets_ok=model_for)
+        vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt), paired_ok=ok_rem, iut_ok=ok_for,
+                     model_forgets_ok=model_for)
         lev = d.level_mask[a]
         exp_ = post["expected"].values[..., a, :].reshape(-1, lev.size)[:, lev]
         flat = spread.ravel()
@@ -254,7 +259,7 @@ def summarize_model(model: FittedModel, delta: float) -> dict[str, dict[str, Any
             "shares": {"sigma": q("memory_share"), "seed": q("seed_share"), "slope": q("slope_share"),
                        "residual": q("residual_share")},
             "n_excluded": d.n_excluded[pipe],
-            "prior_sensitivity": _prior_sensitivity(model, a, flat, delta, ok_rem, ok_for),
+            "prior_sensitivity": _prior_sensitivity(model, a, flat, delta, ok_rem, ok_for, level),
             "interpolation": d.interpolation[pipe],
             "divergence": _divergence(model, a, pipe, sens.get(pipe)),
             "notes": list(d.notes),

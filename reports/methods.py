@@ -206,6 +206,29 @@ def _priors_text(priors: Any) -> str:
     return "Priors: " + json.dumps(priors, default=str) + "."
 
 
+def _design_sentences(a: Analysis) -> list[Sentence]:
+    """The sequential design (when the run added seeds until decided) and the radial verdict (when the cube had
+    kernel norms), as run."""
+    s = a.summary
+    out: list[Sentence] = []
+    if s.sequential is not None:
+        q = s.sequential
+        out.append(Sentence(
+            f"Seeds were added only to undecided pipelines, at looks of {', '.join(map(str, q.looks))} seeds; look k "
+            "decided at the increment alpha_k of a Lan-DeMets spending function of the O'Brien-Fleming type "
+            f"({', '.join(f'{x:.3g}' for x in q.levels)}), so that by the union bound a false verdict at any look has "
+            f"probability at most alpha = {q.alpha:g}. The design trained {q.runs_used} runs where the fixed design "
+            f"trains {q.runs_fixed}.",
+            ("lan1983spending",)))
+    if any(a.pipe(p).radial is not None for p in a.pipelines):
+        out.append(Sentence(
+            "Radial memory was decided from the slope of the log final kernel norm on log sigma_w, averaged over "
+            "seeds (1 at initialization): 'keeps the initial scale' when a one-sided t test shows it above 0.1, "
+            "'forgets the scale' when two one-sided t tests show it inside +-0.1 (alpha = 0.05).",
+            ("berger1982iut",)))
+    return out
+
+
 def analysis_sentences(a: Analysis) -> list[Sentence]:
     """The model, priors, sampler, gate, decision rule, cross-checks and collapse test, as run."""
     s = a.summary
@@ -261,11 +284,14 @@ def analysis_sentences(a: Analysis) -> list[Sentence]:
          "The spread is the maximum minus the minimum over the sigma_w grid of the expected metric with seed noise "
          "averaged out. ")
         + "A pipeline remembers its initialization if P(spread > delta) >= 0.95 and the seeds' paired differences "
-        "between two sigma_w levels exceed delta (one-sided paired t tests, Bonferroni over the pairs of levels; both "
-        "conditions must hold, an intersection-union test), "
-        f"forgets it if P(spread < delta) >= 0.95, and is inconclusive otherwise, with delta = {unit}; a verdict "
-        "probability within two Monte Carlo standard errors of 0.95 is reported as borderline, not as decided.",
-        ("berger1982iut",)))
+        "carry it: a pre-specified ordered test, first the smallest against the largest sigma_w at 0.75 alpha, then "
+        "the other pairs of levels with Bonferroni at 0.25 alpha, each pair tested against delta by a paired t test "
+        "(alpha = 0.05). It forgets its initialization if P(spread < delta) >= 0.95 (with at least three sigma_w "
+        "levels), or if every pair of levels is shown inside +-delta by two one-sided paired t tests at alpha (an "
+        f"intersection-union test); it is inconclusive otherwise, with delta = {unit}. A verdict probability within "
+        "two Monte Carlo standard errors of 0.95 is reported as borderline, not as decided.",
+        ("hsu1999stepwise", "berger1982iut")))
+    out += _design_sentences(a)
     out.append(Sentence(
         "As frequentist cross-checks, each pipeline was treated as a randomized complete block design (treatment "
         "sigma_w, block seed): REML variance components of y ~ 1 + (1|sigma_w) + (1|seed), a repeated-measures "

@@ -62,6 +62,11 @@ def summary_rows(a: Analysis) -> list[dict[str, Any]]:
             "n_sigma": info.n_sigma, "n_seed": info.n_seed,
             "n_excluded": info.n_excluded_total,
             "agreement": info.agreement,
+            "radial": info.radial.verdict if info.radial is not None else None,
+            "radial_slope": num(info.radial.slope) if info.radial is not None else math.nan,
+            "radial_lo": num(info.radial.q05) if info.radial is not None else math.nan,
+            "radial_hi": num(info.radial.q95) if info.radial is not None else math.nan,
+            "looks": " → ".join(f"{lk.seeds}: {lk.verdict}" for lk in info.looks),
         }
 
     return [row(p, a.pipe(p)) for p in a.pipelines]

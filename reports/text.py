@@ -214,6 +214,7 @@ def headline(a: Analysis) -> str:
             named = ", ".join(f"{p} (spread {_spread_shown(a, p)} {a.unit})" for p in names)
             parts.append(named + " " + text.format(s="s" if one else "", are="is" if one else "are"))
     out = "; ".join(parts) + f" (spread of the expected {a.metric} over σ_w; δ = {shown:g} {unit})."
+    out += _radial_clause(a)
     if interpolation_recorded(a) is False:
         return out + " " + NOT_RECORDED[0].upper() + NOT_RECORDED[1:] + "."
     interp = [a.pipe(p).interpolation for p in a.pipelines]
@@ -224,6 +225,20 @@ def headline(a: Analysis) -> str:
                 + ("only those, each at its best checkpoint at or after interpolation." if gate == "interpolated"
                    else "every run (gate all), interpolated or not."))
     return out
+
+
+def _radial_clause(a: Analysis) -> str:
+    """The mechanism beside the accuracy: which pipelines' final kernel norms keep or forget the scale."""
+    groups: dict[str, list[str]] = {}
+    for p in a.pipelines:
+        rad = a.pipe(p).radial
+        if rad is not None:
+            groups.setdefault(rad.verdict, []).append(f"{p} ({fmt(rad.slope)})")
+    if not groups:
+        return ""
+    said = [f"{', '.join(names)} {verdict}" for verdict, names in groups.items()]
+    return (" Kernel norms (slope of log final norm on log σ_w, 1 at initialization; margin 0.1): "
+            + "; ".join(said) + ".")
 
 
 def _finite_or(x: float, default: float) -> float:

@@ -22,36 +22,21 @@ bitwise those of the fixed run; cells never trained (decided pipelines at later 
 
 from __future__ import annotations
 
-import math
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from scipy.stats import norm
-
 from initmem import names as N
 from initmem import results as R
 from initmem.errors import OptionError
 from initmem.jsonio import write_json
+from initmem.models.sequential import look_levels
 from initmem.names import ALPHA
 
 DEFAULT_LOOKS = (4, 8, 12, 16)
 SEQUENTIAL_JSON = "sequential.json"
 DECIDED = (N.REMEMBERS, N.FORGETS)
-
-
-def obrien_fleming_spent(t: float, alpha: float = ALPHA) -> float:
-    """Lan-DeMets O'Brien-Fleming-type spending: the error spent by information fraction ``t`` in (0, 1]."""
-    if t <= 0:
-        return 0.0
-    return float(2.0 - 2.0 * norm.cdf(norm.ppf(1.0 - alpha / 2.0) / math.sqrt(min(t, 1.0))))
-
-
-def look_levels(looks: Sequence[int], alpha: float = ALPHA) -> list[float]:
-    """Each look's level: the increment of the spending function at its share of the last look's seeds."""
-    spent = [obrien_fleming_spent(n / looks[-1], alpha) for n in looks]
-    return [s - p for s, p in zip(spent, [0.0, *spent[:-1]], strict=True)]
 
 
 def check_looks(looks: Sequence[int], max_seeds: int | None) -> list[int]:
@@ -150,5 +135,4 @@ def _final_summary(last: R.Summary, decided: dict[str, dict[str, Any]], history:
     return last
 
 
-__all__ = ["DEFAULT_LOOKS", "check_looks", "look_levels", "obrien_fleming_spent", "run_until_decided",
-           "seeds_for"]
+__all__ = ["DEFAULT_LOOKS", "check_looks", "run_until_decided", "seeds_for"]

@@ -14,10 +14,11 @@ import yaml
 from initmem import cube
 from initmem import results as R
 from initmem.analysis.run_all import run_all
-from initmem.analysis.sequential import check_looks, look_levels, obrien_fleming_spent, seeds_for
+from initmem.analysis.sequential import check_looks, seeds_for
 from initmem.collect.run.runner import collect
 from initmem.errors import OptionError
 from initmem.grid import parse_grid
+from initmem.models.sequential import look_levels, obrien_fleming_spent
 from initmem.names import ALPHA
 
 from ._collect_fake import fake_train_pack
@@ -105,3 +106,34 @@ def test_the_command_line_refuses_bad_looks(tmp_path):
     assert proc.returncode == 2 and "--looks" in proc.stderr and "Traceback" not in proc.stderr
     proc = invoke("run", grid, "--out", tmp_path / "r", "--max-seeds", "8")
     assert proc.returncode == 2 and "--until-decided" in proc.stderr
+
+
+def _sequential(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sequential design (looks 4, 8, 12, 16) and the fixed 16-seed design on the same simulated tables."""
+    from initmem.models.sequential import rule_decisions, sequential_decisions
+
+    from ._memory_designs import SCALES, noise_sd, rule_tables
+
+    rng = np.random.default_rng(seed)
+    t = rule_tables(kind, "demo", n, rng, n_seed=16)
+    sig = noise_sd(SCALES["demo"]["n_test"])
+    std, sigma_w = (t - 0.9) / sig, np.geomspace(0.25, 8.0, t.shape[1])
+    verdict, seeds = sequential_decisions(std, 0.01 / sig, [4, 8, 12, 16], rng, sigma_w)
+    return verdict, seeds, rule_decisions(std, 0.01 / sig, ALPHA, rng, sigma_w)
+
+
+@pytest.mark.parametrize("kind", ["ramp", "slopes_at_delta"])
+def test_sequential_false_verdicts_at_delta_stay_below_alpha(kind):
+    """A memory of exactly delta, looked at four times: neither false verdict above ALPHA (plus two Monte Carlo
+    SEs); the full table (2,000 pipelines per design) is in docs/sequential.md."""
+    n = 400
+    verdict, _, _ = _sequential(kind, n, 1)
+    bound = ALPHA + 2 * np.sqrt(ALPHA * (1 - ALPHA) / n)
+    assert (verdict == 1).mean() <= bound and (verdict == -1).mean() <= bound
+
+
+def test_sequential_nulls_forget_with_fewer_seeds_than_the_fixed_design():
+    verdict, seeds, fixed = _sequential("null", 400, 2)
+    assert (verdict == -1).mean() >= 0.8 and (verdict == 1).sum() == 0
+    assert seeds.mean() < 16 and seeds.max() <= 16
+    assert (fixed == -1).mean() >= (verdict == -1).mean() - 0.1  # the price of looking: a few points of power

@@ -129,8 +129,9 @@ def analyze_cube(
 
     freq = crosscheck(ds, data.metric, float(delta), pipelines)
     for pipe, extra in freq.items():
-        if pipe in pipelines:
-            pipelines[pipe].update(extra)
+        if pipe in pipelines:  # the cross-check's notes join the model's, never replace them
+            notes = pipelines[pipe].get("notes", []) + extra.pop("notes", [])
+            pipelines[pipe].update(extra, notes=notes)
     for pipe, radial in radial_verdicts(ds).items():
         if pipe in pipelines:
             pipelines[pipe]["radial"] = radial

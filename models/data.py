@@ -60,6 +60,12 @@ class MemoryData:
     skipped: dict[str, str] = field(default_factory=dict)
     interpolation: dict[str, dict[str, Any]] = field(default_factory=dict)
     divergence_p: dict[str, float | None] = field(default_factory=dict)
+    # Runs the gate left out (finished, never interpolated) and the value they would enter with: their final
+    # test accuracy (the metric's own value for other metrics); survivorship is tested and its sensitivity
+    # refitted from these (models/summaries.py, "missingness").
+    gated: np.ndarray | None = None       # (pipeline, sigma_w, seed) bool
+    put_back: np.ndarray | None = None    # (pipeline, sigma_w, seed) float, NaN where not gated
+    missingness_p: dict[str, float | None] = field(default_factory=dict)
     # "paired" (a seed shares its randomness across sigma_w: a seed effect common to every level) or
     # "independent" (imported runs that share nothing: no seed effect); cube.seed_design.
     seed_design: str = cube.SEED_PAIRED
@@ -196,9 +202,11 @@ def _paired_test_set_se(correct: np.ndarray, used: np.ndarray) -> float:
     return float(diff.std(ddof=1) / np.sqrt(diff.size))
 
 
-def _divergence_test(diverged: np.ndarray, observed: np.ndarray, rng: np.random.Generator) -> float | None:
-    """Permutation p-value that divergence depends on sigma_w (chi-square statistic of the
-    level x diverged table, cells shuffled within the pipeline); None without divergence."""
+def _dependence_test(flag: np.ndarray, observed: np.ndarray, rng: np.random.Generator) -> float | None:
+    """Permutation p-value that a run's fate (``flag``: diverged, or gated out / absent) depends on sigma_w
+    (chi-square statistic of the level x flag table, cells shuffled within the pipeline); None when no run, or
+    every run, is flagged."""
+    diverged = flag
     n_div = int(diverged[observed].sum())
     if n_div == 0 or n_div == int(observed.sum()):
         return None
@@ -216,6 +224,17 @@ def _divergence_test(diverged: np.ndarray, observed: np.ndarray, rng: np.random.
 
     perms = np.stack([rng.permutation(flag) for _ in range(N_PERMUTATIONS)])
     return float((1 + np.sum(stat(perms) >= stat(flag)[0] - 1e-12)) / (N_PERMUTATIONS + 1))
+
+
+def _put_back_values(ds: xr.Dataset, metric: str, vals: np.ndarray, gated: np.ndarray) -> np.ndarray:
+    """The value a gated-out run enters the survivorship sensitivity with: its final test accuracy for an
+    accuracy metric (the selected checkpoint of a run that never interpolated is not the paper's), else the
+    metric's own value."""
+    if metric in cube.ACCURACY_VARS and cube.FINAL_TEST_ACC in ds.data_vars:
+        final = ds[cube.FINAL_TEST_ACC].transpose(*cube.CELL_DIMS).values.astype(float)  # a fraction, as y
+    else:
+        final = vals
+    return np.where(gated & np.isfinite(final), final, np.nan)
 
 
 def _thin_with_holes(good: np.ndarray) -> bool:
@@ -272,6 +291,12 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
         if gate == "interpolated":
             notes.append(f"the cube has no {cube.TAU_INTERP!r} (imported table): every ok run is used (gate 'all')")
     usable = ok & interp if gate_used == "interpolated" else ok
+    gated = ok & ~interp if gate_used == "interpolated" else np.zeros_like(ok)
+    put_back = _put_back_values(ds, metric, vals, gated)
+    # Runs the design planned but that did not finish (failed, missing) or were gated out, among the seeds
+    # the pipeline actually ran (a sequential design's unrun seeds are not survivorship).
+    lost = (status == cube.FAILED) | (status == cube.MISSING) | ((status == cube.OK) & ~finite) | gated
+    ran = (status != cube.MISSING).any(axis=1, keepdims=True) & np.ones_like(ok)
 
     rng = np.random.default_rng(seed)
     n_excluded: dict[str, dict[str, int]] = {}
@@ -331,7 +356,9 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
         y=y, used=used, scale=scale, center=center, n_test=n_test, chance=chance,
         diverged=diverged[keep], n_excluded={p: n_excluded[p] for p in pipes}, skipped=skipped,
         interpolation={pipes[a]: interpolation[pipes[a]] for a in keep}, notes=notes,
-        divergence_p={pipes[a]: _divergence_test(diverged[a], observed[a], rng) for a in keep},
+        divergence_p={pipes[a]: _dependence_test(diverged[a], observed[a], rng) for a in keep},
+        gated=gated[keep], put_back=put_back[keep],
+        missingness_p={pipes[a]: _dependence_test(lost[a], ran[a], rng) for a in keep},
         test_set_se={pipes[a]: None if correct is None else _paired_test_set_se(correct[a], usable[a]) for a in keep},
         seed_design=cube.seed_design(ds),
     )

@@ -17,6 +17,7 @@ counted at chance accuracy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -185,21 +186,16 @@ def _divergence(model: FittedModel, a: int, pipe: str, sensitivity: dict | None)
             "sensitivity": sensitivity}
 
 
-def _sensitivity_fit(model: FittedModel, delta: float, alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
-    """Refit with every diverged run counted at chance accuracy (same compiled sampler)."""
+def _refit_with(model: FittedModel, cells: np.ndarray, values: np.ndarray, delta: float, alpha: float,
+                note: Callable[[int], str]) -> dict[str, dict[str, Any]]:
+    """Refit (same compiled sampler) with ``cells`` added at ``values``; per pipeline that has such cells, the
+    verdict by the same rule, the spread and the verdict probabilities, and ``note(a)`` saying what was put in."""
     d = model.data
-    if d.diverged is None or not d.diverged.any():
-        return {}
-    if d.chance is None:
-        return {pipe: {"verdict": None, "spread": None, "p_spread_gt_delta": None, "p_spread_lt_delta": None,
-                       "note": "no chance level for this metric (not an accuracy with labels): not computed"}
-                for a, pipe in enumerate(d.pipelines) if d.diverged[a].any()}
-    used = d.used | d.diverged
-    filled = np.where(used, np.where(d.diverged, d.chance, d.y), np.nan)
-    alt = model.refit(d.with_cells(filled, used))
+    used = d.used | cells
+    alt = model.refit(d.with_cells(np.where(used, np.where(cells, values, d.y), np.nan), used))
     out = {}
     for a, pipe in enumerate(d.pipelines):
-        if not d.diverged[a].any():
+        if not cells[a].any():
             continue
         s = alt.idata.posterior["spread"].values[..., a]
         p_gt, m_gt = probability_with_mcse(s > delta)
@@ -207,12 +203,59 @@ def _sensitivity_fit(model: FittedModel, delta: float, alpha: float = ALPHA) -> 
         chk, eq = _tests(alt, a, delta, alpha=alpha)
         out[pipe] = {"verdict": verdict(p_gt, p_lt, 1 - alpha, mcse=(m_gt, m_lt), paired_ok=chk["supports_remembers"],
                                         iut_ok=eq["supports_forgets"],
-                                        model_forgets_ok=int(d.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS),
-                     "spread": quantiles(s),
-                     "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
-                     "note": f"refit with the {int(d.diverged[a].sum())} diverged run(s) at chance accuracy "
-                             f"{d.chance:.3g}"}
+                                        model_forgets_ok=int(alt.data.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS),
+                     "spread": quantiles(s), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt, "note": note(a)}
     return out
+
+
+def _sensitivity_fit(model: FittedModel, delta: float, alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
+    """Refit with every diverged run counted at chance accuracy."""
+    d = model.data
+    if d.diverged is None or not d.diverged.any():
+        return {}
+    if d.chance is None:
+        return {pipe: {"verdict": None, "spread": None, "p_spread_gt_delta": None, "p_spread_lt_delta": None,
+                       "note": "no chance level for this metric (not an accuracy with labels): not computed"}
+                for a, pipe in enumerate(d.pipelines) if d.diverged[a].any()}
+    return _refit_with(model, d.diverged, np.full_like(d.y, d.chance), delta, alpha,
+                       lambda a: f"refit with the {int(d.diverged[a].sum())} diverged run(s) at chance accuracy "
+                                 f"{d.chance:.3g}")
+
+
+def _put_back_fit(model: FittedModel, delta: float, alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
+    """Survivorship: refit with every run the gate left out (it never interpolated) put back at its final test
+    accuracy. At large sigma_w the slow seeds are the ones left out, so the gated runs are not missing at
+    random; the verdict should not hinge on leaving them out."""
+    d = model.data
+    if d.gated is None or d.put_back is None:
+        return {}
+    cells = d.gated & np.isfinite(d.put_back)
+    if not cells.any():
+        return {}
+    return _refit_with(model, cells, np.nan_to_num(d.put_back), delta, alpha,
+                       lambda a: f"refit with the {int(cells[a].sum())} run(s) that never interpolated put back at "
+                                 "their final test accuracy")
+
+
+def _missingness(model: FittedModel, a: int, pipe: str, vd: str, sensitivity: dict | None) -> dict[str, Any]:
+    """Whether the runs the verdict leaves out (gated out, failed, missing) depend on sigma_w, and what the
+    verdict becomes with the gated ones put back; a warning when either should change the reading."""
+    d = model.data
+    gated = d.gated[a] if d.gated is not None else np.zeros_like(d.used[a])
+    p_value = d.missingness_p.get(pipe)
+    depends = p_value is not None and p_value < ALPHA
+    changes = sensitivity is not None and sensitivity.get("verdict") not in (None, vd)
+    warning = None
+    if depends or changes:
+        warning = (f"{int(gated.sum())} run(s) never interpolated and were left out"
+                   + (f"; runs left out depend on sigma_w (permutation p = {p_value:.3g})" if depends else "")
+                   + (f"; put back at their final accuracy the verdict becomes {sensitivity['verdict']!r}"
+                      if changes else "; put back at their final accuracy the verdict stands")
+                   + " (survivorship: docs/memory-model.md)")
+    return {"n_gated": int(gated.sum()),
+            "by_sigma_w": {sigma_key(s): int(n) for s, n in zip(d.sigma_w, gated.sum(axis=1), strict=True) if n},
+            "p_value": p_value, "depends_on_sigma_w": bool(depends), "verdict_changes": bool(changes),
+            "warning": warning, "sensitivity": sensitivity}
 
 
 def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
@@ -223,6 +266,7 @@ def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> d
     d = model.data
     level = 1.0 - alpha
     sens = _sensitivity_fit(model, delta, alpha)
+    put_back = _put_back_fit(model, delta, alpha)
     out: dict[str, dict[str, Any]] = {}
     for a, pipe in enumerate(d.pipelines):
         def q(name: str, _a: int = a) -> dict[str, float]:
@@ -262,6 +306,7 @@ def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> d
             "prior_sensitivity": _prior_sensitivity(model, a, flat, delta, ok_rem, ok_for, level),
             "interpolation": d.interpolation[pipe],
             "divergence": _divergence(model, a, pipe, sens.get(pipe)),
+            "missingness": _missingness(model, a, pipe, vd, put_back.get(pipe)),
             "notes": list(d.notes),
         }
         if model_vd != vd and vd == N.FORGETS:
@@ -281,8 +326,9 @@ def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> d
                 f"(ordered test, adjusted p = {'n/a' if pc is None else f'{pc:.3g}'} against delta; models/paired.py): "
                 "a spread larger than delta rests on the model's noise assumptions here (docs/memory-model.md, "
                 "'Verdict')")
-        if out[pipe]["divergence"]["warning"]:
-            out[pipe]["notes"].append(out[pipe]["divergence"]["warning"])
+        for part in ("divergence", "missingness"):
+            if out[pipe][part]["warning"]:
+                out[pipe]["notes"].append(out[pipe][part]["warning"])
         if out[pipe]["interpolation"]["levels_without_interpolation"]:
             out[pipe]["notes"].append("sigma_w level(s) without an interpolating run, left out: " + ", ".join(
                 f"{s:g}" for s in out[pipe]["interpolation"]["levels_without_interpolation"]))

@@ -97,6 +97,7 @@ def verdict_rows(a: Analysis) -> list[dict[str, Any]]:
         ps = info.prior_sensitivity
         dv = info.divergence
         sens = dv.sensitivity if dv is not None else None
+        mi = info.missingness
         return {
             "name": p, "verdict": info.verdict, "borderline": bool(info.borderline) or info.verdict == "borderline",
             "p_gt": num(info.p_spread_gt_delta), "p_lt": num(info.p_spread_lt_delta),
@@ -110,6 +111,11 @@ def verdict_rows(a: Analysis) -> list[dict[str, Any]]:
             "n_diverged": dv.n_diverged if dv else None,
             "divergence_warning": dv.warning if dv else None,
             "divergence_p": num(dv.p_value) if dv else math.nan,
+            "n_gated": mi.n_gated if mi else None,
+            "gated_p": num(mi.p_value) if mi else math.nan,
+            "gated_warning": mi.warning if mi else None,
+            "gated_verdict": mi.sensitivity.verdict if mi and mi.sensitivity else None,
+            "gated_spread": q(mi.sensitivity.spread) * k if mi and mi.sensitivity else math.nan,
             "sens_verdict": sens.verdict if sens else None,
             "sens_spread": q(sens.spread) * k if sens else math.nan,
             "sens_note": sens.note if sens else "",

@@ -306,12 +306,13 @@ def failures(a: Analysis) -> list[str]:
 
 
 def divergence_warnings(a: Analysis) -> list[str]:
-    """Training divergence that depends on sigma_w biases the verdict: the analysis's own warning."""
+    """Runs lost in a way that depends on sigma_w (divergence; never interpolating) bias the verdict, or the verdict
+    hinges on leaving them out: the analysis's own warnings."""
     out = []
     for p in a.pipelines:
-        dv = a.pipe(p).divergence
-        if dv is not None and dv.warning:
-            out.append(f"{p}: {dv.warning}")
+        for part in (a.pipe(p).divergence, a.pipe(p).missingness):
+            if part is not None and part.warning:
+                out.append(f"{p}: {part.warning}")
     return out
 
 

@@ -161,7 +161,8 @@ class Interpolation(Record):
 
 
 class DivergenceSensitivity(Record):
-    """The verdict with diverged runs counted at chance accuracy."""
+    """A sensitivity refit: the verdict with left-out runs put in (diverged runs at chance accuracy, runs that
+    never interpolated at their final accuracy)."""
 
     verdict: str
     spread: Quantiles
@@ -191,6 +192,19 @@ class EquivalenceCheck(Record):
     n_pairs: int = 0
     test: str = ""
     pair: dict[str, float] | None = None
+
+
+class Missingness(Record):
+    """Survivorship (models/summaries.py): runs the gate left out (never interpolated) and runs lost, tested for
+    dependence on sigma_w, and the verdict with the gated runs put back at their final accuracy."""
+
+    n_gated: int = 0
+    by_sigma_w: dict[str, int] = Field(default_factory=dict)
+    p_value: Num = None            # permutation test: do lost runs depend on sigma_w
+    depends_on_sigma_w: bool = False
+    verdict_changes: bool = False  # the put-back refit gives another verdict
+    warning: str | None = None
+    sensitivity: DivergenceSensitivity | None = None
 
 
 class RadialVerdict(Record):
@@ -305,6 +319,7 @@ class PipelineResult(Record):
     prior: PriorOnly | None = None
     checks_failed: list[str] = Field(default_factory=list)  # model checks outside their predictive band
     radial: RadialVerdict | None = None  # the mechanism readout beside the accuracy verdict
+    missingness: Missingness | None = None  # survivorship: runs the gate left out, and the verdict without the gate
     looks: list[Look] = Field(default_factory=list)  # a sequential run's verdict per look
 
     @property

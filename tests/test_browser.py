@@ -13,15 +13,12 @@ import functools
 import http.server
 import os
 import shutil
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
 from initmem import results as R
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -10,10 +10,9 @@ calibration from the model's own prior. Every fit refits one compiled sampler
 from __future__ import annotations
 
 import pytest
+from _memory_designs import L, P, S, fit_cube, wilson
 
 from initmem.simulate import SimPipeline, read_truth, simulate_cube
-
-from ._memory_designs import L, P, S, fit_cube, wilson
 
 pytestmark = pytest.mark.slow
 DELTA = 0.01

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _memory_designs import L, P, S, design_tables, fit_tables, table_data, wilson
 from scipy import stats
-
-from ._memory_designs import L, P, S, design_tables, fit_tables, table_data, wilson
 
 pytestmark = pytest.mark.slow
 DELTA = 0.01

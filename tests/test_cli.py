@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _cli import assert_user_error, invoke, run_cli
 
 from initmem import cube
 from initmem.cli import app
-
-from .conftest import assert_user_error, invoke, run_cli
 
 COMMANDS = sorted(app.commands)
 

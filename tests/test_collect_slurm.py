@@ -11,21 +11,19 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from _collect_fake import fake_train_pack
+from _collect_util import FAKE_GRID, assert_clean, assert_same_cube, write_grid
 
 from initmem.collect.run.events import read_events
 from initmem.collect.run.runner import collect
 from initmem.collect.run.status import render_status, run_status
 
 TESTS = Path(__file__).resolve().parent
-sys.path.insert(0, str(TESTS))
-from _collect_fake import fake_train_pack  # noqa: E402
-from _collect_util import FAKE_GRID, assert_clean, assert_same_cube, write_grid  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -11,17 +11,14 @@ import hashlib
 import re
 import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from html import unescape
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _cli import assert_user_error, invoke
 from _report_fixture import small_cube, write_analysis
-from conftest import assert_user_error, invoke
 
 from initmem import plot
 from initmem.errors import UserError

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _cli import assert_user_error
 
 from initmem.errors import UserError
 from initmem.grid import Grid, grid_hash, load_grid, parse_grid, resolve_preset
-
-from .conftest import assert_user_error
 
 BASE = {
     "name": "t",

@@ -16,12 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _cli import invoke
 
 from initmem import cube
 from initmem.importers.table import cube_to_frame
 from initmem.simulate import preset_pipelines, simulate_cube
-
-from .conftest import invoke
 
 N_TRAIN = 1024  # the simulator's training-set size
 PIPES = ("sgd_l2_low", "sgd_l2", "sgd_step", "adam")  # constant, cosine, step (per-epoch lr), Adam

@@ -14,10 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from _cli import assert_user_error, invoke
 
 from initmem import cube
-
-from .conftest import assert_user_error, invoke
 
 SIGMAS, SEEDS, EPOCHS = (0.5, 1.0, 2.0), (0, 1), range(4)
 PIPES = {"sgd": {"lr": 0.1, "batch_size": 64}, "adam": {"lr": 0.001, "batch_size": 32}}

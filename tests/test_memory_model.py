@@ -7,9 +7,12 @@ tests/test_plan.py.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+from _memory_designs import pad_seeds, table_data
 from scipy import stats
 
 from initmem import cube
@@ -21,10 +24,9 @@ from initmem.models.priors import Priors
 from initmem.models.summaries import probability_with_mcse, verdict
 from initmem.simulate import SimPipeline, simulate_cube
 
-from ._memory_designs import pad_seeds, table_data
-from .conftest import DATA
-
 # Fast checks (no sampling) ------------------------------------------------------------------
+
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def test_verdict_rule_and_borderline():
@@ -298,7 +300,7 @@ def test_minimal_imported_cube_without_status_is_analyzable_data():
 
 
 def test_analyze_refuses_a_cube_without_analyzable_pipelines(tmp_path, cli):
-    from .conftest import assert_user_error
+    from _cli import assert_user_error
 
     ds = simulate_cube([SimPipeline("x", n_seed=1)], seed=0)
     cube.write_cube(ds, tmp_path / "c.nc")
@@ -427,10 +429,10 @@ def test_one_compile_serves_every_model_of_the_structure_with_identical_draws():
 
 @pytest.mark.slow
 def test_a_second_process_loads_the_compiled_sampler_and_gets_the_same_posterior(tmp_path, cli):
+    from _cli import invoke
+
     from initmem.models import arviz_io
     from initmem.results import load_summary
-
-    from .conftest import invoke
 
     ds, _ = _two_pipeline_data(2)
     cube.write_cube(ds, tmp_path / "c.nc")

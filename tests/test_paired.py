@@ -14,6 +14,7 @@ import zlib
 
 import numpy as np
 import pytest
+from _memory_designs import RULE_DESIGNS, SCALES, design_tables, rule_rates, rule_tables, wilson
 from scipy import stats
 
 from initmem import names as N
@@ -37,8 +38,6 @@ from initmem.models.summaries import (
     verdict,
 )
 from initmem.names import ALPHA
-
-from ._memory_designs import RULE_DESIGNS, SCALES, design_tables, rule_rates, rule_tables, wilson
 
 DELTA = 0.01
 N_TABLES = 4000

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _memory_designs import FIT, SCALES, L, P, S, fit_tables, noise_sd, rule_tables, table_data, wilson
 
 from initmem.errors import UserError
 from initmem.models import core
 from initmem.models.plan import decide, posterior_spread, power
 from initmem.names import ALPHA
-
-from ._memory_designs import FIT, SCALES, L, P, S, fit_tables, noise_sd, rule_tables, table_data, wilson
 
 DELTA = 0.01
 SCALE = 0.01  # the noise scale the priors are expressed in (outcome units)

@@ -4,12 +4,10 @@ that names it."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
+from _report_fixture import write_analysis
 
 from initmem import cube
 from initmem.collect.run.in_process import collect_grid
@@ -26,9 +24,6 @@ from initmem.stats.curves import memory_curves
 
 from .test_engine import _one_thread  # noqa: F401 (autouse fixture)
 from .test_nets_dense import MLP, dense_grid
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report_fixture import write_analysis
 
 SHAPES = ["normal", "uniform", "truncated_normal", "orthogonal"]
 

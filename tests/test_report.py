@@ -9,15 +9,12 @@ import json
 import os
 import re
 import stat
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _cli import assert_user_error, invoke, run_cli
 from _report_fixture import edge_cube, small_cube, write_analysis
-from conftest import assert_user_error, invoke, run_cli
 
 from initmem import cube as C
 from initmem import results as R

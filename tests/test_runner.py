@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _cli import assert_user_error, run_cli
+from _collect_fake import fake_train_pack
+from _collect_util import FAKE_GRID, assert_clean, assert_same_cube, run_collect_subprocess, write_grid
 
 from initmem import cube
 from initmem.atomic import leftover_temporaries
@@ -23,11 +25,6 @@ from initmem.collect.run.events import read_events
 from initmem.collect.run.runner import collect
 from initmem.collect.run.shards import shard_files, shard_name
 from initmem.errors import UserError
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _collect_fake import fake_train_pack
-from _collect_util import FAKE_GRID, assert_clean, assert_same_cube, run_collect_subprocess, write_grid
-from conftest import assert_user_error, run_cli
 
 CELLS = [(p, s, k) for p in ("sgd", "adam") for s in (0.5, 1.0, 2.0) for k in (0, 1)]
 

@@ -9,19 +9,16 @@ cell of a pack leaves only that cell failed.
 from __future__ import annotations
 
 import signal
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _collect_util import REAL_GRID, assert_clean, assert_same_cube, run_collect_subprocess, write_grid
+from test_collect_slurm import check_preempted_once, preempt_once
 
 from initmem import cube
 from initmem.collect.run.events import read_events
 from initmem.collect.run.runner import collect
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _collect_util import REAL_GRID, assert_clean, assert_same_cube, run_collect_subprocess, write_grid
-from test_collect_slurm import check_preempted_once, preempt_once
 
 pytestmark = pytest.mark.slow
 

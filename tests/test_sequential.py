@@ -10,6 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from _cli import invoke
+from _collect_fake import fake_train_pack
+from _collect_util import FAKE_GRID
+from _report_fixture import write_analysis
 
 from initmem import cube
 from initmem import results as R
@@ -20,11 +24,6 @@ from initmem.errors import OptionError
 from initmem.grid import parse_grid
 from initmem.models.sequential import look_levels, obrien_fleming_spent
 from initmem.names import ALPHA
-
-from ._collect_fake import fake_train_pack
-from ._collect_util import FAKE_GRID
-from ._report_fixture import write_analysis
-from .conftest import invoke
 
 
 def test_obrien_fleming_spending_spends_alpha_by_the_last_look_and_almost_nothing_early():
@@ -110,9 +109,9 @@ def test_the_command_line_refuses_bad_looks(tmp_path):
 
 def _sequential(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The sequential design (looks 4, 8, 12, 16) and the fixed 16-seed design on the same simulated tables."""
-    from initmem.models.sequential import rule_decisions, sequential_decisions
+    from _memory_designs import SCALES, noise_sd, rule_tables
 
-    from ._memory_designs import SCALES, noise_sd, rule_tables
+    from initmem.models.sequential import rule_decisions, sequential_decisions
 
     rng = np.random.default_rng(seed)
     t = rule_tables(kind, "demo", n, rng, n_seed=16)

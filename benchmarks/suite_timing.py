@@ -1,0 +1,43 @@
+"""Wall time of `make test` and the time spent in each test file, from one run of the suite.
+
+    python benchmarks/suite_timing.py            # runs pytest as `make test` does, with --durations=0
+
+Per file: the sum of its tests' setup, call and teardown durations (a file runs on one worker, so this is
+the file's share of that worker's time). The table goes into docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LINE = re.compile(r"^\s*([\d.]+)s (setup|call|teardown)\s+(tests/[\w/]+\.py)::")
+
+
+def main() -> int:
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+           "--durations=0", *sys.argv[1:]]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    per: dict[str, float] = defaultdict(float)
+    for line in proc.stdout.splitlines():
+        m = LINE.match(line)
+        if m:
+            per[m.group(3)] += float(m.group(1))
+    summary = [ln for ln in proc.stdout.splitlines() if " passed" in ln or " failed" in ln]
+    print(f"wall {wall:.0f} s; {summary[-1] if summary else 'no summary'}")
+    print("| test file | seconds |\n|---|---|")
+    for f, s in sorted(per.items(), key=lambda kv: -kv[1]):
+        print(f"| {f} | {s:.1f} |")
+    print(f"| (sum over files; 2 workers) | {sum(per.values()):.0f} |")
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

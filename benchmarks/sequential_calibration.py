@@ -20,7 +20,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from initmem.models.sequential import look_levels, rule_decisions, sequential_decisions
+from initmem.models.plan import rule_decisions, sequential_decisions
+from initmem.models.sequential import look_levels
 from initmem.names import ALPHA
 from tests._memory_designs import RULE_DESIGNS, SCALES, noise_sd, rule_tables, wilson
 

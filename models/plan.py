@@ -20,6 +20,7 @@ in >= 80% of experiments) and ``delta_remembers`` (the largest delta with "remem
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,9 @@ from initmem.errors import OptionError, UserError
 from initmem.models import arviz_io, core
 from initmem.models.paired import forgets_bounds, remembers_bounds
 from initmem.models.priors import Priors, default_priors
+from initmem.models.sequential import look_levels
 from initmem.models.summaries import DECISION, MIN_LEVELS_MODEL_FORGETS
+from initmem.names import ALPHA
 from initmem.results import POSTERIOR_NC, SUMMARY_JSON, load_summary
 
 SEED_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
@@ -142,6 +145,39 @@ def simulate_reml(reml: dict[str, float], n_lev: int, n_seed: int, n_sim: int,
                                   np.full(n_sim, reml["residual_sd"]), n_seed, rng)
 
 
+def rule_decisions(tables: np.ndarray, delta: float, alpha: float, rng: np.random.Generator,
+                   sigma_w: np.ndarray | None, n_eff: float = N_EFF) -> np.ndarray:
+    """1 remembers, -1 forgets, 0 undecided per standardised table (n, L, S): the analysis's rule at level
+    ``alpha`` (models/summaries.py), the model's probabilities by quadrature, clear of the borderline band."""
+    post = posterior_spread(tables, delta, rng, sigma_w=sigma_w)
+    level = 1.0 - alpha
+    band = 2.0 * np.sqrt(level * (1 - level) / n_eff)
+    out = np.zeros(tables.shape[0], dtype=int)
+    out[(post["p_gt"] >= level + band) & (remembers_bounds(tables, alpha) > delta)] = 1
+    model_forgets = (post["p_lt"] >= level + band) & post["model_forgets_ok"]
+    out[model_forgets | (forgets_bounds(tables, alpha) < delta)] = -1
+    return out
+
+
+def sequential_decisions(tables: np.ndarray, delta: float, looks: Sequence[int], rng: np.random.Generator,
+                         sigma_w: np.ndarray | None, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
+    """The sequential design on standardised tables holding the last look's seeds: look k uses the first n_k
+    seeds at level alpha_k and the first decision stands. Returns (verdict per table, seeds it used)."""
+    verdict = np.zeros(tables.shape[0], dtype=int)
+    seeds = np.full(tables.shape[0], int(looks[-1]))
+    open_ = np.ones(tables.shape[0], dtype=bool)
+    for n_k, a_k in zip(looks, look_levels(looks, alpha), strict=True):
+        idx = np.flatnonzero(open_)
+        if not idx.size:
+            break
+        d = rule_decisions(tables[idx, :, :n_k], delta, a_k, rng, sigma_w)
+        hit = d != 0
+        verdict[idx[hit]], seeds[idx[hit]] = d[hit], n_k
+        open_[idx[hit]] = False
+    return verdict, seeds
+
+
+
 def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np.random.Generator,
           n_now: int | None = None, n_eff: float = N_EFF, sigma_w: np.ndarray | None = None) -> dict[str, Any]:
     """P(remembers), P(forgets) per seed count; seeds needed; deltas that decide at ``n_now``."""
@@ -164,9 +200,20 @@ def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np
     return {"seeds_needed": needed, "p_decisive": p_dec, "p_remembers": p_rem, "p_forgets": p_for, **deltas}
 
 
+def sequential_plan(simulate, scale: float, delta: float, looks: Sequence[int], rng: np.random.Generator,
+                    sigma_w: np.ndarray | None = None) -> dict[str, Any]:
+    """What ``initmem run --until-decided`` would spend on this pipeline: the chance of each verdict and the
+    expected and largest seeds, from experiments simulated with the last look's seeds (docs/sequential.md)."""
+    verdict, seeds = sequential_decisions(simulate(int(looks[-1])) / scale, delta / scale, looks, rng, sigma_w)
+    return {"looks": [int(n) for n in looks], "p_remembers": float(np.mean(verdict == 1)),
+            "p_forgets": float(np.mean(verdict == -1)), "p_decided": float(np.mean(verdict != 0)),
+            "seeds_mean": float(seeds.mean()), "seeds_max": int(seeds.max())}
+
+
 def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: int = 200, seed: int = 0,
-         ladder: tuple[int, ...] = SEED_LADDER) -> dict[str, Any]:
-    """Seeds per cell needed for a decisive verdict with probability >= 0.8, per pipeline."""
+         ladder: tuple[int, ...] = SEED_LADDER, looks: tuple[int, ...] = (4, 8, 12, 16)) -> dict[str, Any]:
+    """Seeds per cell needed for a decisive verdict with probability >= 0.8, per pipeline, and what the
+    sequential design with ``looks`` would spend."""
     folder = Path(analysis_dir)
     summary = load_summary(folder)
     delta = summary.delta if delta is None else float(delta)
@@ -201,11 +248,13 @@ def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: 
         x = core.slope_axis(sig, np.ones(sig.size, dtype=bool)) if sd_slope.any() else None
         n_now = entry.n_seed
         lad = tuple(sorted(set(ladder) | ({int(n_now)} if n_now and n_now >= 2 else set())))
+        def simulate(s: int, e=exp_, a=sd_seed, b=sd_res, c=sd_slope, x=x) -> np.ndarray:
+            return core.predictive_tables(np.zeros(n_sim), e, a, b, s, rng, x=x, slope_sd=c)
+
         result: dict[str, Any] = {
             "n_seed_now": n_now, "n_sigma": int(levels.sum()), "verdict_now": entry.verdict,
-            "posterior": power(lambda s, e=exp_, a=sd_seed, b=sd_res, c=sd_slope, x=x: core.predictive_tables(
-                np.zeros(n_sim), e, a, b, s, rng, x=x, slope_sd=c), scale, delta, lad, rng, n_now,
-                sigma_w=None if x is None else sig),
+            "posterior": power(simulate, scale, delta, lad, rng, n_now, sigma_w=None if x is None else sig),
+            "sequential": sequential_plan(simulate, scale, delta, looks, rng, None if x is None else sig),
         }
         reml = entry.frequentist.reml.model_dump() if entry.frequentist is not None else {}
         if all(isinstance(reml.get(k), int | float) and np.isfinite(reml[k])
@@ -224,7 +273,7 @@ def render_table(result: dict[str, Any]) -> str:
     head = (f"seeds per cell for a decisive verdict with probability >= {result['target']:.0%} "
             f"(delta = {result['delta']:g}, {result['n_sim']} simulations per size)")
     cols = (f"{'pipeline':<20} {'now':>4} {'verdict now':<13} {'posterior':>10} {'REML':>6}  P(decisive) now"
-            "  delta to forget / remember now")
+            "  delta to forget / remember now  sequential: E[seeds] / max (P decided)")
     lines = [head, cols, "-" * len(cols)]
     for pipe, r in result["pipelines"].items():
         def need(x):
@@ -236,7 +285,9 @@ def render_table(result: dict[str, Any]) -> str:
         p_txt = f"{p_now:.2f}" if p_now is not None else "-"
         df, dr = r["posterior"]["delta_forgets"], r["posterior"]["delta_remembers"]
         d_txt = f"{df:.4g} / {dr:.4g}" if df is not None and dr is not None else "-"
+        sq = r.get("sequential")
+        s_txt = f"{sq['seeds_mean']:.1f} / {sq['seeds_max']} ({sq['p_decided']:.2f})" if sq else "-"
         lines.append(f"{pipe:<20} {now if now is not None else '-':>4} {str(r['verdict_now']):<13} "
-                     f"{need(r['posterior']):>10} {need(r['reml']):>6}  {p_txt:>15}  {d_txt}")
+                     f"{need(r['posterior']):>10} {need(r['reml']):>6}  {p_txt:>15}  {d_txt:<31}  {s_txt}")
     lines.append(f"rule: {result['rule']}")
     return "\n".join(lines)

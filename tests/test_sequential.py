@@ -111,7 +111,7 @@ def _sequential(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, n
     """The sequential design (looks 4, 8, 12, 16) and the fixed 16-seed design on the same simulated tables."""
     from _memory_designs import SCALES, noise_sd, rule_tables
 
-    from initmem.models.sequential import rule_decisions, sequential_decisions
+    from initmem.models.plan import rule_decisions, sequential_decisions
 
     rng = np.random.default_rng(seed)
     t = rule_tables(kind, "demo", n, rng, n_seed=16)
@@ -136,3 +136,22 @@ def test_sequential_nulls_forget_with_fewer_seeds_than_the_fixed_design():
     assert (verdict == -1).mean() >= 0.8 and (verdict == 1).sum() == 0
     assert seeds.mean() < 16 and seeds.max() <= 16
     assert (fixed == -1).mean() >= (verdict == -1).mean() - 0.1  # the price of looking: a few points of power
+
+
+def test_the_plan_says_what_the_sequential_design_would_spend():
+    """A clear memory is decided early and a null late: the planner's sequential expectation
+    (models/plan.py) orders them, within the looks' bounds."""
+    from initmem.models import core
+    from initmem.models.plan import sequential_plan
+
+    rng = np.random.default_rng(4)
+    n, levels = 120, np.linspace(-1.5, 1.5, 6)
+
+    def simulate(u):
+        return lambda s: core.predictive_tables(np.full(n, 0.8), np.tile(u, (n, 1)), np.full(n, 0.006),
+                                                np.full(n, 0.008), s, rng)
+
+    big = sequential_plan(simulate(levels * 0.03), 0.01, 0.01, [4, 8, 12, 16], rng)
+    null = sequential_plan(simulate(np.zeros(6)), 0.01, 0.01, [4, 8, 12, 16], rng)
+    assert big["p_remembers"] >= 0.9 and big["seeds_mean"] < null["seeds_mean"] <= 16
+    assert 4 <= big["seeds_mean"] and null["seeds_max"] <= 16 and big["looks"] == [4, 8, 12, 16]

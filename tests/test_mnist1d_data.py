@@ -110,3 +110,11 @@ def test_grid_fields_defaults_identity_and_errors():
     for data, field in bad:
         with pytest.raises(UserError, match=field):
             parse_grid(data)
+
+
+def test_quick1d_preset_mirrors_quick_on_mnist1d():
+    q1, q = load_grid("configs/quick1d.yaml"), load_grid("configs/quick.yaml")
+    assert q1.dataset.name == "mnist1d" and q1.dataset.n_test >= 10_000
+    assert list(q1.pipelines) == list(q.pipelines)
+    assert [p.optimizer for p in q1.pipelines.values()] == [p.optimizer for p in q.pipelines.values()]
+    assert q1.model.arch == "resnet1d" and q1.eval.interp_threshold == 0.995

@@ -20,7 +20,7 @@ from .test_engine import _one_thread, assert_pack_is_bitwise_alone  # noqa: F401
 
 
 def grid1d(tmp_path_factory, *, arch="resnet1d", norm=None, width=8, scale="all_kernels", opt=None, depth=None,
-           channels_last=None, sigma=(1.0, 2.0), seeds=(0, 1), epochs=1, **model):
+           channels_last=None, sigma=(1.0, 2.0), seeds=(0, 1), epochs=1, init=None, **model):
     root = tmp_path_factory.getbasetemp() / "mnist1d-cache"   # one cache for the whole session
     m = {"arch": arch, "width": width, **model}
     if norm is not None:
@@ -30,7 +30,7 @@ def grid1d(tmp_path_factory, *, arch="resnet1d", norm=None, width=8, scale="all_
     return parse_grid({
         "name": "t1d", "dataset": {"name": "mnist1d", "n_train": 256, "n_val": 64, "n_test": 128, "seed": 0,
                                    "root": str(root)},
-        "model": m, "init": {"scale": scale}, "sigma_w": list(sigma), "seeds": list(seeds),
+        "model": m, "init": {"scale": scale, **(init or {})}, "sigma_w": list(sigma), "seeds": list(seeds),
         "pipelines": {"a": {**(opt or {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 0.001}),
                             "batch_size": 32, "epochs": epochs}},
         "engine": {"cpu_threads": 1, "channels_last": channels_last}})
@@ -104,3 +104,19 @@ def test_a_short_collect_gives_a_valid_cube_with_measured_clocks(tmp_path_factor
     assert bool((ds[cube.T_EFF].isel(epoch=-1) > 0).all())
     loss = ds[cube.TRAIN_LOSS]
     assert bool((loss.isel(epoch=-1) < loss.isel(epoch=0)).all())     # it learns
+
+
+@pytest.mark.parametrize("init,sigma", [({"probe": "layer_scale", "layers": "body"}, (1.0, 2.0)),
+                                        ({"probe": "shape", "shapes": ["normal", "orthogonal"]}, (1.0, 2.0))])
+def test_the_other_init_probes_act_on_the_1d_kernels(tmp_path_factory, init, sigma):
+    g = grid1d(tmp_path_factory, init=init, sigma=sigma, scale="convolutions")
+    net = PackTrainer(g, "a", [(1.0, 3), (2.0, 3)], load_split(g.dataset), "cpu").net
+    kernels = dict(net.kernels())
+    assert torch.equal(kernels["head"].weight[0], kernels["head"].weight[1])   # neither probe touches the head
+    body = kernels["blocks.1.conv1"].weight
+    if init["probe"] == "layer_scale":
+        assert torch.equal(body[1], 2 * body[0]) and torch.equal(kernels["stem"].weight[1], kernels["stem"].weight[0])
+    else:   # orthogonal rows [Cout, Cin * k] at the same variance
+        w = body[1].reshape(body.shape[1], -1).double()
+        gram = w @ w.T
+        torch.testing.assert_close(gram, torch.diag(torch.diagonal(gram)), atol=1e-5, rtol=0)

@@ -16,13 +16,21 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from initmem import clocks, optimizers
 from initmem.errors import UserError
 
-DATASETS = ("digits", "cifar10", "cifar100", "fashion_mnist", "svhn")
-ARCH_PATTERN = re.compile(r"^(resnet_tiny|resnet9|resnet(\d+)|mlp|vit_tiny)$")
-DENSE_ARCHS = ("mlp", "vit_tiny")  # take any image size (digits included); no BatchNorm
+DATASETS = ("digits", "cifar10", "cifar100", "fashion_mnist", "svhn", "mnist1d")
+ARCH_PATTERN = re.compile(r"^(resnet_tiny|resnet9|resnet(\d+)|resnet1d|mlp|vit_tiny)$")
+DENSE_ARCHS = ("mlp", "vit_tiny")  # take any image size (digits and mnist1d included); no BatchNorm
+# MNIST-1D (Greydanus & Kobak 2024) is generated, not read: its sizes and generation seed are grid
+# fields (part of the grid's identity); the other data sets have none of them.
+MNIST1D_FIELDS = ("n_train", "n_val", "n_test", "seed")
+MNIST1D_DEFAULTS = {"n_train": 4000, "n_val": 1000, "n_test": 10000, "seed": 0}
+MNIST1D_LENGTH = 40  # the generator's final_seq_length: one 1 x 40 signal per example
+# Split fields that mean nothing for a generated set (its three splits are drawn i.i.d. at their sizes).
+SPLIT_FIELDS = ("val_fraction", "test_fraction", "split_seed")
 # The initialization probes (docs/arms.md): what the sigma_w axis of a grid sweeps.
 PROBES = ("scale", "layer_scale", "shape", "width_scaling")
 SHAPES = ("normal", "uniform", "truncated_normal", "orthogonal")
-DEFAULT_WIDTH = {"resnet_tiny": 16, "resnet9": 64, "mlp": 64, "vit_tiny": 32}  # CIFAR ResNets: 16
+DEFAULT_WIDTH = {"resnet_tiny": 16, "resnet9": 64, "resnet1d": 32, "mlp": 64, "vit_tiny": 32}  # CIFAR ResNets: 16
+RESNET1D_DEPTH = 3  # resnet1d: residual blocks (the first at full length, then one per halving)
 OPTIMIZERS = optimizers.names()  # the optimizer table, initmem/optimizers.py
 SCHEDULES = ("constant", "cosine", "step")
 INIT_SCALES = ("all_kernels", "normalized_kernels", "convolutions", "head")
@@ -34,12 +42,47 @@ class _Strict(BaseModel):
 
 
 class DatasetSpec(_Strict):
-    name: Literal["digits", "cifar10", "cifar100", "fashion_mnist", "svhn"] = "digits"
+    """The data set and its split.
+
+    ``mnist1d`` is generated offline by the ``mnist1d`` package at ``n_train + n_val + n_test``
+    examples from the generation ``seed`` (defaults filled in, so the canonical grid names them
+    all); ``root`` is then its cache folder (null: the user cache dir). The fraction and split
+    fields apply to the read data sets only, and the mnist1d fields are absent (None) for those,
+    so their canonical YAML and grid hash are what they were before mnist1d existed.
+    """
+
+    name: Literal["digits", "cifar10", "cifar100", "fashion_mnist", "svhn", "mnist1d"] = "digits"
     root: str | None = None
     val_fraction: float = Field(0.2, gt=0, lt=1)
     test_fraction: float = Field(0.25, gt=0, lt=1)
     split_seed: int = Field(0, ge=0)
     augment: Literal["none", "crop_flip"] = "none"
+    n_train: int | None = Field(None, ge=1, le=10_000_000)
+    n_val: int | None = Field(None, ge=1, le=10_000_000)
+    n_test: int | None = Field(None, ge=1, le=10_000_000)
+    seed: int | None = Field(None, ge=0, lt=2**32)  # NumPy's legacy seed range
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mnist1d_defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("name") == "mnist1d":
+            return {**MNIST1D_DEFAULTS, **{k: v for k, v in data.items() if v is not None or k not in MNIST1D_DEFAULTS}}
+        return data
+
+    def check_fields(self) -> None:
+        """Refuse the fields of the other kind of data set (run by the grid, so the message can
+        name ``dataset.<field>``)."""
+        if self.name == "mnist1d":
+            for key in SPLIT_FIELDS:
+                if key in self.model_fields_set:
+                    raise ValueError(f"dataset.{key}: not for mnist1d (give n_train, n_val, n_test and the "
+                                     "generation seed)")
+            if self.augment != "none":
+                raise ValueError("dataset.augment: mnist1d takes none (crop_flip is for images)")
+        else:
+            for key in MNIST1D_FIELDS:
+                if getattr(self, key) is not None:
+                    raise ValueError(f"dataset.{key}: only for dataset mnist1d (got dataset {self.name})")
 
 
 class ModelSpec(_Strict):
@@ -47,7 +90,8 @@ class ModelSpec(_Strict):
     SkipInit gain (learnable, starting at 0) on every residual branch. ``norm: layer`` is
     LayerNorm (mlp: optional after each hidden layer; vit_tiny: always, pre-norm blocks); the
     norm defaults by arch (ResNets batch, mlp none, vit_tiny layer). ``depth`` (mlp: hidden
-    layers; vit_tiny: blocks), ``heads`` and ``patch`` (vit_tiny) only for the dense arms."""
+    layers; vit_tiny: blocks; resnet1d: residual blocks), ``heads`` and ``patch`` (vit_tiny) only
+    for the arms that have them. ``resnet1d`` is the 1-D ResNet for mnist1d (batch or none)."""
 
     arch: str = "resnet_tiny"
     width: int | None = Field(None, ge=1, le=4096)
@@ -69,7 +113,7 @@ class ModelSpec(_Strict):
         m = ARCH_PATTERN.match(v)
         if not m:
             raise ValueError(f"must be one of resnet_tiny, resnet9, resnet20, resnet32, resnet56, "
-                             f"resnet(6n+2), mlp, vit_tiny (got {v!r})")
+                             f"resnet(6n+2), resnet1d, mlp, vit_tiny (got {v!r})")
         if m.group(2) is not None:
             depth = int(m.group(2))
             if depth < 8 or (depth - 2) % 6 != 0:
@@ -258,8 +302,9 @@ class Grid(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Grid:
+        self.dataset.check_fields()
         self._check_model()
-        if self.dataset.name != "digits" and self.dataset.root is None:
+        if self.dataset.name not in ("digits", "mnist1d") and self.dataset.root is None:
             raise ValueError(f"dataset.root: {self.dataset.name} needs a torchvision data folder")
         for model in {self.model_of(p) for p in self.pipelines}:
             if self.init.scale == "normalized_kernels" and not (
@@ -269,6 +314,11 @@ class Grid(_Strict):
                 raise ValueError(f"init.scale: {model.arch} has no convolutions")
             if self.dataset.name == "digits" and model.arch not in ("resnet_tiny", *DENSE_ARCHS):
                 raise ValueError("model.arch: the 8x8 digits images need resnet_tiny, mlp or vit_tiny")
+            if (self.dataset.name == "mnist1d") != (model.arch == "resnet1d") and model.arch not in DENSE_ARCHS:
+                raise ValueError("model.arch: the 1-D mnist1d signals need resnet1d, mlp or vit_tiny, "
+                                 "and resnet1d needs dataset mnist1d")
+            if self.dataset.name == "mnist1d" and model.arch == "vit_tiny" and MNIST1D_LENGTH % (model.patch or 2):
+                raise ValueError(f"model.patch: must divide the mnist1d length {MNIST1D_LENGTH} (got {model.patch})")
             self._check_probe(model)
         if self.budget is not None:
             _check_budget(self.budget)
@@ -295,8 +345,9 @@ class Grid(_Strict):
         if m.norm not in allowed:
             raise ValueError(f"model.norm: {m.arch} takes one of {', '.join(allowed)} (got {m.norm!r})")
         for key in ("depth", "heads", "patch"):
-            if getattr(m, key) is not None and (m.arch not in DENSE_ARCHS or (key != "depth" and m.arch != "vit_tiny")):
-                raise ValueError(f"model.{key}: only for arch {'vit_tiny' if key != 'depth' else 'mlp or vit_tiny'}")
+            takes = ("vit_tiny",) if key != "depth" else ("mlp", "vit_tiny", "resnet1d")
+            if getattr(m, key) is not None and m.arch not in takes:
+                raise ValueError(f"model.{key}: only for arch {' or '.join(takes)}")
 
     def _check_probe(self, model: ModelSpec) -> None:
         init = self.init
@@ -327,9 +378,13 @@ class Grid(_Strict):
         return [(s, k) for s in self.sigma_w for k in self.seeds]
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, except the clock budgets and eval.every at their defaults: grids written
-        before those options existed keep their canonical form and hash (resumable runs)."""
+        """Every field, except the clock budgets and eval.every at their defaults and the dataset
+        fields of the other kind of data set (mnist1d's sizes and seed; the read sets' fractions):
+        grids written before those options existed keep their canonical form and hash (resumable runs)."""
         d = self.model_dump(mode="json")
+        dataset = d["dataset"]
+        for key in MNIST1D_FIELDS if self.dataset.name != "mnist1d" else SPLIT_FIELDS:
+            dataset.pop(key)   # the fields of the other kind of data set: absent, not defaulted
         if d.get("budget") is None:
             d.pop("budget", None)
         if d["eval"].get("every") == 1:

@@ -9,12 +9,17 @@ first finished shard (see :func:`initmem.collect.run.shards.merge_dir`).
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from importlib import metadata
 from typing import Any
 
 import initmem
 from initmem import cube, optimizers
 from initmem.grid import Grid, ModelSpec, PipelineSpec, grid_hash, probe_levels, probe_target
+
+# A generated data set's recipe (JSON: generator, its arguments, package version, split ranges): the
+# fingerprint names the arrays, this says how to make them again. Only for dataset mnist1d.
+A_DATASET_PROVENANCE = "dataset_provenance"
 
 
 def pipeline_coords(spec: PipelineSpec, model: ModelSpec | None = None) -> dict[str, Any]:
@@ -74,4 +79,8 @@ def cube_attrs(grid: Grid, device: str, *, n_test: int | None = None,
         attrs[cube.A_N_TEST] = int(n_test)
     if dataset_fingerprint is not None:
         attrs[cube.A_DATASET_FINGERPRINT] = dataset_fingerprint
+    if grid.dataset.name == "mnist1d":
+        from initmem.collect.train import mnist1d_gen  # numpy only; the recipe follows from the grid
+
+        attrs[A_DATASET_PROVENANCE] = json.dumps(mnist1d_gen.provenance(grid.dataset), sort_keys=True)
     return attrs

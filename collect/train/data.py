@@ -3,6 +3,10 @@
 The split depends only on ``dataset.split_seed`` (never on a cell's seed), so every cell of a
 grid sees the same examples. Images are standardised with the training split's per-channel
 mean and standard deviation. Batches are gathered by index from these tensors (no DataLoader).
+
+MNIST-1D (generated, :mod:`initmem.collect.train.mnist1d_gen`) is held as 1 x 40 images
+``[N, 1, 1, 40]``: the engine's packed layout ``[B, G*C, H, W]`` carries it unchanged, the 1-D
+ResNet convolves along the width and the dense arms see 40 features (or 1-D patches).
 """
 
 from __future__ import annotations
@@ -43,8 +47,10 @@ class Split:
         return int(self.x_train.shape[1])
 
     @property
-    def image_size(self) -> int:
-        return int(self.x_train.shape[-1])
+    def image_size(self) -> int | tuple[int, int]:
+        """The side of a square image, or ``(H, W)`` for another shape (mnist1d: ``(1, 40)``)."""
+        h, w = int(self.x_train.shape[-2]), int(self.x_train.shape[-1])
+        return w if h == w else (h, w)
 
     def to(self, device: str) -> Split:
         move = lambda t: t.to(device)  # noqa: E731
@@ -157,6 +163,11 @@ def _torchvision(spec: DatasetSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 def load_split(spec: DatasetSpec) -> Split:
     """The fixed split of ``spec`` (cached per process; tensors on CPU)."""
     rng = np.random.default_rng(spec.split_seed)
+    if spec.name == "mnist1d":
+        from initmem.collect.train import mnist1d_gen
+
+        xt, yt, xv, yv, xte, yte = (a[:, None, None, :] if a.ndim == 2 else a for a in mnist1d_gen.load(spec))
+        return _standardised(xt, yt, xv, yv, xte, yte, mnist1d_gen.N_CLASSES)
     if spec.name == "digits":
         x, y = _digits()
         perm = rng.permutation(len(y))
@@ -172,8 +183,12 @@ def load_split(spec: DatasetSpec) -> Split:
     if n_val < 1 or n_val >= len(ytr):
         raise UserError(f"dataset.val_fraction {spec.val_fraction} leaves an empty train or validation split")
     val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
-    xv, yv = xtr[val_idx], ytr[val_idx]
-    xt, yt = xtr[train_idx], ytr[train_idx]
+    return _standardised(xtr[train_idx], ytr[train_idx], xtr[val_idx], ytr[val_idx], xte, yte, n_classes)
+
+
+def _standardised(xt: np.ndarray, yt: np.ndarray, xv: np.ndarray, yv: np.ndarray, xte: np.ndarray,
+                  yte: np.ndarray, n_classes: int) -> Split:
+    """The split as tensors, every image standardised by the training split's per-channel moments."""
     mean = xt.mean(axis=(0, 2, 3), keepdims=True)
     std = xt.std(axis=(0, 2, 3), keepdims=True) + 1e-6
     norm = lambda a: torch.from_numpy(np.ascontiguousarray((a - mean) / std, dtype=np.float32))  # noqa: E731

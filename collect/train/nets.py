@@ -1,7 +1,7 @@
 """The architecture factory and what every packed net shares: build a net by name, find its kernels
 and their groups, initialise one member at sigma_w, read kernel norms, count FLOPs.
 
-It sits above every architecture (collect/train/resnets.py, mlp.py, vit.py), which sit above the packed
+It sits above every architecture (collect/train/resnets.py, resnet1d.py, mlp.py, vit.py), which sit above the packed
 layers (collect/train/packed.py); nothing below imports it (docs/architecture.md).
 """
 
@@ -16,20 +16,31 @@ from torch import nn
 from initmem.collect.train import mlp, vit
 from initmem.collect.train.mlp import MLP
 from initmem.collect.train.packed import PackedNet, PConv, PLinear
+from initmem.collect.train.resnet1d import ResNet1D
 from initmem.collect.train.resnets import ResNet9, ResNetCifar, ResNetTiny
 from initmem.collect.train.vit import ViTTiny
-from initmem.grid import DEFAULT_WIDTH
+from initmem.grid import DEFAULT_WIDTH, RESNET1D_DEPTH
+
+Size = int | tuple[int, int]  # a square image's side, or (H, W): mnist1d signals are (1, 40)
+
+
+def hw(size: Size) -> tuple[int, int]:
+    """``(H, W)`` of an image size given as a side or a pair."""
+    return (size, size) if isinstance(size, int) else (int(size[0]), int(size[1]))
 
 
 def build_net(arch: str, G: int, in_ch: int, n_classes: int, width: int | None, norm: str, *,
-              size: int = 8, depth: int | None = None, heads: int | None = None,
+              size: Size = 8, depth: int | None = None, heads: int | None = None,
               patch: int | None = None) -> PackedNet:
-    """The packed net of ``model.arch`` (``size``: the square image side, for mlp and vit_tiny)."""
+    """The packed net of ``model.arch`` (``size``: the image side or (H, W), for mlp and vit_tiny)."""
+    h, w = hw(size)
     if arch == "mlp":
-        return MLP(G, in_ch * size * size, n_classes, width or DEFAULT_WIDTH[arch], depth or mlp.DEFAULT_DEPTH, norm)
+        return MLP(G, in_ch * h * w, n_classes, width or DEFAULT_WIDTH[arch], depth or mlp.DEFAULT_DEPTH, norm)
     if arch == "vit_tiny":
-        return ViTTiny(G, in_ch, n_classes, size, width or DEFAULT_WIDTH[arch], depth or vit.DEFAULT_DEPTH,
+        return ViTTiny(G, in_ch, n_classes, (h, w), width or DEFAULT_WIDTH[arch], depth or vit.DEFAULT_DEPTH,
                            heads or vit.DEFAULT_HEADS, patch or vit.DEFAULT_PATCH)
+    if arch == "resnet1d":
+        return ResNet1D(G, in_ch, n_classes, width or DEFAULT_WIDTH[arch], depth or RESNET1D_DEPTH, norm)
     if arch == "resnet_tiny":
         return ResNetTiny(G, in_ch, n_classes, width or 16, norm)
     if arch == "resnet9":
@@ -90,7 +101,7 @@ def kernel_norms(net: PackedNet) -> tuple[list[str], torch.Tensor]:
     return names, torch.stack(cols, dim=1)
 
 
-def count_train_flops_per_image(net: PackedNet, in_ch: int, size: int) -> int:
+def count_train_flops_per_image(net: PackedNet, in_ch: int, size: Size) -> int:
     """Training FLOPs per image of ONE member: 2 * MACs forward, times 3 (forward + backward)."""
     macs = 0
     shapes: dict[int, tuple[int, int]] = {}
@@ -110,7 +121,7 @@ def count_train_flops_per_image(net: PackedNet, in_ch: int, size: int) -> int:
         with torch.no_grad():
             was = net.training
             net.eval()
-            net(torch.zeros(1, net.G * in_ch, size, size, device=next(net.parameters()).device))
+            net(torch.zeros(1, net.G * in_ch, *hw(size), device=next(net.parameters()).device))
             net.train(was)
     finally:
         for h in handles:
@@ -118,7 +129,7 @@ def count_train_flops_per_image(net: PackedNet, in_ch: int, size: int) -> int:
     return 6 * macs // 1
 
 
-def activation_elems_per_image(net: PackedNet, in_ch: int, size: int) -> int:
+def activation_elems_per_image(net: PackedNet, in_ch: int, size: Size) -> int:
     """Elements of every module output for one image of one member (memory estimate)."""
     total = 0
 
@@ -131,7 +142,7 @@ def activation_elems_per_image(net: PackedNet, in_ch: int, size: int) -> int:
     try:
         with torch.no_grad():
             net.eval()
-            net(torch.zeros(1, net.G * in_ch, size, size))
+            net(torch.zeros(1, net.G * in_ch, *hw(size)))
     finally:
         for h in handles:
             h.remove()

@@ -43,8 +43,12 @@ class PConv(nn.Module):
 
     gain = math.sqrt(2.0)  # Kaiming normal for ReLU networks
 
+    def kernel_4d(self) -> torch.Tensor:
+        """The stacked kernels as one grouped conv2d weight ``[G*Cout, Cin, kh, kw]``."""
+        return self.weight.reshape(self.G * self.cout, self.cin, self.k, self.k)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        w = self.weight.reshape(self.G * self.cout, self.cin, self.k, self.k)
+        w = self.kernel_4d()
         if x.device.type == "cpu":
             groups = max(self.G, 2, -(-SHADOW_MIN_CHANNELS // self.cin))
             if groups > self.G:
@@ -76,6 +80,34 @@ class PConv(nn.Module):
     def macs_per_image(self, h: int, w: int) -> tuple[int, int, int]:
         ho, wo = (h + 2 * self.pad - self.k) // self.stride + 1, (w + 2 * self.pad - self.k) // self.stride + 1
         return self.cout * self.cin * self.k * self.k * ho * wo, ho, wo
+
+
+class PConv1d(PConv):
+    """G stacked 1-D kernels ``[G, Cout, Cin, k]`` over signals held as height-1 maps ``[B, G*C, 1, L]``.
+
+    Run as a ``1 x k`` grouped conv2d (what torch does with a conv1d on CPU anyway): the same
+    oneDNN path, shadow groups and layouts as :class:`PConv`, so a member computes bitwise the
+    same numbers in a pack of any size, and every other packed op (BatchNorm, the norm-free
+    biases and gains, pooling) sees the 4-D layout it was made exact for. Being a ``PConv`` it
+    counts as a convolution for ``init.scale`` and the kernel interface; only the kernel's shape,
+    ``fan_in`` (``Cin * k``) and its FLOPs differ.
+    """
+
+    def __init__(self, G: int, cin: int, cout: int, k: int = 3, stride: int = 1, normalized: bool = True):
+        super().__init__(G, cin, cout, k, stride, normalized)
+        self.stride, self.pad = (1, stride), (0, k // 2)
+        self.weight = nn.Parameter(torch.empty(G, cout, cin, k))
+
+    @property
+    def fan_in(self) -> int:
+        return self.cin * self.k
+
+    def kernel_4d(self) -> torch.Tensor:
+        return self.weight.reshape(self.G * self.cout, self.cin, 1, self.k)
+
+    def macs_per_image(self, h: int, w: int) -> tuple[int, int, int]:
+        lo = (w + 2 * self.pad[1] - self.k) // self.stride[1] + 1
+        return self.cout * self.cin * self.k * h * lo, h, lo
 
 
 class PBatchNorm(nn.Module):

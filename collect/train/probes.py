@@ -35,7 +35,8 @@ from initmem.grid import DEFAULT_WIDTH, Grid
 TRUNC = 2.0  # truncated normal: cut at +-2 standard deviations of the parent normal
 
 
-def build_for_grid(grid: Grid, pipeline: str, G: int, in_ch: int, n_classes: int, size: int) -> PackedNet:
+def build_for_grid(grid: Grid, pipeline: str, G: int, in_ch: int, n_classes: int,
+                   size: int | tuple[int, int]) -> PackedNet:
     """The packed net of a pipeline's model section (at the widest level under width_scaling)."""
     m = grid.model_of(pipeline)
     width = m.width

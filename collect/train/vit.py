@@ -1,6 +1,6 @@
 """The packed ViT-tiny arm: patch embedding, pre-norm transformer blocks, mean-pooled tokens.
 
-Per member: non-overlapping ``patch x patch`` patches -> dense embedding + learned position
+Per member: non-overlapping ``patch x patch`` patches (``1 x patch`` on a height-1 signal, mnist1d) -> dense embedding + learned position
 embedding -> ``depth`` blocks ``x + Attn(LN(x))``, ``x + MLP(LN(x))`` (``heads`` heads, MLP
 ratio 2, GELU) -> final LayerNorm -> mean over tokens -> linear head. No class token (the mean
 pool is one op less to keep pack-exact). Every activation is member-major (``[G, B, N, D]``)
@@ -54,14 +54,16 @@ class Block(nn.Module):
 
 
 class ViTTiny(PackedNet):
-    def __init__(self, G: int, in_ch: int, n_classes: int, size: int, width: int = 32, depth: int = DEFAULT_DEPTH,
-                 heads: int = DEFAULT_HEADS, patch: int = DEFAULT_PATCH):
+    def __init__(self, G: int, in_ch: int, n_classes: int, size: int | tuple[int, int], width: int = 32,
+                 depth: int = DEFAULT_DEPTH, heads: int = DEFAULT_HEADS, patch: int = DEFAULT_PATCH):
         super().__init__()
-        if size % patch or width % heads:
+        h, w = (size, size) if isinstance(size, int) else size
+        ph = 1 if h == 1 else patch   # a height-1 signal is cut into 1 x patch pieces
+        if h % ph or w % patch or width % heads:
             raise ValueError(f"vit_tiny: patch {patch} must divide the image size {size} and heads {heads} "
                              f"the width {width}")
-        self.G, self.patch, self.tokens = G, patch, (size // patch) ** 2
-        self.embed = PDense(G, in_ch * patch * patch, width)
+        self.G, self.patch_hw, self.tokens = G, (ph, patch), (h // ph) * (w // patch)
+        self.embed = PDense(G, in_ch * ph * patch, width)
         self.pos = nn.Parameter(torch.zeros(G, self.tokens, width))
         self.blocks = nn.ModuleList(Block(G, width, heads) for _ in range(depth))
         self.ln = PLayerNorm(G, width)
@@ -70,9 +72,9 @@ class ViTTiny(PackedNet):
     def features(self, x: torch.Tensor) -> torch.Tensor:
         xm = unpack_images(x, self.G)                            # G B C H W
         G, B, C, H, W = xm.shape
-        p = self.patch
-        patches = xm.reshape(G, B, C, H // p, p, W // p, p).permute(0, 1, 3, 5, 2, 4, 6)
-        t = self.embed(patches.reshape(G, B * self.tokens, C * p * p)).reshape(G, B, self.tokens, -1)
+        ph, pw = self.patch_hw
+        patches = xm.reshape(G, B, C, H // ph, ph, W // pw, pw).permute(0, 1, 3, 5, 2, 4, 6)
+        t = self.embed(patches.reshape(G, B * self.tokens, C * ph * pw)).reshape(G, B, self.tokens, -1)
         t = t + self.pos[:, None]
         for blk in self.blocks:
             t = blk(t)

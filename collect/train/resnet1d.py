@@ -1,0 +1,66 @@
+"""The packed 1-D ResNet (``resnet1d``) for MNIST-1D's 40-point signals, on the packed layers.
+
+Layout: stem (1-D conv, kernel 5: a wider first look at the raw signal) -> norm -> ReLU, then
+``depth`` basic blocks at constant width w (two kernel-3 convs each; the first block at full
+length, every later one halves the length with stride 2 and a 1x1 projection shortcut: 40, 20,
+10 for depth 3), global average pool, linear head. Constant width keeps a pack cheap on CPU;
+the halvings give the last block a receptive field spanning the signal.
+
+Signals are held as height-1 maps ``[B, G*C, 1, L]`` (:class:`PConv1d`), so BatchNorm, the
+norm-free per-channel biases and SkipInit gains (``norm: none``, as in the 2-D ResNets of
+collect/train/resnets.py) and the pooling are the 2-D nets' packed layers unchanged, with their
+bitwise pack invariance (tests/test_mnist1d_nets.py).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from initmem.collect.train.normfree import PBias, SkipGain
+from initmem.collect.train.packed import PackedNet, PBatchNorm, PConv1d, PLinear, global_mean_pool
+
+STEM_KERNEL, BLOCK_KERNEL = 5, 3
+
+
+def _norm(G: int, C: int, norm: str) -> nn.Module:
+    return PBatchNorm(G, C) if norm == "batch" else PBias(G, C)
+
+
+class BasicBlock1d(nn.Module):
+    """conv-norm-ReLU-conv-norm (x SkipInit gain when norm-free) + shortcut, then ReLU."""
+
+    def __init__(self, G: int, cin: int, cout: int, stride: int, norm: str):
+        super().__init__()
+        bn = norm == "batch"
+        self.conv1 = PConv1d(G, cin, cout, BLOCK_KERNEL, stride, normalized=bn)
+        self.bn1 = _norm(G, cout, norm)
+        self.conv2 = PConv1d(G, cout, cout, BLOCK_KERNEL, 1, normalized=bn)
+        self.bn2 = _norm(G, cout, norm)
+        self.skip_gain = SkipGain(G, norm)
+        self.shortcut = None
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(PConv1d(G, cin, cout, 1, stride, normalized=bn), _norm(G, cout, norm))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = F.relu(self.bn1(self.conv1(x)), inplace=True)
+        out = self.skip_gain(self.bn2(self.conv2(out)))
+        sc = x if self.shortcut is None else self.shortcut(x)
+        return F.relu(out + sc, inplace=True)
+
+
+class ResNet1D(PackedNet):
+    """Stem, ``depth`` blocks at width w (stride 2 from the second on), mean pool, head."""
+
+    def __init__(self, G: int, in_ch: int, n_classes: int, width: int = 32, depth: int = 3, norm: str = "batch"):
+        super().__init__()
+        self.G = G
+        self.stem = PConv1d(G, in_ch, width, STEM_KERNEL, 1, normalized=norm == "batch")
+        self.stem_bn = _norm(G, width, norm)
+        self.blocks = nn.Sequential(*(BasicBlock1d(G, width, width, 1 if i == 0 else 2, norm) for i in range(depth)))
+        self.head = PLinear(G, width, n_classes)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.relu(self.stem_bn(self.stem(x)), inplace=True)
+        return global_mean_pool(self.blocks(x))

@@ -85,6 +85,22 @@ OPTIMIZERS: tuple[OptimizerKind, ...] = (
 BY_NAME: dict[str, OptimizerKind] = {o.name: o for o in OPTIMIZERS}
 
 
+class WeightDecaySplit:
+    """For a settings record with ``optimizer`` and ``weight_decay`` (a grid's pipeline, a simulated one): how
+    its kind splits the decay into coupled L2 and decoupled decay, read from the table. It declares no fields:
+    the record's own ``optimizer`` and ``weight_decay`` are read (a pydantic model keeps its field order)."""
+
+    @property
+    def coupled_l2(self) -> float:
+        """lambda of T_l2: the weight decay added to the gradient; 0 for decoupled decay (AdamW)."""
+        return get(self.optimizer).coupled_l2(self.weight_decay)
+
+    @property
+    def decoupled_wd(self) -> float:
+        """The decoupled weight-decay coefficient (AdamW); 0 for coupled L2."""
+        return get(self.optimizer).decoupled_wd(self.weight_decay)
+
+
 def names() -> tuple[str, ...]:
     """Every optimizer kind, in table order (the grid file's allowed values)."""
     return tuple(BY_NAME)
@@ -123,6 +139,7 @@ def display_name(name: str) -> str:
     return kind.display if kind else str(name)
 
 
-__all__ = ["BY_NAME", "COUPLED", "DECOUPLED", "OPTIMIZERS", "OptimizerKind", "adaptive", "coupled_l2_of",
+__all__ = ["BY_NAME", "COUPLED", "DECOUPLED", "OPTIMIZERS", "OptimizerKind", "WeightDecaySplit", "adaptive",
+           "coupled_l2_of",
            "display_name",
            "get", "names", "with_momentum"]

@@ -139,7 +139,7 @@ class InitSpec(_Strict):
     parametrization: Literal["standard", "mup"] = "standard"
 
 
-class PipelineSpec(_Strict):
+class PipelineSpec(optimizers.WeightDecaySplit, _Strict):
     optimizer: Literal[OPTIMIZERS]  # type: ignore[valid-type]
     lr: float = Field(gt=0)
     batch_size: int = Field(ge=1)
@@ -187,15 +187,6 @@ class PipelineSpec(_Strict):
                 raise ValueError(f"milestones: must be increasing epochs in 1..{self.epochs - 1}")
         return self
 
-    @property
-    def coupled_l2(self) -> float:
-        """The L2 coefficient added to the gradient (lambda in T_l2); 0 for decoupled decay (AdamW)."""
-        return optimizers.get(self.optimizer).coupled_l2(self.weight_decay)
-
-    @property
-    def decoupled_wd(self) -> float:
-        """The decoupled weight-decay coefficient (AdamW); 0 for coupled L2."""
-        return optimizers.get(self.optimizer).decoupled_wd(self.weight_decay)
 
 
 class EvalSpec(_Strict):

@@ -46,7 +46,7 @@ def expected_accuracy(eta: np.ndarray, noise_sd: float, offsets: np.ndarray | No
 
 
 @dataclass(frozen=True)
-class SimPipeline:
+class SimPipeline(optimizers.WeightDecaySplit):
     """One simulated pipeline: variance components, design size and training settings.
 
     The standard deviations live on the model's scale: logit for binomial, outcome units for
@@ -86,15 +86,6 @@ class SimPipeline:
         if self.lr <= 0 or self.batch_size < 1 or self.weight_decay < 0:
             raise UserError(f"pipeline {self.name!r}: lr and batch_size must be positive, weight_decay >= 0")
 
-    @property
-    def coupled_l2(self) -> float:
-        """lambda of T_l2: the coupled L2 coefficient (AdamW's decay is decoupled, so 0)."""
-        return optimizers.get(self.optimizer).coupled_l2(self.weight_decay)
-
-    @property
-    def decoupled_wd(self) -> float:
-        """The decoupled weight-decay coefficient (AdamW-style), else 0."""
-        return optimizers.get(self.optimizer).decoupled_wd(self.weight_decay)
 
 
 def _quick_like() -> list[SimPipeline]:

@@ -305,7 +305,8 @@ def simulate_cube(
         ds[cube.TEST_PRED] = ((*cube.CELL_DIMS, cube.EXAMPLE), pred)
         ds[cube.TEST_LABEL] = ((cube.EXAMPLE,), labels.astype("int16"))
     if curves:
-        _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_train, decay_scale, noise)
+        _add_curves(ds, pipes, eta_cell, status, truth, rng,
+                    CurveDesign(truth_axis, horizon, n_train, decay_scale, noise))
     else:
         # The engine selects the checkpoint at or after interpolation; here a run that does not
         # interpolate has tau_interp NaN (SimPipeline.p_not_interpolating).
@@ -332,13 +333,29 @@ def _subset(n_total: int, n: int) -> np.ndarray:
     return np.unique(np.round(np.linspace(0, n_total - 1, n)).astype(int))
 
 
-def _add_curves(ds, pipes, eta_cell, status, truth, rng, truth_axis, horizon, n_train, decay_scale, noise) -> None:
-    """Training curves whose radial memory decays along ``truth_axis``.
+@dataclass(frozen=True)
+class CurveDesign:
+    """How simulated training curves are drawn: the time axis the radial memory decays along, the horizon in
+    epochs, the training-set size (steps per epoch), the decay scale (None: half the median of the axis at the
+    horizon) and the SD of the log kernel-norm noise."""
+
+    truth_axis: str
+    horizon: int
+    n_train: int
+    decay_scale: float | None
+    noise: float
+
+
+def _add_curves(ds: xr.Dataset, pipes: list[SimPipeline], eta_cell: np.ndarray, status: np.ndarray, truth: dict,
+                rng: np.random.Generator, design: CurveDesign) -> None:
+    """Training curves whose radial memory decays along ``design.truth_axis``.
 
     log kernel_norm = log K0 + rho_p(t) log sigma_w + drift_p(t) + seed effect + noise, with
     rho_p(t) = exp(-A_p(t) / scale) and A the truth axis, so the log-log slope of the kernel
     norm on sigma_w is exactly rho_p(t) in expectation.
     """
+    truth_axis, horizon, n_train, decay_scale, noise = (design.truth_axis, design.horizon, design.n_train,
+                                                        design.decay_scale, design.noise)
     n_p, n_sig, n_sd = status.shape
     n_ep = horizon + 1
     levels = ds[cube.SIGMA].values

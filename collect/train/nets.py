@@ -1,8 +1,8 @@
 """The architecture factory and what every packed net shares: build a net by name, find its kernels
 and their groups, initialise one member at sigma_w, read kernel norms, count FLOPs.
 
-It sits above every architecture (collect/train/resnets.py, resnet1d.py, mlp.py, vit.py), which sit above the packed
-layers (collect/train/packed.py); nothing below imports it (docs/architecture.md).
+It sits above every architecture (collect/train/resnets.py, resnet1d.py, mlp.py, vit.py), which sit above
+the packed layers (collect/train/packed.py); nothing below imports it (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The packed ViT-tiny arm: patch embedding, pre-norm transformer blocks, mean-pooled tokens.
 
-Per member: non-overlapping ``patch x patch`` patches (``1 x patch`` on a height-1 signal, mnist1d) -> dense
-embedding + learned position embedding -> ``depth`` blocks ``x + Attn(LN(x))``, ``x + MLP(LN(x))`` (``heads`` heads, MLP
-ratio 2, GELU) -> final LayerNorm -> mean over tokens -> linear head. No class token (the mean
-pool is one op less to keep pack-exact). Every activation is member-major (``[G, B, N, D]``)
+Per member: non-overlapping ``patch x patch`` patches (``1 x patch`` pieces of a height-1 signal,
+mnist1d) -> dense embedding + learned position embedding -> ``depth`` blocks ``x + Attn(LN(x))``,
+``x + MLP(LN(x))`` (``heads`` heads, MLP ratio 2, GELU) -> final LayerNorm -> mean over tokens -> linear
+head. No class token (the mean pool is one op less to keep pack-exact). Every activation is member-major (``[G, B, N, D]``)
 and every matmul is batched over members (attention over members x images x heads), so a
 member computes the same numbers in a pack of any size (tests/test_nets_dense.py).
 

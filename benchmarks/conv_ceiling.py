@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - imported as benchmarks.conv_ceiling
 
 def conv_shapes(G: int, batch: int) -> list[tuple[str, PConv, tuple[int, ...]]]:
     """(name, layer, input shape) of every packed convolution of the quick network."""
-    grid = load_grid("quick")
+    grid = load_grid("digits")
     net = build_net(grid.model.arch, G, 1, 10, grid.model.width, grid.model.norm)
     shapes: list[tuple[str, PConv, tuple[int, ...]]] = []
     names = {id(m): n for n, m in net.named_modules()}

@@ -42,7 +42,7 @@ def _grid(base: Grid, measure: bool, arch: str | None, width: int | None) -> Gri
 def seconds_per_step(G: int, device: str, steps: int, rounds: int, arch: str | None, width: int | None
                      ) -> tuple[float, float, float]:
     """Best seconds per step without and with the measured clocks, and of the measurement alone."""
-    base = load_grid("quick")
+    base = load_grid("digits")
     pipeline = next(iter(base.pipelines))
     cells = [(base.sigma_w[i % len(base.sigma_w)], base.seeds[i // len(base.sigma_w) % len(base.seeds)])
              for i in range(G)]
@@ -87,7 +87,7 @@ def main() -> None:
     ap.add_argument("--width", type=int, default=None)
     args = ap.parse_args()
     device = resolve_device(args.device)
-    threads = load_grid("quick").engine.cpu_threads
+    threads = load_grid("digits").engine.cpu_threads
     with deterministic(device, threads):
         print(f"device {device}, torch {torch.__version__}, threads {torch.get_num_threads()}")
         for G in (int(x) for x in args.G.split(",")):

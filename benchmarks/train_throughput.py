@@ -115,7 +115,7 @@ def main() -> None:
     device = resolve_device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
-    quick = load_grid("quick")
+    quick = load_grid("digits")
     pipe = next(iter(quick.pipelines))
     d = quick.to_dict()
     arch = args.arch or quick.model.arch

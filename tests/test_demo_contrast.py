@@ -1,6 +1,6 @@
-"""The quick preset shows the paper's contrast (named to sort early: the suite's longest file then
-starts first on its test worker instead of last), from a real collect and a real analysis, on a
-reduced grid: its own pipelines and horizons, the extreme sigma_w levels, four seeds. Low-LR SGD
+"""The digits preset (the quick demo until 0.3.0) shows the paper's contrast (named to sort early: the
+suite's longest file then starts first on its test worker instead of last), from a real collect and a
+real analysis, on a reduced grid: its own pipelines and horizons, the extreme sigma_w levels, four seeds. Low-LR SGD
 without L2 interpolates in every cell and remembers the init scale by several points; SGD with a
 larger rate, L2 and a cosine decay, and AdamW, interpolate too and lean towards forgetting: with
 two levels and four seeds the data move P(spread < delta) well above the prior's own 1/2, though
@@ -22,7 +22,7 @@ REMEMBERS, SGD_L2, ADAM_FAMILY = "sgd_low_lr", "sgd_l2", "adamw"
 
 @pytest.mark.slow
 def test_reduced_quick_grid_low_lr_sgd_remembers_sgd_l2_and_adamw_lean_to_forgetting(tmp_path):
-    quick = load_grid("quick")
+    quick = load_grid("digits")
     d = quick.to_dict()
     d["pipelines"] = {k: d["pipelines"][k] for k in (REMEMBERS, SGD_L2, ADAM_FAMILY)}
     d["sigma_w"] = [min(quick.sigma_w), max(quick.sigma_w)]

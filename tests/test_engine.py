@@ -206,9 +206,10 @@ def test_rgb_architectures_pack_bitwise_too(arch, channels_last):
     assert_pack_is_bitwise_alone(g, "a", [(0.5, 0), (1.0, 1)], steps=2, check=[1], split=split)
 
 
-def test_quick_preset_cells_are_bitwise_the_same_in_any_pack():
-    """Every quick pipeline (its batch size, optimizer and channels_last): pack of 3 vs alone."""
-    quick = load_grid("quick")
+def test_digits_preset_cells_are_bitwise_the_same_in_any_pack():
+    """Every digits pipeline (its batch size, optimizer and channels_last): pack of 3 vs alone (the quick
+    preset's 1-D nets: tests/test_mnist1d_nets.py)."""
+    quick = load_grid("digits")
     for pipeline in quick.pipelines:
         assert_pack_is_bitwise_alone(quick, pipeline, [(0.25, 0), (8.0, 1), (1.0, 2)], steps=3, check=[1])
 

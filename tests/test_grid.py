@@ -36,8 +36,10 @@ def _with(path: str, value) -> dict:
 
 
 def test_presets_load_and_have_the_promised_shape():
-    quick, paper = load_grid("quick"), load_grid("paper")
+    demo, paper = load_grid("quick"), load_grid("paper")
     assert resolve_preset("quick").name == "quick.yaml"
+    assert demo.dataset.name == "mnist1d" and demo.model.arch == "resnet1d" and demo.dataset.n_test >= 10_000
+    quick = load_grid("digits")
     assert quick.dataset.name == "digits" and quick.model.arch == "resnet_tiny"
     assert len(quick.pipelines) >= 6
     opts = {p.optimizer for p in quick.pipelines.values()}
@@ -128,7 +130,7 @@ def test_quick_preset_has_its_remembering_and_forgetting_arms():
     """The design its header promises: no sigma_w = 8, plain SGD without L2 at a constant rate
     (remembers), SGD + L2 and the Adam family with a decaying schedule (forget), and horizons,
     momenta and L2 that vary across pipelines."""
-    quick = load_grid("quick")
+    quick = load_grid("digits")
     assert max(quick.sigma_w) == 4.0 and len(quick.seeds) >= 5
     pipes = quick.pipelines.values()
     remember = [p for p in pipes if p.optimizer == "sgd" and p.weight_decay == 0 and p.schedule == "constant"]

@@ -95,7 +95,7 @@ def test_grid_fields_defaults_identity_and_errors():
     assert "n_train: 4000" in g.to_yaml() and "val_fraction" not in g.to_yaml()
     assert parse_grid(json.loads(json.dumps(g.to_dict()))) == g             # the canonical form round-trips
     assert grid_hash(parse_grid(_grid(seed=1))) != grid_hash(g)              # the seed is identity
-    quick = load_grid("configs/quick.yaml")
+    quick = load_grid("digits")
     assert set(quick.to_dict()["dataset"]) == {"name", "root", "val_fraction", "test_fraction", "split_seed",
                                                "augment"}                    # digits: as before mnist1d
     bad = [
@@ -112,8 +112,8 @@ def test_grid_fields_defaults_identity_and_errors():
             parse_grid(data)
 
 
-def test_quick1d_preset_mirrors_quick_on_mnist1d():
-    q1, q = load_grid("configs/quick1d.yaml"), load_grid("configs/quick.yaml")
+def test_the_quick_preset_mirrors_the_digits_one_on_mnist1d():
+    q1, q = load_grid("quick"), load_grid("digits")
     assert q1.dataset.name == "mnist1d" and q1.dataset.n_test >= 10_000
     assert list(q1.pipelines) == list(q.pipelines)
     assert [p.optimizer for p in q1.pipelines.values()] == [p.optimizer for p in q.pipelines.values()]

@@ -2,9 +2,9 @@
 
 Per member: non-overlapping ``patch x patch`` patches (``1 x patch`` pieces of a height-1 signal,
 mnist1d) -> dense embedding + learned position embedding -> ``depth`` blocks ``x + Attn(LN(x))``,
-``x + MLP(LN(x))`` (``heads`` heads, MLP ratio 2, GELU) -> final LayerNorm -> mean over tokens -> linear
-head. No class token (the mean pool is one op less to keep pack-exact). Every activation is member-major (``[G, B, N, D]``)
-and every matmul is batched over members (attention over members x images x heads), so a
+``x + MLP(LN(x))`` (``heads`` heads, MLP ratio 2, GELU) -> final LayerNorm -> mean over tokens ->
+linear head. No class token (the mean pool is one op less to keep pack-exact). Every activation is
+member-major (``[G, B, N, D]``) and every matmul is batched over members (attention over members x images x heads), so a
 member computes the same numbers in a pack of any size (tests/test_nets_dense.py).
 
 No kernel here is followed directly by a normalisation (pre-norm: the residual stream carries

@@ -236,8 +236,10 @@ def _radial_clause(a: Analysis) -> str:
             groups.setdefault(rad.verdict, []).append(f"{p} ({fmt(rad.slope)})")
     if not groups:
         return ""
-    said = [f"{', '.join(names)} {verdict}" for verdict, names in groups.items()]
-    return (" Kernel norms (slope of log final norm on log σ_w, 1 at initialization; margin 0.1): "
+    phrase = {"keeps the initial scale": "keep the initial scale in", "forgets the scale": "forget it in",
+              "inconclusive": "are undecided in"}
+    said = [f"{phrase.get(verdict, verdict)} {', '.join(names)}" for verdict, names in groups.items()]
+    return (" The final kernel norms (slope of log norm on log σ_w: 1 at initialization, decided against 0.1) "
             + "; ".join(said) + ".")
 
 

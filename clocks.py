@@ -1,9 +1,9 @@
 """The clocks table: every forgetting clock a cube can hold, one entry each (torch-free).
 
 A clock is a cumulative "training time" along which initialization memory may decay
-(docs/clocks-and-collapse.md). Before this table, a clock's name, formula, axis label, whether the
-simulator can draw it and whether the collapse test scores it lived in six modules; now each is a
-field of one :class:`Clock` entry, and those modules read :data:`CLOCKS`:
+(docs/clocks-and-collapse.md). A clock's name, formula, axis label, whether the simulator can draw it and
+whether the collapse test scores it are needed by six modules, so each is a field of one :class:`Clock`
+entry and those modules read :data:`CLOCKS` (adding a clock is one entry: docs/extending.md):
 
 * ``initmem.cube`` re-exports the names and derives its clock tuples (the cube variables);
 * ``initmem.schedule`` computes every *schedule* clock from the per-step learning rate with

@@ -1,10 +1,9 @@
 """One owner for every output name that several modules share (no imports: anything may read it).
 
-Each name below used to be spelled in two to four modules (the verdicts in results.py,
-models/summaries.py, stats/frequentist.py and the report template; the R-hat / ESS goals in
-models/memory.py and reports/text.py; the run folder's file names in collect/run/run_folder.py,
-collect/run/events.py and results.py; the curves.nc variables in stats/curves.py and results.py).
-They are defined here once; the modules that write or read them import them, and
+Each name below is read by two to four modules (the verdicts by models, stats and the report; the R-hat /
+ESS goals and ALPHA by the analysis and the report; the run folder's file names by collect and results; the
+curves.nc variables by stats and results), so a name spelled twice could drift apart. They are defined
+here once; the modules that write or read them import them, and
 tests/test_owners.py fails when one is defined a second time. Cube variable names are owned by
 initmem/cube.py (clock names by initmem/clocks.py), the interpolation threshold's default by
 initmem/grid.py.

@@ -1,8 +1,7 @@
 """The report-section table: every section of the HTML report, one entry each.
 
-Before this table a section's id was typed four times (the section list, the figure map, the
-context builder, a hard-coded show rule) plus a hand-written ``<section>`` in the template. Now
-an entry holds all of it: id, title, figures, tables (the context rows it needs), the rule that
+A section's id is needed by the contents, the figures, the context builder, the show rule and the
+template, so one entry holds all of it, and nothing else spells it: id, title, figures, tables (the context rows it needs), the rule that
 decides whether it is shown, and the template partial that draws it. ``reports/html.py`` reads
 :data:`SECTIONS` for the table of contents, the section numbers, the figures, the skipped-section
 notes and the partials. How to add a section: docs/extending.md.

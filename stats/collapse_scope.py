@@ -4,8 +4,8 @@ Three small rules kept apart from the test itself:
 
 - ``min_p_floor``: the smallest p-value the permutation test could return. Enumerating every
   sign pattern of C pipelines it is 2^(1-C); beyond exact enumeration it is the Monte Carlo floor
-  2 / N for N evaluated patterns (the identity and its negation always count), whichever is larger.
-  The earlier output gave 2^(1-C) for every C (3.8e-6 for 19 pipelines, where 0.002 was computed).
+  2 / N for N evaluated patterns (the identity and its negation always count), whichever is larger:
+  quoting 2^(1-C) alone would promise 3.8e-6 for 19 pipelines where a Monte Carlo test can give 0.002.
 - ``same_axis``: a clock identical to one already tried on every pipeline (T_eta_mom without
   momentum) is the same hypothesis; counting it twice would only loosen the multiplicity family.
 - ``scope_note``: the clocks are compared with epochs on the pipelines where each is defined

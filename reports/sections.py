@@ -1,10 +1,10 @@
 """The report-section table: every section of the HTML report, one entry each.
 
 A section's id is needed by the contents, the figures, the context builder, the show rule and the
-template, so one entry holds all of it, and nothing else spells it: id, title, figures, tables (the context rows it needs), the rule that
-decides whether it is shown, and the template partial that draws it. ``reports/html.py`` reads
-:data:`SECTIONS` for the table of contents, the section numbers, the figures, the skipped-section
-notes and the partials. How to add a section: docs/extending.md.
+template, so one entry holds all of it, and nothing else spells it: id, title, figures, tables (the
+context rows it needs), the rule that decides whether it is shown, and the template partial that draws
+it. ``reports/html.py`` reads :data:`SECTIONS` for the table of contents, the section numbers, the
+figures, the skipped-section notes and the partials. How to add a section: docs/extending.md.
 
 Every section is drawn from its own partial, ``templates/sections/<partial>``: report.html.j2
 holds the page's frame (head, contents, alerts, footer) and includes the partials in table order,

@@ -197,8 +197,9 @@ def spread_forest(a: Analysis, *, width: float | None = None, ax: Any = None) ->
     caption = (f"Forest plot of the spread (max minus min over the σ_w grid of the expected metric) per pipeline, "
                f"in {unit}: dot = posterior median, bar = 90% interval, coloured by verdict. The green band marks "
                f"spreads below δ = {delta:g} {unit}. A pipeline 'remembers' when "
-               f"P(spread > δ) ≥ 0.95, 'forgets' when P(spread < δ) ≥ 0.95, and is 'inconclusive' otherwise: "
-               "absence of evidence is not forgetting.")
+               "P(spread > δ) ≥ 0.95 and the seeds' ordered paired test carries it, 'forgets' when P(spread < δ) ≥ "
+               "0.95 or the seeds' paired differences show every pair of levels within ±δ, and is 'inconclusive' "
+               "otherwise: absence of evidence is not forgetting.")
     dg = a.digits
     alt = "Forest plot of spreads: " + "; ".join(
         f"{p} median {q(a.pipe(p).spread) * scale:.{dg}f} "

@@ -171,8 +171,8 @@ def verdict_table(a: Analysis) -> Table:
     paired = {r["name"]: r for r in tables.assumption_rows(a)}
     t = Table("verdicts", f"Verdict per pipeline: the spread over sigma_w of the expected {a.metric} ({unit}, "
               f"posterior median and 90% interval) against delta = {a.delta * a.scale:g} {unit}, the posterior "
-              "probabilities that it exceeds or stays below delta, and the paired check of 'remembers' (one-sided "
-              "paired t test of the seeds' differences between two sigma_w levels, Bonferroni over the pairs).",
+              "probabilities that it exceeds or stays below delta, and the paired check of 'remembers' (the ordered "
+              "test of the seeds' paired differences: the extreme sigma_w pair first, then the other pairs).",
               [Column("pipeline", "Pipeline"), Column("verdict", "Verdict"),
                Column("spread", f"Spread ({unit})", a.digits),
                Column("p_gt_delta", "P(spread > δ)", 3), Column("p_lt_delta", "P(spread < δ)", 3),

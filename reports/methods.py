@@ -154,13 +154,16 @@ def design_sentences(a: Analysis) -> list[str]:
         width = f" of width {model['width']}" if model.get("width") else ""
         norm = {"batch": "with batch normalization", "layer": "with LayerNorm"}.get(
             str(model.get("norm", "batch")), "without normalization")
-        out.append(
-            f"We trained a {arch}{width} {norm} on {ds.get('name', '?')} (validation fraction "
-            f"{_fmt(ds.get('val_fraction', 0.2))} of the training set, split seed {ds.get('split_seed', 0)}, "
-            f"augmentation {ds.get('augment', 'none')}"
-            + (f", {a.cube.attrs[C.A_N_TEST]} test examples" if a.cube is not None and C.A_N_TEST in a.cube.attrs
-               else "")
-            + ").")
+        if ds.get("name") == "mnist1d":  # generated, not split: its sizes and generation seed say what it is
+            data = (f"MNIST-1D generated offline by the mnist1d package (seed {ds.get('seed', 0)}; "
+                    f"{ds.get('n_train', 4000)} training, {ds.get('n_val', 1000)} validation and "
+                    f"{ds.get('n_test', 10000)} test signals)")
+        else:
+            data = (f"{ds.get('name', '?')} (validation fraction {_fmt(ds.get('val_fraction', 0.2))} of the training "
+                    f"set, split seed {ds.get('split_seed', 0)}, augmentation {ds.get('augment', 'none')}"
+                    + (f", {a.cube.attrs[C.A_N_TEST]} test examples" if a.cube is not None
+                       and C.A_N_TEST in a.cube.attrs else "") + ")")
+        out.append(f"We trained a {arch}{width} {norm} on {data}.")
         sig = grid.get("sigma_w") or []
         seeds = grid.get("seeds") or []
         pipes = grid.get("pipelines", {}) or {}
@@ -206,7 +209,7 @@ def _priors_text(priors: Any) -> str:
     return "Priors: " + json.dumps(priors, default=str) + "."
 
 
-def _design_sentences(a: Analysis) -> list[Sentence]:
+def _sequential_and_radial_sentences(a: Analysis) -> list[Sentence]:
     """The sequential design (when the run added seeds until decided) and the radial verdict (when the cube had
     kernel norms), as run."""
     s = a.summary
@@ -291,7 +294,7 @@ def analysis_sentences(a: Analysis) -> list[Sentence]:
         f"intersection-union test); it is inconclusive otherwise, with delta = {unit}. A verdict probability within "
         "two Monte Carlo standard errors of 0.95 is reported as borderline, not as decided.",
         ("hsu1999stepwise", "berger1982iut")))
-    out += _design_sentences(a)
+    out += _sequential_and_radial_sentences(a)
     out.append(Sentence(
         "As frequentist cross-checks, each pipeline was treated as a randomized complete block design (treatment "
         "sigma_w, block seed): REML variance components of y ~ 1 + (1|sigma_w) + (1|seed), a repeated-measures "

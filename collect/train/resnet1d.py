@@ -18,36 +18,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from initmem.collect.train.normfree import PBias, SkipGain
-from initmem.collect.train.packed import PackedNet, PBatchNorm, PConv1d, PLinear, global_mean_pool
+from initmem.collect.train.packed import PackedNet, PConv1d, PLinear, global_mean_pool
+from initmem.collect.train.resnets import BasicBlock, norm_layer
 
 STEM_KERNEL, BLOCK_KERNEL = 5, 3
-
-
-def _norm(G: int, C: int, norm: str) -> nn.Module:
-    return PBatchNorm(G, C) if norm == "batch" else PBias(G, C)
-
-
-class BasicBlock1d(nn.Module):
-    """conv-norm-ReLU-conv-norm (x SkipInit gain when norm-free) + shortcut, then ReLU."""
-
-    def __init__(self, G: int, cin: int, cout: int, stride: int, norm: str):
-        super().__init__()
-        bn = norm == "batch"
-        self.conv1 = PConv1d(G, cin, cout, BLOCK_KERNEL, stride, normalized=bn)
-        self.bn1 = _norm(G, cout, norm)
-        self.conv2 = PConv1d(G, cout, cout, BLOCK_KERNEL, 1, normalized=bn)
-        self.bn2 = _norm(G, cout, norm)
-        self.skip_gain = SkipGain(G, norm)
-        self.shortcut = None
-        if stride != 1 or cin != cout:
-            self.shortcut = nn.Sequential(PConv1d(G, cin, cout, 1, stride, normalized=bn), _norm(G, cout, norm))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = F.relu(self.bn1(self.conv1(x)), inplace=True)
-        out = self.skip_gain(self.bn2(self.conv2(out)))
-        sc = x if self.shortcut is None else self.shortcut(x)
-        return F.relu(out + sc, inplace=True)
 
 
 class ResNet1D(PackedNet):
@@ -57,8 +31,9 @@ class ResNet1D(PackedNet):
         super().__init__()
         self.G = G
         self.stem = PConv1d(G, in_ch, width, STEM_KERNEL, 1, normalized=norm == "batch")
-        self.stem_bn = _norm(G, width, norm)
-        self.blocks = nn.Sequential(*(BasicBlock1d(G, width, width, 1 if i == 0 else 2, norm) for i in range(depth)))
+        self.stem_bn = norm_layer(G, width, norm)
+        self.blocks = nn.Sequential(*(BasicBlock(G, width, width, 1 if i == 0 else 2, norm, conv=PConv1d,
+                                                 kernel=BLOCK_KERNEL) for i in range(depth)))
         self.head = PLinear(G, width, n_classes)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:

@@ -19,22 +19,27 @@ from initmem.collect.train.normfree import PBias, SkipGain
 from initmem.collect.train.packed import PackedNet, PBatchNorm, PConv, PLinear, global_mean_pool
 
 
-def _norm(G: int, C: int, norm: str) -> nn.Module:
+def norm_layer(G: int, C: int, norm: str) -> nn.Module:
+    """Packed BatchNorm, or the norm-free per-channel bias."""
     return PBatchNorm(G, C) if norm == "batch" else PBias(G, C)
 
 
 class BasicBlock(nn.Module):
-    def __init__(self, G: int, cin: int, cout: int, stride: int, norm: str):
+    """conv-norm-ReLU-conv-norm (x SkipInit gain when norm-free) + shortcut, then ReLU; ``conv`` is the packed
+    convolution (``PConv``, or ``PConv1d`` for the 1-D ResNet)."""
+
+    def __init__(self, G: int, cin: int, cout: int, stride: int, norm: str, *, conv: type[PConv] = PConv,
+                 kernel: int = 3):
         super().__init__()
         bn = norm == "batch"
-        self.conv1 = PConv(G, cin, cout, 3, stride, normalized=bn)
-        self.bn1 = _norm(G, cout, norm)
-        self.conv2 = PConv(G, cout, cout, 3, 1, normalized=bn)
-        self.bn2 = _norm(G, cout, norm)
+        self.conv1 = conv(G, cin, cout, kernel, stride, normalized=bn)
+        self.bn1 = norm_layer(G, cout, norm)
+        self.conv2 = conv(G, cout, cout, kernel, 1, normalized=bn)
+        self.bn2 = norm_layer(G, cout, norm)
         self.skip_gain = SkipGain(G, norm)
         self.shortcut = None
         if stride != 1 or cin != cout:
-            self.shortcut = nn.Sequential(PConv(G, cin, cout, 1, stride, normalized=bn), _norm(G, cout, norm))
+            self.shortcut = nn.Sequential(conv(G, cin, cout, 1, stride, normalized=bn), norm_layer(G, cout, norm))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = F.relu(self.bn1(self.conv1(x)), inplace=True)
@@ -51,7 +56,7 @@ class ResNetTiny(PackedNet):
         self.G = G
         bn = norm == "batch"
         self.stem = PConv(G, in_ch, width, 3, 1, normalized=bn)
-        self.stem_bn = _norm(G, width, norm)
+        self.stem_bn = norm_layer(G, width, norm)
         self.block1 = BasicBlock(G, width, width, 1, norm)
         self.block2 = BasicBlock(G, width, 2 * width, 2, norm)
         self.head = PLinear(G, 2 * width, n_classes)
@@ -69,7 +74,7 @@ class ResNetCifar(PackedNet):
         self.G = G
         bn = norm == "batch"
         self.stem = PConv(G, in_ch, width, 3, 1, normalized=bn)
-        self.stem_bn = _norm(G, width, norm)
+        self.stem_bn = norm_layer(G, width, norm)
         blocks: list[nn.Module] = []
         cin = width
         for stage, cout in enumerate((width, 2 * width, 4 * width)):
@@ -88,7 +93,7 @@ class ConvBN(nn.Module):
     def __init__(self, G: int, cin: int, cout: int, norm: str, pool: bool = False):
         super().__init__()
         self.conv = PConv(G, cin, cout, 3, 1, normalized=norm == "batch")
-        self.bn = _norm(G, cout, norm)
+        self.bn = norm_layer(G, cout, norm)
         self.pool = pool
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -135,23 +136,7 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
 
     clocks = seed_mean_clocks(ds)
     epoch = clocks[CURVE_EPOCH_AXIS]
-    x = {EPOCH_AXIS: _log_axis(epoch, epoch)}
-    merged: dict[str, str] = {}
-    for a in (STEP_AXIS, *clock_family()):  # the clocks table says which clocks join the family
-        xa = _log_axis(clocks[a], epoch)
-        if not np.isfinite(xa).any():
-            continue
-        twin = same_axis(xa, x)
-        if twin is not None:  # e.g. T_eta_mom without momentum: one clock, not two tries in the family
-            merged[a] = twin
-            continue
-        x[a] = xa
-    if merged:
-        notes.append("merged (identical on every pipeline, counted once): "
-                     + ", ".join(f"{a} = {b}" for a, b in merged.items()))
-    absent = [a for a in cube.CLOCKS if a not in x]
-    if absent:
-        notes.append(f"the cube has no usable {', '.join(absent)} curve(s) (missing or zero): not scored")
+    x, merged = _candidate_axes(clocks, epoch, notes)
     comp = _comparisons(x, y)
     sd_log = {a: _identifiability(np.where(comp[a]["defined"][:, None], x[a], np.nan)) for a in comp}
     identifiable = {a: bool(sd_log[a] > IDENT_SD) for a in comp}
@@ -169,29 +154,12 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
     pair_held = held_out_errors(pair_cfg.reshape(-1, *y.shape), y, v) if compared else None
     ratios, d_obs = _pair_d(pair_held, len(compared)) if compared else (np.zeros((0, c_pipes)), np.zeros(0))
 
-    # Permutation null for every tested axis, min-p over the forgetting clocks.
-    p_raw = np.full(len(compared), np.nan)
-    p_adj = np.full(len(compared), np.nan)
-    exact, n_perm = True, 0
-    if tested:
-        idx = [compared.index(a) for a in tested]
-        null, exact = _null_d(comp, tested, y, v, rng)
-        n_perm = null.shape[0]  # patterns evaluated, negations included: the p-value floor is 2 / n_perm
-        p_raw[idx] = inference.permutation_p(d_obs[idx], null)
-        p_adj[idx] = inference.min_p_adjust(d_obs[idx], null, np.array([a in family for a in tested]))
-
+    perm = _permutation(comp, compared, tested, family, d_obs, y, v, rng)
+    exact, n_perm = perm.exact, perm.n_perm
     boot = _bootstrap(src, pair_cfg, len(compared), n_boot, rng)
     out_axes = _axes_entries(names, [EPOCH_AXIS, *comp], solo_held, n_def, c_pipes)
-    vs_epoch = {}
-    for i, a in enumerate(compared):
-        draws = boot[:, i][np.isfinite(boot[:, i])] if boot.size else np.zeros(0)
-        q05, q95 = np.quantile(draws, [0.05, 0.95]) if draws.size >= 10 else (math.nan, math.nan)
-        n_units = int(np.isfinite(ratios[i]).sum())
-        vs_epoch[a] = {"D": d_obs[i], "q05": q05, "q95": q95, "p_value": p_raw[i], "p_adjusted": p_adj[i],
-                       "n_pipelines": n_units, "min_p_possible": min_p_floor(n_units, n_perm, exact),
-                       "pipelines": [names[j] for j in np.flatnonzero(np.isfinite(ratios[i]))],
-                       "in_family": a in family, "n_boot": int(draws.size),
-                       "per_pipeline": {names[j]: ratios[i, j] for j in np.flatnonzero(np.isfinite(ratios[i]))}}
+    vs_epoch = {a: _vs_epoch_entry(i, names, d_obs, ratios, boot, perm, in_family=a in family)
+                for i, a in enumerate(compared)}
     if c_pipes < 2:
         notes.append("a single pipeline cannot tell clocks from epochs: the comparison is across pipelines")
     verdict, best = _verdict(vs_epoch, family, identifiable, notes)
@@ -221,6 +189,67 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
             "interval": "bootstrap: seeds within pipelines (analysis rerun), then pipelines",
         },
     })
+
+
+def _candidate_axes(clocks: dict[str, np.ndarray], epoch: np.ndarray,
+                    notes: list[str]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Log time of every axis the cube can be scored on (epoch first; a clock identical to one already taken
+    on every pipeline is merged into it, so the multiplicity family counts one hypothesis once)."""
+    x = {EPOCH_AXIS: _log_axis(epoch, epoch)}
+    merged: dict[str, str] = {}
+    for a in (STEP_AXIS, *clock_family()):  # the clocks table says which clocks join the family
+        xa = _log_axis(clocks[a], epoch)
+        if not np.isfinite(xa).any():
+            continue
+        twin = same_axis(xa, x)
+        if twin is not None:  # e.g. T_eta_mom without momentum: one clock, not two tries in the family
+            merged[a] = twin
+            continue
+        x[a] = xa
+    if merged:
+        notes.append("merged (identical on every pipeline, counted once): "
+                     + ", ".join(f"{a} = {b}" for a, b in merged.items()))
+    absent = [a for a in cube.CLOCKS if a not in x]
+    if absent:
+        notes.append(f"the cube has no usable {', '.join(absent)} curve(s) (missing or zero): not scored")
+    return x, merged
+
+
+@dataclass(frozen=True)
+class _Permutation:
+    """The permutation test of every compared axis: raw and family-adjusted p-values, and how it ran."""
+
+    p_raw: np.ndarray
+    p_adj: np.ndarray
+    exact: bool
+    n_perm: int  # patterns evaluated, negations included: the p-value floor is 2 / n_perm
+
+
+def _permutation(comp: dict, compared: list[str], tested: list[str], family: list[str], d_obs: np.ndarray,
+                 y: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> _Permutation:
+    """Permutation null for every tested (identifiable) axis, min-p adjustment over the forgetting clocks."""
+    p_raw = np.full(len(compared), np.nan)
+    p_adj = np.full(len(compared), np.nan)
+    if not tested:
+        return _Permutation(p_raw, p_adj, True, 0)
+    idx = [compared.index(a) for a in tested]
+    null, exact = _null_d(comp, tested, y, v, rng)
+    p_raw[idx] = inference.permutation_p(d_obs[idx], null)
+    p_adj[idx] = inference.min_p_adjust(d_obs[idx], null, np.array([a in family for a in tested]))
+    return _Permutation(p_raw, p_adj, exact, null.shape[0])
+
+
+def _vs_epoch_entry(i: int, names: list[str], d_obs: np.ndarray, ratios: np.ndarray, boot: np.ndarray,
+                    perm: _Permutation, *, in_family: bool) -> dict[str, Any]:
+    """collapse.json's ``vs_epoch`` entry of the i-th compared axis: D with its bootstrap interval and
+    p-values, per pipeline."""
+    draws = boot[:, i][np.isfinite(boot[:, i])] if boot.size else np.zeros(0)
+    q05, q95 = np.quantile(draws, [0.05, 0.95]) if draws.size >= 10 else (math.nan, math.nan)
+    defined = np.flatnonzero(np.isfinite(ratios[i]))
+    return {"D": d_obs[i], "q05": q05, "q95": q95, "p_value": perm.p_raw[i], "p_adjusted": perm.p_adj[i],
+            "n_pipelines": int(defined.size), "min_p_possible": min_p_floor(int(defined.size), perm.n_perm, perm.exact),
+            "pipelines": [names[j] for j in defined], "in_family": in_family, "n_boot": int(draws.size),
+            "per_pipeline": {names[j]: ratios[i, j] for j in defined}}
 
 
 def _bootstrap(src: Source, pair_cfg: np.ndarray, n_pairs: int, n_boot: int, rng) -> np.ndarray:

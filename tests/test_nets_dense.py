@@ -140,12 +140,13 @@ def test_the_arms_preset_crosses_five_architectures_with_the_same_two_optimizers
     from initmem.grid import load_grid
 
     g = load_grid("arms")
+    assert g.dataset.name == "mnist1d" and g.dataset.n_test == 10000   # the test set that can decide delta = 1 point
     models = {p: g.model_of(p) for p in g.pipelines}
     assert {(m.arch, m.norm) for m in models.values()} == {
-        ("resnet_tiny", "batch"), ("resnet_tiny", "none"), ("mlp", "none"), ("mlp", "layer"), ("vit_tiny", "layer")}
+        ("resnet1d", "batch"), ("resnet1d", "none"), ("mlp", "none"), ("mlp", "layer"), ("vit_tiny", "layer")}
     for opt in ("sgd", "adamw"):   # one optimizer per suffix, identical settings in every architecture
         specs = {p: s.model_copy(update={"model": None}) for p, s in g.pipelines.items() if p.endswith("." + opt)}
         assert len(specs) == 5 and len(set(map(repr, specs.values()))) == 1
     assert g.init.probe == "scale"
     for p in g.pipelines:
-        assert build_for_grid(g, p, 1, 1, 10, 8).G == 1
+        assert build_for_grid(g, p, 1, 1, 10, (1, 40)).G == 1

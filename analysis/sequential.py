@@ -29,6 +29,7 @@ from typing import Any
 
 from initmem import names as N
 from initmem import results as R
+from initmem.atomic import atomic_path
 from initmem.errors import OptionError
 from initmem.jsonio import write_json
 from initmem.models.sequential import look_levels
@@ -118,7 +119,8 @@ def run_until_decided(
     final_dir = out / R.RUN_ANALYSIS_DIR
     for path in last_dir.iterdir():  # the last look's posterior, curves and collapse test are the final ones
         if path.is_file():
-            shutil.copy2(path, final_dir / path.name)
+            with atomic_path(final_dir / path.name) as tmp:  # a kill mid-copy leaves no half-written output
+                shutil.copyfile(path, tmp)
     R.write_summary(final_dir, _final_summary(R.load_summary(last_dir), decided, history, record))
     write_json(out / R.RUN_ANALYSIS_DIR / SEQUENTIAL_JSON, record)
     return cube_path, final_dir, record

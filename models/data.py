@@ -206,24 +206,23 @@ def _dependence_test(flag: np.ndarray, observed: np.ndarray, rng: np.random.Gene
     """Permutation p-value that a run's fate (``flag``: diverged, or gated out / absent) depends on sigma_w
     (chi-square statistic of the level x flag table, cells shuffled within the pipeline); None when no run, or
     every run, is flagged."""
-    diverged = flag
-    n_div = int(diverged[observed].sum())
-    if n_div == 0 or n_div == int(observed.sum()):
+    n_flagged = int(flag[observed].sum())
+    if n_flagged == 0 or n_flagged == int(observed.sum()):
         return None
     lev = np.nonzero(observed)[0]
-    flag = diverged[observed].astype(float)
+    hits = flag[observed].astype(float)
     n_lev = observed.shape[0]
     counts = np.bincount(lev, minlength=n_lev).astype(float)
     has = counts > 0
-    rate = flag.mean()
+    rate = hits.mean()
 
     def stat(f: np.ndarray) -> np.ndarray:
         d = np.stack([np.bincount(lev, weights=row, minlength=n_lev) for row in np.atleast_2d(f)])
         e = counts * rate
         return (((d - e) ** 2)[:, has] / (e[has] * (1 - rate))).sum(axis=1)
 
-    perms = np.stack([rng.permutation(flag) for _ in range(N_PERMUTATIONS)])
-    return float((1 + np.sum(stat(perms) >= stat(flag)[0] - 1e-12)) / (N_PERMUTATIONS + 1))
+    perms = np.stack([rng.permutation(hits) for _ in range(N_PERMUTATIONS)])
+    return float((1 + np.sum(stat(perms) >= stat(hits)[0] - 1e-12)) / (N_PERMUTATIONS + 1))
 
 
 def _put_back_values(ds: xr.Dataset, metric: str, vals: np.ndarray, gated: np.ndarray) -> np.ndarray:

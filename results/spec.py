@@ -55,13 +55,6 @@ class AnalysisSpec(BaseModel):
     exponents: bool = True                       # fit the clock-exponent model
     tolerance: float | None = None               # a clock holds when every exponent lies within this
 
-    @field_validator("delta")
-    @classmethod
-    def _delta(cls, v: float | None) -> float | None:
-        if v is not None and not (math.isfinite(v) and v > 0):
-            raise ValueError(f"must be a positive number (got {v!r})")
-        return v
-
     @field_validator("fraction")
     @classmethod
     def _fraction(cls, v: float | None) -> float | None:
@@ -69,7 +62,7 @@ class AnalysisSpec(BaseModel):
             raise ValueError(f"must lie strictly between 0 and 1 (got {v!r})")
         return v
 
-    @field_validator("rope", "tolerance")
+    @field_validator("delta", "rope", "tolerance")
     @classmethod
     def _positive(cls, v: float | None) -> float | None:
         if v is not None and not (math.isfinite(v) and v > 0):

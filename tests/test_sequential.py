@@ -22,7 +22,7 @@ from initmem.analysis.sequential import check_looks, seeds_for
 from initmem.collect.run.runner import collect
 from initmem.errors import OptionError
 from initmem.grid import parse_grid
-from initmem.models.sequential import look_levels, obrien_fleming_spent
+from initmem.models.sequential import EXACT, UNION, design_levels, exact_levels, look_levels, obrien_fleming_spent
 from initmem.names import ALPHA
 
 
@@ -34,6 +34,44 @@ def test_obrien_fleming_spending_spends_alpha_by_the_last_look_and_almost_nothin
     # Known values of the Lan-DeMets O'Brien-Fleming-type function (2 - 2 Phi(1.96 / sqrt(t))).
     assert obrien_fleming_spent(0.5) == pytest.approx(0.005574, abs=2e-5)
     assert look_levels([16]) == pytest.approx([ALPHA])
+
+
+def _first_crossing(levels: list[float], looks: list[int], n: int, seed: int) -> np.ndarray:
+    """Monte Carlo of the canonical joint distribution: Z_k = S_k / sqrt(t_k), S with independent
+    N(0, t_k - t_{k-1}) increments; per look, the fraction first crossing z_{1 - a_k}."""
+    from scipy.stats import norm
+
+    t = np.asarray(looks, dtype=float) / looks[-1]
+    s = np.cumsum(np.random.default_rng(seed).standard_normal((n, t.size)) * np.sqrt(np.diff(t, prepend=0.0)), 1)
+    hit = s / np.sqrt(t) >= norm.isf(levels)
+    first = np.where(hit.any(1), hit.argmax(1), -1)
+    return np.array([(first == k).mean() for k in range(t.size)])
+
+
+def test_exact_levels_spend_alpha_exactly_under_the_canonical_joint_distribution():
+    # Two looks at t = (0.5, 1), alpha = 0.05 one-sided: the first look at the spending alpha*(0.5) (boundary
+    # 2.538), the second at 0.0482 (boundary 1.662) where the union bound gives 0.0444.
+    two = exact_levels([8, 16])
+    assert two[0] == pytest.approx(obrien_fleming_spent(0.5), rel=1e-9)
+    assert two[1] == pytest.approx(0.04825, abs=2e-5)
+    # alpha = 0.025 one-sided, two equally spaced looks: boundaries 2.963 and 1.969.
+    from scipy.stats import norm
+    assert norm.isf(exact_levels([8, 16], 0.025)) == pytest.approx([2.963, 1.969], abs=1e-3)
+    # Brute force: 400,000 draws of the correlated statistics spend each look's increment (4 SE).
+    looks = [4, 8, 12, 16]
+    levels, spent = exact_levels(looks), look_levels(looks)
+    n = 400_000
+    first = _first_crossing(levels, looks, n, seed=0)
+    assert first == pytest.approx(spent, abs=4 * np.sqrt(ALPHA / n))
+    assert first.sum() == pytest.approx(ALPHA, abs=4 * np.sqrt(ALPHA * (1 - ALPHA) / n))
+    # Looks share seeds, so the exact levels exceed the union bound's (which sum to alpha) and the last look
+    # gets about 0.043 instead of 0.026; each stays below alpha; one look is the fixed design.
+    assert sum(levels) > ALPHA and all(e >= u - 1e-12 for e, u in zip(levels, spent, strict=True))
+    assert levels[-1] == pytest.approx(0.0427, abs=2e-4) and max(levels) < ALPHA
+    assert exact_levels([16]) == pytest.approx([ALPHA], rel=1e-12)
+    assert design_levels(looks, design="union") == look_levels(looks) and design_levels(looks) == levels
+    with pytest.raises(ValueError):
+        design_levels(looks, design="pocock")
 
 
 def test_looks_are_checked_and_cut_at_the_cap():
@@ -72,7 +110,7 @@ def test_seeds_go_only_to_undecided_pipelines_and_the_cube_matches_a_fixed_run(t
                   looks=[2, 4, 6])
     # Look 1 decides sgd, look 2 adam: the third look never runs.
     assert [n for n, _ in calls] == [2, 4]
-    assert [a for _, a in calls] == pytest.approx(look_levels([2, 4, 6])[:2])
+    assert [a for _, a in calls] == pytest.approx(exact_levels([2, 4, 6])[:2])
     ds = cube.open_cube(res.cube)
     assert ds[cube.SEED].values.tolist() == [0, 1, 2, 3]
     ok = ds[cube.STATUS] == cube.OK
@@ -92,6 +130,7 @@ def test_seeds_go_only_to_undecided_pipelines_and_the_cube_matches_a_fixed_run(t
     assert [lk.seeds for lk in summary.pipelines["sgd"].looks] == [2]
     seq = summary.sequential
     assert seq is not None and seq.decided["sgd"]["look"] == 1 and seq.undecided == []
+    assert seq.design == EXACT and seq.levels == pytest.approx(exact_levels([2, 4, 6]))
     assert seq.runs_used == (2 + 4) * 3 and seq.runs_fixed == 6 * 3 * 2
     assert (res.analysis_dir / "sequential.json").is_file() and res.report.is_file()
 
@@ -107,8 +146,9 @@ def test_the_command_line_refuses_bad_looks(tmp_path):
     assert proc.returncode == 2 and "--until-decided" in proc.stderr
 
 
-def _sequential(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The sequential design (looks 4, 8, 12, 16) and the fixed 16-seed design on the same simulated tables."""
+def _sequential(kind: str, n: int, seed: int, designs: tuple[str, ...] = (EXACT,)) -> dict:
+    """The sequential design (looks 4, 8, 12, 16) under each of ``designs``, and the fixed 16-seed design
+    ("fixed"), on the same simulated tables: {design: (verdict, seeds)}."""
     from _memory_designs import SCALES, noise_sd, rule_tables
 
     from initmem.models.plan import rule_decisions, sequential_decisions
@@ -117,25 +157,30 @@ def _sequential(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, n
     t = rule_tables(kind, "demo", n, rng, n_seed=16)
     sig = noise_sd(SCALES["demo"]["n_test"])
     std, sigma_w = (t - 0.9) / sig, np.geomspace(0.25, 8.0, t.shape[1])
-    verdict, seeds = sequential_decisions(std, 0.01 / sig, [4, 8, 12, 16], rng, sigma_w)
-    return verdict, seeds, rule_decisions(std, 0.01 / sig, ALPHA, rng, sigma_w)
+    out = {d: sequential_decisions(std, 0.01 / sig, [4, 8, 12, 16], rng, sigma_w, design=d) for d in designs}
+    out["fixed"] = (rule_decisions(std, 0.01 / sig, ALPHA, rng, sigma_w), np.full(n, 16))
+    return out
 
 
 @pytest.mark.parametrize("kind", ["ramp", "slopes_at_delta"])
 def test_sequential_false_verdicts_at_delta_stay_below_alpha(kind):
-    """A memory of exactly delta, looked at four times: neither false verdict above ALPHA (plus two Monte Carlo
-    SEs); the full table (2,000 pipelines per design) is in docs/sequential.md."""
+    """A memory of exactly delta, looked at four times at the exact group-sequential levels: neither false
+    verdict above ALPHA (plus two Monte Carlo SEs); the full table (2,000 pipelines per design, union bound and
+    exact levels side by side) is in docs/sequential.md."""
     n = 400
-    verdict, _, _ = _sequential(kind, n, 1)
+    verdict, _ = _sequential(kind, n, 1)[EXACT]
     bound = ALPHA + 2 * np.sqrt(ALPHA * (1 - ALPHA) / n)
     assert (verdict == 1).mean() <= bound and (verdict == -1).mean() <= bound
 
 
 def test_sequential_nulls_forget_with_fewer_seeds_than_the_fixed_design():
-    verdict, seeds, fixed = _sequential("null", 400, 2)
-    assert (verdict == -1).mean() >= 0.8 and (verdict == 1).sum() == 0
+    res = _sequential("null", 300, 2, designs=(EXACT, UNION))
+    (verdict, seeds), (union, union_seeds), (fixed, _) = res[EXACT], res[UNION], res["fixed"]
+    assert (verdict == -1).mean() >= 0.85 and (verdict == 1).sum() == 0
     assert seeds.mean() < 16 and seeds.max() <= 16
     assert (fixed == -1).mean() >= (verdict == -1).mean() - 0.1  # the price of looking: a few points of power
+    # The union bound's levels are lower at every look: on the same tables it decides less often, later.
+    assert (verdict == -1).mean() >= (union == -1).mean() and seeds.mean() <= union_seeds.mean() + 0.1
 
 
 def test_the_plan_says_what_the_sequential_design_would_spend():

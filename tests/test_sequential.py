@@ -22,7 +22,16 @@ from initmem.analysis.sequential import check_looks, seeds_for
 from initmem.collect.run.runner import collect
 from initmem.errors import OptionError
 from initmem.grid import parse_grid
-from initmem.models.sequential import EXACT, UNION, design_levels, exact_levels, look_levels, obrien_fleming_spent
+from initmem.models.sequential import (
+    EXACT,
+    PAIRED_T,
+    UNION,
+    design_levels,
+    exact_levels,
+    look_levels,
+    obrien_fleming_spent,
+    paired_t_levels,
+)
 from initmem.names import ALPHA
 
 
@@ -69,9 +78,31 @@ def test_exact_levels_spend_alpha_exactly_under_the_canonical_joint_distribution
     assert sum(levels) > ALPHA and all(e >= u - 1e-12 for e, u in zip(levels, spent, strict=True))
     assert levels[-1] == pytest.approx(0.0427, abs=2e-4) and max(levels) < ALPHA
     assert exact_levels([16]) == pytest.approx([ALPHA], rel=1e-12)
-    assert design_levels(looks, design="union") == look_levels(looks) and design_levels(looks) == levels
+    assert design_levels(looks, design="union") == look_levels(looks) and design_levels(looks, design=EXACT) == levels
     with pytest.raises(ValueError):
         design_levels(looks, design="pocock")
+
+
+def test_paired_t_levels_hold_alpha_for_t_tests_on_nested_seeds_where_the_canonical_ones_overspend():
+    """Brute force, independent of the levels' own simulation (other seed): one-sided t tests of N(0, 1) paired
+    differences on nested seeds (3, 7, 11, 15 df). The canonical levels spend about 0.052, the paired-t levels
+    alpha (within 4 SE), and both give the last look far more than the union bound's 0.026."""
+    from scipy.stats import t as student
+
+    looks, n = [4, 8, 12, 16], 400_000
+    x = np.random.default_rng(7).standard_normal((n, looks[-1]))
+    t_stat = np.stack([x[:, :k].mean(1) / (x[:, :k].std(1, ddof=1) / np.sqrt(k)) for k in looks], axis=1)
+    df = np.array(looks) - 1
+
+    def crossed(levels):
+        return (t_stat >= student.isf(levels, df)).any(1).mean()
+
+    se = np.sqrt(ALPHA * (1 - ALPHA) / n)
+    levels = paired_t_levels(looks)
+    assert crossed(levels) == pytest.approx(ALPHA, abs=4 * se)
+    assert crossed(exact_levels(looks)) > ALPHA + 4 * se
+    assert 0.039 < levels[-1] < exact_levels(looks)[-1] and sum(levels) > ALPHA
+    assert paired_t_levels([16]) == [ALPHA] and design_levels(looks) == levels  # the analysis's design
 
 
 def test_looks_are_checked_and_cut_at_the_cap():
@@ -110,7 +141,7 @@ def test_seeds_go_only_to_undecided_pipelines_and_the_cube_matches_a_fixed_run(t
                   looks=[2, 4, 6])
     # Look 1 decides sgd, look 2 adam: the third look never runs.
     assert [n for n, _ in calls] == [2, 4]
-    assert [a for _, a in calls] == pytest.approx(exact_levels([2, 4, 6])[:2])
+    assert [a for _, a in calls] == pytest.approx(paired_t_levels([2, 4, 6])[:2])
     ds = cube.open_cube(res.cube)
     assert ds[cube.SEED].values.tolist() == [0, 1, 2, 3]
     ok = ds[cube.STATUS] == cube.OK
@@ -130,7 +161,7 @@ def test_seeds_go_only_to_undecided_pipelines_and_the_cube_matches_a_fixed_run(t
     assert [lk.seeds for lk in summary.pipelines["sgd"].looks] == [2]
     seq = summary.sequential
     assert seq is not None and seq.decided["sgd"]["look"] == 1 and seq.undecided == []
-    assert seq.design == EXACT and seq.levels == pytest.approx(exact_levels([2, 4, 6]))
+    assert seq.design == PAIRED_T and seq.levels == pytest.approx(paired_t_levels([2, 4, 6]))
     assert seq.runs_used == (2 + 4) * 3 and seq.runs_fixed == 6 * 3 * 2
     assert (res.analysis_dir / "sequential.json").is_file() and res.report.is_file()
 
@@ -146,7 +177,7 @@ def test_the_command_line_refuses_bad_looks(tmp_path):
     assert proc.returncode == 2 and "--until-decided" in proc.stderr
 
 
-def _sequential(kind: str, n: int, seed: int, designs: tuple[str, ...] = (EXACT,)) -> dict:
+def _sequential(kind: str, n: int, seed: int, designs: tuple[str, ...] = (PAIRED_T,)) -> dict:
     """The sequential design (looks 4, 8, 12, 16) under each of ``designs``, and the fixed 16-seed design
     ("fixed"), on the same simulated tables: {design: (verdict, seeds)}."""
     from _memory_designs import SCALES, noise_sd, rule_tables
@@ -164,18 +195,18 @@ def _sequential(kind: str, n: int, seed: int, designs: tuple[str, ...] = (EXACT,
 
 @pytest.mark.parametrize("kind", ["ramp", "slopes_at_delta"])
 def test_sequential_false_verdicts_at_delta_stay_below_alpha(kind):
-    """A memory of exactly delta, looked at four times at the exact group-sequential levels: neither false
+    """A memory of exactly delta, looked at four times at the paired-t group-sequential levels: neither false
     verdict above ALPHA (plus two Monte Carlo SEs); the full table (2,000 pipelines per design, union bound and
-    exact levels side by side) is in docs/sequential.md."""
+    exact and paired-t levels side by side) is in docs/sequential.md."""
     n = 400
-    verdict, _ = _sequential(kind, n, 1)[EXACT]
+    verdict, _ = _sequential(kind, n, 1)[PAIRED_T]
     bound = ALPHA + 2 * np.sqrt(ALPHA * (1 - ALPHA) / n)
     assert (verdict == 1).mean() <= bound and (verdict == -1).mean() <= bound
 
 
 def test_sequential_nulls_forget_with_fewer_seeds_than_the_fixed_design():
-    res = _sequential("null", 300, 2, designs=(EXACT, UNION))
-    (verdict, seeds), (union, union_seeds), (fixed, _) = res[EXACT], res[UNION], res["fixed"]
+    res = _sequential("null", 300, 2, designs=(PAIRED_T, UNION))
+    (verdict, seeds), (union, union_seeds), (fixed, _) = res[PAIRED_T], res[UNION], res["fixed"]
     assert (verdict == -1).mean() >= 0.85 and (verdict == 1).sum() == 0
     assert seeds.mean() < 16 and seeds.max() <= 16
     assert (fixed == -1).mean() >= (verdict == -1).mean() - 0.1  # the price of looking: a few points of power

@@ -10,6 +10,11 @@ Reported: each verdict's rate with its 95% Wilson interval, the mean and largest
 
     python benchmarks/sequential_calibration.py [--n 600] [--looks 4,8,12,16] [--cases ramp:demo,null:paper]
         [--designs union,exact,paired-t]
+    python benchmarks/sequential_calibration.py --tests-only 100000
+
+``--tests-only N``: the seeds' paired tests alone (no model), on N tables per design, where they are
+nearly exact: two levels at delta (the intersection-union test is a TOST at its boundary) and a ramp
+at delta at the paper's scale.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from initmem.models.paired import forgets_bounds, remembers_bounds
 from initmem.models.plan import rule_decisions, sequential_decisions
 from initmem.models.sequential import DESIGNS, design_levels
 from initmem.names import ALPHA
@@ -61,14 +67,37 @@ def run_case(kind: str, scale: str, n: int, looks: list[int], designs: list[str]
     return out
 
 
+def tests_only(n: int, looks: list[int], designs: list[str]) -> None:
+    """False verdicts of the design-based tests alone, sequentially under each design and at the fixed design."""
+    print("| design | scale | levels | false 'forgets' (IUT) | false 'remembers' (ordered test) |")
+    print("|---|---|---|---|---|")
+    for kind, scale in (("two_levels", "demo"), ("ramp16", "paper")):
+        rng = np.random.default_rng(11)
+        t = rule_tables(kind, scale, n, rng, n_seed=looks[-1], delta=DELTA)
+        plans = [(d, looks, design_levels(looks, ALPHA, DESIGNS[d])) for d in designs]
+        for name, lk, levels in [*plans, (f"fixed {looks[-1]}", [looks[-1]], [ALPHA])]:
+            forgets, remembers, open_ = np.zeros(n, bool), np.zeros(n, bool), np.ones(n, bool)
+            for n_k, a_k in zip(lk, levels, strict=True):
+                f, r = forgets_bounds(t[:, :, :n_k], a_k) < DELTA, remembers_bounds(t[:, :, :n_k], a_k) > DELTA
+                forgets |= open_ & f
+                remembers |= open_ & r & ~f
+                open_ &= ~(f | r)
+            print(f"| {kind} | {scale} | {name} | {rate(forgets.astype(int), 1)} | {rate(remembers.astype(int), 1)} |",
+                  flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=600, help="simulated pipelines per design")
     ap.add_argument("--looks", default="4,8,12,16")
     ap.add_argument("--cases", default="", help="design:scale,... (default: all of CASES)")
     ap.add_argument("--designs", default=",".join(DESIGNS), help=f"of {', '.join(DESIGNS)}")
+    ap.add_argument("--tests-only", type=int, default=0, help="tables per design: the paired tests alone, no model")
     args = ap.parse_args()
     looks = [int(x) for x in args.looks.split(",")]
+    if args.tests_only:
+        tests_only(args.tests_only, looks, args.designs.split(","))
+        return
     cases = [tuple(c.split(":")) for c in args.cases.split(",")] if args.cases else CASES
     designs = args.designs.split(",")
     for name in designs:

@@ -43,7 +43,7 @@ from scipy import stats
 
 from initmem.models.paired import bonferroni_bounds, forgets_bounds, remembers_bounds
 from initmem.models.summaries import DECISION, attach_checks
-from initmem.names import ALPHA
+from initmem.names import ALPHA, ESS_MIN, RHAT_MAX
 from tests._memory_designs import (
     DESIGNS,
     RULE_DESIGNS,
@@ -91,6 +91,7 @@ def run(designs: list[str], scales: list[str], fits: int, seed: int = 0, fit: di
             rng = np.random.default_rng(zlib.crc32(f"{kind}-{scale}-{seed}".encode()))
             rules: list[str] = []
             final, model, checked, div, rhat, ess, t0 = [], [], 0, 0, 1.0, np.inf, time.perf_counter()
+            flagged = 0  # pipelines whose R-hat or bulk ESS misses the analysis's goals (names.RHAT_MAX, ESS_MIN)
             for f in range(fits):
                 d = design_tables(kind, scale, rng)[0] if kind in DESIGNS else rule_design_data(kind, scale, rng,
                                                                                                 n_seed)
@@ -98,6 +99,8 @@ def run(designs: list[str], scales: list[str], fits: int, seed: int = 0, fit: di
                 diag = m.diagnostics()
                 div += diag["divergences"]
                 rhat, ess = max(rhat, diag["max_rhat"]), min(ess, diag["min_ess_bulk"])
+                flagged += sum(s["max_rhat"] > RHAT_MAX or s["min_ess_bulk"] < ESS_MIN
+                               for s in diag["per_pipeline"].values())
                 out = m.summarize(0.01)
                 attach_checks(out, m.ppc(seed=f))
                 final += [e["verdict"] for e in out.values()]
@@ -109,7 +112,7 @@ def run(designs: list[str], scales: list[str], fits: int, seed: int = 0, fit: di
                    "model_remembers": _rate(model, "remembers"), "model_forgets": _rate(model, "forgets"),
                    "rules": {r: rules.count(r) for r in sorted(set(rules))},
                    "checks_failed": checked / len(final), "divergences": div, "max_rhat": rhat,
-                   "min_ess_bulk": ess, "seconds": time.perf_counter() - t0}
+                   "min_ess_bulk": ess, "pipelines_flagged": flagged, "seconds": time.perf_counter() - t0}
             print(json.dumps(row), flush=True)
             rows.append(row)
     return rows
@@ -246,12 +249,13 @@ def main() -> int:
     fit = {"draws": args.draws, "tune": args.draws, "chains": args.chains, "progress": False}
     rows = run(args.designs.split(","), args.scales.split(","), args.fits, args.seed, fit)
     print("\n| design | scale | remembers (95% Wilson) | forgets | model alone: remembers | model alone: forgets "
-          "| checks failed | divergences | max R-hat | min bulk ESS |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| checks failed | divergences | max R-hat | min bulk ESS | pipelines flagged |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['design']} | {r['scale']} | {_cell(r['remembers'])} | {_cell(r['forgets'])} | "
               f"{r['model_remembers']['rate']:.3f} | {r['model_forgets']['rate']:.3f} | {r['checks_failed']:.2f} | "
-              f"{r['divergences']} | {r['max_rhat']:.4f} | {r['min_ess_bulk']:.0f} |")
+              f"{r['divergences']} | {r['max_rhat']:.4f} | {r['min_ess_bulk']:.0f} | "
+              f"{r['pipelines_flagged']}/{r['n']} |")
     return 0
 
 

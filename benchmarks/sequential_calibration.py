@@ -1,18 +1,27 @@
 """The sequential design of ``initmem run --until-decided`` against the fixed design, at the rule level
 (docs/sequential.md): per simulated pipeline, a 16-seed table is drawn once; each look k uses its first
-n_k seeds and decides at its level alpha_k (the O'Brien-Fleming-type spending of analysis/sequential.py),
-the model's probabilities evaluated by the planner's quadrature (models/plan.py) and the seeds' ordered
-and intersection-union tests at alpha_k; the first decision stands. The fixed design decides once, at
-16 seeds and alpha = 0.05. Reported: each verdict's rate with its 95% Wilson interval, the expected and
-largest seeds spent per pipeline.
+n_k seeds and decides at its level (models/sequential.py), the model's probabilities evaluated by the
+planner's quadrature (models/plan.py) and the seeds' ordered and intersection-union tests at that level;
+the first decision stands. The designs side by side on the same tables (``--designs``): the union bound's
+levels (the spending increments, summing to alpha), the exact group-sequential levels of the canonical joint
+distribution, and those levels recomputed for the seeds' paired t tests on nested seeds (the analysis's
+design). The fixed design decides once, at 16 seeds and alpha = 0.05.
+Reported: each verdict's rate with its 95% Wilson interval, the mean and largest seeds spent per pipeline.
 
-    python benchmarks/sequential_calibration.py [--n 600] [--looks 4,8,12,16]
+    python benchmarks/sequential_calibration.py [--n 600] [--looks 4,8,12,16] [--cases ramp:demo,null:paper]
+        [--designs union,exact,paired-t]
+    python benchmarks/sequential_calibration.py --tests-only 100000
+
+``--tests-only N``: the seeds' paired tests alone (no model), on N tables per design, where they are
+nearly exact: two levels at delta (the intersection-union test is a TOST at its boundary) and a ramp
+at delta at the paper's scale.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -20,52 +29,91 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from initmem.models.paired import forgets_bounds, remembers_bounds
 from initmem.models.plan import rule_decisions, sequential_decisions
-from initmem.models.sequential import look_levels
+from initmem.models.sequential import DESIGNS, design_levels
 from initmem.names import ALPHA
 from tests._memory_designs import RULE_DESIGNS, SCALES, noise_sd, rule_tables, wilson
 
 DELTA = 0.01
-# (design, scale): the issue's sequential targets (nulls at the demo's scale) and the false-verdict designs at delta.
+# (design, scale): the nulls (the seeds the design saves), the false-verdict designs at delta it was first
+# measured on, a 2-point ramp (power), and held-out designs at delta: one level, two levels (the TOST alone
+# decides "forgets"), three levels, t3 noise, and the paper's scale where the IUT at 16 seeds is nearly exact.
 CASES = [("null", "demo"), ("null", "paper"), ("ramp", "demo"), ("slopes_at_delta", "demo"), ("step", "demo"),
-         ("noisy_at_delta", "demo"), ("ramp2", "demo")]
+         ("noisy_at_delta", "demo"), ("ramp2", "demo"), ("single", "demo"), ("two_levels", "demo"),
+         ("three_levels", "demo"), ("t3_at_delta", "demo"), ("t3", "demo"), ("ramp", "paper"),
+         ("slopes_at_delta", "paper"), ("two_levels", "paper")]
 
 
-def run_case(kind: str, scale: str, n: int, looks: list[int]) -> dict:
+def rate(v: np.ndarray, which: int) -> str:
+    k, m = int((v == which).sum()), v.size
+    lo, hi = wilson(k, m)
+    return f"{k}/{m} = {k / m:.1%} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def run_case(kind: str, scale: str, n: int, looks: list[int], designs: list[str]) -> dict:
     rng = np.random.default_rng(zlib.crc32(f"seq-{kind}-{scale}".encode()))
     tables = rule_tables(kind, scale, n, rng, n_seed=looks[-1], delta=DELTA)
     tables = tables[~np.isnan(tables).any(axis=(1, 2))]
     sig, n_lev = noise_sd(SCALES[scale]["n_test"]), tables.shape[1]
     std, sigma_w = (tables - 0.9) / sig, np.geomspace(0.25, 8.0, n_lev)
-    verdict, seeds = sequential_decisions(std, DELTA / sig, looks, rng, sigma_w)
+    out = {"design": kind, "scale": scale, "doc": RULE_DESIGNS[kind]["doc"], "false": RULE_DESIGNS[kind]["false"]}
+    for name in designs:
+        verdict, seeds = sequential_decisions(std, DELTA / sig, looks, rng, sigma_w, design=DESIGNS[name])
+        out[name] = {"remembers": rate(verdict, 1), "forgets": rate(verdict, -1),
+                     "seeds_mean": float(seeds.mean()), "seeds_max": int(seeds.max())}
     fixed = rule_decisions(std, DELTA / sig, ALPHA, rng, sigma_w)
-    m = tables.shape[0]
+    out["fixed"] = {"remembers": rate(fixed, 1), "forgets": rate(fixed, -1)}
+    return out
 
-    def rate(v: np.ndarray, which: int) -> str:
-        k = int((v == which).sum())
-        lo, hi = wilson(k, m)
-        return f"{k}/{m} = {k / m:.1%} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
-    return {"design": kind, "scale": scale, "doc": RULE_DESIGNS[kind]["doc"], "false": RULE_DESIGNS[kind]["false"],
-            "seq_remembers": rate(verdict, 1), "seq_forgets": rate(verdict, -1),
-            "fixed_remembers": rate(fixed, 1), "fixed_forgets": rate(fixed, -1),
-            "seeds_mean": float(seeds.mean()), "seeds_max": int(seeds.max())}
+def tests_only(n: int, looks: list[int], designs: list[str]) -> None:
+    """False verdicts of the design-based tests alone, sequentially under each design and at the fixed design."""
+    print("| design | scale | levels | false 'forgets' (IUT) | false 'remembers' (ordered test) |")
+    print("|---|---|---|---|---|")
+    for kind, scale in (("two_levels", "demo"), ("ramp16", "paper")):
+        rng = np.random.default_rng(11)
+        t = rule_tables(kind, scale, n, rng, n_seed=looks[-1], delta=DELTA)
+        plans = [(d, looks, design_levels(looks, ALPHA, DESIGNS[d])) for d in designs]
+        for name, lk, levels in [*plans, (f"fixed {looks[-1]}", [looks[-1]], [ALPHA])]:
+            forgets, remembers, open_ = np.zeros(n, bool), np.zeros(n, bool), np.ones(n, bool)
+            for n_k, a_k in zip(lk, levels, strict=True):
+                f, r = forgets_bounds(t[:, :, :n_k], a_k) < DELTA, remembers_bounds(t[:, :, :n_k], a_k) > DELTA
+                forgets |= open_ & f
+                remembers |= open_ & r & ~f
+                open_ &= ~(f | r)
+            print(f"| {kind} | {scale} | {name} | {rate(forgets.astype(int), 1)} | {rate(remembers.astype(int), 1)} |",
+                  flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=600, help="simulated pipelines per design")
     ap.add_argument("--looks", default="4,8,12,16")
+    ap.add_argument("--cases", default="", help="design:scale,... (default: all of CASES)")
+    ap.add_argument("--designs", default=",".join(DESIGNS), help=f"of {', '.join(DESIGNS)}")
+    ap.add_argument("--tests-only", type=int, default=0, help="tables per design: the paired tests alone, no model")
     args = ap.parse_args()
     looks = [int(x) for x in args.looks.split(",")]
-    print(f"looks {looks}, levels {[round(x, 5) for x in look_levels(looks)]}")
-    print("| design | scale | sequential: remembers | sequential: forgets | seeds (mean / max) "
-          "| fixed 16: remembers | fixed 16: forgets |\n|---|---|---|---|---|---|---|")
-    for kind, scale in CASES:
-        r = run_case(kind, scale, args.n, looks)
-        print(f"| {kind} ({r['doc']}; false: {', '.join(r['false'])}) | {scale} | {r['seq_remembers']} "
-              f"| {r['seq_forgets']} | {r['seeds_mean']:.1f} / {r['seeds_max']} | {r['fixed_remembers']} "
-              f"| {r['fixed_forgets']} |", flush=True)
+    if args.tests_only:
+        tests_only(args.tests_only, looks, args.designs.split(","))
+        return
+    cases = [tuple(c.split(":")) for c in args.cases.split(",")] if args.cases else CASES
+    designs = args.designs.split(",")
+    for name in designs:
+        print(f"{name}: looks {looks}, levels {[round(x, 5) for x in design_levels(looks, ALPHA, DESIGNS[name])]}")
+    head = [f"{d}: {c}" for d in designs for c in ("remembers", "forgets", "seeds (mean / max)")]
+    head += [f"fixed {looks[-1]}: remembers", f"fixed {looks[-1]}: forgets"]
+    print("\n| design | scale | " + " | ".join(head) + " |\n|" + "---|" * (len(head) + 2))
+    for kind, scale in cases:
+        t0 = time.perf_counter()
+        r = run_case(kind, scale, args.n, looks, designs)
+        cells = [x for d in designs for x in (r[d]["remembers"], r[d]["forgets"],
+                                              f"{r[d]['seeds_mean']:.1f} / {r[d]['seeds_max']}")]
+        cells += [r["fixed"]["remembers"], r["fixed"]["forgets"]]
+        print(f"| {kind} ({r['doc']}; false: {', '.join(r['false'])}) | {scale} | " + " | ".join(cells) + " |",
+              flush=True)
+        print(f"  ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from initmem.errors import OptionError, UserError
 from initmem.models import arviz_io, core
 from initmem.models.paired import forgets_bounds, remembers_bounds
 from initmem.models.priors import Priors, default_priors
-from initmem.models.sequential import look_levels
+from initmem.models.sequential import UNION, design_levels
 from initmem.models.summaries import DECISION, MIN_LEVELS_MODEL_FORGETS
 from initmem.names import ALPHA
 from initmem.results import POSTERIOR_NC, SUMMARY_JSON, load_summary
@@ -160,13 +160,15 @@ def rule_decisions(tables: np.ndarray, delta: float, alpha: float, rng: np.rando
 
 
 def sequential_decisions(tables: np.ndarray, delta: float, looks: Sequence[int], rng: np.random.Generator,
-                         sigma_w: np.ndarray | None, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
+                         sigma_w: np.ndarray | None, alpha: float = ALPHA,
+                         design: str = UNION) -> tuple[np.ndarray, np.ndarray]:
     """The sequential design on standardised tables holding the last look's seeds: look k uses the first n_k
-    seeds at level alpha_k and the first decision stands. Returns (verdict per table, seeds it used)."""
+    seeds at its level under ``design`` (models/sequential.py) and the first decision stands. Returns (verdict
+    per table, seeds it used)."""
     verdict = np.zeros(tables.shape[0], dtype=int)
     seeds = np.full(tables.shape[0], int(looks[-1]))
     open_ = np.ones(tables.shape[0], dtype=bool)
-    for n_k, a_k in zip(looks, look_levels(looks, alpha), strict=True):
+    for n_k, a_k in zip(looks, design_levels(looks, alpha, design), strict=True):
         idx = np.flatnonzero(open_)
         if not idx.size:
             break
@@ -175,7 +177,6 @@ def sequential_decisions(tables: np.ndarray, delta: float, looks: Sequence[int],
         verdict[idx[hit]], seeds[idx[hit]] = d[hit], n_k
         open_[idx[hit]] = False
     return verdict, seeds
-
 
 
 def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np.random.Generator,

@@ -216,12 +216,16 @@ def _sequential_and_radial_sentences(a: Analysis) -> list[Sentence]:
     out: list[Sentence] = []
     if s.sequential is not None:
         q = s.sequential
+        levels = ", ".join(f"{x:.3g}" for x in q.levels)
+        how = (f"at the increment alpha_k of a Lan-DeMets spending function of the O'Brien-Fleming type ({levels}), "
+               f"so that by the union bound a false verdict at any look has probability at most alpha = {q.alpha:g}"
+               if "union bound" in q.design else
+               f"at the nominal level ({levels}) whose boundary spends exactly the increment of a Lan-DeMets "
+               "spending function of the O'Brien-Fleming type under the canonical joint distribution of the looks' "
+               f"statistics, so that each claim's false verdicts at all looks together spend alpha = {q.alpha:g}")
         out.append(Sentence(
             f"Seeds were added only to undecided pipelines, at looks of {', '.join(map(str, q.looks))} seeds; look k "
-            "decided at the increment alpha_k of a Lan-DeMets spending function of the O'Brien-Fleming type "
-            f"({', '.join(f'{x:.3g}' for x in q.levels)}), so that by the union bound a false verdict at any look has "
-            f"probability at most alpha = {q.alpha:g}. The design trained {q.runs_used} runs where the fixed design "
-            f"trains {q.runs_fixed}.",
+            f"decided {how}. The design trained {q.runs_used} runs where the fixed design trains {q.runs_fixed}.",
             ("lan1983spending",)))
     if any(a.pipe(p).radial is not None for p in a.pipelines):
         out.append(Sentence(

@@ -22,7 +22,16 @@ from initmem.analysis.sequential import check_looks, seeds_for
 from initmem.collect.run.runner import collect
 from initmem.errors import OptionError
 from initmem.grid import parse_grid
-from initmem.models.sequential import look_levels, obrien_fleming_spent
+from initmem.models.sequential import (
+    EXACT,
+    PAIRED_T,
+    UNION,
+    design_levels,
+    exact_levels,
+    look_levels,
+    obrien_fleming_spent,
+    paired_t_levels,
+)
 from initmem.names import ALPHA
 
 
@@ -34,6 +43,66 @@ def test_obrien_fleming_spending_spends_alpha_by_the_last_look_and_almost_nothin
     # Known values of the Lan-DeMets O'Brien-Fleming-type function (2 - 2 Phi(1.96 / sqrt(t))).
     assert obrien_fleming_spent(0.5) == pytest.approx(0.005574, abs=2e-5)
     assert look_levels([16]) == pytest.approx([ALPHA])
+
+
+def _first_crossing(levels: list[float], looks: list[int], n: int, seed: int) -> np.ndarray:
+    """Monte Carlo of the canonical joint distribution: Z_k = S_k / sqrt(t_k), S with independent
+    N(0, t_k - t_{k-1}) increments; per look, the fraction first crossing z_{1 - a_k}."""
+    from scipy.stats import norm
+
+    t = np.asarray(looks, dtype=float) / looks[-1]
+    s = np.cumsum(np.random.default_rng(seed).standard_normal((n, t.size)) * np.sqrt(np.diff(t, prepend=0.0)), 1)
+    hit = s / np.sqrt(t) >= norm.isf(levels)
+    first = np.where(hit.any(1), hit.argmax(1), -1)
+    return np.array([(first == k).mean() for k in range(t.size)])
+
+
+def test_exact_levels_spend_alpha_exactly_under_the_canonical_joint_distribution():
+    # Two looks at t = (0.5, 1), alpha = 0.05 one-sided: the first look at the spending alpha*(0.5) (boundary
+    # 2.538), the second at 0.0482 (boundary 1.662) where the union bound gives 0.0444.
+    two = exact_levels([8, 16])
+    assert two[0] == pytest.approx(obrien_fleming_spent(0.5), rel=1e-9)
+    assert two[1] == pytest.approx(0.04825, abs=2e-5)
+    # alpha = 0.025 one-sided, two equally spaced looks: boundaries 2.963 and 1.969.
+    from scipy.stats import norm
+    assert norm.isf(exact_levels([8, 16], 0.025)) == pytest.approx([2.963, 1.969], abs=1e-3)
+    # Brute force: 400,000 draws of the correlated statistics spend each look's increment (4 SE).
+    looks = [4, 8, 12, 16]
+    levels, spent = exact_levels(looks), look_levels(looks)
+    n = 400_000
+    first = _first_crossing(levels, looks, n, seed=0)
+    assert first == pytest.approx(spent, abs=4 * np.sqrt(ALPHA / n))
+    assert first.sum() == pytest.approx(ALPHA, abs=4 * np.sqrt(ALPHA * (1 - ALPHA) / n))
+    # Looks share seeds, so the exact levels exceed the union bound's (which sum to alpha) and the last look
+    # gets about 0.043 instead of 0.026; each stays below alpha; one look is the fixed design.
+    assert sum(levels) > ALPHA and all(e >= u - 1e-12 for e, u in zip(levels, spent, strict=True))
+    assert levels[-1] == pytest.approx(0.0427, abs=2e-4) and max(levels) < ALPHA
+    assert exact_levels([16]) == pytest.approx([ALPHA], rel=1e-12)
+    assert design_levels(looks) == look_levels(looks) and design_levels(looks, design=EXACT) == levels  # union: default
+    with pytest.raises(ValueError):
+        design_levels(looks, design="pocock")
+
+
+def test_paired_t_levels_hold_alpha_for_t_tests_on_nested_seeds_where_the_canonical_ones_overspend():
+    """Brute force, independent of the levels' own simulation (other seed): one-sided t tests of N(0, 1) paired
+    differences on nested seeds (3, 7, 11, 15 df). The canonical levels spend about 0.052, the paired-t levels
+    alpha (within 4 SE), and both give the last look far more than the union bound's 0.026."""
+    from scipy.stats import t as student
+
+    looks, n = [4, 8, 12, 16], 400_000
+    x = np.random.default_rng(7).standard_normal((n, looks[-1]))
+    t_stat = np.stack([x[:, :k].mean(1) / (x[:, :k].std(1, ddof=1) / np.sqrt(k)) for k in looks], axis=1)
+    df = np.array(looks) - 1
+
+    def crossed(levels):
+        return (t_stat >= student.isf(levels, df)).any(1).mean()
+
+    se = np.sqrt(ALPHA * (1 - ALPHA) / n)
+    levels = paired_t_levels(looks)
+    assert crossed(levels) == pytest.approx(ALPHA, abs=4 * se)
+    assert crossed(exact_levels(looks)) > ALPHA + 4 * se
+    assert 0.039 < levels[-1] < exact_levels(looks)[-1] and sum(levels) > ALPHA
+    assert paired_t_levels([16]) == [ALPHA] and design_levels(looks, design=PAIRED_T) == levels
 
 
 def test_looks_are_checked_and_cut_at_the_cap():
@@ -92,6 +161,7 @@ def test_seeds_go_only_to_undecided_pipelines_and_the_cube_matches_a_fixed_run(t
     assert [lk.seeds for lk in summary.pipelines["sgd"].looks] == [2]
     seq = summary.sequential
     assert seq is not None and seq.decided["sgd"]["look"] == 1 and seq.undecided == []
+    assert seq.design == UNION and seq.levels == pytest.approx(look_levels([2, 4, 6]))  # the analysis's design
     assert seq.runs_used == (2 + 4) * 3 and seq.runs_fixed == 6 * 3 * 2
     assert (res.analysis_dir / "sequential.json").is_file() and res.report.is_file()
 
@@ -107,8 +177,9 @@ def test_the_command_line_refuses_bad_looks(tmp_path):
     assert proc.returncode == 2 and "--until-decided" in proc.stderr
 
 
-def _sequential(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The sequential design (looks 4, 8, 12, 16) and the fixed 16-seed design on the same simulated tables."""
+def _sequential(kind: str, n: int, seed: int, designs: tuple[str, ...] = (UNION,)) -> dict:
+    """The sequential design (looks 4, 8, 12, 16) under each of ``designs``, and the fixed 16-seed design
+    ("fixed"), on the same simulated tables: {design: (verdict, seeds)}."""
     from _memory_designs import SCALES, noise_sd, rule_tables
 
     from initmem.models.plan import rule_decisions, sequential_decisions
@@ -117,25 +188,31 @@ def _sequential(kind: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, n
     t = rule_tables(kind, "demo", n, rng, n_seed=16)
     sig = noise_sd(SCALES["demo"]["n_test"])
     std, sigma_w = (t - 0.9) / sig, np.geomspace(0.25, 8.0, t.shape[1])
-    verdict, seeds = sequential_decisions(std, 0.01 / sig, [4, 8, 12, 16], rng, sigma_w)
-    return verdict, seeds, rule_decisions(std, 0.01 / sig, ALPHA, rng, sigma_w)
+    out = {d: sequential_decisions(std, 0.01 / sig, [4, 8, 12, 16], rng, sigma_w, design=d) for d in designs}
+    out["fixed"] = (rule_decisions(std, 0.01 / sig, ALPHA, rng, sigma_w), np.full(n, 16))
+    return out
 
 
 @pytest.mark.parametrize("kind", ["ramp", "slopes_at_delta"])
 def test_sequential_false_verdicts_at_delta_stay_below_alpha(kind):
-    """A memory of exactly delta, looked at four times: neither false verdict above ALPHA (plus two Monte Carlo
-    SEs); the full table (2,000 pipelines per design) is in docs/sequential.md."""
+    """A memory of exactly delta, looked at four times at the analysis's levels (the union bound): neither false
+    verdict above ALPHA (plus two Monte Carlo SEs); the full table (2,000 pipelines per design, union bound and
+    exact and paired-t levels side by side) is in docs/sequential.md."""
     n = 400
-    verdict, _, _ = _sequential(kind, n, 1)
+    verdict, _ = _sequential(kind, n, 1)[UNION]
     bound = ALPHA + 2 * np.sqrt(ALPHA * (1 - ALPHA) / n)
     assert (verdict == 1).mean() <= bound and (verdict == -1).mean() <= bound
 
 
 def test_sequential_nulls_forget_with_fewer_seeds_than_the_fixed_design():
-    verdict, seeds, fixed = _sequential("null", 400, 2)
-    assert (verdict == -1).mean() >= 0.8 and (verdict == 1).sum() == 0
+    res = _sequential("null", 300, 2, designs=(UNION, PAIRED_T))
+    (union, union_seeds), (verdict, seeds), (fixed, _) = res[UNION], res[PAIRED_T], res["fixed"]
+    assert (union == -1).mean() >= 0.8 and (verdict == 1).sum() == 0 and (union == 1).sum() == 0
     assert seeds.mean() < 16 and seeds.max() <= 16
     assert (fixed == -1).mean() >= (verdict == -1).mean() - 0.1  # the price of looking: a few points of power
+    # The union bound's levels are lower at every look than the paired-t levels: on the same tables it decides
+    # less often, later (docs/sequential.md: 91.3% against 94.9% at 2,000 pipelines).
+    assert (verdict == -1).mean() >= (union == -1).mean() and seeds.mean() <= union_seeds.mean() + 0.1
 
 
 def test_the_plan_says_what_the_sequential_design_would_spend():

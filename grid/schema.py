@@ -157,6 +157,9 @@ class PipelineSpec(optimizers.WeightDecaySplit, _Strict):
     # This pipeline's own model section (replaces the grid's): one grid can then set several
     # architectures side by side, e.g. the arms preset (docs/arms.md).
     model: ModelSpec | None = None
+    # This pipeline's own eval.every: evaluation passes cost a dense net far less than a conv net or a
+    # ViT, so a mixed grid can evaluate the cheap pipelines more often (finer checkpoint selection).
+    eval_every: int | None = Field(None, ge=1)
 
     @field_validator("betas")
     @classmethod
@@ -381,8 +384,9 @@ class Grid(_Strict):
         if d["eval"].get("every") == 1:
             d["eval"].pop("every")
         for p in d["pipelines"].values():
-            if p.get("budget") is None:
-                p.pop("budget", None)
+            for key in ("budget", "eval_every"):
+                if p.get(key) is None:
+                    p.pop(key, None)
         return d
 
     def to_yaml(self) -> str:

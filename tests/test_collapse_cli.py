@@ -67,6 +67,21 @@ def test_eval_every_records_norms_every_epoch_and_metrics_every_nth():
     assert set(ds[cube.TAU_BEST].values.ravel().tolist()) <= {0.0, 2.0, 3.0}  # only evaluated epochs selected
 
 
+def test_a_pipelines_own_eval_every_overrides_the_grids_and_keeps_old_grid_hashes():
+    from initmem.collect.train.engine import train_pack
+    from initmem.grid import grid_hash
+
+    pipe = {"optimizer": "sgd", "lr": 0.05, "batch_size": 256, "epochs": 4}
+    plain = parse_grid(BASE | {"eval": {"every": 4}, "pipelines": {"p": pipe}})
+    own = parse_grid(BASE | {"eval": {"every": 4}, "pipelines": {"p": pipe | {"eval_every": 2}}})
+    assert "eval_every" not in plain.to_dict()["pipelines"]["p"]     # absent: the hash of older grids
+    assert grid_hash(parse_grid(plain.to_dict())) == grid_hash(plain) != grid_hash(own)
+    val = train_pack(own, "p", [(1.0, 0)])[cube.VAL_ACC].values[0, 0, 0]   # (epoch,)
+    assert np.isfinite(val[[0, 2, 4]]).all() and np.isnan(val[[1, 3]]).all()
+    val = train_pack(plain, "p", [(1.0, 0)])[cube.VAL_ACC].values[0, 0, 0]
+    assert np.isfinite(val[[0, 4]]).all() and np.isnan(val[[1, 2, 3]]).all()
+
+
 def test_min_p_floor_and_twin_axes():
     assert min_p_floor(6, 64, True) == 2.0 ** -5
     assert min_p_floor(19, 1000, False) == 0.002  # the Monte Carlo floor, not 2^-18

@@ -349,12 +349,12 @@ def train_pack(grid: Grid, pipeline: str, cells: Sequence[tuple[float, int]], *,
         if start_epoch == 0:
             _record_epoch(tr, rec, 0)
         last_ckpt = time.perf_counter()
-        b = spec.batch_size
+        b, every = spec.batch_size, spec.eval_every or grid.eval.every
         for epoch in range(start_epoch + 1, spec.epochs + 1):
             order = tr.epoch_order()
             for i in range(tr.steps_per_epoch):
                 tr.train_step(order[:, i * b:(i + 1) * b])
-            _record_epoch(tr, rec, epoch, evaluate=epoch % grid.eval.every == 0 or epoch == spec.epochs)
+            _record_epoch(tr, rec, epoch, evaluate=epoch % every == 0 or epoch == spec.epochs)
             rec.wall = time.perf_counter() - t0
             if progress is not None:
                 progress(epoch, spec.epochs)

@@ -26,6 +26,7 @@ from initmem.models.memory import (
     resolve_delta,
     versions,
 )
+from initmem.models.paired import forgets_levels
 from initmem.models.summaries import attach_checks, estimand
 from initmem.results.spec import AnalysisSpec
 
@@ -33,12 +34,15 @@ from initmem.results.spec import AnalysisSpec
 def verdict_rule(alpha: float) -> str:
     """The decision rule as summary.json states it (docs/memory-model.md, "Verdict"), at this analysis's alpha."""
     p = f"{1 - alpha:.4g}"
+    iut_alpha, f_level = forgets_levels(alpha)
+    q = f"{f_level:.4g}"
     return (f"remembers if P(spread > delta) >= {p} and the seeds' paired differences carry it (ordered test: the "
             f"extreme sigma_w pair first, then the other pairs, at alpha = {alpha:.4g}; models/paired.py); forgets "
-            f"if P(spread < delta) >= {p} (with at least 3 sigma_w levels) or every pair of levels is shown inside "
-            f"+-delta by the seeds' paired differences (intersection-union test at alpha); else inconclusive; "
-            f"borderline when a verdict probability lies within 2 Monte Carlo standard errors of {p} (not counted "
-            "as decided); spread = max - min over the sigma_w grid of the expected metric with seed and residual "
+            f"if P(spread < delta) >= {q} (1 - alpha/2, with at least 3 sigma_w levels) or every pair of levels is "
+            f"shown inside +-delta by the seeds' paired differences (intersection-union test at 0.8 alpha = "
+            f"{iut_alpha:.4g}; the two routes share alpha); else inconclusive; borderline when a verdict probability "
+            f"lies within 2 Monte Carlo standard errors of its threshold ({p} or {q}; not counted as decided); "
+            "spread = max - min over the sigma_w grid of the expected metric with seed and residual "
             "effects averaged out, in outcome units")
 
 

@@ -29,10 +29,10 @@ import numpy as np
 from initmem import cube
 from initmem.errors import OptionError, UserError
 from initmem.models import arviz_io, core
-from initmem.models.paired import forgets_bounds, remembers_bounds
+from initmem.models.paired import forgets_bounds, forgets_levels, remembers_bounds
 from initmem.models.priors import Priors, default_priors
 from initmem.models.sequential import UNION, design_levels
-from initmem.models.summaries import DECISION, MIN_LEVELS_MODEL_FORGETS
+from initmem.models.summaries import MIN_LEVELS_MODEL_FORGETS
 from initmem.names import ALPHA
 from initmem.results import POSTERIOR_NC, SUMMARY_JSON, load_summary
 
@@ -49,7 +49,7 @@ RULE = ("the analysis's own rule: its posterior (restricted likelihood of the fo
         "flat trend included, "
         "the same priors and noise scale), computed by quadrature over the SDs for each simulated experiment, "
         "and for 'remembers' the ordered paired test of the seeds' differences; 'forgets' by the posterior or by the "
-        "intersection-union test of every pair of levels")
+        "intersection-union test of every pair of levels (P(spread < delta) >= 1 - alpha/2 or the test at 0.8 alpha)")
 
 
 def _grid(priors: Priors, sigma_scale: float, slopes: bool) -> dict[str, np.ndarray]:
@@ -70,11 +70,13 @@ def _grid(priors: Priors, sigma_scale: float, slopes: bool) -> dict[str, np.ndar
 
 def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
                      priors: Priors | None = None, n_post: int = N_POST, chunk: int = 16,
-                     sigma_w: np.ndarray | None = None) -> dict[str, np.ndarray]:
+                     sigma_w: np.ndarray | None = None, alpha: float = ALPHA) -> dict[str, np.ndarray]:
     """The memory model's posterior of the spread for complete standardised tables (n, L, S):
-    P(spread > delta), P(spread < delta), and the 5% / 95% quantiles, per table, plus the paired
-    test's bound (models/paired.py) that a "remembers" also needs and the intersection-union test's
-    bound that is the second route to "forgets". With ``sigma_w`` (L,) the
+    P(spread > delta), P(spread < delta), the 5% / 95% quantiles and the quantile at the model's
+    "forgets" threshold (``q_forgets``, 97.5% at alpha 0.05), per table, plus the paired test's bound
+    (models/paired.py) that a "remembers" also needs at ``alpha`` and the intersection-union test's
+    bound, at its share of ``alpha`` (``forgets_levels``), that is the second route to "forgets". With
+    ``sigma_w`` (L,) the
     seeds' own slopes and the memory's flat trend on log sigma_w are part of the model, as in the
     analysis.
 
@@ -96,9 +98,10 @@ def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
     lx = np.broadcast_to(np.asarray(sums["ss_level_x"], dtype=float), (n,))
     ix = np.broadcast_to(np.asarray(sums["ss_inter_x"], dtype=float), (n,))
     ss = np.stack([sums["ss_level"] - lx, sums["ss_seed"], sums["ss_e"] - ix, ix], axis=1)  # (n, 4)
-    out = {k: np.empty(n) for k in ("p_gt", "p_lt", "q05", "q95")}
-    out["paired_bound"] = remembers_bounds(tables)   # the ordered test of "remembers"
-    out["iut_bound"] = forgets_bounds(tables)        # the intersection-union test of "forgets"
+    iut_alpha, f_level = forgets_levels(alpha)
+    out = {k: np.empty(n) for k in ("p_gt", "p_lt", "q05", "q95", "q_forgets")}
+    out["paired_bound"] = remembers_bounds(tables, alpha)   # the ordered test of "remembers"
+    out["iut_bound"] = forgets_bounds(tables, iut_alpha)    # the intersection-union test of "forgets"
     out["model_forgets_ok"] = np.full(n, n_lev >= MIN_LEVELS_MODEL_FORGETS)
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
@@ -118,22 +121,30 @@ def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
                                 s2b=g["b"][pick])
         sp = core.spread(u, lev[None])
         out["p_gt"][lo:hi], out["p_lt"][lo:hi] = (sp > delta).mean(axis=1), (sp < delta).mean(axis=1)
-        out["q05"][lo:hi], out["q95"][lo:hi] = np.quantile(sp, [0.05, 0.95], axis=1)
+        out["q05"][lo:hi], out["q95"][lo:hi], out["q_forgets"][lo:hi] = np.quantile(sp, [0.05, 0.95, f_level],
+                                                                                     axis=1)
     return out
 
 
-def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF) -> np.ndarray:
+def _band(level: float, n_eff: float) -> float:
+    """The borderline band above a threshold: 2 binomial MCSE of an analysis with ``n_eff`` effective draws."""
+    return 2.0 * np.sqrt(level * (1 - level) / n_eff)
+
+
+def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF, alpha: float = ALPHA) -> np.ndarray:
     """1 remembers, -1 forgets, 0 inconclusive or borderline per simulated experiment: the
-    analysis's rule (models/summaries.py, ``verdict``): "remembers" needs the model's probability
-    and the ordered paired test; "forgets" comes from the model's probability (with at least 3
-    levels) or from the intersection-union test. The model's probabilities must clear the
-    borderline band of an analysis whose sampler gives ``n_eff`` effective draws (2 binomial MCSE
-    around 0.95); the design-based tests have no Monte Carlo error."""
+    analysis's rule at ``alpha`` (models/summaries.py, ``verdict``): "remembers" needs P(spread >
+    delta) >= 1 - alpha and the ordered paired test (``paired_bound``); "forgets" comes from
+    P(spread < delta) >= 1 - alpha/2 (with at least 3 levels) or from the intersection-union test
+    (``iut_bound``, computed by :func:`posterior_spread` at its share of the same alpha). The model's
+    probabilities must clear the borderline band, at each threshold, of an analysis whose sampler
+    gives ``n_eff`` effective draws (2 binomial MCSE); the design-based tests have no Monte Carlo
+    error."""
+    level, f_level = 1.0 - alpha, forgets_levels(alpha)[1]
     out = np.zeros(post["p_gt"].shape, dtype=int)
-    band = 2.0 * np.sqrt(DECISION * (1 - DECISION) / n_eff)
-    out[(post["p_gt"] >= DECISION + band) & (post["paired_bound"] > delta)] = 1
+    out[(post["p_gt"] >= level + _band(level, n_eff)) & (post["paired_bound"] > delta)] = 1
     model_ok = post.get("model_forgets_ok", np.ones(out.shape, dtype=bool))
-    out[((post["p_lt"] >= DECISION + band) & model_ok) | (post["iut_bound"] < delta)] = -1
+    out[((post["p_lt"] >= f_level + _band(f_level, n_eff)) & model_ok) | (post["iut_bound"] < delta)] = -1
     return out
 
 
@@ -148,15 +159,9 @@ def simulate_reml(reml: dict[str, float], n_lev: int, n_seed: int, n_sim: int,
 def rule_decisions(tables: np.ndarray, delta: float, alpha: float, rng: np.random.Generator,
                    sigma_w: np.ndarray | None, n_eff: float = N_EFF) -> np.ndarray:
     """1 remembers, -1 forgets, 0 undecided per standardised table (n, L, S): the analysis's rule at level
-    ``alpha`` (models/summaries.py), the model's probabilities by quadrature, clear of the borderline band."""
-    post = posterior_spread(tables, delta, rng, sigma_w=sigma_w)
-    level = 1.0 - alpha
-    band = 2.0 * np.sqrt(level * (1 - level) / n_eff)
-    out = np.zeros(tables.shape[0], dtype=int)
-    out[(post["p_gt"] >= level + band) & (remembers_bounds(tables, alpha) > delta)] = 1
-    model_forgets = (post["p_lt"] >= level + band) & post["model_forgets_ok"]
-    out[model_forgets | (forgets_bounds(tables, alpha) < delta)] = -1
-    return out
+    ``alpha`` (models/summaries.py; :func:`decide`), the model's probabilities by quadrature, clear of the
+    borderline band."""
+    return decide(posterior_spread(tables, delta, rng, sigma_w=sigma_w, alpha=alpha), delta, n_eff, alpha)
 
 
 def sequential_decisions(tables: np.ndarray, delta: float, looks: Sequence[int], rng: np.random.Generator,
@@ -193,7 +198,7 @@ def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np
         p_dec[s] = p_rem[s] + p_for[s]
         if s == n_now:
             bound = np.minimum(post["q05"], post["paired_bound"])
-            upper = np.where(post["model_forgets_ok"], np.minimum(post["q95"], post["iut_bound"]),
+            upper = np.where(post["model_forgets_ok"], np.minimum(post["q_forgets"], post["iut_bound"]),
                              post["iut_bound"])   # either route of "forgets"
             deltas = {"delta_forgets": float(np.quantile(upper, TARGET) * scale),
                       "delta_remembers": float(np.quantile(bound, 1 - TARGET) * scale)}

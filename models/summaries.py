@@ -1,14 +1,16 @@
 """Per-pipeline summaries of a fitted memory model: the verdict and how far to trust it.
 
 The verdict rule (docs/memory-model.md, "Verdict"), with the route that decided it in ``rule``:
-"remembers" when P(spread > delta) >= 0.95 AND the seeds' own paired differences carry it (the
-ordered test of models/paired.py: the extreme sigma_w pair first, then the other pairs, family-wise
-error <= alpha with no assumption on how the levels co-vary); "forgets" when P(spread < delta) >=
-0.95 (the model's route) OR the intersection-union test shows every pair of levels inside +-delta
-(the design-based route, valid at alpha on its own for any covariance of the levels); else
-"inconclusive"; and "borderline" when a deciding probability of the model lies within two Monte
-Carlo standard errors of 0.95 and no design-based test decided, because then another run of the
-sampler could flip it. Each verdict comes with the model's own verdict, the prior's own
+"remembers" when P(spread > delta) >= 1 - alpha (0.95) AND the seeds' own paired differences carry
+it (the ordered test of models/paired.py: the extreme sigma_w pair first, then the other pairs,
+family-wise error <= alpha with no assumption on how the levels co-vary); "forgets" when
+P(spread < delta) >= 1 - alpha/2 (0.975; the model's route, with at least 3 levels) OR the
+intersection-union test at alpha x 0.8 (0.04) shows every pair of levels inside +-delta (the
+design-based route, valid at its level on its own for any covariance of the levels; the split of
+alpha between the two routes: models/paired.py, ``forgets_levels``); else "inconclusive"; and
+"borderline" when a deciding probability of the model lies within two Monte Carlo standard errors
+of its threshold and no design-based test decided, because then another run of the sampler could
+flip it. Each verdict comes with the model's own verdict, the prior's own
 probabilities (what the verdict would be before any data), the verdict under a second prior
 (importance reweighting), the model checks that failed, the interpolation gate's counts and, when
 runs diverged, a test of whether divergence depends on sigma_w and a refit with the diverged runs
@@ -26,7 +28,7 @@ from initmem import cube
 from initmem import names as N
 from initmem.models import arviz_io, checks
 from initmem.models.data import MemoryData
-from initmem.models.paired import STEP_EXTREME, equivalence_check, paired_check
+from initmem.models.paired import STEP_EXTREME, equivalence_check, forgets_levels, paired_check
 from initmem.models.priors import Priors, prior_p_spread_gt
 from initmem.names import ALPHA, VERDICTS
 from initmem.results import sigma_key
@@ -45,7 +47,8 @@ class FittedModel(Protocol):
 
     def refit(self, data: MemoryData) -> FittedModel: ...
 
-DECISION = 0.95
+DECISION = 1.0 - ALPHA                     # "remembers": P(spread > delta) >= 0.95
+FORGETS_DECISION = forgets_levels(ALPHA)[1]  # "forgets" by the model: P(spread < delta) >= 0.975
 
 
 def quantiles(x: np.ndarray) -> dict[str, float]:
@@ -68,8 +71,12 @@ MIN_LEVELS_MODEL_FORGETS = 3  # below: "forgets" only by the intersection-union 
 
 
 def verdict(p_gt: float, p_lt: float, level: float = DECISION, mcse: tuple[float, float] | None = None,
-            *, paired_ok: bool = True, iut_ok: bool = False, model_forgets_ok: bool = True) -> str:
-    """remembers / forgets at ``level``; borderline when a probability is within 2 MCSE of it.
+            *, paired_ok: bool = True, iut_ok: bool = False, model_forgets_ok: bool = True,
+            forgets_level: float | None = None) -> str:
+    """remembers when P(spread > delta) >= ``level`` (1 - alpha), forgets when P(spread < delta) >=
+    ``forgets_level`` (default: the analysis's, 1 - alpha/2 for alpha = 1 - ``level``,
+    models/paired.py ``forgets_levels``); borderline when a probability is within 2 MCSE of its own
+    threshold.
     Without the ordered paired test's support (``paired_ok`` False) "remembers" is out of reach, so
     P(spread > delta) decides nothing. With the intersection-union test's support (``iut_ok``) the
     verdict is "forgets" whatever the model says: that route is valid on its own and has no
@@ -79,17 +86,20 @@ def verdict(p_gt: float, p_lt: float, level: float = DECISION, mcse: tuple[float
     "forgets": with one level contrast sigma_sd is the prior's, and P(spread < delta) >= 0.95 came
     out at a spread of exactly delta in 5/48 and 1/48 real fits at the demo's scale (quadrature over
     1,000 tables: 9.2%)."""
+    if forgets_level is None:
+        forgets_level = forgets_levels(1.0 - level)[1]
     if iut_ok:
         return N.FORGETS
     if not paired_ok:
         p_gt, mcse = 0.0, None if mcse is None else (0.0, mcse[1])
     if not model_forgets_ok:
         p_lt, mcse = 0.0, None if mcse is None else (mcse[0], 0.0)
-    if mcse is not None and any(abs(p - level) <= 2 * m for p, m in zip((p_gt, p_lt), mcse, strict=True)):
+    if mcse is not None and any(abs(p - t) <= 2 * m for p, t, m in zip((p_gt, p_lt), (level, forgets_level), mcse,
+                                                                      strict=True)):
         return N.BORDERLINE
     if p_gt >= level:
         return N.REMEMBERS
-    if p_lt >= level:
+    if p_lt >= forgets_level:
         return N.FORGETS
     return N.INCONCLUSIVE
 
@@ -128,7 +138,8 @@ def estimand(model: FittedModel) -> str:
 
 
 def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: float,
-                       paired_ok: bool, iut_ok: bool, level: float = DECISION) -> dict[str, Any]:
+                       paired_ok: bool, iut_ok: bool, level: float = DECISION,
+                       forgets_level: float = FORGETS_DECISION) -> dict[str, Any]:
     pr = model.priors
     scale = float(model._arrays()["sigma_scale"][a])
     post = model.idata.posterior
@@ -141,7 +152,7 @@ def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: fl
     n_lev = int(model.data.level_mask[a].sum())
     return {"prior": pr.alt_description(), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
             "verdict": verdict(p_gt, p_lt, level, paired_ok=paired_ok, iut_ok=iut_ok,
-                               model_forgets_ok=n_lev >= MIN_LEVELS_MODEL_FORGETS),
+                               model_forgets_ok=n_lev >= MIN_LEVELS_MODEL_FORGETS, forgets_level=forgets_level),
             "ess_weights": float(1.0 / np.sum(w**2))}
 
 
@@ -160,14 +171,15 @@ def _prior_only(model: FittedModel, a: int, delta: float) -> dict[str, Any]:
 
 def _tests(model: FittedModel, a: int, delta: float, y: np.ndarray | None = None,
            alpha: float = ALPHA) -> tuple[dict, dict]:
-    """The design-based tests of one pipeline's table: the ordered paired test of "remembers" and
-    the intersection-union test of "forgets" (models/paired.py)."""
+    """The design-based tests of one pipeline's table: the ordered paired test of "remembers" at
+    ``alpha`` and the intersection-union test of "forgets" at its share of it (models/paired.py,
+    ``forgets_levels``)."""
     d = model.data
     lev = d.level_mask[a]
     table = (d.y if y is None else y)[a][lev]
     paired = d.seed_design == cube.SEED_PAIRED
     return (paired_check(table, d.sigma_w[lev], delta, paired=paired, alpha=alpha),
-            equivalence_check(table, d.sigma_w[lev], delta, paired=paired, alpha=alpha))
+            equivalence_check(table, d.sigma_w[lev], delta, paired=paired, alpha=forgets_levels(alpha)[0]))
 
 
 def _divergence(model: FittedModel, a: int, pipe: str, sensitivity: dict | None) -> dict[str, Any]:
@@ -203,7 +215,8 @@ def _refit_with(model: FittedModel, cells: np.ndarray, values: np.ndarray, delta
         chk, eq = _tests(alt, a, delta, alpha=alpha)
         out[pipe] = {"verdict": verdict(p_gt, p_lt, 1 - alpha, mcse=(m_gt, m_lt), paired_ok=chk["supports_remembers"],
                                         iut_ok=eq["supports_forgets"],
-                                        model_forgets_ok=int(alt.data.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS),
+                                        model_forgets_ok=int(alt.data.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS,
+                                        forgets_level=forgets_levels(alpha)[1]),
                      "spread": quantiles(s), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt, "note": note(a)}
     return out
 
@@ -260,11 +273,12 @@ def _missingness(model: FittedModel, a: int, pipe: str, vd: str, sensitivity: di
 
 def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
     """The per-pipeline entries of summary.json (schema initmem.summary/2) that models/ owns. ``alpha`` is
-    each false verdict's rate: the model decides at P >= 1 - alpha and the seeds' tests run at alpha (a look
+    each false verdict's rate: "remembers" needs P >= 1 - alpha and the ordered test at alpha, "forgets" comes
+    from P >= 1 - alpha/2 or the intersection-union test at 0.8 alpha (models/paired.py, ``forgets_levels``; a look
     of the sequential design spends less than ALPHA, analysis/sequential.py)."""
     post = model.idata.posterior
     d = model.data
-    level = 1.0 - alpha
+    level, f_level = 1.0 - alpha, forgets_levels(alpha)[1]
     sens = _sensitivity_fit(model, delta, alpha)
     put_back = _put_back_fit(model, delta, alpha)
     out: dict[str, dict[str, Any]] = {}
@@ -275,12 +289,12 @@ def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> d
         spread = post["spread"].values[..., a]
         p_gt, m_gt = probability_with_mcse(spread > delta)
         p_lt, m_lt = probability_with_mcse(spread < delta)
-        model_vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt))
+        model_vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt), forgets_level=f_level)
         check, equiv = _tests(model, a, delta, alpha=alpha)
         ok_rem, ok_for = check["supports_remembers"], equiv["supports_forgets"]
         model_for = int(d.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS
         vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt), paired_ok=ok_rem, iut_ok=ok_for,
-                     model_forgets_ok=model_for)
+                     model_forgets_ok=model_for, forgets_level=f_level)
         lev = d.level_mask[a]
         exp_ = post["expected"].values[..., a, :].reshape(-1, lev.size)[:, lev]
         flat = spread.ravel()
@@ -303,7 +317,7 @@ def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> d
             "shares": {"sigma": q("memory_share"), "seed": q("seed_share"), "slope": q("slope_share"),
                        "residual": q("residual_share")},
             "n_excluded": d.n_excluded[pipe],
-            "prior_sensitivity": _prior_sensitivity(model, a, flat, delta, ok_rem, ok_for, level),
+            "prior_sensitivity": _prior_sensitivity(model, a, flat, delta, ok_rem, ok_for, level, f_level),
             "interpolation": d.interpolation[pipe],
             "divergence": _divergence(model, a, pipe, sens.get(pipe)),
             "missingness": _missingness(model, a, pipe, vd, put_back.get(pipe)),

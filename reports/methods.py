@@ -225,7 +225,8 @@ def _sequential_and_radial_sentences(a: Analysis) -> list[Sentence]:
                f"statistics, so that each claim's false verdicts at all looks together spend alpha = {q.alpha:g}")
         out.append(Sentence(
             f"Seeds were added only to undecided pipelines, at looks of {', '.join(map(str, q.looks))} seeds; look k "
-            f"decided {how}. The design trained {q.runs_used} runs where the fixed design trains {q.runs_fixed}.",
+            f"decided {how} (the same rule as a fixed analysis, with alpha_k in place of alpha). "
+            f"The design trained {q.runs_used} runs where the fixed design trains {q.runs_fixed}.",
             ("lan1983spending",)))
     if any(a.pipe(p).radial is not None for p in a.pipelines):
         out.append(Sentence(
@@ -293,10 +294,12 @@ def analysis_sentences(a: Analysis) -> list[Sentence]:
         + "A pipeline remembers its initialization if P(spread > delta) >= 0.95 and the seeds' paired differences "
         "carry it: a pre-specified ordered test, first the smallest against the largest sigma_w at 0.75 alpha, then "
         "the other pairs of levels with Bonferroni at 0.25 alpha, each pair tested against delta by a paired t test "
-        "(alpha = 0.05). It forgets its initialization if P(spread < delta) >= 0.95 (with at least three sigma_w "
-        "levels), or if every pair of levels is shown inside +-delta by two one-sided paired t tests at alpha (an "
-        f"intersection-union test); it is inconclusive otherwise, with delta = {unit}. A verdict probability within "
-        "two Monte Carlo standard errors of 0.95 is reported as borderline, not as decided.",
+        "(alpha = 0.05). It forgets its initialization if P(spread < delta) >= 0.975 (1 - alpha/2, with at least three "
+        "sigma_w levels), or if every pair of levels is shown inside +-delta by two one-sided paired t tests at 0.8 "
+        "alpha (an intersection-union test); the two routes to forgetting share alpha so that either one deciding "
+        f"keeps false verdicts at a spread of delta near alpha. It is inconclusive otherwise, with delta = {unit}. A "
+        "verdict probability within two Monte Carlo standard errors of its threshold (0.95 or 0.975) is reported as "
+        "borderline, not as decided.",
         ("hsu1999stepwise", "berger1982iut")))
     out += _sequential_and_radial_sentences(a)
     out.append(Sentence(

@@ -180,7 +180,8 @@ def min_p_note(a: Analysis) -> str | None:
 
 
 VERDICT_PHRASES = {N.REMEMBERS: "remember{s} the initialization", N.FORGETS: "forget{s} it",
-                   N.BORDERLINE: "{are} borderline (a verdict probability within 2 Monte Carlo errors of 0.95)",
+                   N.BORDERLINE: "{are} borderline (a verdict probability within 2 Monte Carlo errors "
+                                 "of its threshold)",
                    N.INCONCLUSIVE: "{are} inconclusive"}
 
 

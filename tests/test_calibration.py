@@ -83,7 +83,12 @@ def test_paper_scale_null_mostly_forgets():
     # uncertainty comes from 4 seed df; 24/24 under the compound-symmetric model). The
     # intersection-union test adds nothing here: with 4 df per pair and 0.33 points of run noise
     # it shows all 21 pairs inside +-1 point in 5 of 24 pipelines alone.
-    assert k / len(verdicts) >= 0.6 and "remembers" not in verdicts
+    # Since "forgets" splits alpha between its routes (the model at P(spread < delta) >= 0.975, the IUT at
+    # 0.04; models/paired.py, forgets_levels) only 5 of 24 say "forgets" here (17-18 at 0.95): P(spread <
+    # delta) lies between 0.93 and 0.994, and 12 of 24 fall in the borderline band around 0.975 at these
+    # short chains (2 x 500 draws, MCSE about 0.005). "forgets" or borderline stays the usual answer.
+    near = k + verdicts.count("borderline")
+    assert k >= 4 and near / len(verdicts) >= 0.6 and "remembers" not in verdicts
 
 
 def test_real_memory_of_5_points_is_found_and_covered():

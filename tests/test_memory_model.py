@@ -31,14 +31,20 @@ DATA = Path(__file__).resolve().parent / "data"
 
 def test_verdict_rule_and_borderline():
     assert verdict(0.95, 0.05) == "remembers"
-    assert verdict(0.03, 0.97) == "forgets"
+    # "forgets" by the model needs P(spread < delta) >= 1 - alpha/2 = 0.975 (models/paired.py, forgets_levels)
+    assert verdict(0.03, 0.97) == "inconclusive"
+    assert verdict(0.02, 0.98) == "forgets"
     assert verdict(0.6, 0.4) == "inconclusive"
     assert verdict(0.94, 0.06) == "inconclusive"
     # within 2 MCSE of 0.95 on either side: not decided
     assert verdict(0.96, 0.04, mcse=(0.006, 0.006)) == "borderline"
     assert verdict(0.94, 0.06, mcse=(0.006, 0.006)) == "borderline"
     assert verdict(0.99, 0.01, mcse=(0.006, 0.006)) == "remembers"
-    assert verdict(0.02, 0.98, mcse=(0.005, 0.005)) == "forgets"
+    assert verdict(0.005, 0.995, mcse=(0.005, 0.005)) == "forgets"
+    # the borderline band of "forgets" sits at its own threshold, 0.975
+    assert verdict(0.02, 0.98, mcse=(0.005, 0.005)) == "borderline"
+    assert verdict(0.04, 0.96, mcse=(0.005, 0.005)) == "inconclusive"
+    assert verdict(0.01, 0.99, level=0.99) == "inconclusive"   # alpha 0.01: "forgets" needs 0.995
 
 
 def test_mcse_of_a_probability_matches_the_binomial_for_independent_draws():

@@ -207,11 +207,15 @@ def test_sequential_false_verdicts_at_delta_stay_below_alpha(kind):
 def test_sequential_nulls_forget_with_fewer_seeds_than_the_fixed_design():
     res = _sequential("null", 300, 2, designs=(UNION, PAIRED_T))
     (union, union_seeds), (verdict, seeds), (fixed, _) = res[UNION], res[PAIRED_T], res["fixed"]
-    assert (union == -1).mean() >= 0.8 and (verdict == 1).sum() == 0 and (union == 1).sum() == 0
+    # 0.75, not 0.8: since "forgets" splits alpha between its routes (IUT at 0.8 alpha_k, the model at
+    # 1 - alpha_k / 2; models/paired.py, forgets_levels) the union bound's last look decides fewer nulls
+    # (docs/sequential.md: 80.3% [77.7, 82.6] at 1,000 pipelines, 91.3% before the split; here 0.78)
+    assert (union == -1).mean() >= 0.75 and (verdict == 1).sum() == 0 and (union == 1).sum() == 0
     assert seeds.mean() < 16 and seeds.max() <= 16
     assert (fixed == -1).mean() >= (verdict == -1).mean() - 0.1  # the price of looking: a few points of power
     # The union bound's levels are lower at every look than the paired-t levels: on the same tables it decides
-    # less often, later (docs/sequential.md: 91.3% against 94.9% at 2,000 pipelines).
+    # less often, later (docs/sequential.md, before the split of "forgets": 91.3% against 94.9% at 2,000
+    # pipelines; here, after it, 0.78 against 0.86).
     assert (verdict == -1).mean() >= (union == -1).mean() and seeds.mean() <= union_seeds.mean() + 0.1
 
 

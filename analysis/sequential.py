@@ -7,13 +7,12 @@ analyzes, freezes the verdict of every decided pipeline, adds seeds only to the 
 next look, and stops when all are decided or the last look is reached.
 
 Looking several times inflates the false-verdict rate of a rule used at a fixed level. Each look k
-therefore decides at its own level alpha_k (models/sequential.py, ``UNION``): the increment, at the
-information fraction t_k = n_k / n_max (seeds at look k over seeds at the last look), of a Lan-DeMets
-spending function of the O'Brien-Fleming type, alpha*(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)). By the union
-bound over looks a pipeline's probability of a false verdict at any look is at most sum_k alpha_k = alpha,
-provided each look's rule holds its level. Exact group-sequential levels (``EXACT``, ``PAIRED_T``) give
-later looks more, but measured on the whole rule they let one held-out design (a ramp at delta under seed
-slopes, the paper's scale) exceed alpha, so the analysis keeps the union bound (docs/sequential.md).
+therefore decides at its own level alpha_k (models/sequential.py, ``SEQUENTIAL_DESIGN``): a Lan-DeMets
+spending function of the O'Brien-Fleming type, alpha*(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)), at the
+information fraction t_k = n_k / n_max (seeds at look k over seeds at the last look), with each look's
+nominal level set so that the seeds' paired t tests on nested seeds spend exactly alpha*(t_k) by look k
+(``PAIRED_T``; the union bound, ``UNION``, gives later looks less, and is kept for comparison). Measured on
+the whole rule, every false verdict stays within alpha on every design (docs/sequential.md).
 O'Brien-Fleming spending keeps almost nothing for early looks, so only an overwhelming early result stops
 early, and the last look keeps most of alpha.
 
@@ -34,7 +33,7 @@ from initmem import results as R
 from initmem.atomic import atomic_path
 from initmem.errors import OptionError
 from initmem.jsonio import write_json
-from initmem.models.sequential import DESIGNS, UNION, design_levels
+from initmem.models.sequential import DESIGNS, SEQUENTIAL_DESIGN, design_levels
 from initmem.names import ALPHA
 
 DEFAULT_LOOKS = (4, 8, 12, 16)
@@ -74,7 +73,7 @@ def run_until_decided(
     analyze_options: dict[str, Any],
     say: Callable[[str], None],
     alpha: float = ALPHA,
-    design: str = UNION,
+    design: str = SEQUENTIAL_DESIGN,
 ) -> tuple[Path, Path, dict[str, Any]]:
     """Collect and analyze look by look; returns (cube, the final analysis folder, the look history).
 

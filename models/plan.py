@@ -31,7 +31,7 @@ from initmem.errors import OptionError, UserError
 from initmem.models import arviz_io, core
 from initmem.models.paired import forgets_bounds, forgets_levels, remembers_bounds
 from initmem.models.priors import Priors, default_priors
-from initmem.models.sequential import UNION, design_levels
+from initmem.models.sequential import SEQUENTIAL_DESIGN, design_levels
 from initmem.models.summaries import MIN_LEVELS_MODEL_FORGETS
 from initmem.names import ALPHA
 from initmem.results import POSTERIOR_NC, SUMMARY_JSON, load_summary
@@ -166,7 +166,7 @@ def rule_decisions(tables: np.ndarray, delta: float, alpha: float, rng: np.rando
 
 def sequential_decisions(tables: np.ndarray, delta: float, looks: Sequence[int], rng: np.random.Generator,
                          sigma_w: np.ndarray | None, alpha: float = ALPHA,
-                         design: str = UNION) -> tuple[np.ndarray, np.ndarray]:
+                         design: str = SEQUENTIAL_DESIGN) -> tuple[np.ndarray, np.ndarray]:
     """The sequential design on standardised tables holding the last look's seeds: look k uses the first n_k
     seeds at its level under ``design`` (models/sequential.py) and the first decision stands. Returns (verdict
     per table, seeds it used)."""

@@ -221,8 +221,9 @@ def _sequential_and_radial_sentences(a: Analysis) -> list[Sentence]:
                f"so that by the union bound a false verdict at any look has probability at most alpha = {q.alpha:g}"
                if "union bound" in q.design else
                f"at the nominal level ({levels}) whose boundary spends exactly the increment of a Lan-DeMets "
-               "spending function of the O'Brien-Fleming type under the canonical joint distribution of the looks' "
-               f"statistics, so that each claim's false verdicts at all looks together spend alpha = {q.alpha:g}")
+               "spending function of the O'Brien-Fleming type under the joint distribution of the looks' "
+               + ("paired t statistics on nested seeds (simulated)" if "paired t" in q.design else "statistics")
+               + f", so that each claim's false verdicts at all looks together spend alpha = {q.alpha:g}")
         out.append(Sentence(
             f"Seeds were added only to undecided pipelines, at looks of {', '.join(map(str, q.looks))} seeds; look k "
             f"decided {how} (the same rule as a fixed analysis, with alpha_k in place of alpha). "

@@ -48,7 +48,6 @@ class FittedModel(Protocol):
     def refit(self, data: MemoryData) -> FittedModel: ...
 
 DECISION = 1.0 - ALPHA                     # "remembers": P(spread > delta) >= 0.95
-FORGETS_DECISION = forgets_levels(ALPHA)[1]  # "forgets" by the model: P(spread < delta) >= 0.975
 
 
 def quantiles(x: np.ndarray) -> dict[str, float]:
@@ -71,12 +70,10 @@ MIN_LEVELS_MODEL_FORGETS = 3  # below: "forgets" only by the intersection-union 
 
 
 def verdict(p_gt: float, p_lt: float, level: float = DECISION, mcse: tuple[float, float] | None = None,
-            *, paired_ok: bool = True, iut_ok: bool = False, model_forgets_ok: bool = True,
-            forgets_level: float | None = None) -> str:
+            *, paired_ok: bool = True, iut_ok: bool = False, model_forgets_ok: bool = True) -> str:
     """remembers when P(spread > delta) >= ``level`` (1 - alpha), forgets when P(spread < delta) >=
-    ``forgets_level`` (default: the analysis's, 1 - alpha/2 for alpha = 1 - ``level``,
-    models/paired.py ``forgets_levels``); borderline when a probability is within 2 MCSE of its own
-    threshold.
+    1 - alpha/2 (the model's share of the same alpha, models/paired.py ``forgets_levels``); borderline
+    when a probability is within 2 MCSE of its own threshold.
     Without the ordered paired test's support (``paired_ok`` False) "remembers" is out of reach, so
     P(spread > delta) decides nothing. With the intersection-union test's support (``iut_ok``) the
     verdict is "forgets" whatever the model says: that route is valid on its own and has no
@@ -86,8 +83,7 @@ def verdict(p_gt: float, p_lt: float, level: float = DECISION, mcse: tuple[float
     "forgets": with one level contrast sigma_sd is the prior's, and P(spread < delta) >= 0.95 came
     out at a spread of exactly delta in 5/48 and 1/48 real fits at the demo's scale (quadrature over
     1,000 tables: 9.2%)."""
-    if forgets_level is None:
-        forgets_level = forgets_levels(1.0 - level)[1]
+    forgets_level = forgets_levels(1.0 - level)[1]
     if iut_ok:
         return N.FORGETS
     if not paired_ok:
@@ -138,8 +134,7 @@ def estimand(model: FittedModel) -> str:
 
 
 def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: float,
-                       paired_ok: bool, iut_ok: bool, level: float = DECISION,
-                       forgets_level: float = FORGETS_DECISION) -> dict[str, Any]:
+                       paired_ok: bool, iut_ok: bool, level: float = DECISION) -> dict[str, Any]:
     pr = model.priors
     scale = float(model._arrays()["sigma_scale"][a])
     post = model.idata.posterior
@@ -152,7 +147,7 @@ def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: fl
     n_lev = int(model.data.level_mask[a].sum())
     return {"prior": pr.alt_description(), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
             "verdict": verdict(p_gt, p_lt, level, paired_ok=paired_ok, iut_ok=iut_ok,
-                               model_forgets_ok=n_lev >= MIN_LEVELS_MODEL_FORGETS, forgets_level=forgets_level),
+                               model_forgets_ok=n_lev >= MIN_LEVELS_MODEL_FORGETS),
             "ess_weights": float(1.0 / np.sum(w**2))}
 
 
@@ -215,8 +210,7 @@ def _refit_with(model: FittedModel, cells: np.ndarray, values: np.ndarray, delta
         chk, eq = _tests(alt, a, delta, alpha=alpha)
         out[pipe] = {"verdict": verdict(p_gt, p_lt, 1 - alpha, mcse=(m_gt, m_lt), paired_ok=chk["supports_remembers"],
                                         iut_ok=eq["supports_forgets"],
-                                        model_forgets_ok=int(alt.data.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS,
-                                        forgets_level=forgets_levels(alpha)[1]),
+                                        model_forgets_ok=int(alt.data.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS),
                      "spread": quantiles(s), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt, "note": note(a)}
     return out
 
@@ -278,7 +272,7 @@ def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> d
     of the sequential design spends less than ALPHA, analysis/sequential.py)."""
     post = model.idata.posterior
     d = model.data
-    level, f_level = 1.0 - alpha, forgets_levels(alpha)[1]
+    level = 1.0 - alpha
     sens = _sensitivity_fit(model, delta, alpha)
     put_back = _put_back_fit(model, delta, alpha)
     out: dict[str, dict[str, Any]] = {}
@@ -289,12 +283,12 @@ def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> d
         spread = post["spread"].values[..., a]
         p_gt, m_gt = probability_with_mcse(spread > delta)
         p_lt, m_lt = probability_with_mcse(spread < delta)
-        model_vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt), forgets_level=f_level)
+        model_vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt))
         check, equiv = _tests(model, a, delta, alpha=alpha)
         ok_rem, ok_for = check["supports_remembers"], equiv["supports_forgets"]
         model_for = int(d.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS
         vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt), paired_ok=ok_rem, iut_ok=ok_for,
-                     model_forgets_ok=model_for, forgets_level=f_level)
+                     model_forgets_ok=model_for)
         lev = d.level_mask[a]
         exp_ = post["expected"].values[..., a, :].reshape(-1, lev.size)[:, lev]
         flat = spread.ravel()
@@ -317,7 +311,7 @@ def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> d
             "shares": {"sigma": q("memory_share"), "seed": q("seed_share"), "slope": q("slope_share"),
                        "residual": q("residual_share")},
             "n_excluded": d.n_excluded[pipe],
-            "prior_sensitivity": _prior_sensitivity(model, a, flat, delta, ok_rem, ok_for, level, f_level),
+            "prior_sensitivity": _prior_sensitivity(model, a, flat, delta, ok_rem, ok_for, level),
             "interpolation": d.interpolation[pipe],
             "divergence": _divergence(model, a, pipe, sens.get(pipe)),
             "missingness": _missingness(model, a, pipe, vd, put_back.get(pipe)),

@@ -54,6 +54,7 @@ from scipy import stats
 from initmem.names import ALPHA
 
 EXTREME_WEIGHT = 0.75  # the share of alpha the ordered test spends on the extreme pair (step 1)
+STEP_EXTREME, STEP_FALLBACK = "extreme pair", "fallback over the other pairs"
 
 # "forgets" has two routes, the intersection-union test and the memory model; each gets a share of alpha
 FORGETS_IUT_SHARE = 0.8     # the IUT runs at alpha x 0.8
@@ -75,7 +76,6 @@ def forgets_levels(alpha: float = ALPHA) -> tuple[float, float]:
     does) but cost 14 points of power on nulls at 16 seeds (0.821). A sequential look passes its own
     alpha_k, so the shares scale with it."""
     return alpha * FORGETS_IUT_SHARE, 1.0 - alpha * FORGETS_MODEL_SHARE
-STEP_EXTREME, STEP_FALLBACK = "extreme pair", "fallback over the other pairs"
 
 
 def _pairs(table: np.ndarray, paired: bool) -> tuple[np.ndarray, ...]:

@@ -24,13 +24,13 @@ from scipy import stats
 from initmem import cube as C
 from initmem import results as R
 from initmem.models.data import prepare_data
+from initmem.models.summaries import verdict as analysis_verdict
 from initmem.simulate import SimPipeline, simulate_cube
 
 AXES = (C.EPOCH, C.STEP, C.T_ETA, C.T_SGD, C.T_L2, C.T_ADAPT, R.T_FIT)
 CHANCE = 0.1  # ten classes: a diverged run counted at chance accuracy
 FRACTION = 0.5  # forgetting time: when rho(t) first falls to half its initial value
 N_BOOT = 300
-DECISION = 0.95
 ESTIMAND = ("The spread is the change, from the worst to the best sigma_w level, of the test accuracy a new "
             "seed is expected to reach.")
 
@@ -53,10 +53,8 @@ def _probs(spreads: np.ndarray, delta: float) -> tuple[float, float, float, floa
 
 
 def rule(p_gt: float, p_lt: float, mcse_gt: float, mcse_lt: float) -> str:
-    """The verdict rule of docs/analysis.md, borderline included."""
-    if abs(p_gt - DECISION) <= 2 * mcse_gt or abs(p_lt - DECISION) <= 2 * mcse_lt:
-        return "borderline"
-    return "remembers" if p_gt >= DECISION else "forgets" if p_lt >= DECISION else "inconclusive"
+    """The analysis's own verdict rule on the model's probabilities (models/summaries.py), borderline included."""
+    return analysis_verdict(p_gt, p_lt, mcse=(mcse_gt, mcse_lt))
 
 
 def pipeline_summary(y: np.ndarray, sigma: np.ndarray, delta: float, rng: np.random.Generator,

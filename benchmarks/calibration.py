@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scipy import stats
 
-from initmem.models.paired import bonferroni_bounds, forgets_bounds, forgets_levels, remembers_bounds
-from initmem.models.summaries import DECISION, FORGETS_DECISION, attach_checks
+from initmem.models.paired import bonferroni_bounds, forgets_bounds, forgets_levels, remembers_at
+from initmem.models.summaries import DECISION, attach_checks
 from initmem.names import ALPHA, ESS_MIN, RHAT_MAX
 from tests._memory_designs import (
     DESIGNS,
@@ -118,6 +118,24 @@ def run(designs: list[str], scales: list[str], fits: int, seed: int = 0, fit: di
     return rows
 
 
+def two_sided_ordered_bounds(tables: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
+    """The ordered test as it ran before the Berger-Boos p (0.4.0): every pair's p two-sided, in bound
+    form, so that the gain is measured beside it in one run."""
+    from initmem.models.paired import EXTREME_WEIGHT
+
+    n_lev = tables.shape[-2]
+    j, k = np.triu_indices(n_lev, 1)
+    d = tables[..., j, :] - tables[..., k, :]
+    n = np.isfinite(d).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ad, se = np.abs(np.nanmean(d, axis=-1)), np.nanstd(d, axis=-1, ddof=1) / np.sqrt(n)
+    ext = (j == 0) & (k == n_lev - 1)
+    w = 1.0 if j.size == 1 else EXTREME_WEIGHT
+    level = np.where(ext, alpha * w, alpha * (1.0 - w) / max(int((~ext).sum()), 1))
+    bound = ad - stats.t.ppf(1.0 - level / 2.0, np.maximum(n - 1, 1)) * se
+    return np.where(np.isfinite(bound) & (n >= 2), bound, -np.inf).max(axis=-1)
+
+
 def pooled_forgets_bounds(tables: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
     """The IUT with every pair's SE from the residual mean square of the levels x seeds table
     ((L - 1)(S - 1) df): what pooling would buy, valid only when every pair's difference has the
@@ -150,7 +168,8 @@ def rule_rows(n: int, n_quad: int, seed: int = 0, delta: float = 0.01) -> list[d
 
             for s in seeds:
                 t = rule_tables(kind, scale, n // len(seeds), rng, n_seed=s, delta=delta)
-                add("ordered", remembers_bounds(t) > delta)
+                add("ordered", remembers_at(t, delta))
+                add("ordered_two_sided", two_sided_ordered_bounds(t) > delta)   # before the Berger-Boos p
                 add("iut", forgets_bounds(t) < delta)                            # the test at alpha
                 add("iut_rule", forgets_bounds(t, forgets_levels(ALPHA)[0]) < delta)   # as the rule runs it
                 add("bonferroni", bonferroni_bounds(t) > delta)
@@ -162,7 +181,7 @@ def rule_rows(n: int, n_quad: int, seed: int = 0, delta: float = 0.01) -> list[d
                     sig = noise_sd(SCALES[scale]["n_test"])
                     post = posterior_spread((tq - 0.9) / sig, delta / sig, rng,
                                             sigma_w=np.geomspace(0.25, 8.0, tq.shape[1]))
-                    m_rem, m_for = post["p_gt"] >= DECISION, post["p_lt"] >= FORGETS_DECISION
+                    m_rem, m_for = post["p_gt"] >= DECISION, post["p_lt"] >= forgets_levels(ALPHA)[1]
                     v = decide(post, delta / sig)
                     add("model_remembers", m_rem)
                     add("model_forgets", m_for)
@@ -170,6 +189,7 @@ def rule_rows(n: int, n_quad: int, seed: int = 0, delta: float = 0.01) -> list[d
                     add("rule_forgets", v == -1)
                     add("rule_forgets_old", post["p_lt"] >= DECISION)   # the model alone at 0.95, before the IUT
                     add("rule_remembers_old", m_rem & (bonferroni_bounds(tq) > delta))
+                    add("rule_remembers_two_sided", m_rem & (two_sided_ordered_bounds(tq) > delta))
             row = {"design": kind, "scale": scale, "doc": spec["doc"], "false": list(spec["false"])}
             for name, (k, m) in hits.items():
                 lo, hi = wilson(k, m)
@@ -187,7 +207,8 @@ def simulator_memory(n_cubes: int, delta: float = 0.01) -> dict:
     from initmem.models.paired import paired_check
     from initmem.simulate import SimPipeline, read_truth, simulate_cube
 
-    hits = {"ordered": 0, "bonferroni": 0, "bonferroni_two_sided": 0, "extreme_pair_step": 0}
+    hits = {"ordered": 0, "ordered_two_sided": 0, "bonferroni": 0, "bonferroni_two_sided": 0,
+            "extreme_pair_step": 0}
     n = 0
     for seed in range(n_cubes):
         ds = simulate_cube([SimPipeline(f"m{k}", sigma_sd=0.6, seed_sd=0.1, residual_sd=0.1, n_sigma=6, n_seed=3)
@@ -201,6 +222,7 @@ def simulator_memory(n_cubes: int, delta: float = 0.01) -> dict:
             n += 1
             hits["ordered"] += out["supports_remembers"]
             hits["extreme_pair_step"] += out["step"] == "extreme pair"
+            hits["ordered_two_sided"] += bool(two_sided_ordered_bounds(tab[None])[0] > delta)
             hits["bonferroni"] += bool(bonferroni_bounds(tab[None])[0] > delta)
             hits["bonferroni_two_sided"] += bool(bonferroni_bounds(tab[None], two_sided=True)[0] > delta)
     out = {k: {"k": v, "n": n, "rate": v / n, "lo": wilson(v, n)[0], "hi": wilson(v, n)[1]} for k, v in hits.items()}
@@ -213,18 +235,16 @@ def _short(r: dict | None) -> str:
 
 
 def print_rules(rows: list[dict]) -> None:
-    print("\n| design | scale | false verdict | ordered 'remembers' | former Bonferroni (as was / two-sided) | IUT "
-          "'forgets' (at alpha) | IUT at 0.8 alpha (the rule's) | IUT, pooled df | full rule: remembers | "
-          "full rule: forgets | former rule: remembers / forgets |")
+    print("\n| design | scale | false verdict | ordered 'remembers' | the same, two-sided p (0.4.0) | "
+          "former Bonferroni (as was / two-sided) | IUT at 0.8 alpha (the rule's) | IUT, pooled df | "
+          "full rule: remembers | full rule, two-sided p (0.4.0): remembers | full rule: forgets |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        old = (f"{r['rule_remembers_old']['rate']:.3f} / {r['rule_forgets_old']['rate']:.3f}"
-               if "rule_remembers_old" in r else "-")
         print(f"| {r['design']} | {r['scale']} | {', '.join(r['false'])} | {_short(r['ordered'])} | "
-              f"{r['bonferroni']['rate']:.3f} / {r['bonferroni_two_sided']['rate']:.3f} | {_short(r['iut'])} | "
-              f"{_short(r.get('iut_rule'))} | "
-              f"{_short(r.get('iut_pooled'))} | {_short(r.get('rule_remembers'))} | {_short(r.get('rule_forgets'))} | "
-              f"{old} |")
+              f"{_short(r['ordered_two_sided'])} | "
+              f"{r['bonferroni']['rate']:.3f} / {r['bonferroni_two_sided']['rate']:.3f} | "
+              f"{_short(r.get('iut_rule'))} | {_short(r.get('iut_pooled'))} | {_short(r.get('rule_remembers'))} | "
+              f"{_short(r.get('rule_remembers_two_sided'))} | {_short(r.get('rule_forgets'))} |")
 
 
 def _cell(r: dict) -> str:

@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from initmem.models.paired import forgets_bounds, remembers_bounds
+from initmem.models.paired import forgets_bounds, remembers_at
 from initmem.models.plan import rule_decisions, sequential_decisions
 from initmem.models.sequential import DESIGNS, design_levels
 from initmem.names import ALPHA
@@ -78,7 +78,7 @@ def tests_only(n: int, looks: list[int], designs: list[str]) -> None:
         for name, lk, levels in [*plans, (f"fixed {looks[-1]}", [looks[-1]], [ALPHA])]:
             forgets, remembers, open_ = np.zeros(n, bool), np.zeros(n, bool), np.ones(n, bool)
             for n_k, a_k in zip(lk, levels, strict=True):
-                f, r = forgets_bounds(t[:, :, :n_k], a_k) < DELTA, remembers_bounds(t[:, :, :n_k], a_k) > DELTA
+                f, r = forgets_bounds(t[:, :, :n_k], a_k) < DELTA, remembers_at(t[:, :, :n_k], DELTA, a_k)
                 forgets |= open_ & f
                 remembers |= open_ & r & ~f
                 open_ &= ~(f | r)

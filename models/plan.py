@@ -29,7 +29,7 @@ import numpy as np
 from initmem import cube
 from initmem.errors import OptionError, UserError
 from initmem.models import arviz_io, core
-from initmem.models.paired import forgets_bounds, forgets_levels, remembers_bounds
+from initmem.models.paired import forgets_bounds, forgets_levels, remembers_at, remembers_bounds
 from initmem.models.priors import Priors, default_priors
 from initmem.models.sequential import SEQUENTIAL_DESIGN, design_levels
 from initmem.models.summaries import MIN_LEVELS_MODEL_FORGETS
@@ -100,7 +100,7 @@ def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
     ss = np.stack([sums["ss_level"] - lx, sums["ss_seed"], sums["ss_e"] - ix, ix], axis=1)  # (n, 4)
     iut_alpha, f_level = forgets_levels(alpha)
     out = {k: np.empty(n) for k in ("p_gt", "p_lt", "q05", "q95", "q_forgets")}
-    out["paired_bound"] = remembers_bounds(tables, alpha)   # the ordered test of "remembers"
+    out["paired_ok"] = remembers_at(tables, delta, alpha)    # the ordered test of "remembers"
     out["iut_bound"] = forgets_bounds(tables, iut_alpha)    # the intersection-union test of "forgets"
     out["model_forgets_ok"] = np.full(n, n_lev >= MIN_LEVELS_MODEL_FORGETS)
     for lo in range(0, n, chunk):
@@ -134,7 +134,7 @@ def _band(level: float, n_eff: float) -> float:
 def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF, alpha: float = ALPHA) -> np.ndarray:
     """1 remembers, -1 forgets, 0 inconclusive or borderline per simulated experiment: the
     analysis's rule at ``alpha`` (models/summaries.py, ``verdict``): "remembers" needs P(spread >
-    delta) >= 1 - alpha and the ordered paired test (``paired_bound``); "forgets" comes from
+    delta) >= 1 - alpha and the ordered paired test (``paired_ok``); "forgets" comes from
     P(spread < delta) >= 1 - alpha/2 (with at least 3 levels) or from the intersection-union test
     (``iut_bound``, computed by :func:`posterior_spread` at its share of the same alpha). The model's
     probabilities must clear the borderline band, at each threshold, of an analysis whose sampler
@@ -142,7 +142,7 @@ def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF, alph
     error."""
     level, f_level = 1.0 - alpha, forgets_levels(alpha)[1]
     out = np.zeros(post["p_gt"].shape, dtype=int)
-    out[(post["p_gt"] >= level + _band(level, n_eff)) & (post["paired_bound"] > delta)] = 1
+    out[(post["p_gt"] >= level + _band(level, n_eff)) & post["paired_ok"]] = 1
     model_ok = post.get("model_forgets_ok", np.ones(out.shape, dtype=bool))
     out[((post["p_lt"] >= f_level + _band(f_level, n_eff)) & model_ok) | (post["iut_bound"] < delta)] = -1
     return out
@@ -192,12 +192,13 @@ def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np
     for s in ladder:
         if p_dec and max(p_dec.values()) >= TARGET and (n_now is None or s > n_now):
             break  # decided already: larger experiments are not needed
-        post = posterior_spread(simulate(s) / scale, delta / scale, rng, sigma_w=sigma_w)
+        tables = simulate(s) / scale
+        post = posterior_spread(tables, delta / scale, rng, sigma_w=sigma_w)
         v = decide(post, delta / scale, n_eff)
         p_rem[s], p_for[s] = float(np.mean(v == 1)), float(np.mean(v == -1))
         p_dec[s] = p_rem[s] + p_for[s]
         if s == n_now:
-            bound = np.minimum(post["q05"], post["paired_bound"])
+            bound = np.minimum(post["q05"], remembers_bounds(tables))
             upper = np.where(post["model_forgets_ok"], np.minimum(post["q_forgets"], post["iut_bound"]),
                              post["iut_bound"])   # either route of "forgets"
             deltas = {"delta_forgets": float(np.quantile(upper, TARGET) * scale),

@@ -219,7 +219,7 @@ def rule_rates(kind: str, scale: str, n: int, rng: np.random.Generator, delta: f
                alpha: float | None = None) -> dict[str, tuple[int, int]]:
     """(k, n) of "remembers" (ordered test), "forgets" (intersection-union test) and, for
     comparison, the former Bonferroni check, over ``n`` tables per seed count of the scale."""
-    from initmem.models.paired import bonferroni_bounds, forgets_bounds, remembers_bounds
+    from initmem.models.paired import bonferroni_bounds, forgets_bounds, remembers_at
     from initmem.names import ALPHA
 
     a = ALPHA if alpha is None else alpha
@@ -228,7 +228,7 @@ def rule_rates(kind: str, scale: str, n: int, rng: np.random.Generator, delta: f
     out = {"remembers": [0, 0], "forgets": [0, 0], "bonferroni": [0, 0]}
     for s in seeds:
         t = rule_tables(kind, scale, n // len(seeds), rng, n_seed=s, delta=delta)
-        for name, hit in (("remembers", remembers_bounds(t, a) > delta), ("forgets", forgets_bounds(t, a) < delta),
+        for name, hit in (("remembers", remembers_at(t, delta, a)), ("forgets", forgets_bounds(t, a) < delta),
                           ("bonferroni", bonferroni_bounds(t, a) > delta)):
             out[name][0] += int(hit.sum())
             out[name][1] += hit.size

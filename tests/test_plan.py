@@ -42,7 +42,7 @@ def test_decide_known_answers():
 def test_decide_routes():
     # "remembers" needs the model AND the ordered test; "forgets" the model OR the IUT
     post = {"p_gt": np.array([0.99, 0.99, 0.01, 0.30, 0.01]), "p_lt": np.array([0.01, 0.01, 0.99, 0.70, 0.70]),
-            "paired_bound": np.array([2.0, 0.5, 0.0, 0.0, 0.0]), "iut_bound": np.array([3.0, 3.0, 3.0, 0.5, 3.0])}
+            "paired_ok": np.array([True, False, False, False, False]), "iut_bound": np.array([3.0, 3.0, 3.0, 0.5, 3.0])}
     assert decide(post, 1.0).tolist() == [1, 0, -1, -1, 0]
     # fewer than 3 levels: "forgets" only by the IUT
     assert decide({**post, "model_forgets_ok": np.zeros(5, dtype=bool)}, 1.0).tolist() == [1, 0, 0, -1, 0]

@@ -14,6 +14,7 @@ defaults, ``--batches`` analyses of ``--pipelines`` pipelines per design:
 - ``null_large``: no memory, 10,000 test examples, 5 seeds ("forgets" is right).
 
     python benchmarks/count_import_calibration.py [--designs ramp2,null16,ramp16,null_large] [--batches 2]
+        [--accuracy 0.97] [--interaction 0.002]
 
 Prints the verdict counts per design with 95% Wilson intervals (docs/memory-model.md, "Calibration").
 """
@@ -48,7 +49,8 @@ def wilson(k: int, n: int) -> tuple[float, float]:
     return c - h, c + h
 
 
-def write_counts(path: Path, design: str, n_pipe: int, rng: np.random.Generator) -> None:
+def write_counts(path: Path, design: str, n_pipe: int, rng: np.random.Generator, base_acc: float = BASE_ACC,
+                 interaction_sd: float = INTERACTION_SD) -> None:
     """One CSV of ``n_pipe`` pipelines drawn from ``design``: accuracies that are whole counts."""
     spread, n_lev, n_seed, n_test = DESIGNS[design]
     sigma_w = np.geomspace(0.25, 4.0, n_lev)
@@ -59,16 +61,16 @@ def write_counts(path: Path, design: str, n_pipe: int, rng: np.random.Generator)
             ramp = np.linspace(0.0, spread / 100, n_lev)[:: rng.choice([-1, 1])]
             seed_eff = rng.normal(0.0, SEED_SD, n_seed)
             for i, s_w in enumerate(sigma_w):
-                acc = np.clip(BASE_ACC + ramp[i] + seed_eff + rng.normal(0.0, INTERACTION_SD, n_seed), 0, 1)
+                acc = np.clip(base_acc + ramp[i] + seed_eff + rng.normal(0.0, interaction_sd, n_seed), 0, 1)
                 counts = rng.binomial(n_test, acc)
                 for s in range(n_seed):
                     w.writerow([f"p{p:02d}", f"{s_w:g}", s, f"{counts[s] / n_test:.10f}"])
 
 
-def run_batch(tmp: Path, design: str, batch: int, n_pipe: int, seed: int) -> list[str]:
+def run_batch(tmp: Path, design: str, batch: int, n_pipe: int, seed: int, **noise: float) -> list[str]:
     rng = np.random.default_rng([seed, batch, list(DESIGNS).index(design)])
     src, cube, out = tmp / f"{design}-{batch}.csv", tmp / f"{design}-{batch}.nc", tmp / f"{design}-{batch}-analysis"
-    write_counts(src, design, n_pipe, rng)
+    write_counts(src, design, n_pipe, rng, **noise)
     n_test = DESIGNS[design][3]
     for args in (["import", str(src), "-o", str(cube), "--n-test", str(n_test), "--seeds", "paired"],
                  ["analyze", str(cube), "--out", str(out)]):
@@ -85,13 +87,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", type=int, default=2)
     ap.add_argument("--pipelines", type=int, default=12)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--accuracy", type=float, default=BASE_ACC, help="mean accuracy (fraction)")
+    ap.add_argument("--interaction", type=float, default=INTERACTION_SD, help="seed x level SD (fraction)")
     args = ap.parse_args(argv)
+    noise = {"base_acc": args.accuracy, "interaction_sd": args.interaction}
     print("| design | pipelines | remembers (95% Wilson) | forgets | inconclusive or borderline |")
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="initmem-counts-") as t:
         for design in args.designs.split(","):
             verdicts = [v for b in range(args.batches)
-                        for v in run_batch(Path(t), design, b, args.pipelines, args.seed)]
+                        for v in run_batch(Path(t), design, b, args.pipelines, args.seed, **noise)]
             n = len(verdicts)
 
             def rate(name: str, vs=verdicts, n=n) -> str:

@@ -132,8 +132,8 @@ def _exceed_p(diff: np.ndarray, se: np.ndarray, df: np.ndarray, delta: float, le
     alpha 0.05 with a 10-20x noisier extreme level). Paired seeds get the Berger-Boos p (Berger &
     Boos 1994): beta = level x NUISANCE_SHARE buys an upper confidence bound on the pair's SD, and
     the size is taken at its worst over every SD below it, so P(p <= level) <= beta + (level - beta)
-    for every SD. It equals the two-sided p plus beta when the seeds are few (the bound is then
-    loose) and approaches the one-sided p plus beta when the bound puts delta many SEs away
+    for every SD. It is about the two-sided p plus beta when the bound is loose (3 seeds, unless the
+    SD is tiny against delta) and approaches the one-sided p plus beta when the bound puts delta many SEs away
     (docs/memory-model.md, "Verdict"). Independent seeds (Welch's approximate df) keep the two-sided p."""
     excess = np.abs(diff) - delta
     level = np.broadcast_to(np.asarray(level, dtype=float), np.shape(diff))

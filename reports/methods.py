@@ -295,13 +295,15 @@ def analysis_sentences(a: Analysis) -> list[Sentence]:
         + "A pipeline remembers its initialization if P(spread > delta) >= 0.95 and the seeds' paired differences "
         "carry it: a pre-specified ordered test, first the smallest against the largest sigma_w at 0.75 alpha, then "
         "the other pairs of levels with Bonferroni at 0.25 alpha, each pair tested against delta by a paired t test "
-        "(alpha = 0.05). It forgets its initialization if P(spread < delta) >= 0.975 (1 - alpha/2, with at least three "
-        "sigma_w levels), or if every pair of levels is shown inside +-delta by two one-sided paired t tests at 0.8 "
+        "whose p-value is maximized over an upper confidence bound of the pair's standard deviation at 2% of its "
+        "level (Berger-Boos; alpha = 0.05). It forgets its initialization if P(spread < delta) >= 0.975 "
+        "(1 - alpha/2, with at least three sigma_w levels), or if every pair of levels is shown inside +-delta by "
+        "two one-sided paired t tests at 0.8 "
         "alpha (an intersection-union test); the two routes to forgetting share alpha so that either one deciding "
         f"keeps false verdicts at a spread of delta near alpha. It is inconclusive otherwise, with delta = {unit}. A "
         "verdict probability within two Monte Carlo standard errors of its threshold (0.95 or 0.975) is reported as "
         "borderline, not as decided.",
-        ("hsu1999stepwise", "berger1982iut")))
+        ("hsu1999stepwise", "berger1994nuisance", "berger1982iut")))
     out += _sequential_and_radial_sentences(a)
     out.append(Sentence(
         "As frequentist cross-checks, each pipeline was treated as a randomized complete block design (treatment "

@@ -109,6 +109,16 @@ REFERENCES: dict[str, str] = {
   year    = {1982},
   doi     = {10.1080/00401706.1982.10487790}
 }""",
+    "berger1994nuisance": """@article{berger1994nuisance,
+  author  = {Berger, Roger L. and Boos, Dennis D.},
+  title   = {P values maximized over a confidence set for the nuisance parameter},
+  journal = {Journal of the American Statistical Association},
+  volume  = {89},
+  number  = {427},
+  pages   = {1012--1016},
+  year    = {1994},
+  doi     = {10.1080/01621459.1994.10476836}
+}""",
     "hsu1999stepwise": """@article{hsu1999stepwise,
   author  = {Hsu, Jason C. and Berger, Roger L.},
   title   = {Stepwise confidence intervals without multiplicity adjustment for dose-response and toxicity studies},

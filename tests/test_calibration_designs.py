@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 DELTA = 0.01
 
 
-def _sbc_ranks(n_fits: int = 4, thin: int = 99):
+def _sbc_ranks(n_fits: int = 3, thin: int = 99):
     """Ranks of the true sigma_sd and spread among posterior draws, data drawn from the prior."""
     rng = np.random.default_rng(2024)
     ranks = {"sigma_sd": [], "spread": []}

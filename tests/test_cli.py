@@ -118,8 +118,8 @@ def test_analyze_then_plan_from_the_command_line(tmp_path):
     ds = simulate_cube([SimPipeline("mem", sigma_sd=0.4, n_sigma=4, n_seed=3),
                         SimPipeline("null", sigma_sd=0.0, n_sigma=4, n_seed=3)], seed=1)
     cube.write_cube(ds, tmp_path / "c.nc")
-    proc = invoke("--quiet", "analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--draws", "300",
-                  "--tune", "300", "--chains", "2")
+    proc = invoke("--quiet", "analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--draws", "150",
+                  "--tune", "150", "--chains", "2")
     assert proc.returncode == 0, proc.stderr
     proc = invoke("plan", tmp_path / "a", "--n-sim", "40", "--json")
     assert proc.returncode == 0, proc.stderr

@@ -84,7 +84,7 @@ def test_plan_predictions_agree_with_refits():
     per = P // len(COMBOS)
     counts = {c: np.zeros(2) for c in COMBOS}
     n = {c: 0 for c in COMBOS}
-    for rep in range(4):
+    for rep in range(3):
         y = np.zeros((P, L, S))
         used = np.zeros((P, L, S), dtype=bool)
         for k, (truth, n_seed) in enumerate(COMBOS):

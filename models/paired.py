@@ -242,20 +242,22 @@ def _pair_arrays(tables: np.ndarray) -> tuple[np.ndarray, ...]:
     return j, k, np.where(bad, np.nan, ad), np.where(bad, np.nan, se), np.maximum(n - 1, 1).astype(float)
 
 
-def _ordered_levels(n_pairs: int, ext: np.ndarray, alpha: float) -> np.ndarray:
-    w = extreme_weight(n_pairs)
-    n_other = max(int((~ext).sum()), 1)
-    return np.where(ext, alpha * w, alpha * (1.0 - w) / n_other)
+def _ordered_pairs(tables: np.ndarray, alpha: float) -> tuple[np.ndarray, ...]:
+    """|mean d|, SE, df and the ordered test's level of every pair of paired (..., L, S) tables, levels
+    in sigma_w order (the extreme pair is the first against the last level)."""
+    j, k, ad, se, df = _pair_arrays(np.asarray(tables, dtype=float))
+    ext = (j == 0) & (k == np.shape(tables)[-2] - 1)
+    w = extreme_weight(j.size)
+    level = np.where(ext, alpha * w, alpha * (1.0 - w) / max(int((~ext).sum()), 1))
+    return ad, se, np.broadcast_to(df, ad.shape), np.broadcast_to(level, ad.shape)
 
 
 def remembers_at(tables: np.ndarray, delta: float, alpha: float = ALPHA) -> np.ndarray:
     """For paired (..., L, S) tables, levels in sigma_w order: whether the ordered test shows
     "remembers" at ``delta`` (the planner's and the simulations' vectorised form of
     :func:`paired_check`; the extreme pair is assumed testable)."""
-    tables = np.asarray(tables, dtype=float)
-    j, k, ad, se, df = _pair_arrays(tables)
-    level = np.broadcast_to(_ordered_levels(j.size, (j == 0) & (k == tables.shape[-2] - 1), alpha), ad.shape)
-    p = _exceed_p(ad, se, np.broadcast_to(df, ad.shape), delta, level)
+    ad, se, df, level = _ordered_pairs(tables, alpha)
+    p = _exceed_p(ad, se, df, delta, level)
     return (np.where(np.isnan(p), 1.0, p) <= level).any(axis=-1)
 
 
@@ -263,10 +265,7 @@ def remembers_bounds(tables: np.ndarray, alpha: float = ALPHA, iterations: int =
     """The largest delta at which :func:`remembers_at` still holds, per table (-inf when none): the
     readout of which memory a design could show. Per pair the Berger-Boos critical t lies between the
     one-sided and the two-sided t at (level - beta), so the pair's bound is found by bisection there."""
-    tables = np.asarray(tables, dtype=float)
-    j, k, ad, se, df = _pair_arrays(tables)
-    level = np.broadcast_to(_ordered_levels(j.size, (j == 0) & (k == tables.shape[-2] - 1), alpha), ad.shape)
-    df = np.broadcast_to(df, ad.shape)
+    ad, se, df, level = _ordered_pairs(tables, alpha)
     room = level * (1.0 - NUISANCE_SHARE)
     lo, hi = ad - stats.t.isf(room / 2.0, df) * se, ad - stats.t.isf(room, df) * se
     hi = np.where(np.isnan(hi), -np.inf, hi)

@@ -41,7 +41,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scipy import stats
 
-from initmem.models.paired import bonferroni_bounds, forgets_bounds, forgets_levels, remembers_at
+from initmem.models.paired import (
+    bonferroni_bounds,
+    forgets_bounds,
+    forgets_levels,
+    remembers_at,
+    two_sided_ordered_bounds,
+)
 from initmem.models.summaries import DECISION, attach_checks
 from initmem.names import ALPHA, ESS_MIN, RHAT_MAX
 from tests._memory_designs import (
@@ -116,24 +122,6 @@ def run(designs: list[str], scales: list[str], fits: int, seed: int = 0, fit: di
             print(json.dumps(row), flush=True)
             rows.append(row)
     return rows
-
-
-def two_sided_ordered_bounds(tables: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
-    """The ordered test as it ran before the Berger-Boos p (0.4.0): every pair's p two-sided, in bound
-    form, so that the gain is measured beside it in one run."""
-    from initmem.models.paired import EXTREME_WEIGHT
-
-    n_lev = tables.shape[-2]
-    j, k = np.triu_indices(n_lev, 1)
-    d = tables[..., j, :] - tables[..., k, :]
-    n = np.isfinite(d).sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ad, se = np.abs(np.nanmean(d, axis=-1)), np.nanstd(d, axis=-1, ddof=1) / np.sqrt(n)
-    ext = (j == 0) & (k == n_lev - 1)
-    w = 1.0 if j.size == 1 else EXTREME_WEIGHT
-    level = np.where(ext, alpha * w, alpha * (1.0 - w) / max(int((~ext).sum()), 1))
-    bound = ad - stats.t.ppf(1.0 - level / 2.0, np.maximum(n - 1, 1)) * se
-    return np.where(np.isfinite(bound) & (n >= 2), bound, -np.inf).max(axis=-1)
 
 
 def pooled_forgets_bounds(tables: np.ndarray, alpha: float = ALPHA) -> np.ndarray:

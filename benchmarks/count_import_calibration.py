@@ -30,7 +30,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests._memory_designs import wilson
 
 DESIGNS = {  # spread in points, levels, seeds, n_test
     "ramp2": (2.0, 5, 10, 719),
@@ -39,14 +41,6 @@ DESIGNS = {  # spread in points, levels, seeds, n_test
     "null_large": (0.0, 5, 5, 10_000),
 }
 BASE_ACC, SEED_SD, INTERACTION_SD = 0.97, 0.005, 0.002   # accuracy, seed SD, seed x level SD (fractions)
-
-
-def wilson(k: int, n: int) -> tuple[float, float]:
-    z = stats.norm.ppf(0.975)
-    p = k / n
-    c = (p + z * z / (2 * n)) / (1 + z * z / n)
-    h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return c - h, c + h
 
 
 def write_counts(path: Path, design: str, n_pipe: int, rng: np.random.Generator, base_acc: float = BASE_ACC,

@@ -301,6 +301,14 @@ def bonferroni_bounds(tables: np.ndarray, alpha: float = ALPHA, *, two_sided: bo
     return np.where(np.isnan(bound), -np.inf, bound).max(axis=-1)
 
 
+def two_sided_ordered_bounds(tables: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
+    """The ordered test as it ran in 0.3.0-0.4.0 (every pair's p two-sided), in bound form: kept to
+    measure what the Berger-Boos p buys, beside it in one run (benchmarks/calibration.py)."""
+    ad, se, df, level = _ordered_pairs(tables, alpha)
+    bound = ad - stats.t.ppf(1.0 - level / 2.0, df) * se
+    return np.where(np.isnan(bound), -np.inf, bound).max(axis=-1)
+
+
 def _test_name(paired: bool, equivalence: bool = False) -> str:
     kind = "paired t on per-seed differences" if paired else "Welch t (independent seeds)"
     if equivalence:
@@ -312,4 +320,4 @@ def _test_name(paired: bool, equivalence: bool = False) -> str:
 
 __all__ = ["EXTREME_WEIGHT", "FORGETS_IUT_SHARE", "FORGETS_MODEL_SHARE", "STEP_EXTREME", "STEP_FALLBACK",
            "NUISANCE_SHARE", "bonferroni_bounds", "equivalence_check", "extreme_weight", "forgets_bounds",
-           "forgets_levels", "paired_check", "remembers_at", "remembers_bounds"]
+           "forgets_levels", "paired_check", "remembers_at", "remembers_bounds", "two_sided_ordered_bounds"]

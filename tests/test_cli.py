@@ -115,8 +115,10 @@ def test_analyze_then_plan_from_the_command_line(tmp_path):
 
     from initmem.simulate import SimPipeline, simulate_cube
 
+    # three pipelines x 4 levels x 3 seeds: the shape of the browser test's run, so one compiled model serves both
     ds = simulate_cube([SimPipeline("mem", sigma_sd=0.4, n_sigma=4, n_seed=3),
-                        SimPipeline("null", sigma_sd=0.0, n_sigma=4, n_seed=3)], seed=1)
+                        SimPipeline("null", sigma_sd=0.0, n_sigma=4, n_seed=3),
+                        SimPipeline("small", sigma_sd=0.05, n_sigma=4, n_seed=3)], seed=1)
     cube.write_cube(ds, tmp_path / "c.nc")
     proc = invoke("--quiet", "analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--draws", "150",
                   "--tune", "150", "--chains", "2")
@@ -124,7 +126,7 @@ def test_analyze_then_plan_from_the_command_line(tmp_path):
     proc = invoke("plan", tmp_path / "a", "--n-sim", "40", "--json")
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
-    assert set(plan["pipelines"]) == {"mem", "null"}
+    assert set(plan["pipelines"]) == {"mem", "null", "small"}
     for entry in plan["pipelines"].values():
         assert entry["n_seed_now"] == 3
         post = entry["posterior"]

@@ -48,7 +48,8 @@ def test_independent_seeds_ignore_seed_labels_and_paired_seeds_do_not():
 
 
 def test_independent_design_reports_no_seed_effect():
-    ds = simulate_cube([SimPipeline("a", n_seed=3)], n_test=400, seed=6)
+    # 4 pipelines x 3 levels x 3 independent seeds: the structure of the epoch-import test's cube, compiled once
+    ds = simulate_cube([SimPipeline(name, n_sigma=3, n_seed=3) for name in "abcd"], n_test=400, seed=6)
     ds = ds.assign_attrs({cube.A_SEED_DESIGN: cube.SEED_INDEPENDENT})
     model = MemoryModel(prepare_data(ds, None, None, gate="all", seed=0))
     model.fit(draws=200, tune=200, chains=2, seed=0, progress=False)

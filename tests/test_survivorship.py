@@ -29,8 +29,9 @@ def test_runs_left_out_by_the_gate_are_tested_put_back_and_warned_about(tmp_path
     """A pipeline without memory whose 3 slowest seeds at the largest sigma_w never interpolated and ended far
     below the rest: the gated analysis sees no memory; the lost runs depend on sigma_w (warned), and put back
     they make a spread of about 14 points (shown, with its verdict)."""
-    ds = simulate_cube([SimPipeline("flat", sigma_sd=0.0, n_sigma=5, n_seed=5, baseline=2.0),
-                        SimPipeline("other", sigma_sd=0.0, n_sigma=5, n_seed=5, baseline=2.0)], n_test=2000, seed=3)
+    # 2 pipelines x 6 levels x 6 seeds: the structure of tests/test_memory_model.py's two-pipeline cubes (one compile)
+    ds = simulate_cube([SimPipeline("flat", sigma_sd=0.0, n_seed=6, baseline=2.0),
+                        SimPipeline("other", sigma_sd=0.0, n_seed=6, baseline=2.0)], n_test=2000, seed=3)
     tau, final = ds[cube.TAU_INTERP].values.copy(), ds[cube.SELECTED_TEST_ACC].values.copy()
     tau[0, -1, :3] = np.nan
     final[0, -1, :3] = 0.55

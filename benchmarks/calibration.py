@@ -23,6 +23,7 @@ posterior for complete tables; MNAR tables are skipped there).
 
     python benchmarks/calibration.py [--fits 2] [--designs slopes,step] [--scales demo,paper]
     python benchmarks/calibration.py --rules 4000 [--quadrature 1000]
+    python benchmarks/calibration.py --simulator-only [--simulator 8] [--simulator-looks 3,4,5,6]
 """
 
 from __future__ import annotations
@@ -187,34 +188,46 @@ def rule_rows(n: int, n_quad: int, seed: int = 0, delta: float = 0.01) -> list[d
     return rows
 
 
-def simulator_memory(n_cubes: int, delta: float = 0.01) -> dict:
-    """The ordered test against the former Bonferroni check on the simulator's own memory
-    (initmem simulate: exchangeable level effects, not monotone in sigma_w), 6 levels x 3 seeds,
-    720 examples, sigma_sd 0.6 logit: pipelines whose true spread is >= 12 points."""
+def simulator_memory(n_cubes: int, delta: float = 0.01, looks: tuple[int, ...] = (3, 4, 5, 6)) -> dict:
+    """The simulator's own memory (initmem simulate: exchangeable level effects, not monotone in sigma_w),
+    6 levels, 720 examples, sigma_sd 0.6 logit: pipelines whose true spread is >= 12 points. Each pipeline
+    gets ``looks[-1]`` seeds; at its first 3 the ordered test against the former Bonferroni check (paired
+    tests alone), and the full rule (planner's quadrature) at a fixed 3 and 4 seeds and under the
+    sequential design at ``looks`` (docs/sequential.md: the paired-t levels), with the seeds it spent."""
     from initmem.models.data import prepare_data
     from initmem.models.paired import paired_check
+    from initmem.models.plan import rule_decisions, sequential_decisions
     from initmem.simulate import SimPipeline, read_truth, simulate_cube
 
     hits = {"ordered": 0, "ordered_two_sided": 0, "bonferroni": 0, "bonferroni_two_sided": 0,
-            "extreme_pair_step": 0}
-    n = 0
+            "extreme_pair_step": 0, "rule_3_seeds": 0, "rule_4_seeds": 0, "sequential": 0}
+    spent, n = [], 0
+    rng = np.random.default_rng(5)
     for seed in range(n_cubes):
-        ds = simulate_cube([SimPipeline(f"m{k}", sigma_sd=0.6, seed_sd=0.1, residual_sd=0.1, n_sigma=6, n_seed=3)
-                            for k in range(32)], n_test=720, seed=seed)
+        ds = simulate_cube([SimPipeline(f"m{k}", sigma_sd=0.6, seed_sd=0.1, residual_sd=0.1, n_sigma=6,
+                                        n_seed=looks[-1]) for k in range(32)], n_test=720, seed=seed)
         truth, d = read_truth(ds)["pipelines"], prepare_data(ds)
         for a, pipe in enumerate(d.pipelines):
             if truth[pipe]["spread"] < 12 * delta:
                 continue
-            tab = d.y[a][d.level_mask[a]]
-            out = paired_check(tab, d.sigma_w[d.level_mask[a]], delta)
+            full, sigma_w = d.y[a][d.level_mask[a]], d.sigma_w[d.level_mask[a]]
+            tab = full[:, :3]
+            out = paired_check(tab, sigma_w, delta)
             n += 1
             hits["ordered"] += out["supports_remembers"]
             hits["extreme_pair_step"] += out["step"] == "extreme pair"
             hits["ordered_two_sided"] += bool(two_sided_ordered_bounds(tab[None])[0] > delta)
             hits["bonferroni"] += bool(bonferroni_bounds(tab[None])[0] > delta)
             hits["bonferroni_two_sided"] += bool(bonferroni_bounds(tab[None], two_sided=True)[0] > delta)
+            std, d_std = (full - full.mean()) / d.scale[a], delta / d.scale[a]
+            for k in (3, 4):
+                hits[f"rule_{k}_seeds"] += int(rule_decisions(std[None, :, :k], d_std, ALPHA, rng, sigma_w)[0] == 1)
+            verdict, used = sequential_decisions(std[None], d_std, looks, rng, sigma_w)
+            hits["sequential"] += int(verdict[0] == 1)
+            spent.append(int(used[0]))
     out = {k: {"k": v, "n": n, "rate": v / n, "lo": wilson(v, n)[0], "hi": wilson(v, n)[1]} for k, v in hits.items()}
-    print(json.dumps({"simulator_memory_12_points_3_seeds": out}), flush=True)
+    out["sequential_seeds"] = {"looks": list(looks), "mean": float(np.mean(spent)), "max": int(np.max(spent))}
+    print(json.dumps({"simulator_memory_12_points": out}), flush=True)
     return out
 
 
@@ -251,11 +264,16 @@ def main() -> int:
     ap.add_argument("--quadrature", type=int, default=1000,
                     help="with --rules: tables per design decided by the full rule (quadrature posterior)")
     ap.add_argument("--simulator", type=int, default=8, help="with --rules: simulated cubes of 32 pipelines with "
-                    "12-19 points of exchangeable memory at 3 seeds")
+                    "12-19 points of exchangeable memory at 3 seeds (and more, sequentially)")
+    ap.add_argument("--simulator-looks", default="3,4,5,6", help="the sequential design's looks on those cubes")
+    ap.add_argument("--simulator-only", action="store_true", help="only the simulator's memories (no --rules tables)")
     args = ap.parse_args()
+    if args.simulator_only:
+        simulator_memory(args.simulator, looks=tuple(int(x) for x in args.simulator_looks.split(",")))
+        return 0
     if args.rules:
         print_rules(rule_rows(args.rules, args.quadrature, args.seed))
-        simulator_memory(args.simulator)
+        simulator_memory(args.simulator, looks=tuple(int(x) for x in args.simulator_looks.split(",")))
         return 0
     fit = {"draws": args.draws, "tune": args.draws, "chains": args.chains, "progress": False}
     rows = run(args.designs.split(","), args.scales.split(","), args.fits, args.seed, fit)

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from initmem.cli.output import echo, fmt_stat, is_quiet
-from initmem.cli.params import SpecChoice
+from initmem.cli.params import LOOKS, SpecChoice
 
 # --- analyze and plan (issues 5-6) ---------------------------------------------------------
 
@@ -94,11 +94,15 @@ def collapse(cube_path: Path, out_dir: Path, memory: str, fraction: float | None
 @click.option("--n-sim", type=click.IntRange(min=10), default=200, show_default=True,
               help="Simulated experiments per seed count.")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--looks", type=LOOKS, default="4,8,12,16", show_default=True,
+              help="The sequential design to plan for (initmem run --until-decided --looks).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-def plan(analysis_dir: Path, delta: float | None, n_sim: int, seed: int, as_json: bool) -> None:
-    """Seeds per cell needed for a decisive verdict (80% probability), per pipeline."""
+def plan(analysis_dir: Path, delta: float | None, n_sim: int, seed: int, looks: list[int], as_json: bool) -> None:
+    """Seeds per cell needed for a decisive verdict (80% probability), per pipeline, and what the
+    sequential design at --looks would spend."""
+    from initmem.analysis.sequential import check_looks
     from initmem.models.plan import plan as make_plan
     from initmem.models.plan import render_table
 
-    result = make_plan(analysis_dir, delta, n_sim=n_sim, seed=seed)
+    result = make_plan(analysis_dir, delta, n_sim=n_sim, seed=seed, looks=tuple(check_looks(looks, None)))
     click.echo(json.dumps(result, indent=2) if as_json else render_table(result))

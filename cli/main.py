@@ -22,7 +22,7 @@ from initmem.cli import analyze as cli_analyze
 from initmem.cli import cubes as cli_cubes
 from initmem.cli import export as cli_export
 from initmem.cli.output import Verbosity, echo, is_quiet
-from initmem.cli.params import JOBS, option_flag
+from initmem.cli.params import JOBS, LOOKS, option_flag
 from initmem.errors import OptionError, UserError, options_as_flags
 
 log = logging.getLogger("initmem")
@@ -100,12 +100,12 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
 @click.option("--chains", type=click.IntRange(min=1), default=None, help="Sampler chains.")
 @click.option("--until-decided", is_flag=True,
               help="Add seeds only to undecided pipelines, look by look, with the error spent across looks.")
-@click.option("--looks", default="4,8,12,16", show_default=True, metavar="N,N,...",
-              help="Seed counts at which --until-decided analyzes.")
+@click.option("--looks", type=LOOKS, default="4,8,12,16", show_default=True,
+              help="Seed counts at which --until-decided analyzes (many levels, few seeds: 3,4,5,6).")
 @click.option("--max-seeds", type=click.IntRange(min=2), default=None, metavar="N",
               help="Cap on seeds per pipeline for --until-decided (looks above it are dropped).")
 def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int | str, device: str, reanalyze: bool,
-         draws: int | None, chains: int | None, until_decided: bool, looks: str, max_seeds: int | None) -> None:
+         draws: int | None, chains: int | None, until_decided: bool, looks: list[int], max_seeds: int | None) -> None:
     """Collect (resumably), analyze and report in one go; print where the report is.
 
     \b
@@ -125,10 +125,7 @@ def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int 
             console.print(msg, style="bold" if msg.startswith("[") else None, markup=False)
 
     options = {k: v for k, v in (("draws", draws), ("chains", chains)) if v is not None}
-    try:
-        seed_looks = [int(n) for n in looks.split(",")] if until_decided else None
-    except ValueError:
-        raise click.BadParameter(f"must be comma-separated seed counts (got {looks!r})", param_hint="--looks") from None
+    seed_looks = looks if until_decided else None
     if max_seeds is not None and not until_decided:
         raise click.BadParameter("only with --until-decided", param_hint="--max-seeds")
     result = run_all(resolve_grid(grid_file, preset), out, jobs=jobs, device=device, reanalyze=reanalyze,

@@ -68,6 +68,24 @@ class JobsType(click.ParamType):
 JOBS = JobsType()
 
 
+class LooksType(click.ParamType):
+    """``--looks``: comma-separated seed counts (``4,8,12,16``); their order and size are checked where the
+    looks are used (initmem.analysis.sequential.check_looks), so both commands say the same."""
+
+    name = "N,N,..."
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> list[int]:
+        if isinstance(value, list | tuple):
+            return [int(n) for n in value]
+        try:
+            return [int(n) for n in str(value).split(",")]
+        except ValueError:
+            self.fail(f"must be comma-separated seed counts (got {value!r})", param, ctx)
+
+
+LOOKS = LooksType()
+
+
 class CubeNameChoice(click.Choice):
     """A choice among cube variable names, given by their constants in initmem.cube and resolved on
     first use: importing initmem.cube (numpy, xarray) when this module loads would slow down every

@@ -123,15 +123,21 @@ def test_analyze_then_plan_from_the_command_line(tmp_path):
     proc = invoke("--quiet", "analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--draws", "150",
                   "--tune", "150", "--chains", "2")
     assert proc.returncode == 0, proc.stderr
-    proc = invoke("plan", tmp_path / "a", "--n-sim", "40", "--json")
+    proc = invoke("plan", tmp_path / "a", "--n-sim", "40", "--json", "--looks", "3,4,5,6")
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     assert set(plan["pipelines"]) == {"mem", "null", "small"}
     for entry in plan["pipelines"].values():
         assert entry["n_seed_now"] == 3
+        seq = entry["sequential"]        # one seed at a time from 3 (docs/sequential.md)
+        assert seq["looks"] == [3, 4, 5, 6] and 3 <= seq["seeds_mean"] <= seq["seeds_max"] <= 6
         post = entry["posterior"]
         p_dec = {int(k): v for k, v in post["p_decisive"].items()}
         assert 3 in p_dec and all(0.0 <= v <= 1.0 for v in p_dec.values())
         needed = post["seeds_needed"]
         assert needed is None or (needed in p_dec and p_dec[needed] >= plan["target"])
     assert_user_error(invoke("plan", tmp_path / "nowhere"), "nowhere")
+    assert_user_error(invoke("plan", tmp_path / "a", "--looks", "4,3"), "--looks")
+    assert_user_error(invoke("plan", tmp_path / "a", "--looks", "four"), "--looks")
+    proc = invoke("plan", tmp_path / "a", "--n-sim", "10", "--looks", "3,4")
+    assert proc.returncode == 0 and "initmem run --until-decided --looks 3,4" in proc.stdout, proc.stderr

@@ -32,6 +32,9 @@ def main() -> int:
             per[m.group(3)] += float(m.group(1))
     summary = [ln for ln in proc.stdout.splitlines() if " passed" in ln or " failed" in ln]
     print(f"wall {wall:.0f} s; {summary[-1] if summary else 'no summary'}")
+    for line in proc.stdout.splitlines():          # a failure is named here, with pytest's short reason
+        if line.startswith(("FAILED ", "ERROR ")):
+            print(line)
     print("| test file | seconds |\n|---|---|")
     for f, s in sorted(per.items(), key=lambda kv: -kv[1]):
         print(f"| {f} | {s:.1f} |")

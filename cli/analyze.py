@@ -104,5 +104,10 @@ def plan(analysis_dir: Path, delta: float | None, n_sim: int, seed: int, looks: 
     from initmem.models.plan import plan as make_plan
     from initmem.models.plan import render_table
 
-    result = make_plan(analysis_dir, delta, n_sim=n_sim, seed=seed, looks=tuple(check_looks(looks, None)))
-    click.echo(json.dumps(result, indent=2) if as_json else render_table(result))
+    looks = check_looks(looks, None)
+    result = make_plan(analysis_dir, delta, n_sim=n_sim, seed=seed, looks=tuple(looks))
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo(render_table(result))
+        click.echo("sequential: initmem run GRID --until-decided --looks " + ",".join(map(str, looks)))

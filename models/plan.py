@@ -296,8 +296,5 @@ def render_table(result: dict[str, Any]) -> str:
         s_txt = f"{sq['seeds_mean']:.1f} / {sq['seeds_max']} ({sq['p_decided']:.2f})" if sq else "-"
         lines.append(f"{pipe:<20} {now if now is not None else '-':>4} {str(r['verdict_now']):<13} "
                      f"{need(r['posterior']):>10} {need(r['reml']):>6}  {p_txt:>15}  {d_txt:<31}  {s_txt}")
-    looks = next((r["sequential"]["looks"] for r in result["pipelines"].values() if r.get("sequential")), None)
-    if looks:
-        lines.append("sequential: initmem run --until-decided --looks " + ",".join(map(str, looks)))
     lines.append(f"rule: {result['rule']}")
     return "\n".join(lines)

@@ -140,4 +140,4 @@ def test_analyze_then_plan_from_the_command_line(tmp_path):
     assert_user_error(invoke("plan", tmp_path / "a", "--looks", "4,3"), "--looks")
     assert_user_error(invoke("plan", tmp_path / "a", "--looks", "four"), "--looks")
     proc = invoke("plan", tmp_path / "a", "--n-sim", "10", "--looks", "3,4")
-    assert proc.returncode == 0 and "initmem run --until-decided --looks 3,4" in proc.stdout, proc.stderr
+    assert proc.returncode == 0 and "--until-decided --looks 3,4" in proc.stdout, proc.stderr

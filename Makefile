@@ -28,7 +28,7 @@ lint: install
 # and the long single-threaded tests (training, sampling) overlap instead of queueing.
 TEST_WORKERS ?= 2
 test: lint
-	@rc=0; $(VENV)/bin/pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile || rc=$$?; \
+	@rc=0; $(VENV)/bin/pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 test-fast: install

@@ -17,10 +17,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LINE = re.compile(r"^\s*([\d.]+)s (setup|call|teardown)\s+(tests/[\w/]+\.py)::")
+WORKER = re.compile(r"^\[(gw\d+)\].*?(?:PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS) (tests/[\w/]+\.py)::")
 
 
 def main() -> int:
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+    cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+           "--no-loadscope-reorder",
            "--durations=0", *sys.argv[1:]]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
@@ -39,6 +41,12 @@ def main() -> int:
     for f, s in sorted(per.items(), key=lambda kv: -kv[1]):
         print(f"| {f} | {s:.1f} |")
     print(f"| (sum over files; 2 workers) | {sum(per.values()):.0f} |")
+    worker = {m.group(2): m.group(1) for m in map(WORKER.match, proc.stdout.splitlines()) if m}
+    load: dict[str, float] = defaultdict(float)
+    for f, s in per.items():
+        load[worker.get(f, "?")] += s
+    print("per worker (the wall is about the larger sum plus collection): "
+          + ", ".join(f"{w} {s:.0f} s" for w, s in sorted(load.items())))
     return proc.returncode
 
 

@@ -61,6 +61,7 @@ from tests._memory_designs import (
     design_tables,
     noise_sd,
     rule_tables,
+    simulator_memories,
     table_data,
     wilson,
 )
@@ -189,42 +190,32 @@ def rule_rows(n: int, n_quad: int, seed: int = 0, delta: float = 0.01) -> list[d
 
 
 def simulator_memory(n_cubes: int, delta: float = 0.01, looks: tuple[int, ...] = (3, 4, 5, 6)) -> dict:
-    """The simulator's own memory (initmem simulate: exchangeable level effects, not monotone in sigma_w),
-    6 levels, 720 examples, sigma_sd 0.6 logit: pipelines whose true spread is >= 12 points. Each pipeline
-    gets ``looks[-1]`` seeds; at its first 3 the ordered test against the former Bonferroni check (paired
-    tests alone), and the full rule (planner's quadrature) at a fixed 3 and 4 seeds and under the
-    sequential design at ``looks`` (docs/sequential.md: the paired-t levels), with the seeds it spent."""
-    from initmem.models.data import prepare_data
+    """The simulator's own memories of 12 points or more (tests/_memory_designs.py, ``simulator_memories``),
+    each with ``looks[-1]`` seeds: at its first 3 the ordered test against the former Bonferroni check
+    (paired tests alone), and the full rule (planner's quadrature) at a fixed 3 and 4 seeds and under the
+    sequential design at ``looks`` (docs/sequential.md: the paired-t levels), with the seeds it spent. The
+    false verdicts of the same looks at delta: benchmarks/sequential_calibration.py --looks 3,4,5,6."""
     from initmem.models.paired import paired_check
     from initmem.models.plan import rule_decisions, sequential_decisions
-    from initmem.simulate import SimPipeline, read_truth, simulate_cube
 
     hits = {"ordered": 0, "ordered_two_sided": 0, "bonferroni": 0, "bonferroni_two_sided": 0,
             "extreme_pair_step": 0, "rule_3_seeds": 0, "rule_4_seeds": 0, "sequential": 0}
     spent, n = [], 0
     rng = np.random.default_rng(5)
-    for seed in range(n_cubes):
-        ds = simulate_cube([SimPipeline(f"m{k}", sigma_sd=0.6, seed_sd=0.1, residual_sd=0.1, n_sigma=6,
-                                        n_seed=looks[-1]) for k in range(32)], n_test=720, seed=seed)
-        truth, d = read_truth(ds)["pipelines"], prepare_data(ds)
-        for a, pipe in enumerate(d.pipelines):
-            if truth[pipe]["spread"] < 12 * delta:
-                continue
-            full, sigma_w = d.y[a][d.level_mask[a]], d.sigma_w[d.level_mask[a]]
-            tab = full[:, :3]
-            out = paired_check(tab, sigma_w, delta)
-            n += 1
-            hits["ordered"] += out["supports_remembers"]
-            hits["extreme_pair_step"] += out["step"] == "extreme pair"
-            hits["ordered_two_sided"] += bool(two_sided_ordered_bounds(tab[None])[0] > delta)
-            hits["bonferroni"] += bool(bonferroni_bounds(tab[None])[0] > delta)
-            hits["bonferroni_two_sided"] += bool(bonferroni_bounds(tab[None], two_sided=True)[0] > delta)
-            std, d_std = (full - full.mean()) / d.scale[a], delta / d.scale[a]
-            for k in (3, 4):
-                hits[f"rule_{k}_seeds"] += int(rule_decisions(std[None, :, :k], d_std, ALPHA, rng, sigma_w)[0] == 1)
-            verdict, used = sequential_decisions(std[None], d_std, looks, rng, sigma_w)
-            hits["sequential"] += int(verdict[0] == 1)
-            spent.append(int(used[0]))
+    for full, std, d_std, sigma_w in simulator_memories(n_cubes, looks[-1], delta):
+        tab = full[:, :3]
+        out = paired_check(tab, sigma_w, delta)
+        n += 1
+        hits["ordered"] += out["supports_remembers"]
+        hits["extreme_pair_step"] += out["step"] == "extreme pair"
+        hits["ordered_two_sided"] += bool(two_sided_ordered_bounds(tab[None])[0] > delta)
+        hits["bonferroni"] += bool(bonferroni_bounds(tab[None])[0] > delta)
+        hits["bonferroni_two_sided"] += bool(bonferroni_bounds(tab[None], two_sided=True)[0] > delta)
+        for k in (3, 4):
+            hits[f"rule_{k}_seeds"] += int(rule_decisions(std[None, :, :k], d_std, ALPHA, rng, sigma_w)[0] == 1)
+        verdict, used = sequential_decisions(std[None], d_std, looks, rng, sigma_w)
+        hits["sequential"] += int(verdict[0] == 1)
+        spent.append(int(used[0]))
     out = {k: {"k": v, "n": n, "rate": v / n, "lo": wilson(v, n)[0], "hi": wilson(v, n)[1]} for k, v in hits.items()}
     out["sequential_seeds"] = {"looks": list(looks), "mean": float(np.mean(spent)), "max": int(np.max(spent))}
     print(json.dumps({"simulator_memory_12_points": out}), flush=True)

@@ -11,6 +11,7 @@ Reported: each verdict's rate with its 95% Wilson interval, the mean and largest
     python benchmarks/sequential_calibration.py [--n 600] [--looks 4,8,12,16] [--cases ramp:demo,null:paper]
         [--designs union,exact,paired-t]
     python benchmarks/sequential_calibration.py --tests-only 100000
+    python benchmarks/sequential_calibration.py --n 600 --looks 3,4,5,6 --designs paired-t --simulator 16
 
 ``--tests-only N``: the seeds' paired tests alone (no model), on N tables per design, where they are
 nearly exact: two levels at delta (the intersection-union test is a TOST at its boundary) and a ramp
@@ -33,7 +34,7 @@ from initmem.models.paired import forgets_bounds, remembers_at
 from initmem.models.plan import rule_decisions, sequential_decisions
 from initmem.models.sequential import DESIGNS, design_levels
 from initmem.names import ALPHA
-from tests._memory_designs import RULE_DESIGNS, SCALES, noise_sd, rule_tables, wilson
+from tests._memory_designs import RULE_DESIGNS, SCALES, noise_sd, rule_tables, simulator_memories, wilson
 
 DELTA = 0.01
 # (design, scale): the nulls (the seeds the design saves), the false-verdict designs at delta it was first
@@ -67,6 +68,25 @@ def run_case(kind: str, scale: str, n: int, looks: list[int], designs: list[str]
     return out
 
 
+def simulator_case(n_cubes: int, looks: list[int], designs: list[str]) -> dict:
+    """Power in the same run as the false verdicts: the simulator's exchangeable memories of 12 points or more
+    (tests/_memory_designs.py, ``simulator_memories``; 6 levels, about 1.3 points of run noise), each decided
+    on its own noise scale, sequentially and at the fixed design of the last look and of the first."""
+    rng = np.random.default_rng(zlib.crc32(b"seq-simulator"))
+    rows = list(simulator_memories(n_cubes, looks[-1]))
+    out = {"design": "simulator_12", "scale": "simulator", "doc": "simulator's exchangeable memory >= 12 points",
+           "false": ["forgets"]}
+    for name in designs:
+        got = [sequential_decisions(std[None], d, looks, rng, sig, design=DESIGNS[name]) for _, std, d, sig in rows]
+        verdict, seeds = np.array([v[0] for v, _ in got]), np.array([s[0] for _, s in got])
+        out[name] = {"remembers": rate(verdict, 1), "forgets": rate(verdict, -1),
+                     "seeds_mean": float(seeds.mean()), "seeds_max": int(seeds.max())}
+    for label, k in (("fixed", looks[-1]), ("first look alone", looks[0])):
+        fixed = np.array([rule_decisions(std[None, :, :k], d, ALPHA, rng, sig)[0] for _, std, d, sig in rows])
+        out[label] = {"remembers": rate(fixed, 1), "forgets": rate(fixed, -1)}
+    return out
+
+
 def tests_only(n: int, looks: list[int], designs: list[str]) -> None:
     """False verdicts of the design-based tests alone, sequentially under each design and at the fixed design."""
     print("| design | scale | levels | false 'forgets' (IUT) | false 'remembers' (ordered test) |")
@@ -93,6 +113,8 @@ def main() -> None:
     ap.add_argument("--cases", default="", help="design:scale,... (default: all of CASES)")
     ap.add_argument("--designs", default=",".join(DESIGNS), help=f"of {', '.join(DESIGNS)}")
     ap.add_argument("--tests-only", type=int, default=0, help="tables per design: the paired tests alone, no model")
+    ap.add_argument("--simulator", type=int, default=0, help="cubes of the simulator's 12-point memories: a power "
+                    "row beside the false verdicts, in the same run (with --looks 3,4,5,6: docs/sequential.md)")
     args = ap.parse_args()
     looks = [int(x) for x in args.looks.split(",")]
     if args.tests_only:
@@ -114,6 +136,13 @@ def main() -> None:
         print(f"| {kind} ({r['doc']}; false: {', '.join(r['false'])}) | {scale} | " + " | ".join(cells) + " |",
               flush=True)
         print(f"  ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+    if args.simulator:
+        r = simulator_case(args.simulator, looks, designs)
+        cells = [x for d in designs for x in (r[d]["remembers"], r[d]["forgets"],
+                                              f"{r[d]['seeds_mean']:.2f} / {r[d]['seeds_max']}")]
+        cells += [r["fixed"]["remembers"], r["fixed"]["forgets"]]
+        print(f"| {r['design']} ({r['doc']}; false: forgets) | {r['scale']} | " + " | ".join(cells) + " |")
+        print(f"  first look alone ({looks[0]} seeds): remembers {r['first look alone']['remembers']}", flush=True)
 
 
 if __name__ == "__main__":

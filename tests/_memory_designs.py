@@ -167,6 +167,24 @@ RULE_DESIGNS: dict[str, dict] = {
 }
 
 
+def simulator_memories(n_cubes: int, n_seed: int, delta: float = 0.01, min_points: float = 12.0):
+    """The simulator's own memory (initmem simulate: exchangeable level effects, not monotone in sigma_w): 32
+    pipelines per cube, 6 levels, 720 examples, level SD 0.6 logit, seed and run noise 0.1 logit each (about
+    1.3 points per run). Yields, per pipeline whose true spread is at least ``min_points`` x delta, its table
+    in outcome units (6, n_seed), the table standardised as the analysis does (centred, over the noise
+    scale), delta on that scale, and the levels' sigma_w."""
+    from initmem.simulate import SimPipeline, read_truth, simulate_cube
+
+    for seed in range(n_cubes):
+        ds = simulate_cube([SimPipeline(f"m{k}", sigma_sd=0.6, seed_sd=0.1, residual_sd=0.1, n_sigma=6,
+                                        n_seed=n_seed) for k in range(32)], n_test=720, seed=seed)
+        truth, d = read_truth(ds)["pipelines"], prepare_data(ds)
+        for a, pipe in enumerate(d.pipelines):
+            if truth[pipe]["spread"] >= min_points * delta:
+                tab = d.y[a][d.level_mask[a]]
+                yield tab, (tab - tab.mean()) / d.scale[a], delta / d.scale[a], d.sigma_w[d.level_mask[a]]
+
+
 def rule_tables(kind: str, scale: str, n: int, rng: np.random.Generator, *, n_seed: int | None = None,
                 delta: float = 0.01) -> np.ndarray:
     """``n`` tables (n, L, S) of one rule-level design at one scale (NaN for runs dropped not at

@@ -67,8 +67,8 @@ def prepare_run(run: RunDir, grid: Any, *, resume: bool, executor: str, quiet: b
         extended = {k: v for k, v in added.items() if v}
         events.emit("resume_run", grid_hash=h, extended=extended, removed_temporaries=[p.name for p in removed])
         if extended:
-            _say("grid extended: " + "; ".join(f"{k} +{', '.join(map(str, v))}" for k, v in extended.items())
-                 + " (only the new cells run)", quiet)
+            _say("grid extended by " + "; ".join(f"{k} {', '.join(map(str, v))}" for k, v in extended.items())
+                 + " (only the new cells run)", quiet)   # the labels added, e.g. "seeds 3, 4"
         return extended
     run.root.mkdir(parents=True, exist_ok=True)
     write_text(run.grid_file, grid.to_yaml())

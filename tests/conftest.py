@@ -32,14 +32,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_cache_key] = folder
 
 
-# The longest files first (measured: `pytest --durations=0 -n 2 --dist loadfile`, 2026-12-01): xdist hands
+# The longest files first (measured: `python benchmarks/suite_timing.py`, 2026-12-01; test_collect_slurm.py is long
+# where a real Slurm cluster is up, as in CI, and short elsewhere): xdist hands
 # files to the two workers in collection order (with --no-loadscope-reorder, as `make test` runs it; by default
 # xdist reorders files by their number of tests), so a long file collected last keeps one worker busy while
 # the other idles. Longest-first evens the workers out; the order of tests inside a file is unchanged.
-LONGEST_FILES = ("test_memory_model.py", "test_demo_contrast.py", "test_runner.py", "test_cli.py",
-                 "test_runner_engine.py", "test_engine.py", "test_sequential.py", "test_report.py", "test_plan.py",
-                 "test_import_epochs.py", "test_calibration_designs.py", "test_collapse.py", "test_browser.py",
-                 "test_exponents.py", "test_export.py", "test_frequentist.py")
+LONGEST_FILES = ("test_demo_contrast.py", "test_memory_model.py", "test_runner.py", "test_collect_slurm.py",
+                 "test_cli.py", "test_runner_engine.py", "test_engine.py", "test_sequential.py", "test_report.py",
+                 "test_plan.py", "test_import_epochs.py", "test_calibration_designs.py", "test_collapse.py",
+                 "test_browser.py", "test_exponents.py", "test_export.py", "test_frequentist.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -106,6 +106,13 @@ def tests_only(n: int, looks: list[int], designs: list[str]) -> None:
                   flush=True)
 
 
+def _cells(r: dict, designs: list[str], digits: int) -> str:
+    """One table row's cells: each design's verdict rates and seeds, then the fixed design's rates."""
+    cells = [x for d in designs for x in (r[d]["remembers"], r[d]["forgets"],
+                                          f"{r[d]['seeds_mean']:.{digits}f} / {r[d]['seeds_max']}")]
+    return " | ".join([*cells, r["fixed"]["remembers"], r["fixed"]["forgets"]])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=600, help="simulated pipelines per design")
@@ -130,18 +137,12 @@ def main() -> None:
     for kind, scale in cases:
         t0 = time.perf_counter()
         r = run_case(kind, scale, args.n, looks, designs)
-        cells = [x for d in designs for x in (r[d]["remembers"], r[d]["forgets"],
-                                              f"{r[d]['seeds_mean']:.1f} / {r[d]['seeds_max']}")]
-        cells += [r["fixed"]["remembers"], r["fixed"]["forgets"]]
-        print(f"| {kind} ({r['doc']}; false: {', '.join(r['false'])}) | {scale} | " + " | ".join(cells) + " |",
+        print(f"| {kind} ({r['doc']}; false: {', '.join(r['false'])}) | {scale} | " + _cells(r, designs, 1) + " |",
               flush=True)
         print(f"  ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
     if args.simulator:
         r = simulator_case(args.simulator, looks, designs)
-        cells = [x for d in designs for x in (r[d]["remembers"], r[d]["forgets"],
-                                              f"{r[d]['seeds_mean']:.2f} / {r[d]['seeds_max']}")]
-        cells += [r["fixed"]["remembers"], r["fixed"]["forgets"]]
-        print(f"| {r['design']} ({r['doc']}; false: forgets) | {r['scale']} | " + " | ".join(cells) + " |")
+        print(f"| {r['design']} ({r['doc']}; false: forgets) | {r['scale']} | " + _cells(r, designs, 2) + " |")
         print(f"  first look alone ({looks[0]} seeds): remembers {r['first look alone']['remembers']}", flush=True)
 
 

@@ -14,15 +14,16 @@ docs/memory-model.md comes from here.
 ``--rules N`` instead measures the decision rules themselves by fast simulation (no NUTS): on N
 tables per design of tests/_memory_designs.py's RULE_DESIGNS (nulls, steps / ramps / one level /
 2 and 3 levels exactly at delta, seed slopes, a noisy level, t3 seed noise, runs missing not at
-random, 16 seeds, power designs) the rates, with 95% Wilson intervals, of the ordered paired test
-of "remembers", the intersection-union test of "forgets", the former Bonferroni check (as it was,
-one-sided in the observed direction, and with the two-sided correction), an IUT with residual
-degrees of freedom pooled over the table (valid only under sphericity), and the full rule with the
-model's probabilities evaluated by the planner's quadrature (models/plan.py, the analysis's own
-posterior for complete tables; MNAR tables are skipped there).
+random, 16 seeds, power designs; and the designs held out late: noise rising along sigma_w, seeds
+that wander along sigma_w, one wild run, memory peaking mid-sweep) the rates, with 95% Wilson
+intervals, of the ordered paired test of "remembers", the intersection-union test of "forgets", the
+former Bonferroni check (as it was, one-sided in the observed direction, and with the two-sided
+correction), an IUT with residual degrees of freedom pooled over the table (valid only under
+sphericity), and the full rule with the model's probabilities evaluated by the planner's quadrature
+(models/plan.py, the analysis's own posterior for complete tables; MNAR tables are skipped there).
 
     python benchmarks/calibration.py [--fits 2] [--designs slopes,step] [--scales demo,paper]
-    python benchmarks/calibration.py --rules 4000 [--quadrature 1000]
+    python benchmarks/calibration.py --rules 4000 [--quadrature 1000] [--rule-designs hetero,walk] [--simulator 0]
     python benchmarks/calibration.py --simulator-only [--simulator 8] [--simulator-looks 3,4,5,6]
 """
 
@@ -140,12 +141,15 @@ def pooled_forgets_bounds(tables: np.ndarray, alpha: float = ALPHA) -> np.ndarra
     return spread + stats.t.ppf(1 - alpha, df) * se
 
 
-def rule_rows(n: int, n_quad: int, seed: int = 0, delta: float = 0.01) -> list[dict]:
-    """Rule-level rates per design and scale (see the module docstring)."""
+def rule_rows(n: int, n_quad: int, seed: int = 0, delta: float = 0.01,
+              kinds: list[str] | None = None) -> list[dict]:
+    """Rule-level rates per design (all of RULE_DESIGNS, or ``kinds``) and scale (see the module docstring)."""
     from initmem.models.plan import decide, posterior_spread
 
     rows = []
     for kind, spec in RULE_DESIGNS.items():
+        if kinds and kind not in kinds:
+            continue
         for scale in SCALES:
             rng = np.random.default_rng(zlib.crc32(f"rules-{kind}-{scale}-{seed}".encode()))
             seeds = [None] if spec.get("seeds") else list(SCALES[scale]["seeds"])
@@ -254,6 +258,8 @@ def main() -> int:
     ap.add_argument("--rules", type=int, default=0, help="tables per design: rule-level simulation, no NUTS")
     ap.add_argument("--quadrature", type=int, default=1000,
                     help="with --rules: tables per design decided by the full rule (quadrature posterior)")
+    ap.add_argument("--rule-designs", default="", help="with --rules: only these designs of RULE_DESIGNS, "
+                    "comma-separated (default: all)")
     ap.add_argument("--simulator", type=int, default=8, help="with --rules: simulated cubes of 32 pipelines with "
                     "12-19 points of exchangeable memory at 3 seeds (and more, sequentially)")
     ap.add_argument("--simulator-looks", default="3,4,5,6", help="the sequential design's looks on those cubes")
@@ -263,8 +269,13 @@ def main() -> int:
         simulator_memory(args.simulator, looks=tuple(int(x) for x in args.simulator_looks.split(",")))
         return 0
     if args.rules:
-        print_rules(rule_rows(args.rules, args.quadrature, args.seed))
-        simulator_memory(args.simulator, looks=tuple(int(x) for x in args.simulator_looks.split(",")))
+        kinds = [k for k in args.rule_designs.split(",") if k]
+        unknown = sorted(set(kinds) - set(RULE_DESIGNS))
+        if unknown:
+            ap.error(f"unknown --rule-designs {unknown}; known: {', '.join(RULE_DESIGNS)}")
+        print_rules(rule_rows(args.rules, args.quadrature, args.seed, kinds=kinds))
+        if args.simulator:
+            simulator_memory(args.simulator, looks=tuple(int(x) for x in args.simulator_looks.split(",")))
         return 0
     fit = {"draws": args.draws, "tune": args.draws, "chains": args.chains, "progress": False}
     rows = run(args.designs.split(","), args.scales.split(","), args.fits, args.seed, fit)

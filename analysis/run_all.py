@@ -20,7 +20,7 @@ import numpy as np
 
 from initmem import cube as C
 from initmem import results as R
-from initmem.analysis.sequential import check_looks, run_until_decided
+from initmem.analysis.sequential import check_looks, fixed_analysis_note, run_until_decided
 from initmem.errors import UserError, option
 from initmem.jsonio import write_json
 
@@ -144,6 +144,9 @@ def run_all(
     if analyze_fn is None:
         from initmem.analysis.run import analyze_cube as analyze_fn
     if looks is not None:
+        note = fixed_analysis_note(analysis_dir)
+        if note:
+            say(note)
         t0 = stage(1, "collect + analyze", f"looks at {', '.join(map(str, looks))} seeds into {out} (resumable)")
 
         def collect_look(g: Any, folder: Path, only: set) -> Path:

@@ -19,25 +19,35 @@ early, and the last look keeps most of alpha.
 The cube grows along ``seed`` in one run folder: a cell trained at look k is the same cell a fixed
 design with those seeds trains (seeds are common random numbers), so the sequential cube's cells are
 bitwise those of the fixed run; cells never trained (decided pipelines at later seeds) are missing.
+
+Resumable look by look: each finished look leaves ``look.json`` beside its analysis (the look's grid, level,
+design and analysis options). A rerun of the same design reuses every look that mark matches, so a run
+killed at look k trains and analyzes from look k on; a look that does not match (other looks, options or
+grid) is analyzed again, on the look's own seeds even when the folder already holds more.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from initmem import cube as C
 from initmem import names as N
 from initmem import results as R
 from initmem.atomic import atomic_path
+from initmem.collect.run.run_folder import RunDir
 from initmem.errors import OptionError
-from initmem.jsonio import write_json
+from initmem.grid import grid_hash
+from initmem.jsonio import json_safe, write_json
 from initmem.models.sequential import DESIGNS, SEQUENTIAL_DESIGN, design_levels
 from initmem.names import ALPHA
 
 DEFAULT_LOOKS = (4, 8, 12, 16)
 SEQUENTIAL_JSON = "sequential.json"
+LOOK_JSON = "look.json"       # beside each finished look's analysis: what made it (reused on a rerun)
 DECIDED = (N.REMEMBERS, N.FORGETS)
 
 
@@ -61,6 +71,24 @@ def seeds_for(grid_seeds: Sequence[int], n: int) -> list[int]:
         seeds.append(nxt)
         nxt += 1
     return seeds[:n]
+
+
+def fixed_analysis_note(analysis_dir: Path) -> str | None:
+    """A note when ``analysis_dir`` holds a fixed design's analysis, which the sequential run replaces.
+
+    Why (docs/sequential.md, "One design's verdicts"): the sequential design re-decides every pipeline from
+    its first look at that look's own level, so its verdicts keep alpha by themselves. Keeping the fixed
+    analysis's verdicts where it decided and the sequential verdicts for the rest spends alpha twice: up to
+    6.3% false verdicts on the rule-level designs at delta (benchmarks/sequential_calibration.py --mixed)."""
+    try:
+        summary = R.load_summary(analysis_dir)
+    except Exception:   # nothing there, or not an analysis: nothing to say
+        return None
+    if summary.sequential is not None:
+        return None
+    return (f"note: {analysis_dir} holds a fixed analysis; the sequential design re-decides every pipeline from "
+            "its first look and replaces it. Report the sequential verdicts alone, not mixed with the fixed "
+            "ones (docs/sequential.md, \"One design's verdicts\").")
 
 
 def run_until_decided(
@@ -93,11 +121,19 @@ def run_until_decided(
     last_dir = out / R.RUN_ANALYSIS_DIR
     for k, (n, level) in enumerate(zip(looks, levels, strict=True)):
         g = grid.model_copy(update={"seeds": seeds_for(grid.seeds, n)})
-        only = {(p, float(s), int(seed)) for p in undecided for s, seed in g.cells(p)}
-        say(f"look {k + 1}/{len(looks)}: {n} seeds for {len(undecided)} undecided pipeline(s), level {level:.4g}")
-        cube_path = collect_fn(g, out, only=only)
         look_dir = out / R.RUN_ANALYSIS_DIR / "looks" / f"{n}-seeds"
-        summary = analyze_fn(cube_path, look_dir, alpha=level, **analyze_options)
+        mark = json.loads(json.dumps(json_safe({   # as it reads back from look.json
+            "grid_hash": grid_hash(g), "level": level, "design": design, "looks": list(looks),
+            "undecided": sorted(undecided), "analyze_options": analyze_options})))
+        summary = _finished_look(look_dir, mark)
+        if summary is not None:
+            say(f"look {k + 1}/{len(looks)}: {n} seeds, finished by an earlier run of this design ({look_dir})")
+        else:
+            say(f"look {k + 1}/{len(looks)}: {n} seeds for {len(undecided)} undecided pipeline(s), "
+                f"level {level:.4g}")
+            summary = _run_look(g, out, look_dir, undecided, collect_fn, lambda c, d, lv=level: analyze_fn(
+                c, d, alpha=lv, **analyze_options))
+            write_json(look_dir / LOOK_JSON, mark)
         for p in undecided:
             res = summary.pipelines.get(p)
             verdict = res.verdict if res is not None else None
@@ -130,6 +166,34 @@ def run_until_decided(
     return cube_path, final_dir, record
 
 
+def _finished_look(look_dir: Path, mark: dict[str, Any]) -> R.Summary | None:
+    """The look's analysis when an earlier run finished it under the same ``mark``, else None."""
+    try:
+        if json.loads((look_dir / LOOK_JSON).read_text()) != mark:
+            return None
+        return R.load_summary(look_dir)
+    except Exception:   # no mark, an unreadable one, or an analysis that does not load: run the look again
+        return None
+
+
+def _run_look(g: Any, out: Path, look_dir: Path, undecided: list[str], collect_fn: Callable[..., Path],
+              analyze: Callable[[Path, Path], Any]) -> Any:
+    """Train the look's cells of the undecided pipelines and analyze the look's seeds.
+
+    The run folder may already hold more seeds than the look (an earlier run of other looks): the
+    collect then keeps them (a run folder's grid only grows), and the look is analyzed on a cube of its
+    own seeds, written beside its analysis."""
+    held = RunDir(out).load_grid().seeds if RunDir(out).exists() else []
+    wide = g if len(held) <= len(g.seeds) else g.model_copy(update={"seeds": list(held)})
+    only = {(p, float(s), int(seed)) for p in undecided for s, seed in g.cells(p)}
+    cube_path = collect_fn(wide, out, only=only)
+    if wide is not g:
+        look_cube = look_dir.parent / f"{look_dir.name}.nc"
+        C.write_cube(C.open_cube(cube_path).sel({C.SEED: list(g.seeds)}), look_cube)
+        cube_path = look_cube
+    return analyze(cube_path, look_dir)
+
+
 def _final_summary(last: R.Summary, decided: dict[str, dict[str, Any]], history: dict[str, list[dict]],
                    record: dict[str, Any]) -> R.Summary:
     """The last look's summary with each pipeline's sequential verdict and its look history."""
@@ -141,4 +205,4 @@ def _final_summary(last: R.Summary, decided: dict[str, dict[str, Any]], history:
     return last
 
 
-__all__ = ["DEFAULT_LOOKS", "check_looks", "run_until_decided", "seeds_for"]
+__all__ = ["DEFAULT_LOOKS", "check_looks", "fixed_analysis_note", "run_until_decided", "seeds_for"]

@@ -12,10 +12,15 @@ Reported: each verdict's rate with its 95% Wilson interval, the mean and largest
         [--designs union,exact,paired-t]
     python benchmarks/sequential_calibration.py --tests-only 100000
     python benchmarks/sequential_calibration.py --n 600 --looks 3,4,5,6 --designs paired-t --simulator 16
+    python benchmarks/sequential_calibration.py --n 2000 --designs paired-t --mixed --cases two_levels:paper
 
 ``--tests-only N``: the seeds' paired tests alone (no model), on N tables per design, where they are
 nearly exact: two levels at delta (the intersection-union test is a TOST at its boundary) and a ramp
 at delta at the paper's scale.
+
+``--mixed``: what reporting two designs' verdicts would cost (docs/sequential.md, "One design's verdicts"):
+a fixed analysis of the first look's seeds at alpha, its verdict kept where it decided and the sequential
+design's verdict taken for the rest. Each design alone keeps alpha; the mix spends it twice.
 """
 
 from __future__ import annotations
@@ -52,19 +57,25 @@ def rate(v: np.ndarray, which: int) -> str:
     return f"{k}/{m} = {k / m:.1%} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
-def run_case(kind: str, scale: str, n: int, looks: list[int], designs: list[str]) -> dict:
+def run_case(kind: str, scale: str, n: int, looks: list[int], designs: list[str], mixed: bool = False) -> dict:
     rng = np.random.default_rng(zlib.crc32(f"seq-{kind}-{scale}".encode()))
     tables = rule_tables(kind, scale, n, rng, n_seed=looks[-1], delta=DELTA)
     tables = tables[~np.isnan(tables).any(axis=(1, 2))]
     sig, n_lev = noise_sd(SCALES[scale]["n_test"]), tables.shape[1]
     std, sigma_w = (tables - 0.9) / sig, np.geomspace(0.25, 8.0, n_lev)
     out = {"design": kind, "scale": scale, "doc": RULE_DESIGNS[kind]["doc"], "false": RULE_DESIGNS[kind]["false"]}
+    verdicts = {}
     for name in designs:
-        verdict, seeds = sequential_decisions(std, DELTA / sig, looks, rng, sigma_w, design=DESIGNS[name])
-        out[name] = {"remembers": rate(verdict, 1), "forgets": rate(verdict, -1),
+        verdicts[name], seeds = sequential_decisions(std, DELTA / sig, looks, rng, sigma_w, design=DESIGNS[name])
+        out[name] = {"remembers": rate(verdicts[name], 1), "forgets": rate(verdicts[name], -1),
                      "seeds_mean": float(seeds.mean()), "seeds_max": int(seeds.max())}
     fixed = rule_decisions(std, DELTA / sig, ALPHA, rng, sigma_w)
     out["fixed"] = {"remembers": rate(fixed, 1), "forgets": rate(fixed, -1)}
+    if mixed:       # a fixed analysis of the first look at alpha, then the (first) sequential design for the rest
+        first = rule_decisions(std[:, :, : looks[0]], DELTA / sig, ALPHA, rng, sigma_w)
+        mix = np.where(first != 0, first, verdicts[designs[0]])
+        out["mixed"] = {f"fixed {looks[0]}": {"remembers": rate(first, 1), "forgets": rate(first, -1)},
+                        "mixed": {"remembers": rate(mix, 1), "forgets": rate(mix, -1)}}
     return out
 
 
@@ -120,6 +131,8 @@ def main() -> None:
     ap.add_argument("--cases", default="", help="design:scale,... (default: all of CASES)")
     ap.add_argument("--designs", default=",".join(DESIGNS), help=f"of {', '.join(DESIGNS)}")
     ap.add_argument("--tests-only", type=int, default=0, help="tables per design: the paired tests alone, no model")
+    ap.add_argument("--mixed", action="store_true", help="also: a fixed analysis of the first look at alpha "
+                    "mixed with the sequential verdicts (what reporting two designs costs)")
     ap.add_argument("--simulator", type=int, default=0, help="cubes of the simulator's 12-point memories: a power "
                     "row beside the false verdicts, in the same run (with --looks 3,4,5,6: docs/sequential.md)")
     args = ap.parse_args()
@@ -136,9 +149,12 @@ def main() -> None:
     print("\n| design | scale | " + " | ".join(head) + " |\n|" + "---|" * (len(head) + 2))
     for kind, scale in cases:
         t0 = time.perf_counter()
-        r = run_case(kind, scale, args.n, looks, designs)
+        r = run_case(kind, scale, args.n, looks, designs, args.mixed)
         print(f"| {kind} ({r['doc']}; false: {', '.join(r['false'])}) | {scale} | " + _cells(r, designs, 1) + " |",
               flush=True)
+        if args.mixed:
+            print("  " + "; ".join(f"{k}: remembers {v['remembers']}, forgets {v['forgets']}"
+                                   for k, v in r["mixed"].items()), flush=True)
         print(f"  ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
     if args.simulator:
         r = simulator_case(args.simulator, looks, designs)

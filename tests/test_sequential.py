@@ -128,7 +128,7 @@ def _fake_analysis(decide_at: dict[str, tuple[int, str]], calls: list[tuple[int,
     def analyze(cube_path: Path, out_dir: Path, **kw) -> R.Summary:
         ds = cube.open_cube(cube_path)
         n = int((ds[cube.STATUS] == cube.OK).any((cube.PIPELINE, cube.SIGMA)).sum())
-        calls.append((n, kw["alpha"]))
+        calls.append((n, kw.get("alpha", ALPHA)))
         verdicts = {p: (v if n >= at else "inconclusive") for p, (at, v) in decide_at.items()}
         tmp = Path(out_dir).parent / "_tmp"
         write_analysis(ds, tmp, verdicts=verdicts, with_curves=False, write_cube=False)
@@ -171,6 +171,57 @@ def test_seeds_go_only_to_undecided_pipelines_and_the_cube_matches_a_fixed_run(t
     assert seq.design == PAIRED_T and seq.levels == pytest.approx(paired_t_levels([2, 4, 6]))  # the analysis's
     assert seq.runs_used == (2 + 4) * 3 and seq.runs_fixed == 6 * 3 * 2
     assert (res.analysis_dir / "sequential.json").is_file() and res.report.is_file()
+
+
+def test_a_killed_sequential_run_resumes_at_its_first_unfinished_look(tmp_path):
+    grid = tmp_path / "fake.yaml"
+    grid.write_text(FAKE_GRID)
+    calls: list[tuple[int, float]] = []
+    fake = _fake_analysis({"sgd": (2, "forgets"), "adam": (6, "remembers")}, calls)
+    killed = {"done": False}
+
+    def analyze(cube_path: Path, out_dir: Path, **kw) -> R.Summary:
+        if len(calls) == 1 and not killed["done"]:      # the second look dies once, mid-analysis
+            killed["done"] = True
+            raise KeyboardInterrupt
+        return fake(cube_path, out_dir, **kw)
+
+    run = dict(quiet=True, train_fn=fake_train_pack, analyze_fn=analyze)
+    with pytest.raises(KeyboardInterrupt):
+        run_all(grid, tmp_path / "run", looks=[2, 4, 6], **run)
+    assert [n for n, _ in calls] == [2]
+    res = run_all(grid, tmp_path / "run", looks=[2, 4, 6], **run)        # the same command again
+    assert [n for n, _ in calls] == [2, 4, 6]                            # look 1 was not analyzed again
+    summary = R.load_summary(res.analysis_dir)
+    assert summary.pipelines["sgd"].verdict == "forgets" and summary.pipelines["adam"].verdict == "remembers"
+    assert [lk.seeds for lk in summary.pipelines["adam"].looks] == [2, 4, 6]
+    run_all(grid, tmp_path / "run", looks=[2, 4, 6], **run)              # finished: every look is reused
+    assert [n for n, _ in calls] == [2, 4, 6]
+    # Other looks in the same folder: each is analyzed again at its own level, on its own seeds only,
+    # though the folder holds 6 (the stand-in counts the seeds it is given).
+    res = run_all(grid, tmp_path / "run", looks=[3, 6], **run)
+    assert [n for n, _ in calls[3:]] == [3, 6]
+    assert calls[3][1] == pytest.approx(paired_t_levels([3, 6])[0])
+    assert cube.open_cube(res.cube)[cube.SEED].values.tolist() == list(range(6))
+
+
+def test_a_sequential_run_over_a_fixed_analysis_says_it_replaces_it(tmp_path):
+    # Mixing the fixed analysis's verdicts with the sequential ones spends alpha twice (docs/sequential.md,
+    # "One design's verdicts"), so a sequential run into a folder that holds a fixed analysis says so, once.
+    grid = tmp_path / "fake.yaml"
+    grid.write_text(FAKE_GRID)
+    analyze = _fake_analysis({"sgd": (2, "forgets"), "adam": (4, "remembers")}, [])
+    run_all(grid, tmp_path / "run", quiet=True, train_fn=fake_train_pack, analyze_fn=analyze)   # fixed
+    said: list[str] = []
+    res = run_all(grid, tmp_path / "run", quiet=True, train_fn=fake_train_pack, analyze_fn=analyze,
+                  looks=[4, 6], say=said.append)
+    notes = [m for m in said if "holds a fixed analysis" in m]
+    assert len(notes) == 1 and "One design's verdicts" in notes[0], said
+    assert R.load_summary(res.analysis_dir).sequential is not None          # replaced by the sequential one
+    said.clear()
+    run_all(grid, tmp_path / "run", quiet=True, train_fn=fake_train_pack, analyze_fn=analyze, looks=[4, 6],
+            say=said.append)
+    assert not [m for m in said if "holds a fixed analysis" in m], said    # a sequential analysis: no note
 
 
 def test_the_command_line_refuses_bad_looks(tmp_path):

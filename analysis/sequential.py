@@ -124,7 +124,7 @@ def run_until_decided(
         look_dir = out / R.RUN_ANALYSIS_DIR / "looks" / f"{n}-seeds"
         mark = json.loads(json.dumps(json_safe({   # as it reads back from look.json
             "grid_hash": grid_hash(g), "level": level, "design": design, "looks": list(looks),
-            "undecided": sorted(undecided), "analyze_options": analyze_options})))
+            "undecided": sorted(undecided), "analyze_options": analyze_options}), default=str))
         summary = _finished_look(look_dir, mark)
         if summary is not None:
             say(f"look {k + 1}/{len(looks)}: {n} seeds, finished by an earlier run of this design ({look_dir})")

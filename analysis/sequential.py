@@ -183,7 +183,8 @@ def _run_look(g: Any, out: Path, look_dir: Path, undecided: list[str], collect_f
     The run folder may already hold more seeds than the look (an earlier run of other looks): the
     collect then keeps them (a run folder's grid only grows), and the look is analyzed on a cube of its
     own seeds, written beside its analysis."""
-    held = RunDir(out).load_grid().seeds if RunDir(out).exists() else []
+    run = RunDir(out)
+    held = run.load_grid().seeds if run.exists() else []
     wide = g if len(held) <= len(g.seeds) else g.model_copy(update={"seeds": list(held)})
     only = {(p, float(s), int(seed)) for p in undecided for s, seed in g.cells(p)}
     cube_path = collect_fn(wide, out, only=only)

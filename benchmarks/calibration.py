@@ -61,6 +61,7 @@ from tests._memory_designs import (
     compiled_model,
     design_tables,
     noise_sd,
+    pooled_pair_se,
     rule_tables,
     simulator_memories,
     table_data,
@@ -131,11 +132,7 @@ def pooled_forgets_bounds(tables: np.ndarray, alpha: float = ALPHA) -> np.ndarra
     """The IUT with every pair's SE from the residual mean square of the levels x seeds table
     ((L - 1)(S - 1) df): what pooling would buy, valid only when every pair's difference has the
     same variance (sphericity). Complete tables only."""
-    n_lev, n_seed = tables.shape[-2:]
-    r = (tables - tables.mean(axis=-1, keepdims=True) - tables.mean(axis=-2, keepdims=True)
-         + tables.mean(axis=(-2, -1), keepdims=True))
-    df = (n_lev - 1) * (n_seed - 1)
-    se = np.sqrt(2.0 * (r**2).sum(axis=(-2, -1)) / df / n_seed)
+    se, df = pooled_pair_se(tables)
     means = tables.mean(axis=-1)
     spread = means.max(axis=-1) - means.min(axis=-1)
     return spread + stats.t.ppf(1 - alpha, df) * se

@@ -39,7 +39,7 @@ from initmem.simulate import SimPipeline, read_truth, simulate_cube
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests._memory_designs import rule_tables
+from tests._memory_designs import pooled_pair_se, rule_tables
 
 DELTA_POINTS = 1.0
 
@@ -78,11 +78,9 @@ def ordered_levels(n_levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
 def pooled_remembers(tables: np.ndarray, delta: float) -> np.ndarray:
     """The ordered test with every pair's SE from the residual mean square of the levels x seeds table
     ((L - 1)(S - 1) df, two-sided p): valid only if every pair's difference has the same variance."""
-    _, n_lev, n_seed = tables.shape
-    r = tables - tables.mean(2, keepdims=True) - tables.mean(1, keepdims=True) + tables.mean((1, 2), keepdims=True)
-    df = (n_lev - 1) * (n_seed - 1)
-    se = np.sqrt(2 * (r**2).sum(axis=(1, 2)) / df / n_seed)[:, None]
-    j, k, _, level = ordered_levels(n_lev)
+    se, df = pooled_pair_se(tables)
+    se = se[:, None]
+    j, k, _, level = ordered_levels(tables.shape[1])
     means = tables.mean(axis=2)
     p = np.minimum(1.0, 2 * stats.t.sf((np.abs(means[:, j] - means[:, k]) - delta) / se, df))
     return (p <= level).any(axis=1)

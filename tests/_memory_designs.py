@@ -257,6 +257,17 @@ def rule_tables(kind: str, scale: str, n: int, rng: np.random.Generator, *, n_se
     return tab
 
 
+def pooled_pair_se(tables: np.ndarray) -> tuple[np.ndarray, int]:
+    """Every pair's SE from the residual mean square of complete (..., L, S) tables, and its (L - 1)(S - 1)
+    degrees of freedom: what pooling over the table would give each pair's test. Valid only when every pair's
+    difference has the same variance (sphericity); the benchmarks measure what it costs where that fails."""
+    n_lev, n_seed = tables.shape[-2:]
+    r = (tables - tables.mean(axis=-1, keepdims=True) - tables.mean(axis=-2, keepdims=True)
+         + tables.mean(axis=(-2, -1), keepdims=True))
+    df = (n_lev - 1) * (n_seed - 1)
+    return np.sqrt(2.0 * (r**2).sum(axis=(-2, -1)) / df / n_seed), df
+
+
 def rule_rates(kind: str, scale: str, n: int, rng: np.random.Generator, delta: float = 0.01,
                alpha: float | None = None) -> dict[str, tuple[int, int]]:
     """(k, n) of "remembers" (ordered test), "forgets" (intersection-union test) and, for

@@ -131,6 +131,7 @@ def run_until_decided(
         else:
             say(f"look {k + 1}/{len(looks)}: {n} seeds for {len(undecided)} undecided pipeline(s), "
                 f"level {level:.4g}")
+            (look_dir / LOOK_JSON).unlink(missing_ok=True)   # a stale mark must never vouch for the new analysis
             summary = _run_look(g, out, look_dir, undecided, collect_fn, lambda c, d, lv=level: analyze_fn(
                 c, d, alpha=lv, **analyze_options))
             write_json(look_dir / LOOK_JSON, mark)

@@ -132,6 +132,7 @@ def _fake_analysis(decide_at: dict[str, tuple[int, str]], calls: list[tuple[int,
         verdicts = {p: (v if n >= at else "inconclusive") for p, (at, v) in decide_at.items()}
         tmp = Path(out_dir).parent / "_tmp"
         write_analysis(ds, tmp, verdicts=verdicts, with_curves=False, write_cube=False)
+        shutil.rmtree(out_dir, ignore_errors=True)       # an analysis replaces what the folder held
         shutil.move(tmp / "analysis", out_dir)
         shutil.rmtree(tmp)
         return R.load_summary(out_dir)
@@ -203,6 +204,9 @@ def test_a_killed_sequential_run_resumes_at_its_first_unfinished_look(tmp_path):
     assert [n for n, _ in calls[3:]] == [3, 6]
     assert calls[3][1] == pytest.approx(paired_t_levels([3, 6])[0])
     assert cube.open_cube(res.cube)[cube.SEED].values.tolist() == list(range(6))
+    summary = R.load_summary(res.analysis_dir)
+    assert [lk.seeds for lk in summary.pipelines["adam"].looks] == [3, 6]
+    assert summary.sequential.looks == [3, 6] and summary.pipelines["adam"].verdict == "remembers"
 
 
 def test_a_sequential_run_over_a_fixed_analysis_says_it_replaces_it(tmp_path):

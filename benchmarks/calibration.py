@@ -23,7 +23,7 @@ sphericity), and the full rule with the model's probabilities evaluated by the p
 (models/plan.py, the analysis's own posterior for complete tables; MNAR tables are skipped there).
 
     python benchmarks/calibration.py [--fits 2] [--designs slopes,step] [--scales demo,paper]
-    python benchmarks/calibration.py --rules 4000 [--quadrature 1000] [--rule-designs hetero,walk] [--simulator 0]
+    python benchmarks/calibration.py --rules 4000 [--quadrature 1000] [--rule-designs late|hetero,walk] [--simulator 0]
     python benchmarks/calibration.py --simulator-only [--simulator 8] [--simulator-looks 3,4,5,6]
 """
 
@@ -54,6 +54,7 @@ from initmem.models.summaries import DECISION, attach_checks
 from initmem.names import ALPHA, ESS_MIN, RHAT_MAX
 from tests._memory_designs import (
     DESIGNS,
+    LATE_HELD_OUT,
     RULE_DESIGNS,
     SCALES,
     L,
@@ -256,7 +257,7 @@ def main() -> int:
     ap.add_argument("--quadrature", type=int, default=1000,
                     help="with --rules: tables per design decided by the full rule (quadrature posterior)")
     ap.add_argument("--rule-designs", default="", help="with --rules: only these designs of RULE_DESIGNS, "
-                    "comma-separated (default: all)")
+                    "comma-separated, or 'late' for the designs held out late (default: all)")
     ap.add_argument("--simulator", type=int, default=8, help="with --rules: simulated cubes of 32 pipelines with "
                     "12-19 points of exchangeable memory at 3 seeds (and more, sequentially)")
     ap.add_argument("--simulator-looks", default="3,4,5,6", help="the sequential design's looks on those cubes")
@@ -266,7 +267,7 @@ def main() -> int:
         simulator_memory(args.simulator, looks=tuple(int(x) for x in args.simulator_looks.split(",")))
         return 0
     if args.rules:
-        kinds = [k for k in args.rule_designs.split(",") if k]
+        kinds = list(LATE_HELD_OUT) if args.rule_designs == "late" else [k for k in args.rule_designs.split(",") if k]
         unknown = sorted(set(kinds) - set(RULE_DESIGNS))
         if unknown:
             ap.error(f"unknown --rule-designs {unknown}; known: {', '.join(RULE_DESIGNS)}")

@@ -33,7 +33,7 @@ import numpy as np
 from scipy import stats
 
 from initmem.models.data import prepare_data
-from initmem.models.paired import EXTREME_WEIGHT, forgets_levels, remembers_at
+from initmem.models.paired import extreme_weight, forgets_levels, remembers_at
 from initmem.names import ALPHA
 from initmem.simulate import SimPipeline, read_truth, simulate_cube
 
@@ -72,7 +72,8 @@ def ordered_levels(n_levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     """Pair indices (j < k), which pair is the extreme one, and each pair's level in the ordered test."""
     j, k = np.triu_indices(n_levels, 1)
     ext = (j == 0) & (k == n_levels - 1)
-    return j, k, ext, np.where(ext, ALPHA * EXTREME_WEIGHT, ALPHA * (1 - EXTREME_WEIGHT) / (ext.size - 1))
+    w = extreme_weight(j.size)         # the rule's own split of alpha (models/paired.py)
+    return j, k, ext, np.where(ext, ALPHA * w, ALPHA * (1 - w) / max(ext.size - 1, 1))
 
 
 def pooled_remembers(tables: np.ndarray, delta: float) -> np.ndarray:

@@ -120,7 +120,7 @@ def analyze_cube(
     for pipe, reason in data.skipped.items():
         warn(f"pipeline {pipe!r} skipped: {reason}")
 
-    model = MemoryModel(data, delta=delta)
+    model = MemoryModel(data, delta=delta, slots=spec.compile_shape)
     diag = fit_checked(model, sampler=spec.sampler, draws=spec.draws, tune=spec.tune, chains=spec.chains, seed=seed,
                        progress=progress)
     pipelines = model.summarize(delta, spec.alpha)

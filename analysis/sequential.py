@@ -113,6 +113,9 @@ def run_until_decided(
     """
     design = DESIGNS.get(design, design)
     levels = design_levels(looks, alpha, design)
+    # Every look's model is compiled for the last look's seeds, so one compiled sampler serves them all.
+    asked = analyze_options.get("compile_shape") or (0, 0, 0)
+    compile_shape = (*asked[:2], max(asked[2], looks[-1]))
     undecided = list(grid.pipelines)
     history: dict[str, list[dict[str, Any]]] = {p: [] for p in grid.pipelines}
     decided: dict[str, dict[str, Any]] = {}
@@ -133,7 +136,7 @@ def run_until_decided(
                 f"level {level:.4g}")
             (look_dir / LOOK_JSON).unlink(missing_ok=True)   # a stale mark must never vouch for the new analysis
             summary = _run_look(g, out, look_dir, undecided, collect_fn, lambda c, d, lv=level: analyze_fn(
-                c, d, alpha=lv, **analyze_options))
+                c, d, alpha=lv, **{**analyze_options, "compile_shape": compile_shape}))
             write_json(look_dir / LOOK_JSON, mark)
         for p in undecided:
             res = summary.pipelines.get(p)

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from initmem.cli.output import echo, fmt_stat, is_quiet
-from initmem.cli.params import LOOKS, SpecChoice
+from initmem.cli.params import LOOKS, SHAPE, SpecChoice
 
 # --- analyze and plan (issues 5-6) ---------------------------------------------------------
 
@@ -36,15 +36,19 @@ from initmem.cli.params import LOOKS, SpecChoice
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed (reproducible results).")
 @click.option("--memory", type=SpecChoice("MEMORY_KINDS"), default="radial", show_default=True,
               help="Memory curve used by the collapse test.")
+@click.option("--compile-shape", type=SHAPE, default=None,
+              help="Compile the memory model for at least this shape (0: the cube's own size), so that smaller "
+                   "cubes share one compiled sampler; the posterior is the same, only the draws differ.")
 def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | None, delta: float | None, gate: str,
-            sampler: str, draws: int, tune: int, chains: int, seed: int, memory: str) -> None:
+            sampler: str, draws: int, tune: int, chains: int, seed: int, memory: str,
+            compile_shape: tuple[int, int, int] | None) -> None:
     """Fit the hierarchical memory model; write DIR/posterior.nc and DIR/summary.json."""
     from initmem.analysis import analyze_cube
     from initmem.results import SUMMARY_JSON
 
     summary = analyze_cube(cube_path, out_dir, metric=metric, family=family, delta=delta, gate=gate,
                            sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed, memory=memory,
-                           progress=not is_quiet(), command=["initmem", *sys.argv[1:]])
+                           compile_shape=compile_shape, progress=not is_quiet(), command=["initmem", *sys.argv[1:]])
     d = summary.diagnostics
     echo(f"{summary.metric} ({summary.family}), delta = {summary.delta:g}, gate {summary.gate}; sampler "
          f"{d.sampler}: compile {d.compile_seconds or 0:.1f} s, sampling {d.sampling_seconds or 0:.1f} s"

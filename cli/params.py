@@ -86,6 +86,28 @@ class LooksType(click.ParamType):
 LOOKS = LooksType()
 
 
+class ShapeType(click.ParamType):
+    """``--compile-shape``: three comma-separated sizes, pipelines, sigma_w levels, seeds (``8,6,16``); their
+    range is checked by the analysis options (AnalysisSpec)."""
+
+    name = "P,L,S"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
+        if isinstance(value, list | tuple):
+            return tuple(int(n) for n in value)
+        try:
+            out = tuple(int(n) for n in str(value).split(","))
+        except ValueError:
+            out = ()
+        if len(out) != 3:
+            self.fail(f"must be three comma-separated sizes: pipelines, sigma_w levels, seeds (got {value!r})",
+                      param, ctx)
+        return out
+
+
+SHAPE = ShapeType()
+
+
 class CubeNameChoice(click.Choice):
     """A choice among cube variable names, given by their constants in initmem.cube and resolved on
     first use: importing initmem.cube (numpy, xarray) when this module loads would slow down every

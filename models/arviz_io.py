@@ -44,6 +44,16 @@ def from_netcdf(path: str | os.PathLike) -> az.InferenceData:
         raise UserError(f"{path} is not a readable posterior ({exc.__class__.__name__}: {exc})") from None
 
 
+def take_first(idata: az.InferenceData, sizes: dict[str, int]) -> az.InferenceData:
+    """The first ``sizes[dim]`` positions along each named dim, in every group that has it (a
+    padded model's slots dropped, models/memory.py); the same object when nothing is cut."""
+    cut = {}
+    for group in idata.groups():
+        ds = idata[group]
+        cut.update({dim: slice(0, n) for dim, n in sizes.items() if dim in ds.dims and ds.sizes[dim] > n})
+    return idata.isel(**cut) if cut else idata
+
+
 def with_posterior_vars(idata: az.InferenceData, extra: dict[str, xr.DataArray],
                         drop: list[str] | None = None, coords: dict[str, Any] | None = None) -> az.InferenceData:
     """Add derived quantities (dims chain, draw, ...) to the posterior group, drop variables

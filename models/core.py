@@ -62,9 +62,11 @@ def table_sums(y: Any, lev: Any, sd: Any, x: Any = None) -> dict[str, Any]:
     (..., L) (:func:`slope_axis`; None or 0 for none); works on numpy and PyTensor arrays."""
     w = lev[..., :, None] * sd[..., None, :]
     n_l, n_s = lev.sum(axis=-1), sd.sum(axis=-1)
-    grand = (w * y).sum(axis=(-2, -1)) / (n_l * n_s)
-    lm = (w * y).sum(axis=-1) / n_s[..., None]
-    sm = (w * y).sum(axis=-2) / n_l[..., None]
+    # An empty table (a padding slot, models/memory.py) divides by 1, not 0: its sums are 0, never NaN.
+    # A real table has n_l, n_s >= 1, where this is n_l * n_s exactly.
+    grand = (w * y).sum(axis=(-2, -1)) / (n_l * n_s + (n_l * n_s <= 0) * 1.0)
+    lm = (w * y).sum(axis=-1) / (n_s + (n_s <= 0) * 1.0)[..., None]
+    sm = (w * y).sum(axis=-2) / (n_l + (n_l <= 0) * 1.0)[..., None]
     ss_level = n_s * (lev * (lm - grand[..., None]) ** 2).sum(axis=-1)
     ss_seed = n_l * (sd * (sm - grand[..., None]) ** 2).sum(axis=-1)
     resid = y - lm[..., :, None] - sm[..., None, :] + grand[..., None, None]

@@ -189,7 +189,7 @@ class ExponentModel:
 
     def summary(self, tolerance: float = DEFAULT_TOLERANCE) -> dict[str, Any]:
         """Exponents with 90% intervals, P(named clock's exponents within tolerance), diagnostics."""
-        import arviz as az
+        from initmem.models import arviz_io
 
         d = self.data
         draws = self.beta_draws()
@@ -210,12 +210,10 @@ class ExponentModel:
                             "compared": cols}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rhat = az.rhat(self.idata, var_names=["alpha", "beta", "tau", "sigma"])
-            ess = az.ess(self.idata, var_names=["alpha", "beta", "tau", "sigma"])
-        rhat_max = float(max(np.nanmax(rhat[v].values) for v in rhat.data_vars))
-        ess_min = float(min(np.nanmin(ess[v].values) for v in ess.data_vars))
-        stats = self.idata.sample_stats
-        div = int(stats["diverging"].values.sum()) if "diverging" in stats else 0
+            st = arviz_io.rhat_ess(self.idata, ["alpha", "beta", "tau", "sigma"])
+        rhat_max = float(max(np.nanmax(st["rhat"][v].values) for v in st["rhat"].data_vars))
+        ess_min = float(min(np.nanmin(st["ess_bulk"][v].values) for v in st["ess_bulk"].data_vars))
+        div = arviz_io.divergences(self.idata)
         best = max(clocks, key=lambda c: clocks[c]["probability"]) if clocks else None
         return {
             "response": "log optimizer steps to forgetting, per seed",

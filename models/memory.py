@@ -24,6 +24,15 @@ of fixed shape, so the compiled sampler depends only on the model's structure
 (:meth:`MemoryModel.structure`): :meth:`refit` and any other model of the same structure in this
 process (calibration, the divergence sensitivity refit, plan checks, sequential looks) reuse it,
 and later processes load it from the disk cache (models/compiled.py) instead of compiling.
+
+Slots: the compiled sampler's shape can be larger than the table (``slots``, a smallest (pipelines,
+sigma_w levels, seeds) shape). The extra cells are padding, outside every pipeline's rectangle and so
+exactly absent: their free values are pinned standard normals and a padded pipeline contributes only its
+SDs' priors (a pipeline mask zeroes its likelihood), both independent of everything real, so the
+posterior of the real parameters is the unpadded one; only the Monte Carlo draws differ. Padding to
+the last look's seeds is what lets every look of a sequential design (docs/sequential.md) run on one
+compiled sampler, and analyses of different small cubes share one (docs/memory-model.md, "Compiled
+model cache").
 """
 
 from __future__ import annotations
@@ -63,20 +72,42 @@ def sigma_scales(d: MemoryData, priors: Priors, delta: float | None) -> np.ndarr
                      for a in range(len(d.pipelines))])
 
 
+def padded(arr: dict[str, np.ndarray], shape: tuple[int, int, int]) -> dict[str, np.ndarray]:
+    """The model's arrays grown to ``shape`` (pipeline, sigma_w, seed) with empty padding: no cell
+    observed, imputed or inside a rectangle; a padded pipeline has mask 0 and prior scale 1."""
+    grow = [n - m for n, m in zip(shape, arr["z"].shape, strict=True)]
+    if min(grow) < 0:
+        raise ValueError(f"slots {shape} are smaller than the table {arr['z'].shape}")
+    axes = {"z": (0, 1, 2), "obs": (0, 1, 2), "imputed": (0, 1, 2), "lev": (0, 1), "sd": (0, 2), "x": (0, 1),
+            "sigma_scale": (0,), "pipe": (0,), "seed_effect": (0,)}
+    fill = {"sigma_scale": 1.0}
+    return {k: np.pad(v, [(0, grow[a]) for a in axes[k]], constant_values=fill.get(k, 0.0)) for k, v in arr.items()}
+
+
+def _slot_labels(real: list[Any], n: int, start: float) -> list[Any]:
+    """Coordinate labels for ``n`` padding slots after ``real``, unlike any real label."""
+    return [*real, *(start - k for k in range(n))]
+
+
 def _model_arrays(d: MemoryData, priors: Priors, delta: float | None) -> dict[str, np.ndarray]:
     rect = d.level_mask[:, :, None] & d.seed_mask[:, None, :]
     imputed = rect & ~d.used
     x = core.slope_axis(d.sigma_w, d.level_mask, d.seed_design == cube.SEED_PAIRED)
     return {"z": d.standardized(), "obs": d.used.astype(float), "imputed": imputed.astype(float),
             "lev": d.level_mask.astype(float), "sd": d.seed_mask.astype(float), "x": x,
-            "sigma_scale": sigma_scales(d, priors, delta)}
+            "sigma_scale": sigma_scales(d, priors, delta), "pipe": np.ones(len(d.pipelines)),
+            # 1 where seeds are paired (a seed effect shared by every level), 0 for independent seeds
+            "seed_effect": np.full(len(d.pipelines), 1.0 if d.seed_design == cube.SEED_PAIRED else 0.0)}
 
 
 class MemoryModel:
     """Build, fit and summarize the memory model of one metric."""
 
-    def __init__(self, data: MemoryData, *, delta: float | None = None, priors: Priors | None = None) -> None:
+    def __init__(self, data: MemoryData, *, delta: float | None = None, priors: Priors | None = None,
+                 slots: tuple[int, int, int] | None = None) -> None:
         self.data = data
+        # The compiled sampler's (pipeline, sigma_w, seed) shape: the table's, or larger (padding; above).
+        self.shape = tuple(max(int(a), int(b)) for a, b in zip(data.used.shape, slots or (0, 0, 0), strict=True))
         # Independent seeds share nothing across sigma_w: the seed effect is fixed at 0, so the seed
         # sum of squares joins the residual one (the one-way REML likelihood; docs/memory-model.md).
         self.paired = data.seed_design == cube.SEED_PAIRED
@@ -103,26 +134,48 @@ class MemoryModel:
             self._arr = _model_arrays(self.data, self.priors, self.delta)
         return self._arr
 
+    def _inputs(self) -> dict[str, np.ndarray]:
+        """The arrays the sampler reads: the model's arrays padded to its compiled shape."""
+        return padded(self._arrays(), self.shape)
+
+    @property
+    def padding(self) -> bool:
+        return self.shape != self.data.used.shape
+
     @property
     def coords(self) -> dict[str, Any]:
         d = self.data
         return {cube.PIPELINE: d.pipelines, cube.SIGMA: d.sigma_w.tolist(), cube.SEED: [int(s) for s in d.seeds]}
 
+    def _real_sizes(self) -> dict[str, int]:
+        """The table's own size along each dim of the posterior, padding slots cut (the sampled SDs'
+        unconstrained values carry PyMC's unnamed per-pipeline dim)."""
+        p, n_l, n_s = self.data.used.shape
+        return {cube.PIPELINE: p, cube.SIGMA: n_l, cube.SEED: n_s, **{f"{n}_log___dim_0": p for n in _SAMPLED}}
+
+    def _slot_coords(self) -> dict[str, Any]:
+        """The coordinates of the compiled shape: the real labels, then the padding slots' own."""
+        real, extra = self.coords, [n - m for n, m in zip(self.shape, self.data.used.shape, strict=True)]
+        seeds = real[cube.SEED]
+        return {cube.PIPELINE: [*real[cube.PIPELINE], *(f"(slot {k})" for k in range(extra[0]))],
+                cube.SIGMA: _slot_labels(real[cube.SIGMA], extra[1], -1.0),
+                cube.SEED: _slot_labels(seeds, extra[2], min(seeds, default=0) - 1)}
+
     def structure(self) -> dict[str, Any]:
-        """What the compiled sampler depends on besides the code: the table's shape, the seed
-        design and the prior constants in the graph (everything else is ``pm.Data``). Every prior
+        """What the compiled sampler depends on besides the code: the compiled shape and the prior
+        constants in the graph (everything else, the seed design included, is ``pm.Data``). Every prior
         number is included, not only those the graph reads today, so a new one can never be
         missed."""
-        arr = self._arrays()
-        return {"shape": list(arr["z"].shape), "paired": bool(self.paired), "priors": self.priors.as_dict(),
+        arr = self._inputs()
+        return {"shape": list(arr["z"].shape), "priors": self.priors.as_dict(),
                 "dtypes": {k: str(v.dtype) for k, v in sorted(arr.items())}}
 
     def _build(self):
         import pymc as pm
 
-        arr, pr = self._arrays(), self.priors
+        arr, pr = self._inputs(), self.priors
         dims3 = (cube.PIPELINE, cube.SIGMA, cube.SEED)
-        with pm.Model(coords=self.coords) as model:
+        with pm.Model(coords=self._slot_coords()) as model:
             z = pm.Data("z", arr["z"], dims=dims3)
             obs = pm.Data("obs", arr["obs"], dims=dims3)
             imputed = pm.Data("imputed", arr["imputed"], dims=dims3)
@@ -130,6 +183,8 @@ class MemoryModel:
             sd = pm.Data("sd", arr["sd"], dims=(cube.PIPELINE, cube.SEED))
             sigma_scale = pm.Data("sigma_scale", arr["sigma_scale"], dims=cube.PIPELINE)
             x = pm.Data("x", arr["x"], dims=(cube.PIPELINE, cube.SIGMA))
+            pipe = pm.Data("pipe", arr["pipe"], dims=cube.PIPELINE)   # 0 for a padding slot: no likelihood
+            seed_effect = pm.Data("seed_effect", arr["seed_effect"], dims=cube.PIPELINE)
             free = pm.Flat("y_free", dims=dims3)
             # Cells that are not imputed get a standard normal so their free value is proper
             # and independent of everything (a constant in the posterior of interest).
@@ -141,9 +196,9 @@ class MemoryModel:
             sums = core.table_sums(table, lev, sd, x)
             import pytensor.tensor as pt
 
-            s2v = s["seed_sd_z"] ** 2 * (1.0 if self.paired else 0.0)
-            pm.Potential("reml", core.reml_loglik(sums, s["sigma_sd_z"] ** 2, s2v, s["residual_sd_z"] ** 2,
-                                                  log=pt.log, s2b=s["slope_sd_z"] ** 2).sum())
+            s2v = s["seed_sd_z"] ** 2 * seed_effect
+            pm.Potential("reml", (pipe * core.reml_loglik(sums, s["sigma_sd_z"] ** 2, s2v, s["residual_sd_z"] ** 2,
+                                                          log=pt.log, s2b=s["slope_sd_z"] ** 2)).sum())
         return model
 
     def describe(self) -> str:
@@ -187,7 +242,7 @@ class MemoryModel:
                 idata = self._fit_pymc(draws, tune, chains, seed, target_accept, progress)
         else:
             idata = self._fit_pymc(draws, tune, chains, seed, target_accept, progress)
-        self.idata = idata
+        self.idata = arviz_io.take_first(idata, self._real_sizes())
         self._add_derived(seed)
         return idata
 
@@ -195,7 +250,7 @@ class MemoryModel:
         import nutpie
 
         if self._compiled is None:
-            got = compiled.compile_model(self.model, compiled.structure_key(self.structure()), self._arrays())
+            got = compiled.compile_model(self.model, compiled.structure_key(self.structure()), self._inputs())
             self._compiled = got.sampler
             self.compile_seconds = got.seconds
             self.compile_cache = {"source": got.source, "cache_hit": got.cache_hit, "key": got.key[:16]}
@@ -234,7 +289,7 @@ class MemoryModel:
         new.__dict__.update({**self.__dict__, "data": data, "idata": None, "_summary_cache": {}, "_arr": None})
         import pymc as pm
 
-        arr = new._arrays()
+        arr = new._inputs()
         with new.model:
             pm.set_data(arr)
         if self._compiled is not None:

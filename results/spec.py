@@ -54,6 +54,9 @@ class AnalysisSpec(BaseModel):
     axes: tuple[str, ...] | None = None          # only these clocks (step always stays); None: every clock
     exponents: bool = True                       # fit the clock-exponent model
     tolerance: float | None = None               # a clock holds when every exponent lies within this
+    # The smallest (pipelines, sigma_w levels, seeds) shape to compile the memory model for (0: the cube's
+    # own); smaller cubes are padded, so they share one compiled sampler (docs/memory-model.md).
+    compile_shape: tuple[int, int, int] | None = None
 
     @field_validator("fraction")
     @classmethod
@@ -67,6 +70,13 @@ class AnalysisSpec(BaseModel):
     def _positive(cls, v: float | None) -> float | None:
         if v is not None and not (math.isfinite(v) and v > 0):
             raise ValueError(f"must be a positive number (got {v!r})")
+        return v
+
+    @field_validator("compile_shape")
+    @classmethod
+    def _compile_shape(cls, v: tuple[int, int, int] | None) -> tuple[int, int, int] | None:
+        if v is not None and (any(n < 0 for n in v) or max(v) > 4096):
+            raise ValueError(f"must be three sizes from 0 to 4096 (got {v!r})")
         return v
 
     @field_validator("axes")

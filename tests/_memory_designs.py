@@ -18,6 +18,10 @@ from initmem.models.data import MemoryData, prepare_data
 from initmem.models.memory import MemoryModel
 
 P, L, S = 24, 7, 6
+# The compiled shape of the suite's small cubes (2-4 pipelines, 2-6 levels, 3-6 seeds): every test that
+# analyzes one pads it to this (MemoryModel slots, ``--compile-shape``), so they share one compile.
+SMALL = (4, 6, 6)
+SMALL_FLAG = ("--compile-shape", ",".join(map(str, SMALL)))
 FIT = {"draws": 500, "tune": 500, "chains": 2, "progress": False}
 
 

@@ -37,10 +37,14 @@ def pytest_configure(config: pytest.Config) -> None:
 # files to the two workers in collection order (with --no-loadscope-reorder, as `make test` runs it; by default
 # xdist reorders files by their number of tests), so a long file collected last keeps one worker busy while
 # the other idles. Longest-first evens the workers out; the order of tests inside a file is unchanged.
-LONGEST_FILES = ("test_demo_contrast.py", "test_memory_model.py", "test_runner.py", "test_collect_slurm.py",
-                 "test_cli.py", "test_runner_engine.py", "test_engine.py", "test_sequential.py", "test_report.py",
-                 "test_plan.py", "test_import_epochs.py", "test_calibration_designs.py", "test_collapse.py",
-                 "test_browser.py", "test_exponents.py", "test_export.py", "test_frequentist.py")
+# The three files on the shared (24, 7, 6) compiled model (tests/_memory_designs.py) are spread out: test_plan.py
+# early compiles it, and the two calibration files, later, load it from the shared cache instead of compiling
+# it again at the same time on the other worker.
+LONGEST_FILES = ("test_demo_contrast.py", "test_memory_model.py", "test_plan.py", "test_runner.py",
+                 "test_collect_slurm.py", "test_cli.py", "test_runner_engine.py", "test_engine.py",
+                 "test_sequential.py", "test_report.py", "test_import_epochs.py", "test_calibration_designs.py",
+                 "test_collapse.py",
+                 "test_browser.py", "test_exponents.py", "test_export.py", "test_frequentist.py", "test_calibration.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

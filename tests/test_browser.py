@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from _memory_designs import SMALL
 
 from initmem import results as R
 
@@ -59,7 +60,7 @@ def make_real_run(root: Path, names: tuple[str, ...]) -> Path:
     analysis = root / R.RUN_ANALYSIS_DIR
     from initmem.analysis import analyze_cube
 
-    analyze_cube(cube_path, analysis, draws=200, tune=200, chains=2, seed=0, progress=False)
+    analyze_cube(cube_path, analysis, draws=200, tune=200, chains=2, seed=0, progress=False, compile_shape=SMALL)
     return analysis
 
 

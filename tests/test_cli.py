@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _cli import assert_user_error, invoke, run_cli
+from _memory_designs import SMALL_FLAG
 
 from initmem import cube
 from initmem.cli import app
@@ -94,6 +95,9 @@ def test_analyze_gate_and_delta_are_checked_before_any_fit(tmp_path):
     assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--gate", "some"), "--gate")
     assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--delta", "0"), "--delta")
     assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--delta", "-1"), "--delta")
+    for bad in ("4,6", "4,6,x", "4,-1,6"):
+        assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--compile-shape", bad),
+                          "--compile-shape")
 
 
 def test_analyze_needs_delta_for_a_metric_that_is_not_an_accuracy(tmp_path):
@@ -115,13 +119,13 @@ def test_analyze_then_plan_from_the_command_line(tmp_path):
 
     from initmem.simulate import SimPipeline, simulate_cube
 
-    # three pipelines x 4 levels x 3 seeds: the shape of the browser test's run, so one compiled model serves both
+    # three pipelines x 4 levels x 3 seeds, compiled as the suite's other small cubes (_memory_designs.SMALL)
     ds = simulate_cube([SimPipeline("mem", sigma_sd=0.4, n_sigma=4, n_seed=3),
                         SimPipeline("null", sigma_sd=0.0, n_sigma=4, n_seed=3),
                         SimPipeline("small", sigma_sd=0.05, n_sigma=4, n_seed=3)], seed=1)
     cube.write_cube(ds, tmp_path / "c.nc")
     proc = invoke("--quiet", "analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--draws", "150",
-                  "--tune", "150", "--chains", "2")
+                  "--tune", "150", "--chains", "2", *SMALL_FLAG)
     assert proc.returncode == 0, proc.stderr
     proc = invoke("plan", tmp_path / "a", "--n-sim", "40", "--json", "--looks", "3,4,5,6")
     assert proc.returncode == 0, proc.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _memory_designs import SMALL
 
 from initmem import cube
 from initmem.analysis import analyze_cube
@@ -40,7 +41,8 @@ def test_reduced_quick_grid_low_lr_sgd_remembers_sgd_l2_and_adamw_lean_to_forget
     assert float(tau.isel({cube.SIGMA: -1})) > 2 * float(tau.isel({cube.SIGMA: 0}))
 
     cube.write_cube(ds, tmp_path / "cube.nc")
-    summary = analyze_cube(tmp_path / "cube.nc", tmp_path / "analysis", progress=False, command=["test"])
+    summary = analyze_cube(tmp_path / "cube.nc", tmp_path / "analysis", progress=False, command=["test"],
+                           compile_shape=SMALL)   # the suite's small cubes share one compile (_memory_designs.py)
     verdicts = {p: e.verdict for p, e in summary.pipelines.items()}
     p_lt = {p: e.p_spread_lt_delta for p, e in summary.pipelines.items()}
     print(verdicts, p_lt)

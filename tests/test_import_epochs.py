@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _cli import invoke
+from _memory_designs import SMALL_FLAG
 
 from initmem import cube
 from initmem.importers.table import cube_to_frame
@@ -50,7 +51,7 @@ def imported(tmp_path_factory):
                   "--n-train", N_TRAIN)
     assert proc.returncode == 0, proc.stderr
     proc = invoke("--quiet", "analyze", root / "cube.nc", "--out", root / "an", "--draws", "200", "--tune", "200",
-                  "--chains", "2")
+                  "--chains", "2", *SMALL_FLAG)
     assert proc.returncode == 0, proc.stderr
     proc = invoke("--quiet", "report", root / "an", "--out", root / "report.html")
     assert proc.returncode == 0, proc.stderr

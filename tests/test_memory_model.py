@@ -7,12 +7,13 @@ tests/test_plan.py.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from _memory_designs import pad_seeds, table_data
+from _memory_designs import SMALL, SMALL_FLAG, pad_seeds, table_data
 from scipy import stats
 
 from initmem import cube
@@ -213,6 +214,29 @@ def test_divergence_that_depends_on_sigma_w_is_detected():
 
 # Sampling ---------------------------------------------------------------------------------
 
+# First in the file: it compiles the suite's small shape (_memory_designs.SMALL) before the demo-contrast
+# test on the other worker needs it, which then loads it from the shared cache instead of compiling it too.
+@pytest.mark.slow
+def test_default_sampling_is_healthy_on_two_pipeline_cubes():
+    # one null and one large-memory pipeline, 6 seeds: the design where a shared hyper-prior
+    # made the sampler diverge; three datasets on one compiled sampler, default settings
+    model = None
+    for seed in range(3):
+        ds = simulate_cube([SimPipeline("null", sigma_sd=0.0, n_seed=6), SimPipeline("large", sigma_sd=1.0, n_seed=6)],
+                           n_test=600, seed=seed)
+        data = prepare_data(ds)
+        if model is None:
+            model = MemoryModel(data, slots=SMALL)
+            model.fit(seed=seed, progress=False)
+            fit = model
+        else:
+            fit = model.refit(data, seed=seed)
+        diag = fit.diagnostics()
+        assert diag["divergences"] == 0 and diag["max_rhat"] <= 1.01 and diag["min_ess_bulk"] >= 400
+        out = fit.summarize(0.01)
+        assert out["large"]["verdict"] == "remembers" and out["null"]["verdict"] != "remembers"
+
+
 @pytest.fixture(scope="module")
 def quick_fit():
     """A quick-preset-like cube (7 pipelines x 6 sigma_w x 3-6 seeds, 600 examples) with one
@@ -315,27 +339,6 @@ def test_analyze_refuses_a_cube_without_analyzable_pipelines(tmp_path, cli):
     assert not (tmp_path / "an" / "summary.json").exists()
 
 
-@pytest.mark.slow
-def test_default_sampling_is_healthy_on_two_pipeline_cubes():
-    # one null and one large-memory pipeline, 6 seeds: the design where a shared hyper-prior
-    # made the sampler diverge; three datasets on one compiled sampler, default settings
-    model = None
-    for seed in range(3):
-        ds = simulate_cube([SimPipeline("null", sigma_sd=0.0, n_seed=6), SimPipeline("large", sigma_sd=1.0, n_seed=6)],
-                           n_test=600, seed=seed)
-        data = prepare_data(ds)
-        if model is None:
-            model = MemoryModel(data)
-            model.fit(seed=seed, progress=False)
-            fit = model
-        else:
-            fit = model.refit(data, seed=seed)
-        diag = fit.diagnostics()
-        assert diag["divergences"] == 0 and diag["max_rhat"] <= 1.01 and diag["min_ess_bulk"] >= 400
-        out = fit.summarize(0.01)
-        assert out["large"]["verdict"] == "remembers" and out["null"]["verdict"] != "remembers"
-
-
 def test_test_set_se_is_the_paired_example_level_error():
     # Known answer: with the best and worst level's seed-averaged correctness per example, the
     # standard error is that of a mean of paired differences.
@@ -376,6 +379,36 @@ def test_structure_key_follows_the_structure_not_the_data():
     assert compiled.structure_key(MemoryModel(other).structure()) == key        # new data, same sampler
     assert compiled.structure_key(MemoryModel(pad_seeds(data, 8)).structure()) != key
     assert compiled.structure_key(MemoryModel(data, priors=Priors(slope_scale=3.0)).structure()) != key
+    # padded to one compiled shape, tables of other shapes share a key
+    small = simulate_cube([SimPipeline("a", n_sigma=3, n_seed=4)], n_test=600, seed=0)
+    padded = {compiled.structure_key(MemoryModel(d, slots=SMALL).structure()) for d in (data, prepare_data(small))}
+    assert len(padded) == 1 and key not in padded
+    assert MemoryModel(data, slots=(1, 0, 3)).shape == data.used.shape == (2, 6, 6)   # never below the table
+    # the seed design is data: independent seeds (no seed effect) run on the paired design's sampler
+    independent = replace(data, seed_design=cube.SEED_INDEPENDENT)
+    assert compiled.structure_key(MemoryModel(independent).structure()) == key
+
+
+def test_padding_multiplies_the_density_by_a_factor_free_of_the_real_parameters():
+    # Exact identity behind the slots: the padded model's log density minus the table's own is the same
+    # number at every value of the real parameters (padding slots held fixed), so the posterior of the
+    # real parameters is the table's own.
+    rng = np.random.default_rng(1)
+    used = np.ones((2, 4, 3), dtype=bool)
+    used[1, 2, 0] = False                                     # one imputed cell
+    d = table_data(rng.standard_normal((2, 4, 3)), used, 1.0)
+    own, big = MemoryModel(d, delta=0.01), MemoryModel(d, delta=0.01, slots=(3, 6, 5))
+    f_own, f_big = own.model.compile_logp(), big.model.compile_logp()
+    start = big.model.initial_point()
+    pad = {n: np.random.default_rng(5).standard_normal(v.shape) for n, v in start.items()}
+    diffs = []
+    for k in range(3):
+        real = {n: np.random.default_rng(10 + k).standard_normal(v.shape) for n, v in own.model.initial_point().items()}
+        point = {n: v.copy() for n, v in pad.items()}
+        for n, v in real.items():
+            point[n][tuple(slice(0, m) for m in v.shape)] = v
+        diffs.append(f_big(point) - f_own(real))
+    assert np.ptp(diffs) < 1e-9 and np.isfinite(diffs).all(), diffs
 
 
 def test_the_disk_cache_is_used_only_in_a_private_folder(tmp_path, monkeypatch):
@@ -419,18 +452,27 @@ def test_a_corrupt_cache_entry_is_recompiled_not_an_error(tmp_path, monkeypatch)
 def test_one_compile_serves_every_model_of_the_structure_with_identical_draws():
     _, data = _two_pipeline_data(0)
     kw = {"draws": 200, "tune": 200, "chains": 2, "seed": 4, "progress": False}
-    first = MemoryModel(data)
+    first = MemoryModel(data, slots=SMALL)
     first.fit(**kw)            # compiled, or from an earlier test of this structure
-    again = MemoryModel(data)
+    again = MemoryModel(data, slots=SMALL)
     again.fit(**kw)
     assert again.compile_cache["source"] == "memory" and again.compile_cache["cache_hit"]
     compiled.clear_memory()
-    loaded = MemoryModel(data)
+    loaded = MemoryModel(data, slots=SMALL)
     loaded.fit(**kw)
     assert loaded.compile_cache["source"] == "disk" and loaded.diagnostics()["compile_cache"]["cache_hit"]
     for fit in (again, loaded):
         for name in ("sigma_sd", "seed_sd", "residual_sd", "spread"):
             np.testing.assert_array_equal(fit.idata.posterior[name].values, first.idata.posterior[name].values)
+    # A cube of another shape on the same compiled sampler: its posterior carries its own shape only.
+    other = prepare_data(simulate_cube([SimPipeline(n, n_sigma=3, n_seed=4) for n in "abc"], n_test=600, seed=1))
+    fit = MemoryModel(other, slots=SMALL)
+    fit.fit(**kw)
+    post = fit.idata.posterior
+    assert fit.compile_cache["source"] == "memory" and fit.diagnostics()["divergences"] == 0
+    assert (post.sizes[cube.PIPELINE], post.sizes[cube.SIGMA], post.sizes[cube.SEED]) == (3, 3, 4)
+    assert post[cube.PIPELINE].values.tolist() == ["a", "b", "c"] and set(fit.summarize(0.01)) == {"a", "b", "c"}
+    assert all(post[f"{n}_log__"].shape[-1] == 3 for n in ("sigma_sd_z", "residual_sd_z"))
 
 
 @pytest.mark.slow
@@ -443,7 +485,7 @@ def test_a_second_process_loads_the_compiled_sampler_and_gets_the_same_posterior
     ds, _ = _two_pipeline_data(2)
     cube.write_cube(ds, tmp_path / "c.nc")
     compiled.clear_memory()    # this process, too, loads the sampler from disk or compiles and stores it
-    opts = ("--draws", "200", "--tune", "200", "--chains", "2", "--seed", "3")
+    opts = ("--draws", "200", "--tune", "200", "--chains", "2", "--seed", "3", *SMALL_FLAG)
     here = invoke("--quiet", "analyze", tmp_path / "c.nc", "--out", tmp_path / "here", *opts)
     assert here.returncode == 0, here.stderr
     proc = cli("--quiet", "analyze", tmp_path / "c.nc", "--out", tmp_path / "there", *opts)

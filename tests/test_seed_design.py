@@ -8,6 +8,7 @@ change (a seed effect shared across levels is what pairing means); the seed SD i
 from __future__ import annotations
 
 import numpy as np
+from _memory_designs import SMALL
 
 from initmem import cube
 from initmem.models.data import prepare_data
@@ -48,10 +49,11 @@ def test_independent_seeds_ignore_seed_labels_and_paired_seeds_do_not():
 
 
 def test_independent_design_reports_no_seed_effect():
-    # 4 pipelines x 3 levels x 3 independent seeds: the structure of the epoch-import test's cube, compiled once
+    # 4 pipelines x 3 levels x 3 independent seeds, compiled as the suite's other small cubes (the seed design
+    # is data, not structure: _memory_designs.SMALL)
     ds = simulate_cube([SimPipeline(name, n_sigma=3, n_seed=3) for name in "abcd"], n_test=400, seed=6)
     ds = ds.assign_attrs({cube.A_SEED_DESIGN: cube.SEED_INDEPENDENT})
-    model = MemoryModel(prepare_data(ds, None, None, gate="all", seed=0))
+    model = MemoryModel(prepare_data(ds, None, None, gate="all", seed=0), slots=SMALL)
     model.fit(draws=200, tune=200, chains=2, seed=0, progress=False)
     assert float(np.abs(model.idata.posterior["seed_sd"]).max()) == 0.0
     assert float(model.idata.posterior["seed_share"].max()) == 0.0

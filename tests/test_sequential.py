@@ -144,11 +144,18 @@ def test_seeds_go_only_to_undecided_pipelines_and_the_cube_matches_a_fixed_run(t
     grid = tmp_path / "fake.yaml"
     grid.write_text(FAKE_GRID)
     calls: list[tuple[int, float]] = []
-    analyze = _fake_analysis({"sgd": (2, "forgets"), "adam": (4, "remembers")}, calls)
+    fake = _fake_analysis({"sgd": (2, "forgets"), "adam": (4, "remembers")}, calls)
+    shapes = []
+
+    def analyze(cube_path: Path, out_dir: Path, **kw) -> R.Summary:
+        shapes.append(kw["compile_shape"])
+        return fake(cube_path, out_dir, **kw)
+
     res = run_all(grid, tmp_path / "run", quiet=True, train_fn=fake_train_pack, analyze_fn=analyze,
                   looks=[2, 4, 6])
     # Look 1 decides sgd, look 2 adam: the third look never runs.
     assert [n for n, _ in calls] == [2, 4]
+    assert shapes == [(0, 0, 6), (0, 0, 6)]     # every look compiled for the last look's seeds: one compile
     assert [a for _, a in calls] == pytest.approx(paired_t_levels([2, 4, 6])[:2])
     ds = cube.open_cube(res.cube)
     assert ds[cube.SEED].values.tolist() == [0, 1, 2, 3]

@@ -6,6 +6,7 @@ of designs whose slow seeds are dropped at the top sigma_w ("mnar") are in docs/
 from __future__ import annotations
 
 import numpy as np
+from _memory_designs import SMALL
 
 from initmem import cube
 from initmem.analysis.run import analyze_cube
@@ -29,7 +30,7 @@ def test_runs_left_out_by_the_gate_are_tested_put_back_and_warned_about(tmp_path
     """A pipeline without memory whose 3 slowest seeds at the largest sigma_w never interpolated and ended far
     below the rest: the gated analysis sees no memory; the lost runs depend on sigma_w (warned), and put back
     they make a spread of about 14 points (shown, with its verdict)."""
-    # 2 pipelines x 6 levels x 6 seeds: the structure of tests/test_memory_model.py's two-pipeline cubes (one compile)
+    # 2 pipelines x 6 levels x 6 seeds, compiled as the suite's other small cubes (_memory_designs.SMALL)
     ds = simulate_cube([SimPipeline("flat", sigma_sd=0.0, n_seed=6, baseline=2.0),
                         SimPipeline("other", sigma_sd=0.0, n_seed=6, baseline=2.0)], n_test=2000, seed=3)
     tau, final = ds[cube.TAU_INTERP].values.copy(), ds[cube.SELECTED_TEST_ACC].values.copy()
@@ -38,7 +39,8 @@ def test_runs_left_out_by_the_gate_are_tested_put_back_and_warned_about(tmp_path
     ds[cube.TAU_INTERP] = (cube.CELL_DIMS, tau)
     ds[cube.FINAL_TEST_ACC] = (cube.CELL_DIMS, final)
     cube.write_cube(ds, tmp_path / "c.nc")
-    s = analyze_cube(tmp_path / "c.nc", tmp_path / "an", draws=300, tune=300, chains=2, progress=False)
+    s = analyze_cube(tmp_path / "c.nc", tmp_path / "an", draws=300, tune=300, chains=2, progress=False,
+                     compile_shape=SMALL)
     flat, other = s.pipelines["flat"].missingness, s.pipelines["other"].missingness
     assert flat.n_gated == 3 and flat.by_sigma_w == {"8.0": 3}
     assert flat.p_value < 0.05 and flat.depends_on_sigma_w and flat.warning

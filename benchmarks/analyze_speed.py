@@ -17,7 +17,15 @@ posteriors are identical (they must be: the same machine code, the same seed). P
 numba cache (~/.pytensor) is left as it is, so "cold" means initmem's cache is empty.
 ``--compare-pymc`` also prints nutpie's and PyMC's min-ESS per second on the quick cube.
 
+``--looks 4,8,12,16`` measures a sequential design's looks instead (docs/sequential.md, "One compile for
+every look"): a quick-preset-shaped cube (7 pipelines x 5 sigma_w x 16 seeds, 10,000 test examples) is
+analyzed in this process on its first n seeds for each look n, as ``initmem run --until-decided`` does,
+once with each look compiled for its own shape and once with every look compiled for the last look's
+seeds (``compile_shape``), each with its own empty compiled-model cache. Printed per look: compile (or
+reuse) and sampling seconds, divergences, the largest R-hat and the verdicts; then each design's total.
+
     python benchmarks/analyze_speed.py [--compare-pymc] [--only quick]
+    python benchmarks/analyze_speed.py --looks 4,8,12,16
 """
 
 from __future__ import annotations
@@ -57,11 +65,51 @@ def _analyze(path: Path, out: Path, cache: Path) -> tuple[float, str]:
     return wall, (proc.stderr if proc.returncode != 0 else "")
 
 
+def _looks(looks: list[int]) -> int:
+    """Every look analyzed on its own compiled shape, then on the last look's: both in this run."""
+    from initmem import cube
+    from initmem.analysis import analyze_cube
+    from initmem.models import compiled
+    from initmem.simulate import SimPipeline, simulate_cube
+
+    specs = [SimPipeline(f"p{k}", sigma_sd=s, n_sigma=5, n_seed=looks[-1]) for k, s in enumerate(
+        [0.0, 0.0, 0.0, 0.05, 0.3, 0.5, 1.0])]
+    ds = simulate_cube(specs, n_test=10_000, seed=4)
+    print(f"{time.strftime('%Y-%m-%d %H:%M')}, load average {os.getloadavg()[0]:.1f} at start, "
+          f"{os.cpu_count()} cores; looks {looks}, cube 7 x 5 x {looks[-1]}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for design, shape in (("each look its own shape", None), ("every look the last look's", (0, 0, looks[-1]))):
+            compiled.clear_memory()
+            os.environ["INITMEM_CACHE_DIR"] = str(Path(tmp) / f"cache-{shape is None}")
+            t_all = time.perf_counter()
+            total_compile = 0.0
+            for n in looks:
+                path = Path(tmp) / f"look{n}.nc"
+                cube.write_cube(ds.isel({cube.SEED: slice(0, n)}), path)
+                t0 = time.perf_counter()
+                summary = analyze_cube(path, Path(tmp) / f"an-{n}-{shape is None}", progress=False, command=["bench"],
+                                       compile_shape=shape)
+                wall = time.perf_counter() - t0
+                d = summary.diagnostics
+                total_compile += d.compile_seconds or 0.0
+                src = (d.to_json().get("compile_cache") or {}).get("source")
+                verdicts = "".join(e.verdict[0] for e in summary.pipelines.values())
+                print(f"  {design}, look {n} seeds: analyze {wall:5.1f} s (compile {src} {d.compile_seconds:5.1f} s, "
+                      f"sampling {d.sampling_seconds:4.1f} s); divergences {d.divergences}, max R-hat "
+                      f"{d.max_rhat:.4f}; verdicts {verdicts}")
+            print(f"{design}: {len(looks)} looks in {time.perf_counter() - t_all:.1f} s, "
+                  f"{total_compile:.1f} s of it compiling")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--compare-pymc", action="store_true")
     ap.add_argument("--only", help="only the cubes whose name starts with this (quick, 16, paper)")
+    ap.add_argument("--looks", help="measure a sequential design's looks instead, e.g. 4,8,12,16")
     args = ap.parse_args()
+    if args.looks:
+        return _looks([int(n) for n in args.looks.split(",")])
 
     from initmem import cube
     from initmem.models import arviz_io

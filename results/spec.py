@@ -31,6 +31,9 @@ MEMORY_KINDS = ("radial", "radial_above", "radial_below", "functional")  # memor
 N_BOOT = 200                             # seed-bootstrap draws of the memory curves and the collapse test
 
 
+MAX_COMPILED_CELLS = 2**20   # a compiled shape's pipelines x levels x seeds: one free value per cell
+
+
 class AnalysisSpec(BaseModel):
     """Every analysis option with its default (docs/analysis.md, "Options")."""
 
@@ -75,8 +78,9 @@ class AnalysisSpec(BaseModel):
     @field_validator("compile_shape")
     @classmethod
     def _compile_shape(cls, v: tuple[int, int, int] | None) -> tuple[int, int, int] | None:
-        if v is not None and (any(n < 0 for n in v) or max(v) > 4096):
-            raise ValueError(f"must be three sizes from 0 to 4096 (got {v!r})")
+        if v is not None and (any(n < 0 for n in v) or math.prod(max(n, 1) for n in v) > MAX_COMPILED_CELLS):
+            raise ValueError(f"must be three sizes of at least 0 with at most {MAX_COMPILED_CELLS:,} cells in all "
+                             f"(got {v!r})")
         return v
 
     @field_validator("axes")

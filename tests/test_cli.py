@@ -95,7 +95,7 @@ def test_analyze_gate_and_delta_are_checked_before_any_fit(tmp_path):
     assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--gate", "some"), "--gate")
     assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--delta", "0"), "--delta")
     assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--delta", "-1"), "--delta")
-    for bad in ("4,6", "4,6,x", "4,-1,6"):
+    for bad in ("4,6", "4,6,x", "4,-1,6", "128,128,128"):
         assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--compile-shape", bad),
                           "--compile-shape")
 

@@ -8,8 +8,9 @@ memory model reads is ``pm.Data`` (models/memory.py), read at run time through n
 ``user_data`` pointer, so one compiled sampler serves any data of the same shape.
 
 So the compiled sampler is kept at two levels, both keyed by :func:`structure_key` (a hash of the
-table's shape, the constants baked into the graph, the source of the modules that write the graph,
-and the versions of every library in the compile chain):
+compiled shape -- the table's, or a larger one it is padded to (models/memory.py, "Slots") -- the
+constants baked into the graph, the source of the modules that write the graph, and the versions of
+every library in the compile chain):
 
 * in this process, a small table of compiled samplers: a second model of the same structure (the
   sensitivity refit, a sequential look, the calibration's many fits) gets the sampler with its

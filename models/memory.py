@@ -139,10 +139,6 @@ class MemoryModel:
         return padded(self._arrays(), self.shape)
 
     @property
-    def padding(self) -> bool:
-        return self.shape != self.data.used.shape
-
-    @property
     def coords(self) -> dict[str, Any]:
         d = self.data
         return {cube.PIPELINE: d.pipelines, cube.SIGMA: d.sigma_w.tolist(), cube.SEED: [int(s) for s in d.seeds]}
@@ -244,7 +240,7 @@ class MemoryModel:
             idata = self._fit_pymc(draws, tune, chains, seed, target_accept, progress)
         self.idata = arviz_io.take_first(idata, self._real_sizes())
         self._add_derived(seed)
-        return idata
+        return self.idata
 
     def _fit_nutpie(self, draws, tune, chains, seed, target_accept, progress):
         import nutpie

@@ -43,8 +43,8 @@ def pytest_configure(config: pytest.Config) -> None:
 LONGEST_FILES = ("test_demo_contrast.py", "test_memory_model.py", "test_plan.py", "test_runner.py",
                  "test_collect_slurm.py", "test_cli.py", "test_runner_engine.py", "test_engine.py",
                  "test_sequential.py", "test_report.py", "test_import_epochs.py", "test_calibration_designs.py",
-                 "test_collapse.py",
-                 "test_browser.py", "test_exponents.py", "test_export.py", "test_frequentist.py", "test_calibration.py")
+                 "test_collapse.py", "test_browser.py", "test_exponents.py", "test_export.py", "test_frequentist.py",
+                 "test_calibration.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,6 +1,6 @@
 """Where the rule or the data is the limit: two designs the rule decides less often than issue 25 asked.
 
-    python benchmarks/data_limits.py [--study paper-null|three-seeds|both] [--cubes 10] [--seeds 5]
+    python benchmarks/data_limits.py [--study paper-null|three-seeds|multiplicity|all] [--cubes 10] [--seeds 5]
 
 Each study runs the rule's design-based test beside the same test given what no analysis has: every SD
 known, or the pair of levels that carries the memory. What the gap is made of then says whether a better
@@ -21,6 +21,14 @@ a z in place of the t); the same test with one SD pooled over the levels x seeds
 degrees of freedom), beside that test's false "remembers" on three designs at delta at 3 seeds; the extreme
 pair alone at alpha; and the pair that truly differs most, alone at alpha (an oracle: no analysis knows it).
 delta = 1 point.
+
+``multiplicity``: whether another way of spending alpha over the 15 pairs would reach the 3-seed target
+without the fourth seed. The same 3-seed triples and the other power target of issue 25 (a 2-point ramp,
+5 levels, 10 seeds, demo noise), under the ordered test; Bonferroni over every pair at alpha with no order;
+Simes' test over every pair (valid under positive dependence only, which shared seeds do not promise; its
+false "remembers" on the at-delta designs is printed beside); and the same two with the extreme pair
+weighted as the ordered test weights it. Each pair's p is the rule's Berger-Boos p at its own level
+(Bonferroni) or the two-sided t p (Simes, whose per-pair level is not fixed in advance).
 """
 
 from __future__ import annotations
@@ -33,13 +41,13 @@ import numpy as np
 from scipy import stats
 
 from initmem.models.data import prepare_data
-from initmem.models.paired import extreme_weight, forgets_levels, remembers_at
+from initmem.models.paired import _exceed_p, extreme_weight, forgets_levels, remembers_at
 from initmem.names import ALPHA
 from initmem.simulate import SimPipeline, read_truth, simulate_cube
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests._memory_designs import pooled_pair_se, rule_tables
+from tests._memory_designs import RULE_DESIGNS, pooled_pair_se, rule_tables, simulator_memories
 
 DELTA_POINTS = 1.0
 
@@ -130,16 +138,75 @@ def three_seeds(n_cubes: int, n_total: int = 48, min_points: float = 12.0) -> No
             print(f"  {kind} ({scale}): {pooled_remembers(t, delta).mean():.3f}")
 
 
+def _pair_stats(tables: np.ndarray, delta: float) -> tuple[np.ndarray, ...]:
+    """Per table and pair (j < k): |mean d|, its SE, df, the two-sided p of |E d| <= delta, and the extreme mask."""
+    n_lev, n_seed = tables.shape[-2:]
+    j, k = np.triu_indices(n_lev, 1)
+    d = tables[:, j] - tables[:, k]
+    mean, se = np.abs(d.mean(axis=2)), d.std(axis=2, ddof=1) / np.sqrt(n_seed)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_two = np.minimum(1.0, 2 * stats.t.sf((mean - delta) / se, n_seed - 1))
+    return mean, se, np.full(mean.shape, n_seed - 1.0), np.nan_to_num(p_two, nan=1.0), (j == 0) & (k == n_lev - 1)
+
+
+def _simes(p: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Weighted Simes (Benjamini & Hochberg 1997): some i with p_(i) <= alpha x (sum of the first i weights) / m,
+    the pairs ordered by p / weight; the weights sum to m. Equal weights give Simes' test."""
+    m = p.shape[1]
+    w = np.broadcast_to(weight, p.shape)
+    order = np.argsort(p / w, axis=1)
+    p_sorted, w_sorted = np.take_along_axis(p, order, 1), np.take_along_axis(w, order, 1)
+    return (p_sorted <= ALPHA * np.cumsum(w_sorted, axis=1) / m).any(axis=1)
+
+
+def multiplicity_rates(tables: np.ndarray, delta: float) -> dict[str, float]:
+    """"remembers" rates of each way of spending alpha over the pairs, on (n, L, S) tables."""
+    mean, se, df, p_two, ext = _pair_stats(tables, delta)
+    m = ext.size
+    w = extreme_weight(m)
+    ordered_w = np.where(ext, w * m, (1 - w) * m / (m - 1))     # the ordered test's split, as Simes weights
+    bonf = (_exceed_p(mean, se, df, delta, ALPHA / m) <= ALPHA / m).any(axis=1)
+    return {"ordered test (the rule's)": float(remembers_at(tables, delta).mean()),
+            "Bonferroni over every pair at alpha, no order": float(bonf.mean()),
+            "Simes over every pair (positive dependence only)": float(_simes(p_two, np.ones(m)).mean()),
+            "Simes, extreme pair weighted as in the ordered test": float(_simes(p_two, ordered_w).mean())}
+
+
+def multiplicity(n_cubes: int, n_ramp: int = 4000) -> None:
+    delta = DELTA_POINTS / 100.0
+    rng = np.random.default_rng(3)
+    triples = np.array([tab[:, s0:s0 + 3] for tab, *_ in simulator_memories(n_cubes, 48, delta)
+                        for s0 in range(0, 46, 3)])
+    big = multiplicity_rates(triples, delta)
+    ramp = multiplicity_rates(rule_tables("ramp2", "demo", n_ramp, rng, delta=delta), delta)
+    at_delta = [k for k, v in RULE_DESIGNS.items() if v["spread"] == 1.0 and k not in ("two_levels", "three_levels")]
+    worst = {name: (0.0, "") for name in big}
+    for kind in at_delta:
+        for scale, seeds in (("demo", (3, 5, 10)), ("paper", (5,))):
+            for s in seeds if not RULE_DESIGNS[kind].get("seeds") else (None,):
+                rates = multiplicity_rates(rule_tables(kind, scale, n_ramp, rng, n_seed=s, delta=delta), delta)
+                where = f"{kind}, {scale}, {s or RULE_DESIGNS[kind]['seeds']} seeds"
+                worst = {name: max(worst[name], (rates[name], where)) for name in worst}
+    print(f"\nmultiplicity: {len(triples)} triples of 12-point memories, {n_ramp} 2-point ramps at 10 seeds, "
+          f"{n_ramp} tables per at-delta design, scale and seed count ({len(at_delta)} designs)")
+    print("| test | 12-19 points, 6 levels x 3 seeds (target 0.9375) | 2-point ramp, 10 seeds (target 0.8) "
+          "| largest false 'remembers' at delta |\n|---|---|---|---|")
+    for name in big:
+        print(f"| {name} | {big[name]:.3f} | {ramp[name]:.3f} | {worst[name][0]:.3f} ({worst[name][1]}) |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--study", choices=("paper-null", "three-seeds", "both"), default="both")
+    ap.add_argument("--study", choices=("paper-null", "three-seeds", "multiplicity", "all"), default="all")
     ap.add_argument("--cubes", type=int, default=10, help="simulated cubes of 24 (paper null) or 32 pipelines")
     ap.add_argument("--seeds", type=int, default=5, help="seeds of the paper-scale null")
     args = ap.parse_args()
-    if args.study in ("paper-null", "both"):
+    if args.study in ("paper-null", "all"):
         paper_null(args.cubes, args.seeds)
-    if args.study in ("three-seeds", "both"):
+    if args.study in ("three-seeds", "all"):
         three_seeds(args.cubes)
+    if args.study in ("multiplicity", "all"):
+        multiplicity(args.cubes)
     return 0
 
 

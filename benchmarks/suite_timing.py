@@ -1,6 +1,13 @@
 """Wall time of `make test` and the time spent in each test file, from one run of the suite.
 
     python benchmarks/suite_timing.py            # runs pytest as `make test` does, with --durations=0
+    python benchmarks/suite_timing.py --ab-threads [--repeats 2] [tests...]
+
+``--ab-threads``: whether two workers on two cores lose time to oversubscribed thread pools. The given tests
+(default: four of the heaviest files) on two workers, alternately with each library's default thread count
+(a thread per core, as `make test` runs them) and with one thread per worker (OMP_NUM_THREADS = cores /
+workers); wall and CPU seconds (user + sys of the whole pytest process tree) of every run, so both sides come
+from one run of this script. Measured: no difference (docs/benchmarks.md), so `make test` keeps the defaults.
 
 Per file: the sum of its tests' setup, call and teardown durations (a file runs on one worker, so this is
 the file's share of that worker's time). The table goes into docs/benchmarks.md. Then the slowest tests
@@ -9,7 +16,10 @@ the file's share of that worker's time). The table goes into docs/benchmarks.md.
 
 from __future__ import annotations
 
+import argparse
+import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -22,10 +32,44 @@ SLOWEST = 25
 WORKER = re.compile(r"^\[(gw\d+)\].*?(?:PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS) (tests/[\w/]+\.py)::")
 
 
+AB_FILES = ("tests/test_demo_contrast.py", "tests/test_runner.py", "tests/test_memory_model.py", "tests/test_engine.py")
+
+
+def _cpu_of_children() -> float:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def ab_threads(tests: list[str], repeats: int) -> int:
+    cores = os.cpu_count() or 1
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+           "--no-loadscope-reorder", *(tests or AB_FILES)]
+    sides = {f"library default ({cores} threads a worker)": str(cores),
+             f"one thread per worker ({max(1, cores // 2)})": str(max(1, cores // 2))}
+    print("| threads | wall s | CPU s (user + sys) | result |\n|---|---|---|---|")
+    rc = 0
+    for _ in range(repeats):
+        for name, threads in sides.items():
+            cpu0, t0 = _cpu_of_children(), time.perf_counter()
+            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                                  env={**os.environ, "OMP_NUM_THREADS": threads})
+            wall, cpu = time.perf_counter() - t0, _cpu_of_children() - cpu0
+            tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "no output"
+            print(f"| {name} | {wall:.1f} | {cpu:.1f} | {tail.strip('= ')} |", flush=True)
+            rc = rc or proc.returncode
+    return rc
+
+
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ab-threads", action="store_true", help="compare thread counts per worker (above)")
+    ap.add_argument("--repeats", type=int, default=2, help="runs of each side with --ab-threads")
+    args, rest = ap.parse_known_args()
+    if args.ab_threads:
+        return ab_threads(rest, args.repeats)
     cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
            "--no-loadscope-reorder",
-           "--durations=0", *sys.argv[1:]]
+           "--durations=0", *rest]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - t0

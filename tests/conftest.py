@@ -13,22 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def _threads_per_worker() -> None:
-    """Each pytest-xdist worker, and every process it starts, gets cores / workers threads.
-
-    Why: torch's and OpenMP's default is a thread per core, so two workers on two cores ran four
-    compute threads, which spin and preempt each other. Measured (2 cores, four heavy files, two runs
-    each): 104-105 s wall and 182 s CPU with the defaults, 96-100 s and 165-171 s with one thread per
-    worker. Set here, before any test module imports torch; a value the user set is kept."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
-    if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
-        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
-
-
-_threads_per_worker()
-
-from _cli import run_cli  # noqa: E402
+from _cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 _SESSION_CACHE = "INITMEM_TEST_SESSION_CACHE"

@@ -2,12 +2,17 @@
 
     python benchmarks/suite_timing.py            # runs pytest as `make test` does, with --durations=0
     python benchmarks/suite_timing.py --ab-threads [--repeats 2] [tests...]
+    python benchmarks/suite_timing.py --ab-holm [--repeats 2] [tests...]
 
 ``--ab-threads``: whether two workers on two cores lose time to oversubscribed thread pools. The given tests
 (default: four of the heaviest files) on two workers, alternately with each library's default thread count
 (a thread per core, as `make test` runs them) and with one thread per worker (OMP_NUM_THREADS = cores /
 workers); wall and CPU seconds (user + sys of the whole pytest process tree) of every run, so both sides come
 from one run of this script. Measured: no difference (docs/benchmarks.md), so `make test` keeps the defaults.
+
+``--ab-holm``: the given tests (default: every file) alternately with statsmodels' Holm put back
+(benchmarks/_statsmodels_holm.py, a pytest plugin: it calls ``gc.collect()`` on every Holm call) and with
+pingouin's, which stats/frequentist.py uses; wall and CPU seconds of every run, both sides in one run.
 
 Per file: the sum of its tests' setup, call and teardown durations (a file runs on one worker, so this is
 the file's share of that worker's time). The table goes into docs/benchmarks.md. Then the slowest tests
@@ -40,19 +45,17 @@ def _cpu_of_children() -> float:
     return use.ru_utime + use.ru_stime
 
 
-def ab_threads(tests: list[str], repeats: int) -> int:
-    cores = os.cpu_count() or 1
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
-           "--no-loadscope-reorder", *(tests or AB_FILES)]
-    sides = {f"library default ({cores} threads a worker)": str(cores),
-             f"one thread per worker ({max(1, cores // 2)})": str(max(1, cores // 2))}
-    print("| threads | wall s | CPU s (user + sys) | result |\n|---|---|---|---|")
+def ab_runs(sides: dict[str, tuple[list[str], dict[str, str]]], tests: list[str], repeats: int) -> int:
+    """Each side (extra pytest arguments, extra environment) in turn, ``repeats`` times: wall and CPU seconds."""
+    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+            "--no-loadscope-reorder"]
+    print("| side | wall s | CPU s (user + sys) | result |\n|---|---|---|---|")
     rc = 0
     for _ in range(repeats):
-        for name, threads in sides.items():
+        for name, (extra, env) in sides.items():
             cpu0, t0 = _cpu_of_children(), time.perf_counter()
-            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                                  env={**os.environ, "OMP_NUM_THREADS": threads})
+            proc = subprocess.run([*base, *extra, *tests], cwd=ROOT, capture_output=True, text=True,
+                                  env={**os.environ, **env})
             wall, cpu = time.perf_counter() - t0, _cpu_of_children() - cpu0
             tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "no output"
             print(f"| {name} | {wall:.1f} | {cpu:.1f} | {tail.strip('= ')} |", flush=True)
@@ -60,13 +63,30 @@ def ab_threads(tests: list[str], repeats: int) -> int:
     return rc
 
 
+def ab_threads(tests: list[str], repeats: int) -> int:
+    cores = os.cpu_count() or 1
+    one = str(max(1, cores // 2))
+    return ab_runs({f"library default ({cores} threads a worker)": ([], {"OMP_NUM_THREADS": str(cores)}),
+                    f"one thread per worker ({one})": ([], {"OMP_NUM_THREADS": one})},
+                   tests or list(AB_FILES), repeats)
+
+
+def ab_holm(tests: list[str], repeats: int) -> int:
+    plugin = {"PYTHONPATH": os.pathsep.join([str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH", "")])}
+    return ab_runs({"statsmodels' Holm (gc.collect per call)": (["-p", "_statsmodels_holm"], plugin),
+                    "pingouin's Holm (as shipped)": ([], {})}, tests, repeats)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ab-threads", action="store_true", help="compare thread counts per worker (above)")
-    ap.add_argument("--repeats", type=int, default=2, help="runs of each side with --ab-threads")
+    ap.add_argument("--ab-holm", action="store_true", help="statsmodels' Holm against pingouin's (above)")
+    ap.add_argument("--repeats", type=int, default=2, help="runs of each side with --ab-threads or --ab-holm")
     args, rest = ap.parse_known_args()
     if args.ab_threads:
         return ab_threads(rest, args.repeats)
+    if args.ab_holm:
+        return ab_holm(rest, args.repeats)
     cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
            "--no-loadscope-reorder",
            "--durations=0", *rest]

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from initmem.cli.output import echo, fmt_stat, is_quiet
-from initmem.cli.params import LOOKS, SHAPE, SpecChoice
+from initmem.cli.params import LOOKS, SEED, SHAPE, FiniteFloatRange, SpecChoice
 
 # --- analyze and plan (issues 5-6) ---------------------------------------------------------
 
@@ -24,7 +24,7 @@ from initmem.cli.params import LOOKS, SHAPE, SpecChoice
 @click.option("--metric", default=None, help="Run variable to analyze (default: selected_test_acc).")
 @click.option("--family", type=SpecChoice("FAMILIES"), default=None,
               help="Likelihood (default: binomial when test counts exist, else gaussian).")
-@click.option("--delta", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--delta", type=FiniteFloatRange(min=0, min_open=True), default=None,
               help="Smallest spread that matters, in outcome units (default 0.01 = 1 point for accuracies; "
                    "required for other metrics).")
 @click.option("--gate", type=SpecChoice("GATES"), default="interpolated", show_default=True,
@@ -33,7 +33,7 @@ from initmem.cli.params import LOOKS, SHAPE, SpecChoice
 @click.option("--draws", type=click.IntRange(min=1), default=1000, show_default=True, help="Draws per chain.")
 @click.option("--tune", type=click.IntRange(min=0), default=1000, show_default=True, help="Tuning steps per chain.")
 @click.option("--chains", type=click.IntRange(min=2), default=4, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True, help="Sampler seed (reproducible results).")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Sampler seed (reproducible results).")
 @click.option("--memory", type=SpecChoice("MEMORY_KINDS"), default="radial", show_default=True,
               help="Memory curve used by the collapse test.")
 @click.option("--compile-shape", type=SHAPE, default=None,
@@ -79,7 +79,7 @@ def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | No
 @click.option("--tolerance", type=float, default=None,
               help="A named clock holds when every fitted exponent lies within this of its prediction (default 0.25).")
 @click.option("--n-boot", type=click.IntRange(min=0), default=200, show_default=True, help="Bootstrap replicates.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 def collapse(cube_path: Path, out_dir: Path, memory: str, fraction: float | None, rope: float | None,
              axes: str | None, exponents: bool, tolerance: float | None, n_boot: int, seed: int) -> None:
     """The collapse test, forgetting times and clock exponents, without the memory model.
@@ -97,7 +97,7 @@ def collapse(cube_path: Path, out_dir: Path, memory: str, fraction: float | None
 @click.option("--delta", type=float, default=None, help="Smallest spread that matters (default: the analysis's).")
 @click.option("--n-sim", type=click.IntRange(min=10), default=200, show_default=True,
               help="Simulated experiments per seed count.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--looks", type=LOOKS, default="4,8,12,16", show_default=True,
               help="The sequential design to plan for (initmem run --until-decided --looks).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")

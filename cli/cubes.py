@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from initmem.cli.output import Verbosity, echo, is_quiet, shape
-from initmem.cli.params import JOBS, CubeNameChoice, SpecChoice, TruthAxisChoice
+from initmem.cli.params import JOBS, SEED, CubeNameChoice, FiniteFloatRange, SpecChoice, TruthAxisChoice
 from initmem.errors import UserError
 
 # --- import ------------------------------------------------------------------------------
@@ -63,6 +63,9 @@ def import_(source: Path, out: Path, seeds: str | None, fmt: str, n_test: int | 
 
 # --- simulate ----------------------------------------------------------------------------
 
+# The options that describe the pipelines themselves, which a preset fixes.
+_PIPELINE_FLAGS = ("pipelines", "n_sigma", "n_seed", "sigma_sd", "seed_sd", "residual_sd", "family")
+
 @click.command()
 @click.option("--out", "-o", default=None, metavar="CUBE.nc", type=click.Path(path_type=Path),
               help="Where to write the simulated cube (required unless --list-presets).")
@@ -73,11 +76,11 @@ def import_(source: Path, out: Path, seeds: str | None, fmt: str, n_test: int | 
 @click.option("--n-sigma", type=click.IntRange(min=1), default=6, show_default=True,
               help="sigma_w levels, log-spaced from 1/4 to 8.")
 @click.option("--n-seed", type=click.IntRange(min=1), default=4, show_default=True, help="Seeds per cell.")
-@click.option("--sigma-sd", type=click.FloatRange(min=0), default=0.3, show_default=True,
+@click.option("--sigma-sd", type=FiniteFloatRange(min=0), default=0.3, show_default=True,
               help="SD of the sigma_w-level effects (logit scale for binomial).")
-@click.option("--seed-sd", type=click.FloatRange(min=0), default=0.1, show_default=True,
+@click.option("--seed-sd", type=FiniteFloatRange(min=0), default=0.1, show_default=True,
               help="SD of the seed effects shared across sigma_w.")
-@click.option("--residual-sd", type=click.FloatRange(min=0), default=0.1, show_default=True,
+@click.option("--residual-sd", type=FiniteFloatRange(min=0), default=0.1, show_default=True,
               help="SD of the residual (sigma_w x seed).")
 @click.option("--family", type=SpecChoice("FAMILIES"), default="binomial", show_default=True,
               help="Binomial counts out of --n-test, or a gaussian metric.")
@@ -90,7 +93,7 @@ def import_(source: Path, out: Path, seeds: str | None, fmt: str, n_test: int | 
               show_default=True, help="Time axis along which the simulated memory decays.")
 @click.option("--epochs", type=click.IntRange(min=1), default=30, show_default=True,
               help="Epochs of simulated curves.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the simulation.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Random seed of the simulation.")
 def simulate(out: Path | None, preset: str | None, list_presets: bool, pipelines: int, n_sigma: int, n_seed: int,
              sigma_sd: float, seed_sd: float, residual_sd: float, family: str, n_test: int, curves: bool,
              truth_axis: str, epochs: int, seed: int) -> None:
@@ -105,6 +108,12 @@ def simulate(out: Path | None, preset: str | None, list_presets: bool, pipelines
     if out is None:
         raise UserError("simulate needs --out CUBE.nc (where to write the cube)")
     if preset is not None:
+        ctx = click.get_current_context()
+        given = [f"--{name.replace('_', '-')}" for name in _PIPELINE_FLAGS
+                 if ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE]
+        if given:
+            raise UserError(f"--preset {preset} fixes its own pipelines; {', '.join(given)} apply only without "
+                            "--preset")
         specs = preset_pipelines(preset)
     else:
         specs = [SimPipeline(name=f"p{i}", sigma_sd=sigma_sd, seed_sd=seed_sd, residual_sd=residual_sd,
@@ -131,7 +140,7 @@ def simulate(out: Path | None, preset: str | None, list_presets: bool, pipelines
 @click.option("--pack-size", type=click.IntRange(min=1), default=None, help="Cells per packed model.")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), default=1, show_default=True,
               help="Checkpoint each pack every N epochs.")
-@click.option("--checkpoint-minutes", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--checkpoint-minutes", type=FiniteFloatRange(min=0, min_open=True), default=None,
               help="Also checkpoint when M minutes passed since the last checkpoint.")
 @click.option("--status", "status_dir", metavar="DIR", type=click.Path(path_type=Path), default=None,
               help="Show the progress of the run in DIR and exit.")

@@ -8,6 +8,8 @@ neither pydantic nor numpy.
 
 from __future__ import annotations
 
+import math
+
 import click
 
 
@@ -34,6 +36,21 @@ OPTION_FLAGS: dict[str, str] = {"metric_cols": "--metric-col", "ignore_cols": "-
 def option_flag(option: str) -> str:
     """The command-line flag of a library option (``delta`` -> ``--delta``)."""
     return OPTION_FLAGS.get(option, "--" + option.replace("_", "-"))
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A float range that refuses nan and inf: click's range lets both through (``nan < 0`` is false), and
+    an infinite SD or delta makes a silently meaningless result, not an error."""
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        out = super().convert(value, param, ctx)
+        if not math.isfinite(out):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return out
+
+
+# Random seeds: numpy's generators take none below 0.
+SEED = click.IntRange(min=0)
 
 
 class TruthAxisChoice(click.Choice):

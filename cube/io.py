@@ -113,9 +113,26 @@ def write_cube(ds: xr.Dataset, path: str | os.PathLike, *, check: bool = True) -
         errs = errors(ds)
         if errs:
             raise ValueError("refusing to write an invalid cube: " + "; ".join(p.message for p in errs))
+    _check_target(Path(path))
     with atomic_path(path) as tmp:
         ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=_encoding(ds))
     return Path(path)
+
+
+# The first bytes of a NetCDF-4 (HDF5) and a classic NetCDF file.
+_NETCDF_MAGIC = (b"\x89HDF\r\n\x1a\n", b"CDF\x01", b"CDF\x02", b"CDF\x05")
+
+
+def _check_target(path: Path) -> None:
+    """A cube replaces an older cube, never a folder or another kind of file (the table it was imported
+    from, say): such a path is refused before anything is written."""
+    if path.is_dir():
+        raise UserError(f"{path} is a folder; give the cube's file name (for example {path / 'cube.nc'})")
+    if path.exists():
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+        if head and not head.startswith(_NETCDF_MAGIC):
+            raise UserError(f"{path} exists and is not a NetCDF file; refusing to overwrite it with a cube")
 
 
 def open_cube(path: str | os.PathLike, *, check: bool = True) -> xr.Dataset:

@@ -61,7 +61,7 @@ def resolve(columns: Iterable[str], *, per_epoch: bool, metric_cols: Iterable[st
             continue
         new, k = col, None
         if col in metric_cols:
-            k = "metric"
+            new, k = _declared(col, aliases, per_epoch, source)
         elif col == cube.STATUS:
             k = "status"
         elif col == cube.A_N_TEST:
@@ -94,6 +94,26 @@ def resolve(columns: Iterable[str], *, per_epoch: bool, metric_cols: Iterable[st
     return rename, kind, notes
 
 
+def _declared(col: str, aliases: dict[str, str], per_epoch: bool, source: str) -> tuple[str, str]:
+    """(name, kind) of a declared metric. One that bears a cube variable's name or alias once '/' is '_'
+    (W&B's 'val/acc' is val_acc) is that variable: a curve per epoch, a result per run; anything else is a
+    metric (a curve if it varies within a run)."""
+    name = variable_name(col)
+    name = aliases.get(name, name)
+    if name in cube.CURVE_VARS:
+        if not per_epoch:
+            raise UserError(f"{source}: column '{col}' would be the cube's per-epoch curve '{name}', but the table "
+                            "has no epoch column: rename the column to keep it as a per-run metric")
+        return name, "curve"
+    return name, "run" if name in cube.RUN_VARS else "metric"
+
+
+def variable_name(name: str) -> str:
+    """A metric's name as a cube variable: NetCDF names cannot hold '/', which trackers use to group
+    metrics (W&B's 'val/acc', TensorBoard's tags), so each becomes '_'."""
+    return name.strip("/").replace("/", "_")
+
+
 def accepted(per_epoch: bool) -> list[str]:
     """The column names a table may use besides its keys (cube variables, aliases, settings)."""
     names = [*cube.RUN_VARS, *RUN_ALIASES] if not per_epoch else [*cube.CURVE_VARS, *cube.RUN_VARS, *CURVE_ALIASES]
@@ -116,24 +136,49 @@ def numeric(df: pd.DataFrame, col: str, source: str, label: str | None = None) -
     return values.astype(float)
 
 
-def check_scale(values: pd.Series, col: str, scale: str, source: str) -> pd.Series:
-    """Accuracies as fractions: divide by 100 for ``percent``; refuse anything outside the range."""
+def check_scale(values: pd.Series, col: str, scale: str, source: str, *, curve: bool = False) -> pd.Series:
+    """Accuracies as fractions: divide by 100 for ``percent``; refuse anything outside the range, and a column
+    in which fractions and percentages seem mixed (a per-run result below 1% next to ones above 10%; a
+    ``curve`` may start below 1%, at chance on 1,000 classes)."""
     factor = SCALES[scale]
     top = 100.0 if factor == 100.0 else 1.0
-    finite = np.isfinite(values.to_numpy())
-    out = finite & ((values.to_numpy() < 0) | (values.to_numpy() > top))
+    v = values.to_numpy(dtype=float)
+    finite = np.isfinite(v)
+    out = finite & ((v < 0) | (v > top))
+    fractions = finite & (v > 0) & (v < 1)   # what a fraction looks like; in percent, below 1 point
+    percents = finite & (v > 1.5)            # what a percentage looks like (not a fraction's round-off)
     if out.any():
         i = int(np.flatnonzero(out)[0])
-        in_percent = factor == 1.0 and values[finite].max() <= 100
-        hint = (f"; if the table is in percent, pass {option('scale', 'percent')}" if in_percent
-                else "")
-        raise UserError(f"{source}: column '{col}' holds {values.iloc[i]:g} in row {i + 2}, but accuracies must lie "
+        if factor == 1.0 and fractions.any() and percents.any():
+            hint = (f"; the column mixes fractions (row {int(np.flatnonzero(fractions)[0]) + 2}: "
+                    f"{v[fractions][0]:.10g}) and percent: give every accuracy in one unit")
+        elif factor == 1.0 and percents.any() and v[finite].max() <= 100:
+            hint = f"; if the table is in percent, pass {option('scale', 'percent')}"
+        else:
+            hint = ""
+        raise UserError(f"{source}: column '{col}' holds {v[i]:.10g} in row {i + 2}, but accuracies must lie "
                         f"in [0, {top:g}]{hint}")
+    if factor == 100.0 and fractions.any() and not (finite & (v > 1)).any():
+        raise UserError(f"{source}: column '{col}' has no accuracy above 1 with {option('scale', 'percent')} "
+                        f"(largest {v[finite].max():.10g}): it looks like fractions; drop {option('scale')}")
+    if factor == 100.0 and not curve and fractions.any() and (finite & (v > 10)).any():
+        i = int(np.flatnonzero(fractions)[0])
+        raise UserError(f"{source}: column '{col}' holds {v[i]:.10g} in row {i + 2} next to accuracies above 10 "
+                        f"with {option('scale', 'percent')}: fractions mixed into percent? (if some runs truly "
+                        "scored below 1%, give the whole column as fractions instead)")
     return values / factor
 
 
 def non_finite_rows(values: pd.Series) -> np.ndarray:
     return ~np.isfinite(values.to_numpy(dtype=float))
+
+
+def written_nan(text: pd.Series) -> np.ndarray:
+    """Rows whose text is a written 'nan' (a result, such as a diverged loss), not an empty field (not logged)."""
+    if text.dtype.kind in "iufcb":  # typed by a tracker: its NaN means "not logged"
+        return np.zeros(len(text), dtype=bool)
+    words = text.map(lambda v: str(v).strip().lower() if isinstance(v, str) else "")
+    return words.isin(["nan", "-nan", "+nan"]).to_numpy()
 
 
 

@@ -57,12 +57,36 @@ def selected_from_curves(ds: xr.Dataset) -> tuple[xr.Dataset, list[str]]:
     return ds, notes
 
 
-def _per_run(df: pd.DataFrame, col: str, keys: list[str], source: str) -> pd.Series:
-    """One value per run; refused when a run's rows disagree (a per-epoch batch size, say)."""
+def _run(key: tuple) -> str:
+    """A run as a user names it: (pipeline sgd, sigma_w 1, seed 0)."""
+    names = (v.item() if isinstance(v, np.generic) else v for v in key)
+    return "(" + ", ".join(f"{d} {v:g}" if isinstance(v, float) else f"{d} {v}"
+                           for d, v in zip(cube.CELL_DIMS, names, strict=True)) + ")"
+
+
+def _per_run(df: pd.DataFrame, col: str, keys: list[str], source: str, *, number: str | None = None) -> pd.Series:
+    """One value per run; refused when a run's rows disagree (a per-epoch batch size, say).
+
+    ``number``: the value must be a number (``"real"``: finite, >= 0; ``"count"``: a whole number >= 1), or
+    empty where ``"real"`` allows it (the run then counts as having none)."""
     vals = df.groupby(keys, sort=False)[col].nunique(dropna=True)
     if (vals > 1).any():
         raise UserError(f"{source}: column '{col}' changes within a run; the clocks need one {col} per run")
-    return df.groupby(keys, sort=False)[col].first()
+    first = df.groupby(keys, sort=False)[col].first()
+    if number is None:
+        return first
+    values = pd.to_numeric(first, errors="coerce").astype(float)
+    ok = (values >= 0) & np.isfinite(values)
+    if number == "count":
+        ok &= (values >= 1) & (values == values.round())
+    else:
+        ok |= first.isna()
+    if not ok.all():
+        key = first.index[int(np.flatnonzero(~ok.to_numpy())[0])]
+        need = "a whole number >= 1" if number == "count" else "a finite number >= 0"
+        shown = "empty" if pd.isna(first[key]) else repr(str(first[key]))
+        raise UserError(f"{source}: run {_run(key)}: '{col}' is {shown}; the clocks need {need}")
+    return values
 
 
 def _per_step_lr(rows: pd.DataFrame, sched: pd.Series | None, key: tuple, E: int, spe: int,
@@ -78,12 +102,32 @@ def _per_step_lr(rows: pd.DataFrame, sched: pd.Series | None, key: tuple, E: int
     name = str(sched[key]) if sched is not None and pd.notna(sched[key]) else None
     if lr.nunique() == 1 and name not in (None, "constant"):
         if name != "cosine":
-            raise UserError(f"{source}: run {key}: schedule {name!r} with one lr per run; give the lr of every "
+            raise UserError(f"{source}: run {_run(key)}: schedule {name!r} with one lr per run; give the lr of every "
                             "epoch instead")
         w = int(warm[key]) if warm is not None and pd.notna(warm[key]) else 0
         return schedule.LrSchedule(lr=float(lr.iloc[0]), schedule=name, epochs=E, steps_per_epoch=spe,
                                    warmup_epochs=w).per_step()
     return np.repeat(lr.reindex(range(1, E + 1)).bfill().ffill().to_numpy(), spe)
+
+
+def _horizons(df: pd.DataFrame, run_keys: list[str], source: str) -> pd.Series:
+    """Each run's last epoch: its ``epochs`` setting, else the last epoch its pipeline logged (a run that
+    stopped early still follows the schedule planned for its pipeline; a cosine ends at the horizon)."""
+    logged = df.groupby(cube.PIPELINE)[cube.EPOCH].transform("max")
+    last = df.assign(_h=logged).groupby(run_keys, sort=False)["_h"].first().astype(int)
+    if "epochs" not in df.columns:
+        return last
+    planned = _per_run(df, "epochs", run_keys, source, number="real")
+    given = planned.notna()
+    if ((planned[given] != planned[given].round()) | (planned[given] < 1)).any():
+        raise UserError(f"{source}: column 'epochs' must hold whole numbers >= 1 (the pipeline's horizon)")
+    ran = df.groupby(run_keys, sort=False)[cube.EPOCH].max()
+    over = given & (ran > planned)
+    if over.any():
+        key = over.index[int(np.flatnonzero(over.to_numpy())[0])]
+        raise UserError(f"{source}: run {_run(key)} logs epoch {int(ran[key])}, past its 'epochs' = "
+                        f"{int(planned[key])}")
+    return planned.where(given, last).astype(int)
 
 
 def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None,
@@ -107,15 +151,15 @@ def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None,
                     "are known"]
     run_keys = list(cube.CELL_DIMS)
     epochs = ds[cube.EPOCH].values.astype(int)
-    E = int(epochs.max())
+    horizon = _horizons(df, run_keys, source)
     out = {name: np.full((*[ds.sizes[d] for d in cube.CELL_DIMS], epochs.size), np.nan)
            for name in (cube.STEP, cube.LR_NOW, *cube.SCHEDULE_CLOCKS)}  # the clocks table's schedule clocks
-    batch = _per_run(df, "batch_size", run_keys, source)
+    batch = _per_run(df, "batch_size", run_keys, source, number="count")
     opt = _per_run(df, "optimizer", run_keys, source) if "optimizer" in df.columns else None
-    mom = _per_run(df, "momentum", run_keys, source) if "momentum" in df.columns else None
-    wd = _per_run(df, "weight_decay", run_keys, source) if "weight_decay" in df.columns else None
+    mom = _per_run(df, "momentum", run_keys, source, number="real") if "momentum" in df.columns else None
+    wd = _per_run(df, "weight_decay", run_keys, source, number="real") if "weight_decay" in df.columns else None
     sched = _per_run(df, "schedule", run_keys, source) if "schedule" in df.columns else None
-    warm = _per_run(df, "warmup_epochs", run_keys, source) if "warmup_epochs" in df.columns else None
+    warm = _per_run(df, "warmup_epochs", run_keys, source, number="real") if "warmup_epochs" in df.columns else None
     if opt is None:
         notes.append("no optimizer column: the clocks assume SGD (T_adapt = 0)")
     index = {d: {v: i for i, v in enumerate(ds[d].values.tolist())} for d in cube.CELL_DIMS}
@@ -126,10 +170,11 @@ def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None,
             st = rows.set_index(cube.EPOCH)[cube.STEP]
             per = (st / st.index.to_series().replace(0, np.nan)).dropna()
             if per.empty or not np.allclose(per, per.iloc[0]) or per.iloc[0] != round(per.iloc[0]):
-                raise UserError(f"{source}: run {key}: the step column is not a fixed number of steps per epoch")
+                raise UserError(f"{source}: run {_run(key)}: the step column is not a fixed number of steps per epoch")
             spe = int(round(per.iloc[0]))
         else:
             spe = schedule.steps_per_epoch(n_train, b)
+        E = horizon[key]
         eta = _per_step_lr(rows, sched, key, E, spe, warm, source)
         optimizer = str(opt[key]) if opt is not None else "sgd"
         lam = float(wd[key]) if wd is not None and np.isfinite(wd[key]) else 0.0
@@ -139,8 +184,9 @@ def clocks(df: pd.DataFrame, ds: xr.Dataset, *, n_train: int | None,
             momentum=float(mom[key]) if mom is not None and np.isfinite(mom[key]) else 0.0,
             coupled_l2=kind.coupled_l2(lam), decoupled_wd=kind.decoupled_wd(lam))
         i = tuple(index[d][k] for d, k in zip(cube.CELL_DIMS, key, strict=True))
+        within = epochs <= E  # NaN past the pipeline's horizon (docs/cube.md)
         for name, values in res.items():
-            out[name][i] = values[epochs]
+            out[name][i][within] = values[epochs[within]]
     for name, arr in out.items():
         if name not in ds:
             ds[name] = (cube.CURVE_DIMS, arr)

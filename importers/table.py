@@ -12,6 +12,7 @@ assumed (``seeds``: paired or independent).
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -33,7 +34,8 @@ def seeds_help() -> str:
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """A CSV as text-faithful columns: only an empty field is missing; 'nan' and 'inf' stay values to check."""
+    """A CSV as text columns, exactly as written: only an empty field is missing, 'nan' and 'inf' stay values to
+    check, and a pipeline named '1e-3' or '007' keeps its name (each column is made a number where it means one)."""
     path = Path(path)
     if not path.exists():
         raise UserError(f"no such table: {path}")
@@ -41,13 +43,25 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise UserError(f"{path} is a folder, not a CSV table (for MLflow or TensorBoard folders give "
                         f"{option('format')})")
     try:
-        df = pd.read_csv(path, skipinitialspace=True, keep_default_na=False, na_values=[""])
+        df = pd.read_csv(path, skipinitialspace=True, keep_default_na=False, na_values=[""], dtype=str,
+                         index_col=False)
     except pd.errors.EmptyDataError:
         raise UserError(f"{path}: the table is empty") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: not a readable CSV table ({_first_line(exc)})") from None
     df.columns = [str(c).strip() for c in df.columns]
+    _check_field_counts(path, len(df.columns))
     return df
+
+
+def _check_field_counts(path: Path, n_header: int) -> None:
+    """Refuse a row with more fields than the header: pandas would otherwise shift every column of the
+    table by one (the first column becomes an index) or drop the extra field silently."""
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
+        for i, row in enumerate(csv.reader(fh, skipinitialspace=True)):
+            if len(row) > n_header:
+                extra = " (a trailing comma?)" if all(not f.strip() for f in row[n_header:]) else ""
+                raise UserError(f"{path}: row {i + 1} has {len(row)} fields but the header has {n_header}{extra}")
 
 
 def table_to_cube(path: str | Path, **options) -> xr.Dataset:
@@ -141,8 +155,8 @@ def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = N
     values = [c for c, k in kind.items() if k in ("run", "curve", "metric")]
     for col in values:
         raw[col] = COL.numeric(df, col, source, original.get(col))
-        df[col] = COL.check_scale(raw[col], original.get(col, col), scale, source) if COL.is_accuracy(col) \
-            else raw[col]
+        df[col] = (COL.check_scale(raw[col], original.get(col, col), scale, source, curve=kind[col] != "run")
+                   if COL.is_accuracy(col) else raw[col])
     for col in (c for c, k in kind.items() if k == "setting"):
         num = pd.to_numeric(df[col], errors="coerce")
         if num.notna().sum() == df[col].notna().sum():
@@ -203,14 +217,16 @@ def _non_finite(df: pd.DataFrame, raw: dict[str, pd.Series], text: dict[str, pd.
 
     A finished run (ok or diverged) must have a finite value in every per-run column; in a
     per-epoch table an empty curve value is an epoch the run did not log, but a written nan or
-    inf is a result, and a per-run column empty in every row of a run is no result. Returns the
-    status with such runs missing (their values cleared in ``df``)."""
+    inf is a result (refused in a run marked ok), and a per-run column empty in every row of a
+    run is no result. Returns the status with such runs missing (their values cleared in ``df``)."""
     values = [c for c, k in kind.items() if k in ("run", "curve", "metric")]
     checked = [c for c in values if kind[c] != "curve"]
     bad_rows = np.zeros(len(df), bool)
     if has_epoch:
+        ok_run = (status == cube.OK).to_numpy()  # a diverged run's curve ends in nan or inf by its nature
         for c in (c for c in values if kind[c] == "curve"):
-            bad_rows |= raw[c].notna().to_numpy() & COL.non_finite_rows(raw[c])
+            written = (raw[c].notna().to_numpy() & COL.non_finite_rows(raw[c])) | COL.written_nan(text[c])
+            bad_rows |= written & ok_run
         for c in checked:
             bad_rows |= df.groupby(list(KEYS))[c].transform(lambda s: s.notna().sum() == 0).to_numpy()
     else:
@@ -239,8 +255,9 @@ def _non_finite(df: pd.DataFrame, raw: dict[str, pd.Series], text: dict[str, pd.
 def _n_test(df: pd.DataFrame, kind: dict[str, str], n_test: int | None, source: str) -> int | None:
     if cube.A_N_TEST not in kind:
         return n_test
-    values = pd.to_numeric(df[cube.A_N_TEST], errors="coerce").dropna().unique()
-    if len(values) != 1 or values[0] != round(values[0]) or values[0] < 1:
+    given = df[cube.A_N_TEST].notna()
+    values = pd.to_numeric(df[cube.A_N_TEST][given], errors="coerce").unique()
+    if len(values) != 1 or not np.isfinite(values[0]) or values[0] != round(values[0]) or values[0] < 1:
         raise UserError(f"{source}: column 'n_test' must hold one whole number for the whole table")
     if n_test is not None and int(values[0]) != n_test:
         raise UserError(f"{source}: {option('n_test', n_test)} contradicts the table's n_test column "
@@ -256,10 +273,23 @@ def _counts(ds: xr.Dataset, df: pd.DataFrame, raw: dict[str, pd.Series], kind: d
                                                                                cube.SELECTED_TEST_CORRECT), source)
     for col in COL.TEST_ACCURACIES:
         if col in raw:
-            COL.counts_from_accuracy(df[col], raw[col], n_test, original.get(col, col), source)
+            counts = COL.counts_from_accuracy(df[col], raw[col], n_test, original.get(col, col), source)
+            if col == cube.SELECTED_TEST_ACC and cube.SELECTED_TEST_CORRECT in kind:
+                _agree(counts, df[cube.SELECTED_TEST_CORRECT], original.get(col, col),
+                       original.get(cube.SELECTED_TEST_CORRECT, cube.SELECTED_TEST_CORRECT), source)
     if cube.SELECTED_TEST_CORRECT not in ds and cube.SELECTED_TEST_ACC in ds:
         counts = ds[cube.SELECTED_TEST_ACC] * n_test
         ds[cube.SELECTED_TEST_CORRECT] = counts.round()
+
+
+def _agree(from_accuracy: pd.Series, counts: pd.Series, acc_col: str, count_col: str, source: str) -> None:
+    """The selected test accuracy and its count are one result twice: refuse a table where they differ."""
+    a, c = from_accuracy.to_numpy(dtype=float), counts.to_numpy(dtype=float)
+    off = np.isfinite(a) & np.isfinite(c) & (a != c)
+    if off.any():
+        i = int(np.flatnonzero(off)[0])
+        raise UserError(f"{source}: row {i + 2}: '{acc_col}' is {a[i]:g} correct answers but '{count_col}' says "
+                        f"{c[i]:g}; give one of the two columns, or make them agree")
 
 
 def _varies_in_run(df: pd.DataFrame, col: str) -> bool:
@@ -295,32 +325,55 @@ def _one_value(s: pd.Series, *, col: str, source: str) -> float:
 
 
 def _pipeline_column(col: pd.Series, source: str) -> pd.Series:
+    """Pipeline names as text. A source that typed them as numbers has already lost how they were written
+    ('0.10' and '0.1' are one number): refused, not renamed (read_table keeps every column as text)."""
     bad = col.isna() | (col.astype(str).str.strip() == "")
     if bad.any():
         raise UserError(f"{source}: empty pipeline name in row {int(np.flatnonzero(bad.to_numpy())[0]) + 2}")
+    if col.dtype.kind in "iufc":
+        raise UserError(f"{source}: the pipeline column holds numbers ({_shown(col.iloc[0])}, ...); pipelines are "
+                        "names: write them as text (for example 'lr_0.1')")
     return col.astype(str).str.strip()
 
 
 def _positive_column(col: pd.Series, name: str, source: str) -> pd.Series:
-    values = pd.to_numeric(col, errors="coerce")
-    bad = values.isna() | ~(values > 0)
+    values = pd.to_numeric(col, errors="coerce").astype(float)
+    bad = ~(np.isfinite(values) & (values > 0))
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
-        what = "not a number" if pd.isna(values.iloc[i]) else "not positive"
-        raise UserError(f"{source}: row {i + 2}: {name} = {col.iloc[i]!r} is {what} (must be a positive number)")
-    return values.astype(float)
+        what = ("not a number" if pd.isna(values.iloc[i]) else "not finite" if not np.isfinite(values.iloc[i])
+                else "not positive")
+        raise UserError(f"{source}: row {i + 2}: {name} = {_shown(col.iloc[i])} is {what} (must be a positive number)")
+    return values
+
+
+# Integers a float holds exactly; a seed beyond it (or beyond int64) would be stored as another seed.
+_EXACT = 2 ** 53
+_INT64 = np.iinfo(np.int64)
 
 
 def _integer_column(col: pd.Series, name: str, source: str, minimum: int | None = None) -> pd.Series:
     values = pd.to_numeric(col, errors="coerce")
+    big = np.array([abs(v) >= (_EXACT if isinstance(v, float) else _INT64.max) for v in values.tolist()
+                    if not pd.isna(v)], dtype=bool)
+    if big.any():
+        i = int(np.flatnonzero(values.notna().to_numpy())[np.flatnonzero(big)[0]])
+        raise UserError(f"{source}: row {i + 2}: {name} = {_shown(col.iloc[i])} is too large to keep exactly: give "
+                        "integers below 2^63, written without a decimal point or exponent above 2^53")
+    values = values.astype(float) if values.dtype != "int64" else values
     bad = values.isna() | (values != values.round())
     if minimum is not None:
         bad |= values < minimum
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
         need = "an integer" + (f" >= {minimum}" if minimum is not None else "")
-        raise UserError(f"{source}: row {i + 2}: {name} = {col.iloc[i]!r} is not {need}")
+        raise UserError(f"{source}: row {i + 2}: {name} = {_shown(col.iloc[i])} is not {need}")
     return values.astype("int64")
+
+
+def _shown(v: object) -> str:
+    """A table value as a user wrote it: 'nan', not np.float64(nan)."""
+    return repr(v) if isinstance(v, str) else repr(str(v.item() if isinstance(v, np.generic) else v))
 
 
 def _rows(rows: list[int]) -> str:

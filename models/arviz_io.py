@@ -94,13 +94,13 @@ def mcse_mean(x: np.ndarray) -> float:
 def rhat_ess(idata: az.InferenceData, var_names: list[str]) -> dict[str, xr.DataArray]:
     """Rank-normalised split R-hat and bulk ESS of each variable (dims as in the posterior)."""
     ds = idata.posterior[var_names]
-    # Quantities defined only at some levels are NaN elsewhere (their R-hat is NaN and ignored);
-    # ArviZ logs a warning per such array, which is noise here.
+    # Quantities defined only at some levels are NaN elsewhere, and a quantity fixed by the data is constant
+    # (their R-hat is NaN and ignored); ArviZ logs a warning per such array and numpy one per 0/0, noise here.
     log = getattr(az, "_log", None) or logging.getLogger("arviz")  # ArviZ 0.x keeps its own logger
     level = log.level
     log.setLevel(logging.ERROR)
     try:
-        with _numpy_kernels():
+        with _numpy_kernels(), np.errstate(invalid="ignore", divide="ignore"):
             rhat = az.rhat(ds, method="rank")
             ess = az.ess(ds, method="bulk")
     finally:

@@ -104,6 +104,9 @@ def choose_metric(ds: xr.Dataset, metric: str | None) -> str:
     if metric is not None:
         if metric not in ds.data_vars:
             raise UserError(f"metric {metric!r} is not in the cube; choose one of: {', '.join(candidates) or 'none'}")
+        if metric == cube.STATUS:  # codes, not a quantity (times such as tau_interp may be analyzed, with delta)
+            raise UserError(f"{metric!r} holds codes of how a run ended, not a quantity; choose one of: "
+                            f"{', '.join(candidates)}")
         if tuple(ds[metric].dims) != cube.CELL_DIMS:
             raise UserError(f"metric {metric!r} has dims {tuple(ds[metric].dims)}; the memory model needs a run "
                             f"variable with dims {cube.CELL_DIMS} (choose one of: {', '.join(candidates)})")

@@ -54,8 +54,12 @@ def _seed_mean(a: Analysis, var: str, pipe: str, *, log: bool = False) -> xr.Dat
 @figure("training-curves")
 def training_curves(a: Analysis, *, width: float | None = None, ax: Any = None) -> Drawn:
     """Seed-mean train and validation accuracy against epoch, one line per sigma_w, one row per pipeline."""
-    if not a.cube_has(C.TRAIN_ACC, C.VAL_ACC) or C.EPOCH not in a.cube.dims:
+    if a.cube is None or C.EPOCH not in a.cube.dims:
         raise Skip("the cube has no training curves (train_acc, val_acc per epoch)")
+    missing = [v for v in (C.TRAIN_ACC, C.VAL_ACC) if not a.cube_has(v)]
+    if missing:
+        raise Skip(f"the cube has no {' or '.join(missing)} curve (the figure sets train_acc beside val_acc, "
+                   "per epoch)")
     pipes = a.pipelines
     sig = a.cube[C.SIGMA].values
     norm = sigma_norm(sig)

@@ -24,6 +24,7 @@ from jinja2 import Environment, FunctionLoader, StrictUndefined, select_autoesca
 
 from initmem import cube, results
 from initmem.atomic import write_text
+from initmem.errors import UserError
 from initmem.plot.core import Skip
 from initmem.reports import sections
 from initmem.reports import text as sentences
@@ -188,9 +189,9 @@ def build_report(analysis_dir: str | os.PathLike, out_file: str | os.PathLike | 
     """Write the HTML report of ``analysis_dir`` to ``out_file`` (default ``DIR/report.html``)."""
     a = load_analysis(analysis_dir)
     out = Path(out_file) if out_file is not None else Path(analysis_dir) / results.REPORT_HTML
+    if out.is_dir():
+        raise UserError(f"{out} is a folder; give the report's file name (for example {out / results.REPORT_HTML})")
+    if out.exists() and out.suffix.lower() not in (".html", ".htm"):
+        raise UserError(f"{out} exists and is not an HTML file; refusing to overwrite it with the report")
     write_text(out, render_html(a, command if command is not None else default_command()))
-    # The temporary file was private (0600); a report is meant to be shared, so honour the umask.
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(out, 0o666 & ~umask)
     return out

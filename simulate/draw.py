@@ -41,7 +41,8 @@ def expected_accuracy(eta: np.ndarray, noise_sd: float, offsets: np.ndarray | No
     out = np.empty(eta.shape)
     for idx, e in np.ndenumerate(eta):
         z = e + off[:, None] + noise_sd * _GH_X[None, :]
-        out[idx] = float(((1.0 / (1.0 + np.exp(-z))) @ _GH_W).mean())
+        with np.errstate(over="ignore"):  # exp(-z) = inf is the limit sigmoid = 0, exactly right
+            out[idx] = float(((1.0 / (1.0 + np.exp(-z))) @ _GH_W).mean())
     return out
 
 
@@ -266,7 +267,8 @@ def simulate_cube(
             # it does in trained networks; the level-specific part (scaled by sigma_sd) makes
             # predictions differ more across sigma_w where there is memory.
             lev_off = offsets[None, :] + p.sigma_sd * rng.standard_normal((p.n_sigma, n_test))
-            prob = 1.0 / (1.0 + np.exp(-(eta[:, :, None] + lev_off[:, None, :])))
+            with np.errstate(over="ignore"):  # as in expected_accuracy
+                prob = 1.0 / (1.0 + np.exp(-(eta[:, :, None] + lev_off[:, None, :])))
             right = rng.random(prob.shape) < prob
             k = right.sum(axis=-1)
             wrong = (labels + rng.integers(1, N_CLASSES, right.shape)) % N_CLASSES
@@ -392,8 +394,9 @@ def _add_curves(ds: xr.Dataset, pipes: list[SimPipeline], eta_cell: np.ndarray, 
     val_logit = chance + (final - chance) * progress[:, None, None, :] + rng.normal(0, 0.05, (n_p, n_sig, n_sd, n_ep))
     train_logit = chance + (final + 5.5 - chance) * progress[:, None, None, :]
     sig = lambda x: 1.0 / (1.0 + np.exp(-x))  # noqa: E731
-    val_acc, train_acc = sig(val_logit), sig(train_logit)
-    test_acc = sig(val_logit + rng.normal(0, 0.03, val_logit.shape))
+    with np.errstate(over="ignore"):  # as in expected_accuracy
+        val_acc, train_acc = sig(val_logit), sig(train_logit)
+        test_acc = sig(val_logit + rng.normal(0, 0.03, val_logit.shape))
 
     missing = (status == cube.MISSING)[..., None] | np.isnan(rho)[:, None, None, :]
     def put(name: str, arr: np.ndarray) -> None:

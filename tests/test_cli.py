@@ -145,3 +145,28 @@ def test_analyze_then_plan_from_the_command_line(tmp_path):
     assert_user_error(invoke("plan", tmp_path / "a", "--looks", "four"), "--looks")
     proc = invoke("plan", tmp_path / "a", "--n-sim", "10", "--looks", "3,4")
     assert proc.returncode == 0 and "--until-decided --looks 3,4" in proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (("simulate", "--preset", "contrast", "--n-sigma", "2"), "--preset contrast fixes its own pipelines; --n-sigma"),
+    (("simulate", "--seed", "-1"), "Invalid value for '--seed'"),
+    (("simulate", "--sigma-sd", "nan"), "'nan' is not a finite number"),
+    (("simulate", "--residual-sd", "inf"), "'inf' is not a finite number"),
+])
+def test_simulate_refuses_options_it_would_ignore_or_cannot_use(tmp_path, args, needle):
+    assert_user_error(invoke(*args, "--out", tmp_path / "s.nc"), needle)
+    assert not (tmp_path / "s.nc").exists()
+
+
+def test_report_and_analyze_refuse_outputs_and_metrics_they_cannot_use(tmp_path):
+    from _report_fixture import small_cube, write_analysis
+
+    analysis = write_analysis(small_cube(), tmp_path)
+    summary = (analysis / "summary.json").read_bytes()
+    assert_user_error(invoke("report", analysis, "--out", analysis / "summary.json"), "is not an HTML file")
+    assert (analysis / "summary.json").read_bytes() == summary
+    assert_user_error(invoke("report", analysis, "--out", tmp_path), "is a folder")
+    cube.write_cube(small_cube(), tmp_path / "c.nc")
+    assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--metric", cube.STATUS),
+                      "'status' holds codes of how a run ended")
+    assert not (tmp_path / "a").exists()

@@ -51,8 +51,8 @@ def import_(source: Path, out: Path, seeds: str | None, fmt: str, n_test: int | 
 
     cols = Mapping.load(mapping).override(pipeline=pipeline_col, sigma_w=sigma_col, seed=seed_col,
                                           metrics=metric_col, ignore=ignore_col)
-    df, label = read_source(source, fmt, cols)
     notes: list[str] = []
+    df, label = read_source(source, fmt, cols, notes)
     ds = frame_to_cube(df, seeds=seeds, n_test=n_test, source=label, scale=scale, metric_cols=cols.metrics,
                        ignore_cols=cols.ignore, nan_as_missing=nan_as_missing, n_train=n_train, notes=notes)
     cube.write_cube(ds, out)

@@ -25,6 +25,7 @@ import yaml
 
 from initmem import cube
 from initmem.errors import UserError, option
+from initmem.importers.columns import CURVE_ALIASES, RUN_ALIASES
 
 FORMATS = ("csv", "wandb", "mlflow", "tensorboard")
 EXTRA = "initmem[trackers]"
@@ -41,6 +42,10 @@ SQLITE_SCHEME = "sqlite:"
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # The tables of MLflow's SQL store that hold runs (mlflow/store/tracking/dbmodels/models.py in MLflow).
 MLFLOW_TABLES = ("experiments", "runs", "params", "metrics")
+# DataFrame.attrs key: the columns a reader found logged once per run (per-run values, not curves).
+PER_RUN = "initmem_per_run"
+# The plugin whose summary torch's SummaryWriter.add_hparams writes into a sub-folder of the run folder.
+HPARAMS_PLUGIN = "hparams"
 
 
 @dataclass(frozen=True)
@@ -71,12 +76,9 @@ class Mapping:
         unknown = sorted(set(map(str, data)) - set(allowed))
         if unknown:
             raise UserError(f"{path}: unknown mapping key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
-
-        def names(v: Any) -> tuple[str, ...]:
-            return tuple(str(x) for x in ([v] if isinstance(v, str) else (v or [])))
-
-        return cls(**{k: (str(data[k]) if data.get(k) is not None else None) for k in MAP_KEYS},
-                   metrics=names(data.get("metrics")), ignore=names(data.get("ignore")))
+        return cls(**{k: _map_name(data.get(k), k, path) for k in MAP_KEYS},
+                   metrics=_map_names(data.get("metrics"), "metrics", path),
+                   ignore=_map_names(data.get("ignore"), "ignore", path))
 
     def override(self, *, pipeline: str | None = None, sigma_w: str | None = None, seed: str | None = None,
                  metrics: tuple[str, ...] = (), ignore: tuple[str, ...] = ()) -> Mapping:
@@ -101,12 +103,42 @@ class Mapping:
         return df.rename(columns=rename)
 
 
-def read_source(path: str | Path, fmt: str, mapping: Mapping) -> tuple[pd.DataFrame, str]:
+def _shown(value: Any) -> str:
+    """A YAML value as one short line for an error message."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _map_name(value: Any, key: str, path: Path) -> str | None:
+    """One column name of a mapping file: YAML text (a number or a list there is a mistake, not a name)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise UserError(f"{path}: mapping key '{key}' must be one column name (text), not {_shown(value)}")
+    return value
+
+
+def _map_names(value: Any, key: str, path: Path) -> tuple[str, ...]:
+    """Column names of a mapping file: one name or a list of names."""
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(x, str) and x.strip() for x in items):
+        raise UserError(f"{path}: mapping key '{key}' must be a column name or a list of column names "
+                        f"(e.g. {key}: [a, b]), not {_shown(value)}")
+    return tuple(items)
+
+
+def read_source(path: str | Path, fmt: str, mapping: Mapping, notes: list[str] | None = None
+                ) -> tuple[pd.DataFrame, str]:
     """(long table, label for messages) of ``path`` read as ``fmt`` (``auto``: by its look).
 
     ``path`` may also be an MLflow tracking URI ``sqlite:///FILE`` (relative) or ``sqlite:////FILE``
-    (absolute)."""
+    (absolute). What the reader decided (a metric logged once read as a per-run value, an
+    add_hparams folder merged into its run) is appended to ``notes``."""
     from initmem.importers.table import read_table
+
+    notes = notes if notes is not None else []
 
     label = str(path)
     if label.startswith(SQLITE_SCHEME):
@@ -128,9 +160,35 @@ def read_source(path: str | Path, fmt: str, mapping: Mapping) -> tuple[pd.DataFr
     elif fmt == "mlflow":
         df = mlflow_frame(path)
     else:
-        df = tensorboard_frame(path)
+        df = tensorboard_frame(path, notes)
+    per_run = list(df.attrs.get(PER_RUN, ()))
     df = df.drop(columns=[c for c in mapping.ignore if c in df.columns and c not in mapping.metrics])
+    df = _per_run_names(df, [c for c in per_run if c in df.columns and c not in mapping.metrics], str(path), notes)
     return mapping.apply(df, str(path)), str(path)
+
+
+def _per_run_names(df: pd.DataFrame, per_run: list[str], source: str, notes: list[str]) -> pd.DataFrame:
+    """Name the metrics logged once per run as a per-run table would when the source also has curves.
+
+    A per-epoch table reads ``test_acc`` as a curve, so a ``test_acc`` logged once (at the end of
+    training) would become a curve; it is the run's ``selected_test_acc``, as in a per-run table
+    (docs/import.md). A cube curve (``train_loss``) logged once has no per-run meaning: refused."""
+    if cube.EPOCH not in df.columns:
+        return df  # a per-run table: the table's own aliases name them
+    rename: dict[str, str] = {}
+    for col in per_run:
+        if col in RUN_ALIASES:
+            new = RUN_ALIASES[col]
+            other = next((c for c, n in rename.items() if n == new), new if new in df.columns else None)
+            if other is not None:
+                raise UserError(f"{source}: metrics '{other}' and '{col}' both mean '{new}' (each logged once per "
+                                f"run); drop one with {option('ignore_cols', col)}")
+            rename[col] = new
+            notes.append(f"metric '{col}' is logged once per run: read as {new}, a per-run value")
+        elif col in cube.CURVE_VARS or col in CURVE_ALIASES:
+            raise UserError(f"{source}: metric '{col}' is logged once per run, but {col} is a per-epoch curve; log "
+                            f"it at every epoch (the step is the epoch), or drop it with {option('ignore_cols', col)}")
+    return df.rename(columns=rename)
 
 
 def _detect(path: Path) -> str:
@@ -202,48 +260,81 @@ def mlflow_frame(path: Path) -> pd.DataFrame:
 
 
 def _mlflow_store_frame(client: Any, path: Path) -> pd.DataFrame:
-    rows: list[dict[str, Any]] = []
-    runs_seen = 0
+    runs: list[tuple[dict[str, Any], str, History]] = []
     for exp in client.search_experiments():
         token = None
         while True:
             page = client.search_runs([exp.experiment_id], max_results=1000, page_token=token)
             for run in page:
-                runs_seen += 1
-                rows += _mlflow_rows(client, run)
+                history = {key: [(m.step, m.timestamp, m.value)
+                                 for m in client.get_metric_history(run.info.run_id, key)]
+                           for key in run.data.metrics}
+                runs.append((dict(run.data.params), run.info.status, history))
             token = page.token
             if not token:
                 break
-    if not runs_seen:
+    if not runs:
         raise UserError(f"{path}: the MLflow store holds no runs")
-    return pd.DataFrame(rows)
+    return mlflow_runs_frame(runs)
 
 
-def _mlflow_rows(client: Any, run: Any) -> list[dict[str, Any]]:
-    history = {key: [(m.step, m.timestamp, m.value) for m in client.get_metric_history(run.info.run_id, key)]
-               for key in run.data.metrics}
-    return run_rows(dict(run.data.params), run.info.status, history)
+# A run's metrics as MLflow logs them: metric -> (step, timestamp, value) in logging order.
+History = dict[str, list[tuple[int, int, float]]]
 
 
-def run_rows(params: dict[str, Any], status: str, history: dict[str, list[tuple[int, int, float]]]
-             ) -> list[dict[str, Any]]:
-    """One MLflow run as rows, the same for both stores: params as columns, the status mapped, a
-    metric logged at several steps a curve (the step is the epoch), one logged once a per-run value.
-    ``history`` maps a metric to its (step, timestamp, value) in logging order."""
-    base: dict[str, Any] = dict(params)
-    base[cube.STATUS] = cube.STATUS_NAMES[MLFLOW_STATUS.get(str(status), cube.MISSING)]
-    by_step: dict[int, dict[str, float]] = {}
-    single: dict[str, float] = {}
-    for key, hist in history.items():
-        steps = {step for step, _, _ in hist}
-        if len(steps) <= 1:
-            single[key] = hist[-1][2] if hist else math.nan
+@dataclass
+class RunLog:
+    """One tracker run: its keys and settings (params or folder names, status), its curves (metric ->
+    (step, value) points, the step being the epoch) and its per-run values (metrics logged once)."""
+
+    keys: dict[str, Any]
+    curves: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    once: dict[str, float] = field(default_factory=dict)
+
+
+def mlflow_runs_frame(runs: list[tuple[dict[str, Any], str, History]]) -> pd.DataFrame:
+    """The runs of an MLflow store (params, status, history each), the same for both stores.
+
+    Whether a metric is a curve is decided for the whole store, not per run: a metric logged at
+    several steps in any run is a curve (the step is the epoch), so a run that crashed after its
+    first epoch keeps its one point at that step; a metric logged at one step in every run is a
+    per-run value (its last logged value), never copied into every epoch as a flat curve."""
+    curve_keys = {key for _, _, history in runs for key, hist in history.items()
+                  if len({step for step, _, _ in hist}) > 1}
+    logs = []
+    for params, status, history in runs:
+        log = RunLog({**params, cube.STATUS: cube.STATUS_NAMES[MLFLOW_STATUS.get(str(status), cube.MISSING)]})
+        for key, hist in history.items():
+            ordered = sorted(hist, key=lambda m: (m[0], m[1]))  # stable: logging order within a timestamp
+            if key in curve_keys:
+                log.curves[key] = [(int(step), value) for step, _, value in ordered]
+            else:
+                log.once[key] = ordered[-1][2] if ordered else math.nan
+        logs.append(log)
+    return runs_frame(logs)
+
+
+def runs_frame(logs: list[RunLog]) -> pd.DataFrame:
+    """Tracker runs as one long table: a row per run and logged epoch when any run has a curve, else a
+    row per run. A run's per-run values stand in each of its rows (the table reads them as one value).
+    A run without a curve point (it logged none before it stopped) is one row at the source's first
+    epoch with its curves empty (an epoch it did not log), so it keeps its status and adds no epoch.
+    ``attrs[PER_RUN]`` names the per-run values."""
+    epochs = sorted({step for log in logs for points in log.curves.values() for step, _ in points})
+    rows: list[dict[str, Any]] = []
+    for log in logs:
+        by_step: dict[int, dict[str, float]] = {}
+        for key, points in log.curves.items():
+            for step, value in points:
+                by_step.setdefault(step, {})[key] = value
+        if not epochs:
+            rows.append({**log.keys, **log.once})
             continue
-        for step, _, value in sorted(hist, key=lambda m: (m[0], m[1])):
-            by_step.setdefault(int(step), {})[key] = value
-    if not by_step:
-        return [{**base, **single}]
-    return [{**base, cube.EPOCH: step, **vals, **single} for step, vals in sorted(by_step.items())]
+        rows += [{**log.keys, cube.EPOCH: step, **vals, **log.once}
+                 for step, vals in sorted((by_step or {epochs[0]: {}}).items())]
+    df = pd.DataFrame(rows)
+    df.attrs[PER_RUN] = sorted({key for log in logs for key in log.once})
+    return df
 
 
 # MLflow SQL store (MLflow 3's default, mlflow.db) ---------------------------------------------
@@ -307,39 +398,59 @@ def mlflow_sql_frame(path: Path) -> pd.DataFrame:
         con.close()
     if not runs:
         raise UserError(f"{path}: the MLflow store holds no runs")
-    rows: list[dict[str, Any]] = []
-    for run, status in runs:
-        rows += run_rows(params.get(run, {}), status, history.get(run, {}))
-    return pd.DataFrame(rows)
+    return mlflow_runs_frame([(params.get(run, {}), status, history.get(run, {})) for run, status in runs])
 
 
 # TensorBoard ---------------------------------------------------------------------------------
 
-def tensorboard_frame(path: Path) -> pd.DataFrame:
+def tensorboard_frame(path: Path, notes: list[str] | None = None) -> pd.DataFrame:
     """Scalars of every run folder under ``path``; the event step is the epoch.
 
     A run's keys come from its folder path relative to ``path``: components (and comma-separated
     parts of them) of the form ``key=value``, e.g. ``pipeline=sgd/sigma_w=0.5/seed=0``. Tag
-    separators become underscores (``val/acc`` -> ``val_acc``).
+    separators become underscores (``val/acc`` -> ``val_acc``). torch's ``SummaryWriter.add_hparams``
+    writes its summary into a sub-folder of the run folder named by the time (``1796197493.47``):
+    such a folder (events of the hparams plugin, a name that is not key=value) belongs to its parent
+    run, and its scalars (add_hparams's metric_dict, logged once) are that run's per-run values; its
+    hparams are not read (the folder names give the run's keys and settings). Noted in ``notes``.
     """
     _need("tensorboard", "TensorBoard logs")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    run_dirs = sorted({p.parent for p in path.rglob("events.out.tfevents.*")})
-    if not run_dirs:
+    event_dirs = sorted({p.parent for p in path.rglob("events.out.tfevents.*")})
+    if not event_dirs:
         raise UserError(f"{path}: no TensorBoard event files (events.out.tfevents.*)")
-    rows: list[dict[str, Any]] = []
-    for d in run_dirs:
-        keys = _path_keys(d.relative_to(path), path)
+    logs: dict[Path, RunLog] = {}
+    merged: list[Path] = []
+    for d in event_dirs:
         acc = EventAccumulator(str(d), size_guidance={"scalars": 0})
         acc.Reload()
-        by_step: dict[int, dict[str, float]] = {}
-        for tag in acc.Tags().get("scalars", []):
-            name = tag.strip("/").replace("/", "_")
-            for ev in acc.Scalars(tag):
-                by_step.setdefault(int(ev.step), {})[name] = float(ev.value)
-        rows += [{**keys, cube.EPOCH: step, **vals} for step, vals in sorted(by_step.items())]
-    return pd.DataFrame(rows)
+        scalars = {tag.strip("/").replace("/", "_"): [(int(ev.step), float(ev.value)) for ev in acc.Scalars(tag)]
+                   for tag in acc.Tags().get("scalars", [])}
+        hparams = _is_hparams_summary(acc)
+        run_dir = d.parent if hparams and d != path and not _is_key_value(d.name) else d
+        log = logs.setdefault(run_dir, RunLog(_path_keys(run_dir.relative_to(path), path)))
+        if hparams:
+            merged += [d] if run_dir != d else []
+            log.once.update({name: points[-1][1] for name, points in scalars.items() if points})
+        else:
+            log.curves.update(scalars)
+    if merged and notes is not None:
+        notes.append(f"{len(merged)} add_hparams folder(s) such as '{merged[0].relative_to(path)}' read into their run "
+                     "folder: their metrics are per-run values, their hparams are not read")
+    return runs_frame([log for _, log in sorted(logs.items()) if log.curves or log.once])
+
+
+def _is_hparams_summary(acc: Any) -> bool:
+    """Whether an event folder holds the hparams plugin's summary (what add_hparams writes)."""
+    try:
+        return bool(acc.PluginTagToContent(HPARAMS_PLUGIN))
+    except KeyError:
+        return False
+
+
+def _is_key_value(name: str) -> bool:
+    return all("=" in token for token in name.split(","))
 
 
 def _path_keys(rel: Path, root: Path) -> dict[str, str]:

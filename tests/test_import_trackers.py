@@ -208,3 +208,156 @@ def test_collapse_without_steps_names_the_missing_option(tmp_path):
     assert not (tmp_path / "col").exists()
     entry = exponents_entry(ds, "radial", fraction=0.5, rope=0.01, tolerance=0.1)
     assert "n_train='N'" in entry["skipped"]
+
+
+# Small grids for the defect tests below: one seed, three epochs, each run's values distinct.
+SMALL = [(pipe, s, 0) for pipe in PIPES for s in (0.5, 2.0)]
+EPOCHS3 = range(3)
+
+
+def _mlflow_store(root, runs: list[tuple[dict, str | None, dict[str, list[tuple[int, float]]]]]) -> None:
+    """A file store written by MlflowClient itself: runs = (params, status or None for one left RUNNING,
+    metric -> (step, value) points in logging order), one log_batch per run (fast)."""
+    from mlflow.entities import Metric, Param
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=(root / "mlruns").as_uri())
+    exp = client.create_experiment("sweep")
+    for params, status, metrics in runs:
+        run = client.create_run(exp).info.run_id
+        points = [(key, step, value) for key, pts in metrics.items() for step, value in pts]
+        client.log_batch(run, params=[Param(k, str(v)) for k, v in params.items()],
+                         metrics=[Metric(key, float(v), 1_700_000_000_000 + i, step)
+                                  for i, (key, step, v) in enumerate(points)])
+        if status is not None:
+            client.set_terminated(run, status)
+
+
+def _csv_cube(tmp_path, rows: list[dict], *args) -> xr.Dataset:
+    pd.DataFrame(rows).to_csv(tmp_path / "want.csv", index=False)
+    return _import(tmp_path / "want.csv", tmp_path / "want.nc", *args)
+
+
+def test_mlflow_metric_logged_once_is_a_per_run_value(tmp_path, monkeypatch):
+    """test_acc logged once at the end, next to per-epoch curves: the run's selected_test_acc (dims pipeline,
+    sigma_w, seed) with exactly the logged value, as in a per-run table; never a flat test_acc curve."""
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    runs, rows, logged = [], [], {}
+    for i, (pipe, s, seed) in enumerate(SMALL):
+        curves = {"val_acc": [(ep, _acc(4 * i + ep)) for ep in EPOCHS3],
+                  "kernel_norm": [(ep, 1.0 + 0.25 * ep) for ep in EPOCHS3]}
+        logged[pipe, s, seed] = _acc(100 + i)
+        runs.append(({"pipeline": pipe, "sigma_w": s, "seed": seed, **PIPES[pipe]}, "FINISHED",
+                     {**curves, "test_acc": [(0, logged[pipe, s, seed])]}))  # log_metric's default step
+        rows += [{"pipeline": pipe, "sigma_w": s, "seed": seed, "epoch": ep, **PIPES[pipe], "val_acc": _acc(4 * i + ep),
+                  "kernel_norm": 1.0 + 0.25 * ep, "selected_test_acc": logged[pipe, s, seed]} for ep in EPOCHS3]
+    _mlflow_store(tmp_path, runs)
+    got = _import(tmp_path, tmp_path / "m.nc")
+    assert cube.TEST_ACC not in got
+    assert got[cube.SELECTED_TEST_ACC].dims == cube.CELL_DIMS
+    for (pipe, s, seed), value in logged.items():
+        assert float(got[cube.SELECTED_TEST_ACC].sel(pipeline=pipe, sigma_w=s, seed=seed)) == np.float32(value)
+    _same_cube(_csv_cube(tmp_path, rows), got)
+
+
+def test_mlflow_run_that_logged_one_step(tmp_path, monkeypatch):
+    """A run that crashed after epoch 0 (others logged three epochs) keeps its one point at epoch 0, and a
+    run that logged nothing before it died is a cell with its status: the CSV's cube, not an epoch error."""
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    runs, rows = [], []
+    for i, (pipe, s, seed) in enumerate(SMALL):
+        params = {"pipeline": pipe, "sigma_w": s, "seed": seed, **PIPES[pipe]}
+        epochs, status, name = {0: (EPOCHS3, "FINISHED", "ok"), 1: (range(1), "FAILED", "failed"),
+                                2: (range(0), None, "missing")}.get(i, (EPOCHS3, "FINISHED", "ok"))
+        runs.append((params, status, {"val_acc": [(ep, _acc(4 * i + ep)) for ep in epochs],
+                                      "test_acc": [(ep, _acc(4 * i + ep + 1)) for ep in epochs]}))
+        rows += [{**params, "epoch": ep, "val_acc": _acc(4 * i + ep), "test_acc": _acc(4 * i + ep + 1),
+                  "status": name} for ep in epochs] or [{**params, "epoch": 0, "status": name}]
+    _mlflow_store(tmp_path, runs)
+    got = _import(tmp_path, tmp_path / "m.nc")
+    crashed = got[cube.VAL_ACC].sel(pipeline="sgd", sigma_w=2.0, seed=0).values
+    assert crashed[0] == np.float32(_acc(4)) and np.isnan(crashed[1:]).all()
+    assert cube.status_counts(got)["sgd"]["failed"] == 1 and cube.status_counts(got)["adam"]["missing"] == 1
+    _same_cube(_csv_cube(tmp_path, rows), got)
+
+
+@pytest.mark.parametrize(("metrics", "args", "needles"), [
+    ({"kernel_norm": [(0, 1.0)]}, (), ("metric 'kernel_norm' is logged once per run", "--ignore-col kernel_norm")),
+    ({"test_acc": [(0, 0.5)], "accuracy": [(0, 0.5)]}, (), ("'accuracy' and 'test_acc' both mean 'selected_test_acc'",
+                                                             "--ignore-col test_acc")),
+    ({"kernel_norm": [(0, 1.0)]}, ("--ignore-col", "kernel_norm"), ()),
+    ({"test_acc": [(0, 0.5)], "accuracy": [(0, 0.5)]}, ("--ignore-col", "accuracy"), ()),
+])
+def test_mlflow_metric_logged_once_without_a_per_run_meaning(tmp_path, monkeypatch, metrics, args, needles):
+    """A cube curve logged once has no per-run meaning, and two names of one per-run value are ambiguous:
+    refused in one line that says what to drop (and dropping it imports)."""
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    _mlflow_store(tmp_path, [({"pipeline": "sgd", "sigma_w": s, "seed": 0}, "FINISHED",
+                               {"val_acc": [(ep, _acc(ep)) for ep in EPOCHS3], **metrics}) for s in (0.5, 2.0)])
+    proc = invoke("import", tmp_path, "--out", tmp_path / "m.nc", "--seeds", "paired", *args)
+    if needles:
+        assert_user_error(proc, *needles)
+    else:
+        assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize(("text", "key"), [
+    ("metrics: 5\n", "metrics"), ("ignore: {a: 1}\n", "ignore"), ("metrics: [[a, b]]\n", "metrics"),
+    ("ignore: [git_commit, 7]\n", "ignore"), ("pipeline: [a, b]\n", "pipeline"), ("sigma_w: 0.5\n", "sigma_w"),
+    ("seed: {column: s}\n", "seed"), ("epoch: ''\n", "epoch"),
+])
+def test_mapping_file_with_a_wrong_type(tmp_path, text, key):
+    """A mapping value of the wrong YAML type is one line naming the key and the file, not a TypeError."""
+    (tmp_path / "map.yaml").write_text(text)
+    pd.DataFrame(per_epoch_rows()).to_csv(tmp_path / "t.csv", index=False)
+    assert_user_error(invoke("import", tmp_path / "t.csv", "--out", tmp_path / "c.nc", "--seeds", "paired",
+                             "--mapping", tmp_path / "map.yaml"), f"{tmp_path / 'map.yaml'}: mapping key '{key}' must")
+
+
+def test_mapping_file_unknown_key_and_lists(tmp_path):
+    """Unknown keys are named; a single name and a list of names both work."""
+    from initmem.errors import UserError
+    from initmem.importers.trackers import Mapping
+
+    path = tmp_path / "map.yaml"
+    path.write_text("pipeline: opt\ncolour: red\n")
+    with pytest.raises(UserError, match="unknown mapping key"):
+        Mapping.load(path)
+    path.write_text("pipeline: opt\nmetrics: f1\nignore: [git_commit, host]\n")
+    assert Mapping.load(path) == Mapping(pipeline="opt", metrics=("f1",), ignore=("git_commit", "host"))
+
+
+def test_tensorboard_add_hparams_folder(tmp_path):
+    """torch's add_hparams writes a timestamp-named sub-folder into each run folder: it belongs to its run,
+    and its metric (test_acc, logged once) is the run's per-run value, as in the CSV; the import notes it."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from initmem.importers.trackers import Mapping, read_source
+
+    rows = []
+    for i, (pipe, s, seed) in enumerate(SMALL):
+        cfg = PIPES[pipe]
+        run_dir = tmp_path / "logs" / f"pipeline={pipe}" / f"sigma_w={s},seed={seed},lr={cfg['lr']}"
+        with SummaryWriter(str(run_dir)) as w:
+            for ep in EPOCHS3:
+                w.add_scalar("val/acc", _acc(4 * i + ep), ep)
+            w.add_hparams({"lr": cfg["lr"], "sigma_w": s}, {"test_acc": _acc(100 + i)})
+        rows += [{"pipeline": pipe, "sigma_w": s, "seed": seed, "lr": cfg["lr"], "epoch": ep,
+                  "val_acc": _acc(4 * i + ep), "selected_test_acc": _acc(100 + i)} for ep in EPOCHS3]
+    assert len([d for d in run_dir.iterdir() if d.is_dir()]) == 1  # the layout this test is about
+    got = _import(tmp_path / "logs", tmp_path / "tb.nc")
+    assert got[cube.SELECTED_TEST_ACC].dims == cube.CELL_DIMS
+    _same_cube(_csv_cube(tmp_path, rows), got)
+    notes: list[str] = []
+    read_source(tmp_path / "logs", "auto", Mapping(), notes)
+    assert any(n.startswith("4 add_hparams folder(s) such as 'pipeline=") for n in notes), notes
+
+
+def test_tensorboard_sub_folder_not_key_value(tmp_path):
+    """A sub-folder of scalars that is neither key=value nor an add_hparams summary still has unknown keys."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(tmp_path / "logs" / "pipeline=sgd,sigma_w=0.5,seed=0" / "extra")) as w:
+        w.add_scalar("val/acc", 0.5, 0)
+    assert_user_error(invoke("import", tmp_path / "logs", "--out", tmp_path / "c.nc", "--seeds", "paired"),
+                      "run folder 'pipeline=sgd,sigma_w=0.5,seed=0/extra' is not named key=value")

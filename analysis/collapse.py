@@ -103,8 +103,7 @@ def collapse_view(ds: xr.Dataset, spec: AnalysisSpec | None = None, *, sides: bo
     fraction = DEFAULT_FRACTION if spec.fraction is None else spec.fraction
     rope = DEFAULT_ROPE if spec.rope is None else spec.rope
     tolerance = DEFAULT_TOLERANCE if spec.tolerance is None else spec.tolerance
-    ds = _only_axes(ds, axes)
-    main = collapse_test(ds, memory=memory, n_boot=n_boot, seed=seed, fraction=fraction, rope=rope)
+    main = collapse_test(ds, memory=memory, n_boot=n_boot, seed=seed, fraction=fraction, rope=rope, axes=axes)
     if main is None:
         return None
     main["ref_sigma_w"] = REF_SIGMA
@@ -117,7 +116,8 @@ def collapse_view(ds: xr.Dataset, spec: AnalysisSpec | None = None, *, sides: bo
     if sides and memory.startswith("radial"):
         for side in RADIAL_SIDES:
             try:
-                r = collapse_test(ds, memory=side, n_boot=min(n_boot, 50), seed=seed, fraction=fraction, rope=rope)
+                r = collapse_test(ds, memory=side, n_boot=min(n_boot, 50), seed=seed, fraction=fraction, rope=rope,
+                                  axes=axes)
             except UserError as exc:  # fewer than 2 levels on that side
                 main["sides"][side] = {"skipped": str(exc)}
                 continue
@@ -137,26 +137,16 @@ def lined_up(r: dict) -> str | None:
     return min(cand, key=cand.get) if cand else None
 
 
-def _only_axes(ds: xr.Dataset, axes: tuple[str, ...] | None) -> xr.Dataset:
-    """Keep only the named clocks (option ``axes``, checked by the spec); epochs always stay: every
-    clock is compared with them."""
-    if not axes:
-        return ds
-    known = (cube.STEP, *cube.ALL_CLOCKS)
-    drop = [a for a in known if a not in axes and a != cube.STEP and a in ds.data_vars]
-    return ds.drop_vars(drop)
-
-
 def collapse_main(cube_path: str | os.PathLike, out_dir: str | os.PathLike, spec: AnalysisSpec | None = None, *,
                   say: Callable[[str], None] = print, **options: Any) -> dict:
     """``initmem collapse``: write DIR/collapse.json and DIR/curves.nc, print the verdicts. The options
     are validated once, before the cube is read."""
-    from pathlib import Path
-
     from initmem import results as R
+    from initmem.analysis.staging import check_out_dir, staged_folder
     from initmem.stats.curves import memory_curves, write_curves
 
     spec = AnalysisSpec.of(spec, **options)
+    out = check_out_dir(out_dir, "collapse test")
     ds = cube.open_cube(cube_path)
     # Asked for exponents it cannot fit, the command says what is missing instead of writing a
     # collapse.json without them (analyze, which fits more, records the reason and goes on).
@@ -167,13 +157,12 @@ def collapse_main(cube_path: str | os.PathLike, out_dir: str | os.PathLike, spec
     if raw is None:
         raise UserError(f"{cube_path} has no training curves (epoch dim with kernel_norm / val_acc): "
                         "the collapse test needs them")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     rec = R.build_collapse(raw)
-    R.write_collapse(out, rec)
     curves = memory_curves(ds, n_boot=min(spec.n_boot, 200), seed=spec.seed)
-    if curves is not None:
-        write_curves(curves, out / R.CURVES_NC)
+    with staged_folder(out, what="collapse test", last=R.COLLAPSE_JSON) as tmp:  # both files or neither
+        if curves is not None:
+            write_curves(curves, tmp / R.CURVES_NC)
+        R.write_collapse(tmp, rec)
     for line in summary_lines(raw):
         say(line)
     say(str(out / R.COLLAPSE_JSON))

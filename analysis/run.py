@@ -4,7 +4,8 @@ One function, :func:`analyze_cube`, runs the whole analysis (docs/analysis.md): 
 Bayesian memory model (with one automatic, visible retry when the sampler's diagnostics fail),
 the frequentist cross-checks, memory curves and the collapse test. It builds the folder's typed
 records (:mod:`initmem.results`, fields in docs/analysis-folder.md) and writes ``posterior.nc``,
-``summary.json`` (and ``curves.nc`` / ``collapse.json`` when the cube has curves), each atomically.
+``summary.json`` (and ``curves.nc`` / ``collapse.json`` when the cube has curves), all or nothing: every part
+is computed first, then the files are written into a temporary folder and moved in (analysis/staging.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from initmem import cube
 from initmem import results as R
+from initmem.analysis.staging import check_out_dir, staged_folder
 from initmem.cube.levels import probe_is_categorical
 from initmem.models import arviz_io
 from initmem.models.memory import (
@@ -107,7 +109,7 @@ def analyze_cube(
     ``delta`` defaults to one point for accuracies and is required for any other metric."""
     spec = AnalysisSpec.of(spec, **options)
     seed = spec.seed
-    out = Path(out_dir)
+    out = check_out_dir(out_dir, "analysis")
     ds = cube.open_cube(cube_path)
     if spec.memory == "radial" and probe_is_categorical(ds):
         warn("the cube's probe is categorical (shape): the radial memory (a slope on log sigma_w) does not apply, "
@@ -144,13 +146,9 @@ def analyze_cube(
     from initmem.stats.curves import memory_curves, write_curves
 
     curves = memory_curves(ds, n_boot=spec.n_boot, seed=seed)
-    if curves is not None:
-        write_curves(curves, out / R.CURVES_NC)
     # The functional memory is forgotten below rope; without one, below the analysis's delta.
     raw_collapse = collapse_view(ds, spec if spec.rope is not None else spec.model_copy(update={"rope": float(delta)}))
     collapse = R.build_collapse(raw_collapse) if raw_collapse is not None else None
-    if collapse is not None:
-        R.write_collapse(out, collapse)
 
     summary: dict[str, Any] = {
         "metric": data.metric,
@@ -177,8 +175,16 @@ def analyze_cube(
     record = R.build_summary(summary)
     if collapse is not None:
         R.attach_forgetting_times(record, collapse)
-    arviz_io.to_netcdf(model.idata, out / R.POSTERIOR_NC)
-    R.write_summary(out, record)
+    # Nothing is written before every part has been computed, and then all at once (analysis/staging.py): a
+    # failure leaves no folder holding curves.nc alone, and an earlier analysis in DIR stays whole.
+    with staged_folder(out, what="analysis", last=R.SUMMARY_JSON,
+                       stale=(R.CURVES_NC, R.COLLAPSE_JSON)) as tmp:
+        if curves is not None:
+            write_curves(curves, tmp / R.CURVES_NC)
+        if collapse is not None:
+            R.write_collapse(tmp, collapse)
+        arviz_io.to_netcdf(model.idata, tmp / R.POSTERIOR_NC)
+        R.write_summary(tmp, record)
     return record
 
 

@@ -41,6 +41,7 @@ from initmem.atomic import atomic_path
 from initmem.collect.run.run_folder import RunDir
 from initmem.errors import OptionError
 from initmem.grid import grid_hash
+from initmem.grid.schema import MAX_SEED
 from initmem.jsonio import json_safe, write_json
 from initmem.models.sequential import DESIGNS, SEQUENTIAL_DESIGN, design_levels
 from initmem.names import ALPHA
@@ -64,11 +65,15 @@ def check_looks(looks: Sequence[int], max_seeds: int | None) -> list[int]:
 
 
 def seeds_for(grid_seeds: Sequence[int], n: int) -> list[int]:
-    """The first ``n`` seeds: the grid's own, then the next integers after its largest."""
+    """The first ``n`` seeds: the grid's own, then the next integers after its largest (from 0 up, skipping
+    the grid's, where those would pass the largest seed a cube can store)."""
     seeds = list(dict.fromkeys(int(s) for s in grid_seeds))
     nxt = max(seeds) + 1 if seeds else 0
     while len(seeds) < n:
-        seeds.append(nxt)
+        if nxt > MAX_SEED:
+            nxt = 0
+        if nxt not in seeds:
+            seeds.append(nxt)
         nxt += 1
     return seeds[:n]
 

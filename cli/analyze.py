@@ -74,7 +74,9 @@ def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | No
               help="Radial memory: forgotten when rho falls to this fraction of its start (default 0.5).")
 @click.option("--rope", type=float, default=None,
               help="Functional memory: forgotten when the spread falls below this, in metric units (default 0.01).")
-@click.option("--axes", default=None, metavar="A,B,...", help="Only these clocks (epochs are always kept).")
+@click.option("--axes", default=None, metavar="A,B,...",
+              help="Only these clocks (epochs and step always stay; a clock outside the default family, such as "
+                   "T_wd, joins it when named).")
 @click.option("--exponents/--no-exponents", default=True, show_default=True, help="Fit the clock-exponent model.")
 @click.option("--tolerance", type=float, default=None,
               help="A named clock holds when every fitted exponent lies within this of its prediction (default 0.25).")

@@ -127,7 +127,7 @@ def _check_target(path: Path) -> None:
     """A cube replaces an older cube, never a folder or another kind of file (the table it was imported
     from, say): such a path is refused before anything is written."""
     if path.is_dir():
-        raise UserError(f"{path} is a folder; give the cube's file name (for example {path / 'cube.nc'})")
+        raise UserError(f"{path} is a folder; give the cube's file name (a path inside it, ending in .nc)")
     if path.exists():
         with open(path, "rb") as fh:
             head = fh.read(8)

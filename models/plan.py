@@ -14,7 +14,8 @@ second route to "forgets". tests/test_plan.py checks the plan against real NUTS 
 Per pipeline the plan reports the smallest S with P(decisive verdict) >= 0.8 and, at the
 current S, the deltas that would decide: ``delta_forgets`` (the smallest delta with "forgets"
 in >= 80% of experiments) and ``delta_remembers`` (the largest delta with "remembers" in
->= 80%). Docs: docs/memory-model.md, "Planning".
+>= 80%); either is None (``-`` in the table) when no positive delta decides that way.
+Docs: docs/memory-model.md, "Planning".
 """
 
 from __future__ import annotations
@@ -184,6 +185,21 @@ def sequential_decisions(tables: np.ndarray, delta: float, looks: Sequence[int],
     return verdict, seeds
 
 
+def deciding_deltas(upper: np.ndarray, bound: np.ndarray, scale: float) -> dict[str, float | None]:
+    """The deltas that would decide 80% of the simulated experiments, in outcome units, or None when none does.
+
+    ``upper`` (per experiment): "forgets" holds at every delta above it, so ``delta_forgets`` is its 80% quantile
+    (None when that is infinite: 80% of experiments cannot show "forgets" at any delta). ``bound``: "remembers"
+    holds at every delta up to it, so ``delta_remembers`` is its 20% quantile; a spread that matters is positive,
+    so a quantile <= 0 (or -inf: the paired test rejects nowhere) means no positive delta gives "remembers" in
+    80% of experiments, and it is None rather than a negative smallest spread."""
+    with np.errstate(invalid="ignore"):  # inf - inf between infinite bounds: NaN, read as "none"
+        df = float(np.quantile(upper, TARGET) * scale)
+        dr = float(np.quantile(bound, 1 - TARGET) * scale)
+    return {"delta_forgets": max(df, 0.0) if np.isfinite(df) else None,
+            "delta_remembers": dr if np.isfinite(dr) and dr > 0 else None}
+
+
 def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np.random.Generator,
           n_now: int | None = None, n_eff: float = N_EFF, sigma_w: np.ndarray | None = None) -> dict[str, Any]:
     """P(remembers), P(forgets) per seed count; seeds needed; deltas that decide at ``n_now``."""
@@ -201,8 +217,7 @@ def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np
             bound = np.minimum(post["q05"], remembers_bounds(tables))
             upper = np.where(post["model_forgets_ok"], np.minimum(post["q_forgets"], post["iut_bound"]),
                              post["iut_bound"])   # either route of "forgets"
-            deltas = {"delta_forgets": float(np.quantile(upper, TARGET) * scale),
-                      "delta_remembers": float(np.quantile(bound, 1 - TARGET) * scale)}
+            deltas = deciding_deltas(upper, bound, scale)
     needed = next((s for s in ladder if p_dec[s] >= TARGET), None)
     return {"seeds_needed": needed, "p_decisive": p_dec, "p_remembers": p_rem, "p_forgets": p_for, **deltas}
 
@@ -291,7 +306,7 @@ def render_table(result: dict[str, Any]) -> str:
         p_now = r["posterior"]["p_decisive"].get(now) if now is not None else None
         p_txt = f"{p_now:.2f}" if p_now is not None else "-"
         df, dr = r["posterior"]["delta_forgets"], r["posterior"]["delta_remembers"]
-        d_txt = f"{df:.4g} / {dr:.4g}" if df is not None and dr is not None else "-"
+        d_txt = " / ".join("-" if d is None else f"{d:.4g}" for d in (df, dr))  # "-": no positive delta decides
         sq = r.get("sequential")
         s_txt = f"{sq['seeds_mean']:.1f} / {sq['seeds_max']} ({sq['p_decided']:.2f})" if sq else "-"
         lines.append(f"{pipe:<20} {now if now is not None else '-':>4} {str(r['verdict_now']):<13} "

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ import xarray as xr
 
 from initmem import cube
 from initmem.clocks import family as clock_family
-from initmem.errors import UserError
+from initmem.errors import UserError, option
 from initmem.jsonio import json_safe
 from initmem.names import ALPHA, CURVE_EPOCH_AXIS
 from initmem.stats import inference
@@ -109,17 +110,26 @@ def _null_d(comp: dict[str, dict], tested: list[str], y, v, rng) -> tuple[np.nda
 
 
 def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, seed: int = 0,
-                  fraction: float = DEFAULT_FRACTION, rope: float = DEFAULT_ROPE) -> dict | None:
+                  fraction: float = DEFAULT_FRACTION, rope: float = DEFAULT_ROPE,
+                  axes: Sequence[str] | None = None) -> dict | None:
     """The collapse.json dict (schema initmem.collapse/3), or None when the cube has no curves.
 
     ``fraction`` (radial) and ``rope`` (functional, in metric units) define the forgetting times.
     ``n_boot`` bootstrap replicates give the interval of D (0: no interval; the verdict comes
-    from the permutation test either way).
+    from the permutation test either way). ``axes``: only these clocks are scored (a clock outside
+    the default family, such as T_wd, joins it when named); epochs and steps always stay. None: the
+    clocks table's family.
     """
     if memory not in MEMORIES:
         raise UserError(f"memory must be one of {', '.join(MEMORIES)}, not {memory!r}")
     if n_boot < 0:
         raise UserError("n_boot must be >= 0")
+    if axes is not None:
+        known = (STEP_AXIS, *cube.ALL_CLOCKS)
+        bad = [a for a in axes if a not in known]
+        if bad or not axes:
+            raise UserError(f"axes names {f'an unknown axis {bad[0]!r}' if bad else 'no axis'} "
+                            f"(choose among {', '.join(known)})")
     requested = memory
     if cube.EPOCH not in ds.dims or not has_curve(ds, memory_variable(memory)):
         return None
@@ -136,7 +146,7 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
 
     clocks = seed_mean_clocks(ds)
     epoch = clocks[CURVE_EPOCH_AXIS]
-    x, merged = _candidate_axes(clocks, epoch, notes)
+    x, merged, left_out = _candidate_axes(clocks, epoch, notes, axes)
     comp = _comparisons(x, y)
     sd_log = {a: _identifiability(np.where(comp[a]["defined"][:, None], x[a], np.nan)) for a in comp}
     identifiable = {a: bool(sd_log[a] > IDENT_SD) for a in comp}
@@ -162,7 +172,7 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
                 for i, a in enumerate(compared)}
     if c_pipes < 2:
         notes.append("a single pipeline cannot tell clocks from epochs: the comparison is across pipelines")
-    verdict, best = _verdict(vs_epoch, family, identifiable, notes)
+    verdict, best = _verdict(vs_epoch, family, identifiable, notes, n_def=n_def, left_out=left_out)
     notes += _explain(vs_epoch, identifiable, n_def, out_axes, c_pipes=c_pipes, verdict=verdict, best=best)
     scope_note(notes, vs_epoch, best, c_pipes)
     ft = forgetting_times(ds, memory=memory, fraction=fraction, rope=rope, n_boot=n_boot, seed=seed,
@@ -191,13 +201,20 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
     })
 
 
-def _candidate_axes(clocks: dict[str, np.ndarray], epoch: np.ndarray,
-                    notes: list[str]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+def _candidate_axes(clocks: dict[str, np.ndarray], epoch: np.ndarray, notes: list[str],
+                    axes: Sequence[str] | None = None) -> tuple[dict[str, np.ndarray], dict[str, str], list[str]]:
     """Log time of every axis the cube can be scored on (epoch first; a clock identical to one already taken
-    on every pipeline is merged into it, so the multiplicity family counts one hypothesis once)."""
+    on every pipeline is merged into it, so the multiplicity family counts one hypothesis once), the merged
+    clocks, and the family's clocks the cube has but ``axes`` left out.
+
+    Without ``axes`` the candidates are the clocks table's family; with it, the clocks it names (T_wd too)."""
     x = {EPOCH_AXIS: _log_axis(epoch, epoch)}
     merged: dict[str, str] = {}
-    for a in (STEP_AXIS, *clock_family()):  # the clocks table says which clocks join the family
+    usable = {a: bool(np.isfinite(_log_axis(clocks[a], epoch)).any()) for a in cube.ALL_CLOCKS}
+    # the clocks table says which clocks join the family; the axes option narrows (or names) them
+    chosen = clock_family() if axes is None else tuple(a for a in cube.ALL_CLOCKS if a in axes)
+    left_out = [a for a in clock_family() if a not in chosen and usable[a]]
+    for a in (STEP_AXIS, *chosen):
         xa = _log_axis(clocks[a], epoch)
         if not np.isfinite(xa).any():
             continue
@@ -209,10 +226,14 @@ def _candidate_axes(clocks: dict[str, np.ndarray], epoch: np.ndarray,
     if merged:
         notes.append("merged (identical on every pipeline, counted once): "
                      + ", ".join(f"{a} = {b}" for a, b in merged.items()))
-    absent = [a for a in cube.CLOCKS if a not in x]
+    if left_out:
+        notes.append(f"left out by {option('axes')} (in the cube, not scored): {', '.join(left_out)}")
+    # Only clocks that were asked for (the four every collected cube has, by default) are reported missing.
+    asked = cube.CLOCKS if axes is None else chosen
+    absent = [a for a in asked if a not in x and a not in merged]
     if absent:
         notes.append(f"the cube has no usable {', '.join(absent)} curve(s) (missing or zero): not scored")
-    return x, merged
+    return x, merged, left_out
 
 
 @dataclass(frozen=True)
@@ -291,14 +312,31 @@ def _axes_entries(names, axes, held, n_def, c_pipes) -> dict:
 
 
 def _verdict(vs: dict[str, dict[str, Any]], family: list[str], identifiable: dict[str, bool],
-             notes: list[str]) -> tuple[str, str | None]:
+             notes: list[str], *, n_def: dict[str, int] | None = None,
+             left_out: Sequence[str] = ()) -> tuple[str, str | None]:
+    """The verdict and its best axis; a note says why when nothing could be tested. The notes speak of the
+    clocks actually scored: a clock left out by the axes option is neither missing nor unidentifiable."""
     clocks = [a for a in identifiable if a != STEP_AXIS]
-    if not any(identifiable[a] for a in clocks):
-        notes.append("no forgetting clock separates the pipelines differently from epochs on this design "
-                     "(e.g. lr proportional to batch size, one lambda, one schedule): not identifiable")
+    n_def = n_def or {}
+    others = f"; {', '.join(left_out)} left out by {option('axes')}" if left_out else ""
+    if not clocks:  # nothing to compare: not a property of the design, so not "not_identifiable"
+        why = (f"the clocks the cube has were left out by {option('axes')}" if left_out
+               else "the cube has no usable forgetting clock")
+        notes.append(f"no forgetting clock was scored ({why}): nothing was compared with epochs")
+        return "no_difference", None
+    # Identifiability compares pipelines at an epoch: it says nothing of a clock defined on one pipeline.
+    judged = [a for a in clocks if n_def.get(a, 2) >= 2]
+    if judged and not any(identifiable[a] for a in judged):
+        if left_out:
+            notes.append(f"no forgetting clock scored ({', '.join(clocks)}{others}) separates the pipelines "
+                         "differently from epochs: not identifiable")
+        else:
+            notes.append("no forgetting clock separates the pipelines differently from epochs on this design "
+                         "(e.g. lr proportional to batch size, one lambda, one schedule): not identifiable")
         return "not_identifiable", None
     if not family:
-        notes.append(f"no identifiable clock is defined on >= {MIN_UNITS} pipelines: nothing could be tested")
+        notes.append(f"no identifiable clock is defined on >= {MIN_UNITS} pipelines: nothing could be tested"
+                     + (f" (scored: {', '.join(clocks)}{others})" if left_out else ""))
         return "no_difference", None
     sig = [a for a in family if np.isfinite(vs[a]["p_adjusted"]) and vs[a]["p_adjusted"] < ALPHA]
     better = [a for a in sig if vs[a]["D"] > 0]

@@ -67,12 +67,23 @@ def smooth_var(v: np.ndarray) -> np.ndarray:
     dividing by it would make the normalised errors heavy-tailed.
     """
     fin = np.isfinite(v)
-    k = np.ones(VAR_WINDOW)
-    num = np.apply_along_axis(lambda r: np.convolve(r, k, "same"), -1, np.where(fin, v, 0.0))
-    den = np.apply_along_axis(lambda r: np.convolve(r, k, "same"), -1, fin.astype(float))
+    num = _window_sum(np.where(fin, v, 0.0))
+    den = _window_sum(fin.astype(float))
     with np.errstate(invalid="ignore", divide="ignore"):
         out = num / den
     return np.where(fin, out, np.nan)
+
+
+def _window_sum(a: np.ndarray) -> np.ndarray:
+    """Sum over the VAR_WINDOW epochs centred on each epoch, cut at the ends of the series (last axis).
+
+    The window shrinks to what the series has: on a series shorter than the window every epoch sums
+    the neighbours it has (``np.convolve(..., "same")`` would return the window's length instead).
+    """
+    half = VAR_WINDOW // 2
+    n = a.shape[-1]
+    k = np.ones(VAR_WINDOW)
+    return np.apply_along_axis(lambda r: np.convolve(r, k, "full")[half:half + n], -1, a)
 
 
 def floor_var(v: np.ndarray) -> np.ndarray:

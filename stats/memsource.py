@@ -33,9 +33,10 @@ def memory_view(ds: xr.Dataset, memory: str, ref: float = REF_SIGMA) -> tuple[xr
     Above the standard init the large kernels shrink (on T_l2 under L2); below it the small
     kernels grow (on sum eta): one slope over the whole range blurs the two mechanisms.
     """
-    if memory not in RADIAL_SIDES:
-        return ds, memory
     sig = ds[cube.SIGMA].values.astype(float)
+    if memory not in RADIAL_SIDES:
+        _need_two_levels(ds, memory, sig)
+        return ds, memory
     keep = sig >= ref * (1 - 1e-9) if memory == "radial_above" else sig <= ref * (1 + 1e-9)
     if keep.sum() < 2:
         from initmem.errors import UserError
@@ -43,6 +44,25 @@ def memory_view(ds: xr.Dataset, memory: str, ref: float = REF_SIGMA) -> tuple[xr
         raise UserError(f"memory {memory} needs >= 2 sigma_w levels on that side of {ref:g} "
                         f"(the cube has {', '.join(f'{s:g}' for s in sig)})")
     return ds.isel({cube.SIGMA: np.flatnonzero(keep)}), "radial"
+
+
+def _need_two_levels(ds: xr.Dataset, memory: str, sig: np.ndarray) -> None:
+    """Every memory curve is measured across sigma_w (a slope, or a spread, over the levels): one level
+    with curves gives none, so the collapse test refuses it in one line instead of failing inside."""
+    var = memory_variable(memory)
+    if var in ds.data_vars and cube.SIGMA in ds[var].dims:
+        other = [d for d in ds[var].dims if d != cube.SIGMA]
+        has = np.asarray(ds[var].notnull().any(other).values, bool)
+    else:
+        has = np.ones(sig.size, bool)
+    if has.sum() < 2:
+        from initmem.errors import UserError
+
+        what = "the slope of log kernel_norm on log sigma_w" if memory != "functional" else \
+            "the spread of val_acc over sigma_w"
+        levels = ", ".join(f"{s:g}" for s in sig[has]) or "none"
+        raise UserError(f"the collapse test needs >= 2 sigma_w levels with curves (its {memory} memory is {what}); "
+                        f"the cube has {int(has.sum())} (sigma_w: {levels})")
 
 
 @dataclass

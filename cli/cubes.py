@@ -174,6 +174,11 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
             raise UserError("--status and --merge exclude each other")
         if grid_file is not None or out is not None:
             raise UserError("--status DIR and --merge DIR take no GRID.yaml or --out")
+        given = [flag for flag, on in (("--resume", resume), ("--force-new", force_new),
+                                       ("--retry-failed", retry_failed)) if on]
+        if given:
+            raise UserError(f"--status DIR and --merge DIR only read the run; {' and '.join(given)} "
+                            f"{'apply' if len(given) > 1 else 'applies'} to training (GRID.yaml --out DIR)")
         from initmem.collect.run.assemble import corrupt_error, merge_run, print_summary
         from initmem.collect.run.run_folder import RunDir
         from initmem.collect.run.status import render_status, run_status

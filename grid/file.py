@@ -54,10 +54,63 @@ def _one_line(err: dict[str, Any]) -> str:
         return f"{path}: must be one of {', '.join(allowed)} (got {got!r})"
     if etype == "value_error":
         msg = str(ctx.get("error", err.get("msg", "")))
-        # A model-level validator names its own field at the start of the message.
-        return f"{msg}" if re.match(r"^[a-z_.]+: ", msg) and not loc else f"{path}: {msg}"
+        # A model-level validator names its own field at the start of the message ("warmup_epochs: ..."):
+        # below the top level that field sits under the model's own key (pipelines.sgd.warmup_epochs).
+        if re.match(r"^[A-Za-z0-9_.-]+: ", msg):
+            return f"{path}.{msg}" if loc else msg
+        return f"{path}: {msg}"
     msg = err.get("msg", "invalid value")
     return f"{path}: {msg[0].lower() + msg[1:] if msg else msg} (got {got!r})"
+
+
+class DuplicateKeyError(yaml.YAMLError):
+    """A mapping that gives one key twice (YAML itself keeps the last one silently)."""
+
+    def __init__(self, path: str, line: int, first_line: int):
+        self.path, self.line, self.first_line = path, line, first_line
+        super().__init__(f"{path}: duplicate key at line {line} (first given at line {first_line}); give each key once")
+
+
+class GridLoader(yaml.SafeLoader):
+    """``yaml.safe_load``'s loader (safe tags only) that refuses duplicate mapping keys.
+
+    ``yaml.load(text, Loader=GridLoader)`` composes the document, walks its mappings (naming each key by
+    its path, e.g. ``pipelines.sgd``) and raises :class:`DuplicateKeyError` at the first key given twice;
+    keys brought in by a merge (``<<: *base``) may still be overridden, as YAML intends.
+    """
+
+    def get_single_data(self) -> Any:
+        node = self.get_single_node()
+        if node is None:
+            return None
+        self._check_unique_keys(node, "", set())
+        return self.construct_document(node)
+
+    def _check_unique_keys(self, node: yaml.Node, path: str, seen: set[int]) -> None:
+        if id(node) in seen:  # an alias of a node already walked (or a recursive one)
+            return
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    self._check_unique_keys(value_node, path, seen)
+                    continue
+                name = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
+                sub = f"{path}.{name}" if path else str(name)
+                if isinstance(key_node, yaml.ScalarNode):
+                    key = self.construct_object(key_node)
+                    line = key_node.start_mark.line + 1
+                    try:
+                        if key in first:
+                            raise DuplicateKeyError(sub, line, first[key])
+                        first[key] = line
+                    except TypeError:  # an unhashable key: YAML's own constructor refuses it
+                        pass
+                self._check_unique_keys(value_node, sub, seen)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self._check_unique_keys(item, f"{path}.{i}" if path else str(i), seen)
 
 
 def parse_grid(data: Any, *, source: str = "grid") -> Grid:
@@ -83,7 +136,9 @@ def load_grid(path: str | Path) -> Grid:
     except OSError as exc:
         raise UserError(f"cannot read grid file {path}: {exc.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=GridLoader)  # GridLoader is a SafeLoader: safe tags only
+    except DuplicateKeyError as exc:
+        raise UserError(f"{source}: {exc}".replace("\n", " ")) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -7,11 +7,12 @@ training set's size is known, in :mod:`initmem.collect.run.budgets`.
 
 from __future__ import annotations
 
+import numbers
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from initmem import clocks, optimizers
 from initmem.errors import UserError
@@ -35,10 +36,53 @@ OPTIMIZERS = optimizers.names()  # the optimizer table, initmem/optimizers.py
 SCHEDULES = ("constant", "cosine", "step")
 INIT_SCALES = ("all_kernels", "normalized_kernels", "convolutions", "head")
 INTERP_THRESHOLD = 0.995  # default train accuracy that counts as interpolation (eval.interp_threshold)
+# Names of the grid and its pipelines become folder and file names (runs/NAME, shards per pipeline).
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
+MAX_NAME_LENGTH = 100
+# The cube stores seeds as int64; the engine's SeedSequence takes any non-negative integer, so the cube's
+# dtype is the binding bound.
+MAX_SEED = 2**63 - 1
+
+
+def _number(v: Any) -> Any:
+    """A float field: refuse booleans (pydantic would read true as 1.0); numeric strings stay accepted,
+    since PyYAML reads ``1e-3`` (no dot) as a string."""
+    if isinstance(v, bool):
+        raise ValueError(f"must be a number, not a boolean (got {str(v).lower()}; YAML reads yes/no/on/off "
+                         "as booleans too)")
+    return v
+
+
+def _whole(v: Any) -> Any:
+    """An int field: refuse booleans and strings (pydantic would read true as 1 and "3" as 3)."""
+    if isinstance(v, bool):
+        raise ValueError(f"must be a whole number, not a boolean (got {str(v).lower()}; YAML reads yes/no/on/off "
+                         "as booleans too)")
+    if isinstance(v, str):
+        raise ValueError(f"must be a whole number, not a string (got {v!r}; write it without quotes)")
+    if isinstance(v, numbers.Integral):
+        return int(v)  # NumPy integers
+    return v
+
+
+Real = Annotated[float, BeforeValidator(_number)]  # finite: _Strict sets allow_inf_nan=False
+Whole = Annotated[int, BeforeValidator(_whole)]
+
+
+def check_name(name: str, what: str) -> None:
+    """Refuse a grid or pipeline name that is not a safe, portable file name."""
+    if not NAME_PATTERN.fullmatch(name):
+        raise ValueError(f"{what} {name!r} may only hold letters, digits, '_', '.', '-'")
+    if name in (".", ".."):
+        raise ValueError(f"{what} {name!r} is not a usable folder name")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ValueError(f"{what} is {len(name)} characters long (at most {MAX_NAME_LENGTH}: it names folders "
+                         "and files)")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: every float field, list and mapping of floats refuses .inf and .nan.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class DatasetSpec(_Strict):
@@ -53,14 +97,14 @@ class DatasetSpec(_Strict):
 
     name: Literal["digits", "cifar10", "cifar100", "fashion_mnist", "svhn", "mnist1d"] = "digits"
     root: str | None = None
-    val_fraction: float = Field(0.2, gt=0, lt=1)
-    test_fraction: float = Field(0.25, gt=0, lt=1)
-    split_seed: int = Field(0, ge=0)
+    val_fraction: Real = Field(0.2, gt=0, lt=1)
+    test_fraction: Real = Field(0.25, gt=0, lt=1)
+    split_seed: Whole = Field(0, ge=0)
     augment: Literal["none", "crop_flip"] = "none"
-    n_train: int | None = Field(None, ge=1, le=10_000_000)
-    n_val: int | None = Field(None, ge=1, le=10_000_000)
-    n_test: int | None = Field(None, ge=1, le=10_000_000)
-    seed: int | None = Field(None, ge=0, lt=2**32)  # NumPy's legacy seed range
+    n_train: Whole | None = Field(None, ge=1, le=10_000_000)
+    n_val: Whole | None = Field(None, ge=1, le=10_000_000)
+    n_test: Whole | None = Field(None, ge=1, le=10_000_000)
+    seed: Whole | None = Field(None, ge=0, lt=2**32)  # NumPy's legacy seed range
 
     @model_validator(mode="before")
     @classmethod
@@ -94,11 +138,11 @@ class ModelSpec(_Strict):
     for the arms that have them. ``resnet1d`` is the 1-D ResNet for mnist1d (batch or none)."""
 
     arch: str = "resnet_tiny"
-    width: int | None = Field(None, ge=1, le=4096)
+    width: Whole | None = Field(None, ge=1, le=4096)
     norm: Literal["batch", "none", "layer"] = "batch"
-    depth: int | None = Field(None, ge=1, le=64)
-    heads: int | None = Field(None, ge=1, le=64)
-    patch: int | None = Field(None, ge=1, le=64)
+    depth: Whole | None = Field(None, ge=1, le=64)
+    heads: Whole | None = Field(None, ge=1, le=64)
+    patch: Whole | None = Field(None, ge=1, le=64)
 
     @model_validator(mode="before")
     @classmethod
@@ -141,25 +185,25 @@ class InitSpec(_Strict):
 
 class PipelineSpec(optimizers.WeightDecaySplit, _Strict):
     optimizer: Literal[OPTIMIZERS]  # type: ignore[valid-type]
-    lr: float = Field(gt=0)
-    batch_size: int = Field(ge=1)
-    epochs: int | None = Field(None, ge=1)  # None: resolved from ``budget`` (see resolve_budgets)
-    budget: dict[str, float] | None = None  # clock -> value to reach, e.g. {T_l2: 1.2} (docs/reading-the-clocks.md)
-    momentum: float = Field(0.0, ge=0, lt=1)
+    lr: Real = Field(gt=0)
+    batch_size: Whole = Field(ge=1)
+    epochs: Whole | None = Field(None, ge=1)  # None: resolved from ``budget`` (see resolve_budgets)
+    budget: dict[str, Real] | None = None  # clock -> value to reach, e.g. {T_l2: 1.2} (docs/reading-the-clocks.md)
+    momentum: Real = Field(0.0, ge=0, lt=1)
     nesterov: bool = False
-    weight_decay: float = Field(0.0, ge=0)
+    weight_decay: Real = Field(0.0, ge=0)
     schedule: Literal["constant", "cosine", "step"] = "constant"
-    warmup_epochs: int = Field(0, ge=0)
-    milestones: list[int] = Field(default_factory=list)
-    gamma: float = Field(0.1, gt=0, le=1)
-    betas: tuple[float, float] = (0.9, 0.999)
-    eps: float = Field(1e-8, gt=0)
+    warmup_epochs: Whole = Field(0, ge=0)
+    milestones: list[Whole] = Field(default_factory=list)
+    gamma: Real = Field(0.1, gt=0, le=1)
+    betas: tuple[Real, Real] = (0.9, 0.999)
+    eps: Real = Field(1e-8, gt=0)
     # This pipeline's own model section (replaces the grid's): one grid can then set several
     # architectures side by side, e.g. the arms preset (docs/arms.md).
     model: ModelSpec | None = None
     # This pipeline's own eval.every: evaluation passes cost a dense net far less than a conv net or a
     # ViT, so a mixed grid can evaluate the cheap pipelines more often (finer checkpoint selection).
-    eval_every: int | None = Field(None, ge=1)
+    eval_every: Whole | None = Field(None, ge=1)
 
     @field_validator("betas")
     @classmethod
@@ -178,17 +222,34 @@ class PipelineSpec(optimizers.WeightDecaySplit, _Strict):
             raise ValueError(f"momentum: only for optimizer {with_momentum} (Adam uses betas)")
         if self.budget is not None:
             _check_budget(self.budget)
-        if self.epochs is not None and self.warmup_epochs >= self.epochs:
-            raise ValueError(f"warmup_epochs: must be smaller than epochs ({self.epochs})")
         if self.milestones and self.schedule != "step":
             raise ValueError("milestones: only for schedule step")
         if self.schedule == "step":
             if not self.milestones:
                 raise ValueError("milestones: schedule step needs a non-empty list of epochs")
-            if sorted(set(self.milestones)) != list(self.milestones) or not all(
-                    0 < m < (self.epochs or 10**9) for m in self.milestones):
-                raise ValueError(f"milestones: must be increasing epochs in 1..{self.epochs - 1}")
+            if sorted(set(self.milestones)) != list(self.milestones) or self.milestones[0] < 1:
+                within = f" in 1..{self.epochs - 1}" if self.epochs is not None else ", from 1 up"
+                raise ValueError(f"milestones: must be increasing epochs{within} (got {list(self.milestones)})")
+        if self.epochs is not None:
+            problem = self.horizon_problem(self.epochs)
+            if problem:
+                raise ValueError(problem)
         return self
+
+    def horizon_problem(self, epochs: int, budget: dict[str, float] | None = None) -> str | None:
+        """What the horizon-dependent fields (warm-up, milestones) get wrong at a horizon of ``epochs``, as
+        ``"field: message"``, or None. With ``budget`` the horizon is what that clock budget resolved to
+        (the grid names no epochs), and the message says so."""
+        why = f", and the budget {budget_text(budget)} resolves to {epochs_text(epochs)}" if budget else ""
+        if self.warmup_epochs >= epochs:
+            return f"warmup_epochs: must be smaller than {'the horizon' if budget else f'epochs ({epochs})'}{why}"
+        if any(m >= epochs for m in self.milestones):
+            room = f"1..{epochs - 1}" if epochs > 1 else "none fits: use schedule constant"
+            if not budget:
+                within = f"in {room}" if epochs > 1 else "before epochs (1): none fits, use schedule constant"
+                return f"milestones: must be increasing epochs {within} (got {list(self.milestones)})"
+            return f"milestones: must be epochs before the horizon{why} ({room}; got {list(self.milestones)})"
+        return None
 
 
 
@@ -200,34 +261,35 @@ class EvalSpec(_Strict):
     epoch; a run that never interpolates falls back to its best-validation epoch overall.
     """
 
-    interp_threshold: float = Field(INTERP_THRESHOLD, gt=0, le=1)
+    interp_threshold: Real = Field(INTERP_THRESHOLD, gt=0, le=1)
     select: Literal["best_val_acc_interp", "best_val_acc", "last"] = "best_val_acc_interp"
     # Evaluate the splits every N epochs (epoch 0 and the final epoch always): an evaluation pass
     # costs about 40% of a digits epoch. Kernel norms and clocks are recorded at every epoch, so
     # the radial memory curves keep full resolution; the checkpoint is selected among evaluated epochs.
-    every: int = Field(1, ge=1)
+    every: Whole = Field(1, ge=1)
 
 
 class SlurmSpec(_Strict):
     partition: str | None = None
-    gpus_per_job: int = Field(1, ge=0)
-    time_min: int = Field(60, ge=1)
-    mem_gb: int = Field(16, ge=1)
-    array_parallelism: int = Field(16, ge=1)
-    cpus_per_task: int = Field(4, ge=1)
+    gpus_per_job: Whole = Field(1, ge=0)
+    time_min: Whole = Field(60, ge=1)
+    mem_gb: Whole = Field(16, ge=1)
+    array_parallelism: Whole = Field(16, ge=1)
+    cpus_per_task: Whole = Field(4, ge=1)
 
 
 class EngineSpec(_Strict):
     """How the engine runs: pack size, torch.compile, eval batch, CPU threads, layouts, precision.
 
-    Apart from ``autocast`` (bf16 rounding) and ``measure_clocks`` (whether the measured clocks
-    are recorded) none of these changes what a cell computes.
-    """
+    ``autocast`` (bf16 rounding) and ``measure_clocks`` (whether the measured clocks are recorded)
+    change what a cell computes; ``compile``, ``cpu_threads``, ``channels_last`` and
+    ``eval_batch_size`` may change its float rounding, so a resume refuses a change to any of them
+    (docs/collect-runs.md); ``pack_size`` does not change a cell on CPU."""
 
-    pack_size: int | None = Field(None, ge=1)
+    pack_size: Whole | None = Field(None, ge=1)
     compile: bool = False
-    eval_batch_size: int = Field(4096, ge=1)  # model-images (images x pack members) per eval forward
-    cpu_threads: int | None = Field(None, ge=1)
+    eval_batch_size: Whole = Field(4096, ge=1)  # model-images (images x pack members) per eval forward
+    cpu_threads: Whole | None = Field(None, ge=1)
     # channels_last activations: None = on CUDA only. On CPU oneDNN's grouped convolutions run
     # 1.3-2x faster in it. In the default layout a cell's numbers are bitwise the same alone and in
     # any pack; in channels_last that holds when each member's channel counts are multiples of 8
@@ -246,17 +308,17 @@ class Grid(_Strict):
     """A grid: ``sigma_w`` is the probe's level axis (docs/arms.md); for ``init.probe: shape``
     it may be left out and is then the level codes 1..k of ``init.shapes``."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    name: str
     dataset: DatasetSpec = DatasetSpec()
     model: ModelSpec = ModelSpec()
     init: InitSpec = InitSpec()
-    sigma_w: list[float] = Field(min_length=1)
-    seeds: list[int] = Field(min_length=1)
+    sigma_w: list[Real] = Field(min_length=1)
+    seeds: list[Whole] = Field(min_length=1)
     pipelines: dict[str, PipelineSpec] = Field(min_length=1)
     eval: EvalSpec = EvalSpec()
     slurm: SlurmSpec | None = None
     engine: EngineSpec = EngineSpec()
-    budget: dict[str, float] | None = None  # grid-wide clock budget for pipelines without epochs
+    budget: dict[str, Real] | None = None  # grid-wide clock budget for pipelines without epochs
 
     @model_validator(mode="before")
     @classmethod
@@ -266,6 +328,12 @@ class Grid(_Strict):
                 and isinstance(init.get("shapes"), list):
             return {**data, "sigma_w": [float(i + 1) for i in range(len(init["shapes"]))]}
         return data
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        check_name(v, "grid name")
+        return v
 
     @field_validator("sigma_w")
     @classmethod
@@ -280,8 +348,10 @@ class Grid(_Strict):
     @field_validator("seeds")
     @classmethod
     def _seeds(cls, v: list[int]) -> list[int]:
-        if any(s < 0 for s in v):
-            raise ValueError("seeds must be non-negative integers")
+        bad = [s for s in v if not 0 <= s <= MAX_SEED]
+        if bad:
+            raise ValueError(f"every seed must be a whole number in 0..{MAX_SEED} (2^63 - 1: the cube stores "
+                             f"seeds as int64; got {bad[0]})")
         if len(set(v)) != len(v):
             raise ValueError("seeds must be distinct")
         return sorted(v)
@@ -290,8 +360,7 @@ class Grid(_Strict):
     @classmethod
     def _names(cls, v: dict[str, PipelineSpec]) -> dict[str, PipelineSpec]:
         for name in v:
-            if not re.match(r"^[A-Za-z0-9_.-]+$", name):
-                raise ValueError(f"pipeline name {name!r} may only hold letters, digits, '_', '.', '-'")
+            check_name(name, "pipeline name")
         return v
 
     @model_validator(mode="after")
@@ -300,20 +369,21 @@ class Grid(_Strict):
         self._check_model()
         if self.dataset.name not in ("digits", "mnist1d") and self.dataset.root is None:
             raise ValueError(f"dataset.root: {self.dataset.name} needs a torchvision data folder")
-        for model in {self.model_of(p) for p in self.pipelines}:
+        for where, model in self._models_in_use():
             if self.init.scale == "normalized_kernels" and not (
                     model.norm == "batch" or (model.arch == "mlp" and model.norm == "layer")):
-                raise ValueError("init.scale: normalized_kernels needs model.norm: batch (or an mlp with norm: layer)")
+                raise ValueError(f"init.scale: normalized_kernels needs {where}.norm: batch (or an mlp with "
+                                 "norm: layer)")
             if self.init.scale == "convolutions" and model.arch in DENSE_ARCHS:
-                raise ValueError(f"init.scale: {model.arch} has no convolutions")
+                raise ValueError(f"init.scale: {model.arch} has no convolutions ({where}.arch)")
             if self.dataset.name == "digits" and model.arch not in ("resnet_tiny", *DENSE_ARCHS):
-                raise ValueError("model.arch: the 8x8 digits images need resnet_tiny, mlp or vit_tiny")
+                raise ValueError(f"{where}.arch: the 8x8 digits images need resnet_tiny, mlp or vit_tiny")
             if (self.dataset.name == "mnist1d") != (model.arch == "resnet1d") and model.arch not in DENSE_ARCHS:
-                raise ValueError("model.arch: the 1-D mnist1d signals need resnet1d, mlp or vit_tiny, "
+                raise ValueError(f"{where}.arch: the 1-D mnist1d signals need resnet1d, mlp or vit_tiny, "
                                  "and resnet1d needs dataset mnist1d")
             if self.dataset.name == "mnist1d" and model.arch == "vit_tiny" and MNIST1D_LENGTH % (model.patch or 2):
-                raise ValueError(f"model.patch: must divide the mnist1d length {MNIST1D_LENGTH} (got {model.patch})")
-            self._check_probe(model)
+                raise ValueError(f"{where}.patch: must divide the mnist1d length {MNIST1D_LENGTH} (got {model.patch})")
+            self._check_probe(model, where)
         if self.budget is not None:
             _check_budget(self.budget)
         for name, spec in self.pipelines.items():
@@ -330,20 +400,30 @@ class Grid(_Strict):
         """Whether some pipeline sets its own model (then the cube records arch and norm per pipeline)."""
         return any(spec.model is not None for spec in self.pipelines.values())
 
-    def _check_model(self) -> None:
-        for m in [self.model, *(spec.model for spec in self.pipelines.values() if spec.model is not None)]:
-            self._check_one_model(m)
+    def _models_in_use(self) -> list[tuple[str, ModelSpec]]:
+        """Every model section some pipeline trains, with the key that sets it (``model`` for the
+        grid's, ``pipelines.NAME.model`` for a pipeline's own), so a message can name it."""
+        own = [(f"pipelines.{name}.model", spec.model) for name, spec in self.pipelines.items()
+               if spec.model is not None]
+        shared = [("model", self.model)] if any(spec.model is None for spec in self.pipelines.values()) else []
+        return shared + own
 
-    def _check_one_model(self, m: ModelSpec) -> None:
+    def _check_model(self) -> None:
+        self._check_one_model(self.model, "model")
+        for where, m in self._models_in_use():
+            if where != "model":
+                self._check_one_model(m, where)
+
+    def _check_one_model(self, m: ModelSpec, where: str) -> None:
         allowed = {"mlp": ("none", "layer"), "vit_tiny": ("layer",)}.get(m.arch, ("batch", "none"))
         if m.norm not in allowed:
-            raise ValueError(f"model.norm: {m.arch} takes one of {', '.join(allowed)} (got {m.norm!r})")
+            raise ValueError(f"{where}.norm: {m.arch} takes one of {', '.join(allowed)} (got {m.norm!r})")
         for key in ("depth", "heads", "patch"):
             takes = ("vit_tiny",) if key != "depth" else ("mlp", "vit_tiny", "resnet1d")
             if getattr(m, key) is not None and m.arch not in takes:
-                raise ValueError(f"model.{key}: only for arch {' or '.join(takes)}")
+                raise ValueError(f"{where}.{key}: only for arch {' or '.join(takes)}")
 
-    def _check_probe(self, model: ModelSpec) -> None:
+    def _check_probe(self, model: ModelSpec, where: str = "model") -> None:
         init = self.init
         if (init.layers is not None) != (init.probe == "layer_scale"):
             raise ValueError("init.layers: set it for probe layer_scale, and only then")
@@ -358,10 +438,10 @@ class Grid(_Strict):
                              "of init.shapes (leave it out to get them)")
         if init.probe == "width_scaling":
             if model.arch != "mlp" or model.norm != "none":
-                raise ValueError("init.probe: width_scaling needs model.arch mlp with norm none")
+                raise ValueError(f"init.probe: width_scaling needs {where}.arch mlp with norm none")
             base = model.width or DEFAULT_WIDTH["mlp"]
             if any(abs(s * base - round(s * base)) > 1e-9 or round(s * base) < 1 for s in self.sigma_w):
-                raise ValueError(f"sigma_w: with probe width_scaling each level times model.width ({base}) "
+                raise ValueError(f"sigma_w: with probe width_scaling each level times {where}.width ({base}) "
                                  "must be a whole number of units")
 
     # ---------------------------------------------------------------------------------------
@@ -405,6 +485,15 @@ def _check_budget(budget: dict[str, float]) -> None:
             raise ValueError(f"budget: clock must be one of {', '.join(BUDGET_CLOCKS)} (got {k!r})")
         if not (v > 0 and v != float("inf")):
             raise ValueError(f"budget.{k}: must be a positive finite number (got {v})")
+
+
+def epochs_text(n: int) -> str:
+    return f"{n} epoch{'' if n == 1 else 's'}"
+
+
+def budget_text(budget: dict[str, float]) -> str:
+    """A clock budget as the grid file writes it: ``{T_eta: 0.1}``."""
+    return "{" + ", ".join(f"{k}: {v:g}" for k, v in budget.items()) + "}"
 
 
 def probe_levels(grid: Grid) -> list[str]:

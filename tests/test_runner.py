@@ -15,9 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _cli import assert_user_error, run_cli
+import xarray as xr
+from _cli import assert_user_error, invoke, run_cli
 from _collect_fake import fake_train_pack
-from _collect_util import FAKE_GRID, assert_clean, assert_same_cube, run_collect_subprocess, write_grid
+from _collect_util import FAKE_GRID, assert_clean, assert_same_cube, comparable, run_collect_subprocess, write_grid
 
 from initmem import cube
 from initmem.atomic import leftover_temporaries
@@ -308,3 +309,204 @@ def test_a_checkpoint_of_an_older_engine_state_is_discarded_not_fatal(tmp_path: 
     events = read_events(out / "events.jsonl")
     assert any(e["event"] == "checkpoint_unusable" and "state version" in e["reason"] for e in events)
     assert not [e for e in events if e["event"] == "resume"]
+
+
+# What a resume may change --------------------------------------------------------------------------
+
+ENGINE_CHANGES = [("autocast", "true", "null -> true"), ("measure_clocks", "false", "true -> false"),
+                  ("compile", "true", "false -> true"), ("channels_last", "true", "null -> true"),
+                  ("cpu_threads", "3", "null -> 3"), ("eval_batch_size", "64", "4096 -> 64")]
+
+
+def _grid(text: str):
+    import yaml
+
+    from initmem.grid import parse_grid
+
+    return parse_grid(yaml.safe_load(text))
+
+
+@pytest.mark.parametrize(("field", "value", "change"), ENGINE_CHANGES)
+def test_resume_refuses_each_engine_setting_that_changes_the_numbers(field: str, value: str, change: str) -> None:
+    from initmem.collect.run.run_folder import grid_changes
+
+    changed, _ = grid_changes(_grid(FAKE_GRID), _grid(FAKE_GRID + f"engine: {{{field}: {value}}}\n"))
+    assert changed == [f"engine.{field} ({change})"]
+
+
+def test_pack_size_data_root_and_slurm_may_change_on_resume() -> None:
+    from initmem.collect.run.run_folder import grid_changes
+
+    moved = FAKE_GRID + ("engine: {pack_size: 1}\ndataset: {name: digits, root: /tmp/elsewhere}\n"
+                         "slurm: {partition: gpu, mem_gb: 64}\n")
+    assert grid_changes(_grid(FAKE_GRID), _grid(moved)) == ([], {"pipelines": [], "sigma_w": [], "seeds": []})
+
+
+def test_resume_with_changed_engine_settings_is_refused_and_leaves_the_run_as_it_was(tmp_path: Path,
+                                                                                      baseline: Path) -> None:
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    out = tmp_path / "run"
+    proc = run_collect_subprocess(grid, out, env={"INITMEM_TEST_HOOK": "shard_written:2:kill"})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    changed = write_grid(tmp_path / "changed.yaml", FAKE_GRID + "engine: {measure_clocks: false, autocast: true}\n")
+    with pytest.raises(UserError) as exc:
+        run(changed, out, resume=True)
+    assert "engine.autocast (null -> true); engine.measure_clocks (true -> false)" in str(exc.value)
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before, "a refused resume wrote"
+    # the data folder and the pack size may change: the cube equals the uninterrupted one, the grid
+    # attribute records the new settings
+    moved = write_grid(tmp_path / "moved.yaml", FAKE_GRID + "engine: {pack_size: 1}\n"
+                       f"dataset: {{name: digits, root: {tmp_path / 'elsewhere'}}}\n")
+    run(moved, out, resume=True, pack_size=None)
+    got, want = comparable(out / "cube.nc"), comparable(baseline)
+    assert str(tmp_path / "elsewhere") in got.attrs["grid"]
+    for ds in (got, want):
+        ds.attrs = {k: v for k, v in ds.attrs.items() if k not in ("grid", "grid_hash")}
+    xr.testing.assert_identical(got, want)
+    assert_clean(out)
+
+
+def test_resume_refuses_other_data_under_a_moved_root(tmp_path: Path) -> None:
+    from initmem.collect.run.budgets import training_grid
+    from initmem.collect.run.run_folder import RunDir
+    from initmem.collect.run.runner import prepare_run
+
+    run_dir = RunDir(tmp_path / "run")
+    grid = training_grid(write_grid(tmp_path / "grid.yaml", FAKE_GRID))
+    prepare_run(run_dir, grid, resume=False, executor="local", quiet=True, fingerprint="a" * 64)
+    with pytest.raises(UserError, match=r"data set under dataset.root \(default\) differs from the run's "
+                                        r"\(dataset fingerprint bbbbbbbbbbbb, the run's aaaaaaaaaaaa\)"):
+        prepare_run(run_dir, grid, resume=True, executor="local", quiet=True, fingerprint="b" * 64)
+    prepare_run(run_dir, grid, resume=True, executor="local", quiet=True, fingerprint="a" * 64)
+    assert json.loads(run_dir.record_file.read_text())["dataset_fingerprint"] == "a" * 64
+
+
+# Refused starts leave nothing behind ----------------------------------------------------------------
+
+@pytest.mark.parametrize(("case", "needle"), [
+    ("cuda", "--device cuda was asked for"),
+    ("batch", "pipelines.sgd.batch_size: 100000 is larger than the training split (1078 examples)"),
+    ("data", "dataset.root /nonexistent does not exist"),
+])
+def test_a_refused_start_writes_no_run_folder(tmp_path: Path, case: str, needle: str) -> None:
+    import torch
+
+    if case == "cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    text = {"cuda": FAKE_GRID, "batch": FAKE_GRID.replace("lr: 0.1, batch_size: 32", "lr: 0.1, batch_size: 100000"),
+            "data": FAKE_GRID + "dataset: {name: cifar10, root: /nonexistent}\n"}[case]
+    grid = write_grid(tmp_path / "grid.yaml", text)
+    out = tmp_path / "run"
+    proc = invoke("collect", grid, "--out", out, "--device", "cuda" if case == "cuda" else "cpu")
+    assert_user_error(proc, needle)
+    assert not out.exists()
+    # the corrected command starts afresh, no --resume needed
+    run(write_grid(tmp_path / "ok.yaml", FAKE_GRID), out)
+    assert (cube.open_cube(out / "cube.nc")["status"].values == cube.OK).all()
+
+
+def test_sbatch_refusing_the_array_is_a_one_line_error_and_leaves_the_folder_as_it_was(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    sbatch = bin_dir / "sbatch"
+    sbatch.write_text("#!/bin/sh\necho 'sbatch: error: invalid partition specified: nosuch' >&2\nexit 1\n")
+    sbatch.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("INITMEM_SUBMITIT_CLUSTER", raising=False)
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    proc = invoke("collect", grid, "--out", out, "--executor", "slurm", "--device", "cpu", "--pack-size", "6")
+    assert_user_error(proc, "Slurm refused the job array, nothing was submitted: "
+                            "sbatch: error: invalid partition specified: nosuch")
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_out_must_be_a_folder_and_force_new_resolves_dot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    (tmp_path / "A").mkdir()
+    (tmp_path / "A" / "cube.nc").write_text("not mine to overwrite")
+    proc = invoke("collect", grid, "--out", tmp_path / "A" / "cube.nc")
+    assert_user_error(proc, f"--out {tmp_path / 'A' / 'cube.nc'} is a file; give the run folder DIR")
+    assert_user_error(invoke("collect", grid, "--out", tmp_path / "A" / "cube.nc" / "x"), "a file")
+    assert sorted(p.name for p in (tmp_path / "A").iterdir()) == ["cube.nc"]
+    run(grid, tmp_path / "run")
+    monkeypatch.chdir(tmp_path / "run")
+    new = run(grid, Path("."), force_new=True)
+    assert new.resolve() == (tmp_path / "run-2" / "cube.nc").resolve() and new.exists()
+
+
+@pytest.mark.parametrize("flag", ["--resume", "--retry-failed"])
+def test_force_new_with_resume_or_retry_failed_is_refused(tmp_path: Path, flag: str) -> None:
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    proc = invoke("collect", grid, "--out", tmp_path / "run", flag, "--force-new")
+    assert_user_error(proc, "--force-new", flag)
+    assert not (tmp_path / "run").exists()
+
+
+def test_status_and_merge_of_a_file_say_it_is_not_a_run_folder(tmp_path: Path) -> None:
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    for what in ("--status", "--merge"):
+        assert_user_error(invoke("collect", what, grid), f"{grid} is a file, not a collect run folder")
+        assert_user_error(invoke("collect", what, tmp_path, "--resume"), "--resume applies to training")
+
+
+# --status tells the truth -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("action", ["kill", "interrupt"])
+def test_status_tells_an_interrupted_pack_from_one_in_training(tmp_path: Path, baseline: Path, action: str) -> None:
+    from initmem.collect.run import checkpoints
+    from initmem.collect.run.status import render_status, run_status
+
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    out = tmp_path / "run"
+    proc = run_collect_subprocess(grid, out, env={"INITMEM_TEST_HOOK": f"checkpoint_saved:3:{action}"})
+    assert proc.returncode == (-signal.SIGKILL if action == "kill" else -signal.SIGINT), proc.stderr
+    st = run_status(out)
+    [(pid, pack)] = st["packs_in_progress"].items()
+    text = render_status(st)
+    # the kill lands after the third checkpoint's rename, before its log line: the log knows epoch 2
+    assert f"pack {pid}: interrupted at epoch 2/4 (resume with resume=True)" in text
+    assert "in training" not in text
+    with checkpoints.pack_lock(out / "checkpoints", pid):  # a live process trains it
+        assert f"in training: pack {pid}: epoch 2/4" in render_status(run_status(out))
+    run(grid, out, resume=True)
+    assert_same_cube(out / "cube.nc", baseline)
+    assert not run_status(out)["packs_in_progress"]
+
+
+def test_a_pack_killed_after_its_last_shard_is_not_reported_as_started_after_resume(tmp_path: Path) -> None:
+    from initmem.collect.run.status import render_status, run_status
+
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    out = tmp_path / "run"
+    proc = run_collect_subprocess(grid, out, env={"INITMEM_TEST_HOOK": "shard_written:3:kill"})  # before pack_end
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    run(grid, out, resume=True)
+    assert run_status(out)["packs_in_progress"] == {}
+    assert "interrupted" not in render_status(run_status(out))
+    assert any(e["event"] == "pack_dropped" for e in read_events(out / "events.jsonl"))
+
+
+def test_status_agrees_with_merge_about_a_corrupt_shard(tmp_path: Path) -> None:
+    from initmem.collect.run.assemble import merge_run
+    from initmem.collect.run.status import render_status, run_status
+
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    out = tmp_path / "run"
+    run(grid, out)
+    victim = out / "shards" / shard_name(("adam", 2.0, 1))
+    data = victim.read_bytes()
+    victim.write_bytes(data[: len(data) // 2])  # truncated: its size is not the one logged
+    text = render_status(run_status(out))
+    assert "11/12 cells finished (11 ok, 0 diverged, 0 failed, 1 to go)" in text and victim.name in text
+    victim.write_bytes(b"\0" * len(data))  # garbage of the logged size: the merge finds it, status follows
+    report = merge_run(out)
+    assert [p.name for p, _ in report.corrupt] == [victim.name]
+    st = run_status(out)
+    assert st["corrupt_shards"] == [victim.name] and st["counts"]["ok"] == 11
+    victim.write_bytes(data)  # copied back intact
+    assert "12/12 cells finished (12 ok" in render_status(run_status(out))

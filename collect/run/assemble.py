@@ -26,7 +26,7 @@ def merge_run(run_dir: str | os.PathLike, *, grid: Any = None) -> MergeReport:
     """Merge every shard of a run folder into ``DIR/cube.nc`` (atomically, re-runnable)."""
     run = RunDir(Path(run_dir))
     if not run.exists():
-        raise UserError(f"{run.root} is not a collect run folder (no run.json)")
+        raise run.not_a_run()
     grid = grid if grid is not None else run.load_grid()
     report = merge_dir(
         run.shards, run.cube, pipelines=list(grid.pipelines), sigma_w=[float(s) for s in grid.sigma_w],

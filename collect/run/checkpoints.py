@@ -11,9 +11,11 @@ starts from scratch), never trusted.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,49 @@ def pack_id(pipeline: str, cells: list[tuple[float, int]]) -> str:
 
 def checkpoint_path(ckpt_dir: str | os.PathLike, pid: str) -> Path:
     return Path(ckpt_dir) / f"{pid}.pt"
+
+
+def lock_path(ckpt_dir: str | os.PathLike, pid: str) -> Path:
+    return Path(ckpt_dir) / f"{pid}.lock"
+
+
+@contextlib.contextmanager
+def pack_lock(ckpt_dir: str | os.PathLike, pid: str) -> Iterator[None]:
+    """Hold ``DIR/checkpoints/<pack>.lock`` while a process trains the pack (the kernel frees it when
+    the process dies), so ``--status`` can tell a pack in training from an interrupted one."""
+    fd = None
+    try:
+        Path(ckpt_dir).mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path(ckpt_dir, pid), os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:  # a file system without flock: train anyway, --status then cannot tell
+        if fd is not None:
+            os.close(fd)
+        fd = None
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def pack_running(ckpt_dir: str | os.PathLike, pid: str) -> bool | None:
+    """Whether a live process holds the pack's lock (None: this file system cannot say)."""
+    try:
+        fd = os.open(lock_path(ckpt_dir, pid), os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # also drops the shared lock, if taken
+    return False
 
 
 def manifest_path(ckpt_dir: str | os.PathLike, pid: str) -> Path:
@@ -111,6 +156,7 @@ def remove(path: str | os.PathLike) -> None:
 
 
 def finish(ckpt_dir: str | os.PathLike, pid: str) -> None:
-    """Drop a finished (or abandoned) pack's checkpoint, then its manifest."""
+    """Drop a finished (or abandoned) pack's checkpoint, then its manifest and lock file."""
     remove(checkpoint_path(ckpt_dir, pid))
     remove(manifest_path(ckpt_dir, pid))
+    remove(lock_path(ckpt_dir, pid))

@@ -6,9 +6,10 @@ merge), not at a random time. The collector calls :func:`hook` at those places; 
     INITMEM_TEST_HOOK="POINT:N[:ACTION],..."
 
 makes the N-th arrival (counted per process) at POINT perform ACTION: ``kill`` (SIGKILL this
-process, the default), ``preempt`` (send this process submitit's preemption signal, SIGUSR2 by
-default) or ``raise`` (RuntimeError). With ``INITMEM_TEST_HOOK_ONCE=FILE`` a hook fires only if
-FILE does not exist yet and creates it, so a requeued or resumed process does not fire again.
+process, the default), ``interrupt`` (SIGINT, as Ctrl-C), ``preempt`` (send this process
+submitit's preemption signal, SIGUSR2 by default) or ``raise`` (RuntimeError). With
+``INITMEM_TEST_HOOK_ONCE=FILE`` a hook fires only if FILE does not exist yet and creates it, so a
+requeued or resumed process does not fire again.
 
 Points: ``epoch`` (engine progress callback), ``checkpoint_write`` (checkpoint complete under its
 temporary name), ``checkpoint_saved`` (after its rename), ``shard_write`` (shard complete under
@@ -57,6 +58,11 @@ def hook(point: str) -> None:
 def _fire(action: str, point: str) -> None:
     if action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
+    elif action == "interrupt":
+        # Python's own Ctrl-C handler: a process started with SIGINT ignored (as under some test runners'
+        # workers) would otherwise not see the signal at all
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.kill(os.getpid(), signal.SIGINT)
     elif action == "preempt":
         sig = os.environ.get("SUBMITIT_PREEMPT_SIGNAL", "USR2")
         os.kill(os.getpid(), getattr(signal, f"SIG{sig}"))

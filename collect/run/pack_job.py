@@ -74,7 +74,14 @@ def default_train_fn() -> TrainFn:
 
 
 def run_pack(task: PackTask, ctx: PackContext, *, isolate: bool = True) -> list[tuple[Cell, int]]:
-    """Train ``task``; write its wanted shards; return (cell, status) for each wanted cell."""
+    """Train ``task``; write its wanted shards; return (cell, status) for each wanted cell.
+
+    The pack's lock file is held meanwhile, so ``--status`` can tell it is in training."""
+    with checkpoints.pack_lock(ctx.run.checkpoints, task.pack_id):
+        return _run_pack(task, ctx, isolate=isolate)
+
+
+def _run_pack(task: PackTask, ctx: PackContext, *, isolate: bool) -> list[tuple[Cell, int]]:
     pid = task.pack_id
     ckpt_file = checkpoints.checkpoint_path(ctx.run.checkpoints, pid)
     state, epochs_resumed = _matching_checkpoint(task, ctx, ckpt_file)
@@ -131,10 +138,10 @@ def run_pack(task: PackTask, ctx: PackContext, *, isolate: bool = True) -> list[
     results = []
     parts = shards.split_pack(ds, [(task.pipeline, float(s), int(k)) for s, k in task.wanted])
     for cell, part in parts.items():
-        shards.write_shard(part, ctx.run.shards, cell, grid_hash=ctx.grid_hash)
+        path = shards.write_shard(part, ctx.run.shards, cell, grid_hash=ctx.grid_hash)
         status = int(part[cube.STATUS].values.ravel()[0])
         ctx.events.emit("cell", cell=cell_dict(*cell), status=cube.STATUS_NAMES.get(status, str(status)),
-                        pack=pid)
+                        pack=pid, bytes=_size(path))
         if ctx.on_cell is not None:
             ctx.on_cell(cell, status)
         results.append((cell, status))
@@ -182,10 +189,18 @@ def _write_failed(cell: Cell, ctx: PackContext, err: str, tb: str) -> None:
     # No data is loaded here: n_test and the dataset fingerprint come from finished shards at merge.
     attrs = cube_attrs(ctx.grid, ctx.device)
     ds = shards.failed_cell(cell, attrs=attrs, pipeline_coords=coords)
-    shards.write_shard(ds, ctx.run.shards, cell, grid_hash=ctx.grid_hash, error=err, traceback_text=tb)
-    ctx.events.emit("cell", cell=cell_dict(*cell), status="failed", error=err)
+    path = shards.write_shard(ds, ctx.run.shards, cell, grid_hash=ctx.grid_hash, error=err, traceback_text=tb)
+    ctx.events.emit("cell", cell=cell_dict(*cell), status="failed", error=err, bytes=_size(path))
     if ctx.on_cell is not None:
         ctx.on_cell(cell, cube.FAILED)
+
+
+def _size(path: Any) -> int | None:
+    """A shard's size as written, logged so that ``--status`` spots a truncated shard with one stat."""
+    try:
+        return int(path.stat().st_size)
+    except OSError:
+        return None
 
 
 def _free_accelerator_memory() -> None:

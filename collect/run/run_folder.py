@@ -15,6 +15,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +23,16 @@ from typing import Any
 
 from initmem.atomic import leftover_temporaries, write_text
 from initmem.collect.run.budgets import training_grid
-from initmem.errors import UserError, option
+from initmem.errors import OptionError, UserError, option
 from initmem.names import CUBE_NC, EVENTS_JSONL
 
 RUN_SCHEMA = "initmem.run/1"
-EXEMPT_FIELDS = ("slurm", "engine")  # how the grid runs, never what it computes
+# What a resume may change freely: how the grid runs or where its data sit, never what it computes.
+# Every other engine setting changes a cell's numbers or what is recorded (bf16 autocast, the measured
+# clocks, torch.compile's kernels, the channels_last layout, the CPU thread count, the evaluation
+# batches), so a resume refuses a change there; pack_size does not (docs/collect.md, *Packing is
+# exact*). dataset.root is where the data are; the data fingerprint in run.json checks they are the same.
+EXEMPT_FIELDS = ("slurm", "engine.pack_size", "dataset.root")
 
 
 @dataclass(frozen=True)
@@ -65,14 +71,26 @@ class RunDir:
     def slurm(self) -> Path:
         return self.root / "slurm"
 
+    @property
+    def lock_file(self) -> Path:
+        return self.root / ".collect.lock"
+
     def exists(self) -> bool:
         return self.record_file.exists()
+
+    def not_a_run(self, what: str = "no run.json") -> UserError:
+        """The error for a path that holds no run: a file, a missing folder, a folder without ``what``."""
+        if self.root.exists() and not self.root.is_dir():
+            return UserError(f"{self.root} is a file, not a collect run folder")
+        if not self.root.exists():
+            return UserError(f"{self.root} is not a collect run folder (it does not exist)")
+        return UserError(f"{self.root} is not a collect run folder ({what})")
 
     def read_record(self) -> dict[str, Any]:
         try:
             return json.loads(self.record_file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise UserError(f"{self.root} is not a collect run folder (no run.json)") from None
+        except (FileNotFoundError, NotADirectoryError):
+            raise self.not_a_run() from None
         except (OSError, json.JSONDecodeError) as exc:
             raise UserError(f"{self.record_file} is unreadable ({exc}); start anew with "
                             f"{option('force_new', True)}") from None
@@ -90,8 +108,8 @@ class RunDir:
         return set(self.read_record().get("grid_hashes", []))
 
     def load_grid(self) -> Any:
-        if not self.grid_file.exists():
-            raise UserError(f"{self.root} is not a collect run folder (no grid.yaml)")
+        if not self.grid_file.is_file():
+            raise self.not_a_run("no grid.yaml")
         return training_grid(self.grid_file)
 
     def clean_temporaries(self) -> list[Path]:
@@ -104,10 +122,26 @@ class RunDir:
         return removed
 
 
+def check_out_folder(root: Path) -> None:
+    """Refuse an output path that cannot be a run folder (a file, or a path under a file) before
+    anything is written."""
+    for p in (root, *root.parents):
+        if p.exists():
+            if not p.is_dir():
+                what = "is a file" if p == root else f"lies under {p}, a file"
+                raise OptionError("out", f"{{option}} {root} {what}; give the run folder DIR ({CUBE_NC} is "
+                                         "written inside it)")
+            return
+
+
 def fresh_folder(root: Path) -> Path:
     """``root`` if it holds no run, else the first ``root-2``, ``root-3``... that does not."""
     if not RunDir(root).exists():
         return root
+    if root.name in ("", ".", ".."):  # '.', '..', 'a/..': name the folder itself, then its siblings
+        root = root.resolve()
+    if not root.name:
+        raise OptionError("out", f"{{option}} {root} holds a run; cannot start a new run folder next to it")
     n = 2
     while RunDir(root.with_name(f"{root.name}-{n}")).exists():
         n += 1
@@ -117,8 +151,11 @@ def fresh_folder(root: Path) -> Path:
 @contextlib.contextmanager
 def run_lock(run: RunDir) -> Iterator[None]:
     """Exclusive lock on the run folder for the life of a local collect (freed if killed)."""
-    run.root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(run.root / ".collect.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        run.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(run.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise UserError(f"cannot create the run folder {run.root}: {exc.strerror or exc}") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -127,6 +164,32 @@ def run_lock(run: RunDir) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def undo_fresh_start(run: RunDir, *, made_root: bool) -> bool:
+    """Remove what a refused new run wrote (record, grid, event log, empty folders, the lock) so the
+    corrected command starts cleanly; True if removed. A run that trained anything (a shard or a
+    checkpoint) or submitted Slurm jobs is kept: ``--resume`` continues it."""
+    if shard_files_exist(run) or any(run.checkpoints.glob("*.pt")):
+        return False
+    try:
+        if json.loads(run.record_file.read_text(encoding="utf-8")).get("slurm_jobs"):
+            return False
+    except (OSError, ValueError):
+        pass
+    for f in (run.record_file, run.grid_file, run.events, run.lock_file):
+        with contextlib.suppress(FileNotFoundError):
+            f.unlink()
+    for d in (run.checkpoints, run.slurm, run.shards):
+        shutil.rmtree(d, ignore_errors=True)
+    if made_root:
+        with contextlib.suppress(OSError):
+            run.root.rmdir()  # only if empty: never a file the user put there
+    return True
+
+
+def shard_files_exist(run: RunDir) -> bool:
+    return run.shards.is_dir() and any(p.is_file() for p in run.shards.iterdir())
 
 
 # Grid changes ------------------------------------------------------------------------------
@@ -150,17 +213,29 @@ def _short(v: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _drop(d: dict[str, Any], dotted: str) -> None:
+    """Remove the field at a dotted path (``engine.pack_size``) from nested dicts, if present."""
+    *parents, last = dotted.split(".")
+    for key in parents:
+        d = d.get(key) if isinstance(d, dict) else None
+        if not isinstance(d, dict):
+            return
+    d.pop(last, None)
+
+
 def grid_changes(old: Any, new: Any) -> tuple[list[str], dict[str, list[Any]]]:
     """Compare two grids: (fields that differ in a way resume refuses, what was only added).
 
     Adding pipelines, sigma_w levels or seeds is an extension (its new cells simply run);
     anything else that differs, including removing a level, is a change that resume refuses.
-    The ``slurm`` and ``engine`` blocks say how to run, not what to compute, and are ignored.
+    The fields in ``EXEMPT_FIELDS`` (the ``slurm`` block, ``engine.pack_size``, ``dataset.root``)
+    say how to run or where the data are, not what to compute, and are ignored; every other
+    ``engine`` setting counts (it changes the numbers or what is recorded).
     """
     a, b = old.to_dict(), new.to_dict()
     for key in EXEMPT_FIELDS:
-        a.pop(key, None)
-        b.pop(key, None)
+        _drop(a, key)
+        _drop(b, key)
     changed: list[str] = []
     added: dict[str, list[Any]] = {"pipelines": [], "sigma_w": [], "seeds": []}
     for key in ("sigma_w", "seeds"):

@@ -16,10 +16,12 @@ array_parallelism, cpus_per_task).
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,7 @@ from initmem.collect.run.pack_job import PackContext, PackTask, TrainFn, run_pac
 from initmem.collect.run.progress import ProgressView
 from initmem.collect.run.run_folder import RunDir
 from initmem.collect.run.shards import all_cells, shard_files, shard_name
-from initmem.errors import OptionError, option
+from initmem.errors import OptionError, UserError, option
 from initmem.grid import SlurmSpec
 
 CLUSTER_ENV = "INITMEM_SUBMITIT_CLUSTER"  # "local" runs the array with submitit's LocalExecutor
@@ -118,8 +120,7 @@ def submit_and_wait(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash:
         logging.getLogger("submitit").setLevel(logging.ERROR)  # no sacct warnings without accounting
     jobs_in = [PackJob(str(run.root), t, grid, grid_hash, device, train_fn, checkpoint_every, checkpoint_seconds)
                for t in tasks]
-    with ex.batch():
-        jobs = [ex.submit(j) for j in jobs_in]
+    jobs = _submit(ex, jobs_in)
     with contextlib.suppress(OSError):
         (run.slurm / "%j").rmdir()  # submitit makes the folder pattern itself; it stays empty
     records = [{"job_id": str(j.job_id), "pack": t.pack_id, "cells": len(t.wanted)} for j, t in zip(jobs, tasks,
@@ -151,6 +152,26 @@ def submit_and_wait(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash:
                               f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else exc.__class__.__name__}; "
                               f"its cells stay unfinished, rerun with {option('resume', True)}", flush=True)
     return True
+
+
+def _submit(ex: Any, jobs_in: list[PackJob]) -> list[Any]:
+    """Submit the array; a refusal by sbatch (bad partition, GRES, account, ...) is bad input: one
+    line naming sbatch's own complaint, nothing submitted. submitit prints sbatch's stderr itself, so
+    it is caught here and shown only when the submission went through."""
+    from submitit.core.utils import FailedSubmissionError, UncompletedJobError
+
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), ex.batch():
+            jobs = [ex.submit(j) for j in jobs_in]
+    except (UncompletedJobError, FailedSubmissionError, subprocess.CalledProcessError, OSError) as exc:
+        text = f"{exc}\n{err.getvalue()}"
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        why = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else exc.__class__.__name__)
+        raise UserError(f"Slurm refused the job array, nothing was submitted: {why}") from None
+    if err.getvalue().strip():
+        sys.stderr.write(err.getvalue())
+    return jobs
 
 
 def squeue_states() -> dict[str, str] | None:
@@ -210,25 +231,29 @@ def _refresh(view: ProgressView, run: RunDir) -> None:
 
 
 def pack_progress(run: RunDir) -> dict[str, dict[str, Any]]:
-    """Per pack, from the event log: pipeline, epochs done / total, started, ended, requeues."""
+    """Per pack, from the event log: pipeline, epochs done / total, the epoch of its last checkpoint
+    (where a resume continues), started, ended, requeues (and whether the last word was a requeue)."""
     out: dict[str, dict[str, Any]] = {}
     for ev in read_events(run.events):
         pid = ev.get("pack")
         if not pid:
             continue
         info = out.setdefault(pid, {"pipeline": ev.get("pipeline", pid.rsplit("-", 1)[0]), "done": 0, "total": 0,
-                                    "ended": False, "failed": False, "requeues": 0})
+                                    "checkpoint": 0, "ended": False, "failed": False, "requeues": 0,
+                                    "requeued": False})
         kind = ev.get("event")
         if kind == "pack_start":
-            info["ended"] = False
-            info["done"] = int(ev.get("resumed_from_epoch") or 0)
+            info["ended"] = info["requeued"] = False
+            info["done"] = info["checkpoint"] = int(ev.get("resumed_from_epoch") or 0)
         elif kind == "epoch":
             info["done"], info["total"] = int(ev["epochs_done"]), int(ev["total"])
         elif kind == "checkpoint":
             info["done"] = max(info["done"], int(ev["epochs_done"]))
-        elif kind in ("pack_end", "pack_failed"):
+            info["checkpoint"] = max(info["checkpoint"], int(ev["epochs_done"]))
+        elif kind in ("pack_end", "pack_failed", "pack_dropped"):
             info["ended"] = True
             info["failed"] = kind == "pack_failed"
         elif kind == "requeue":
             info["requeues"] += 1
+            info["requeued"] = True
     return out

@@ -168,6 +168,8 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
     initmem collect --merge DIR
     """
     if quiet_here:
+        if Verbosity.level == 2:   # as the global flags: --verbose asks for the tracebacks --quiet would hide
+            raise UserError("--quiet and --verbose exclude each other")
         Verbosity.level = 0
     if status_dir is not None or merge_dir is not None:
         if status_dir is not None and merge_dir is not None:

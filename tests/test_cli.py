@@ -170,3 +170,9 @@ def test_report_and_analyze_refuse_outputs_and_metrics_they_cannot_use(tmp_path)
     assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--metric", cube.STATUS),
                       "'status' holds codes of how a run ended")
     assert not (tmp_path / "a").exists()
+
+
+def test_collect_quiet_under_global_verbose_is_refused(tmp_path):
+    assert_user_error(invoke("--verbose", "collect", "digits", "--out", tmp_path / "run", "--quiet"),
+                      "--quiet and --verbose exclude each other")
+    assert not (tmp_path / "run").exists()

@@ -19,6 +19,7 @@ from initmem import cube
 from initmem import results as R
 from initmem.analysis.staging import check_out_dir, staged_folder
 from initmem.cube.levels import probe_is_categorical
+from initmem.errors import UserError, option
 from initmem.models import arviz_io
 from initmem.models.memory import (
     DEFAULT_TARGET_ACCEPT,
@@ -90,6 +91,26 @@ def fit_checked(model: MemoryModel, *, sampler: str, draws: int, tune: int, chai
     return diag
 
 
+def _gated_note(ds: Any, gate: str, pipeline: str | None = None) -> str | None:
+    """When the interpolation gate left out finished runs (of ``pipeline``, or of the cube): how many, the
+    threshold, and what to do. None when the gate is off or excluded nothing."""
+    if gate != "interpolated" or cube.TAU_INTERP not in ds or cube.STATUS not in ds:
+        return None
+    ok = ds[cube.STATUS] == cube.OK
+    tau = ds[cube.TAU_INTERP]
+    if pipeline is not None:
+        ok, tau = ok.sel({cube.PIPELINE: pipeline}), tau.sel({cube.PIPELINE: pipeline})
+    n_out = int((ok & tau.isnull()).sum())
+    if n_out == 0:
+        return None
+    n_ok = int(ok.sum())
+    threshold = ds.attrs.get(cube.A_INTERP_THRESHOLD)
+    at = f" ({float(threshold):g} training accuracy)" if threshold is not None else ""
+    every = "none" if n_out == n_ok else f"{n_ok - n_out}"
+    return (f"{n_out} of {n_ok} finished runs did not reach the interpolation threshold{at} and the interpolation "
+            f"gate excluded them ({every} passed); use {option('gate', 'all')} or train longer")
+
+
 def analyze_cube(
     cube_path: str | os.PathLike,
     out_dir: str | os.PathLike,
@@ -115,12 +136,19 @@ def analyze_cube(
         warn("the cube's probe is categorical (shape): the radial memory (a slope on log sigma_w) does not apply, "
              "so the collapse test uses the functional memory (docs/arms.md)")
         spec = spec.model_copy(update={"memory": "functional"})
-    data = prepare_data(ds, spec.metric, spec.family, gate=spec.gate, seed=seed)
+    try:
+        data = prepare_data(ds, spec.metric, spec.family, gate=spec.gate, seed=seed)
+    except UserError as exc:
+        gated = _gated_note(ds, spec.gate)
+        if gated and type(exc) is UserError:
+            raise UserError(f"{exc}; {gated}") from None
+        raise
     delta = resolve_delta(data.metric, spec.delta)
     for note in data.notes:
         warn(note)
     for pipe, reason in data.skipped.items():
-        warn(f"pipeline {pipe!r} skipped: {reason}")
+        gated = _gated_note(ds, data.gate, pipe) if "usable runs" in reason else None
+        warn(f"pipeline {pipe!r} skipped: {reason}" + (f"; {gated}" if gated else ""))
 
     model = MemoryModel(data, delta=delta, slots=spec.compile_shape)
     diag = fit_checked(model, sampler=spec.sampler, draws=spec.draws, tune=spec.tune, chains=spec.chains, seed=seed,

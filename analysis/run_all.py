@@ -139,7 +139,13 @@ def run_all(
         say(f"[{i}/3] {name}: {what}")
         return time.perf_counter()
 
-    from initmem.collect.run.runner import collect
+    from initmem.collect.run.runner import collect as _collect
+
+    def collect(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return _collect(*args, **kwargs)
+        except UserError as exc:
+            raise _for_run(exc, out) from None
 
     if analyze_fn is None:
         from initmem.analysis.run import analyze_cube as analyze_fn
@@ -159,6 +165,7 @@ def run_all(
         cube_path, analysis_dir, record = run_until_decided(
             grid, out, looks=looks, collect_fn=collect_look, analyze_fn=analyze_look,
             analyze_options=dict(analyze_options or {}), say=say)
+        (out / STATE_FILE).unlink(missing_ok=True)  # it vouched for a fixed analysis, which this one replaced
         seconds["collect + analyze"] = time.perf_counter() - t0
         say(f"      decided {len(record['decided'])} of {len(grid.pipelines)} pipelines with "
             f"{record['runs_used']} runs (a fixed design: {record['runs_fixed']})")
@@ -172,7 +179,13 @@ def run_all(
     say(f"      collect done in {seconds['collect']:.1f} s: {cube_path}")
 
     options = dict(analyze_options or {})
-    if not reanalyze and analysis_is_current(out, cube_path, options):
+    sequential = sequential_files(analysis_dir)
+    if sequential:
+        say(f"note: {analysis_dir} holds a sequential analysis ({option('until_decided', True)}); this fixed "
+            f"design re-decides every pipeline at alpha 0.05 and replaces it, and its looks move to "
+            f"{out / SEQUENTIAL_ASIDE}. Report one design's verdicts, not a mix (docs/sequential.md, "
+            "\"One design's verdicts\").")
+    if not sequential and not reanalyze and analysis_is_current(out, cube_path, options):
         say(f"[2/3] analyze: {analysis_dir} was made from this cube; reusing it ({option('reanalyze', True)} to redo)")
         seconds["analyze"] = 0.0
         reused["analyze"] = True
@@ -185,9 +198,52 @@ def run_all(
                                       "initmem": __version__})
         seconds["analyze"] = time.perf_counter() - t0
         reused["analyze"] = False
+        if sequential:
+            set_sequential_aside(out, sequential)
         say(f"      analyze done in {seconds['analyze']:.1f} s")
 
     return _report(analysis_dir, report_path, out, cube_path, seconds, reused, stage, say, command)
+
+
+SEQUENTIAL_ASIDE = "sequential-previous"  # a replaced sequential analysis's looks, beside the run's analysis
+
+
+def sequential_files(analysis_dir: Path) -> list[Path]:
+    """What a sequential run (analysis/sequential.py) leaves in the analysis folder beside its summary: its
+    record, the last look's mark and every look's analysis."""
+    from initmem.analysis.sequential import LOOK_JSON, SEQUENTIAL_JSON
+
+    return [p for p in (analysis_dir / SEQUENTIAL_JSON, analysis_dir / LOOK_JSON, analysis_dir / "looks")
+            if p.exists()]
+
+
+def set_sequential_aside(out: Path, paths: list[Path]) -> Path:
+    """Move a replaced sequential analysis's files to ``out/sequential-previous`` (an earlier such folder is
+    replaced), so the analysis folder holds the fixed analysis alone and a later sequential run starts anew."""
+    import shutil
+
+    aside = out / SEQUENTIAL_ASIDE
+    if aside.exists():
+        shutil.rmtree(aside)
+    aside.mkdir(parents=True)
+    for path in paths:
+        shutil.move(str(path), str(aside / path.name))
+    return aside
+
+
+def _for_run(exc: UserError, out: Path) -> UserError:
+    """A collect error worded for ``initmem run``: run has no --force-new; a new run folder is another --out."""
+    msg = str(exc)
+    flag = option("force_new", True)
+    if flag not in msg:
+        return exc
+    other = option("out", f"{out}-2")
+    for old, new in ((f"use {flag} for a new run folder", f"give another run folder ({other})"),
+                     (f"or {flag} to start a new run folder", f"or give another run folder ({other})"),
+                     (f"start anew with {flag}", f"start anew in another run folder ({other})")):
+        msg = msg.replace(old, new)
+    msg = msg.replace(flag, other)
+    return type(exc)(msg) if type(exc) is UserError else UserError(msg)
 
 
 def _report(analysis_dir: Path, report_path: Path, out: Path, cube_path: Path, seconds: dict[str, float],

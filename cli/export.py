@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from initmem.cli.output import echo
+from initmem.cli.output import check_not_run_folder, echo, output_error
 
 
 @click.command()
@@ -36,8 +36,14 @@ def export(analysis_dir: Path, out_dir: Path, formats: str, width: str) -> None:
     # the command that repeats this export, from its options (not sys.argv, which a caller may not have)
     again = (f"initmem export {shlex.quote(str(analysis_dir))} --out {shlex.quote(str(out_dir))} "
              f"--format {shlex.quote(formats)} --width {shlex.quote(width)}")
-    res = export_analysis(analysis_dir, out_dir, formats=formats, width=width, command=again)
+    check_not_run_folder(analysis_dir)
+    try:
+        res = export_analysis(analysis_dir, out_dir, formats=formats, width=width, command=again)
+    except OSError as exc:
+        raise output_error(exc, out_dir) from None
     echo(f"wrote {len(set(res.files))} files")
     for what, why in res.skipped.items():
         echo(f"  skipped {what}: {why}")
+    if res.removed:
+        echo(f"  removed {len(res.removed)} file(s) an earlier export had written there (listed in index.md)")
     click.echo(str(out_dir))

@@ -21,7 +21,7 @@ import click
 from initmem.cli import analyze as cli_analyze
 from initmem.cli import cubes as cli_cubes
 from initmem.cli import export as cli_export
-from initmem.cli.output import Verbosity, echo, is_quiet
+from initmem.cli.output import Verbosity, check_not_run_folder, echo, is_quiet, output_error
 from initmem.cli.params import JOBS, LOOKS, option_flag
 from initmem.errors import OptionError, UserError, options_as_flags
 
@@ -81,9 +81,15 @@ for _command in (cli_cubes.import_, cli_cubes.simulate, cli_cubes.collect,
               help="Where to write the HTML report (default DIR/report.html).")
 def report(analysis_dir: Path, out_file: Path | None) -> None:
     """Write the self-contained HTML report of an analysis folder; print its path."""
+    from initmem import results as R
     from initmem.reports.html import build_report
 
-    click.echo(str(build_report(analysis_dir, out_file)))
+    check_not_run_folder(analysis_dir)
+    try:
+        path = build_report(analysis_dir, out_file)
+    except OSError as exc:
+        raise output_error(exc, out_file if out_file is not None else analysis_dir / R.REPORT_HTML) from None
+    click.echo(str(path))
 
 
 @app.command("run")
@@ -128,6 +134,9 @@ def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int 
     seed_looks = looks if until_decided else None
     if max_seeds is not None and not until_decided:
         raise click.BadParameter("only with --until-decided", param_hint="--max-seeds")
+    looks_given = click.get_current_context().get_parameter_source("looks") != click.core.ParameterSource.DEFAULT
+    if looks_given and not until_decided:
+        raise click.BadParameter("only with --until-decided", param_hint="--looks")
     result = run_all(resolve_grid(grid_file, preset), out, jobs=jobs, device=device, reanalyze=reanalyze,
                      analyze_options=options, quiet=is_quiet(), say=say, command=default_command(),
                      looks=seed_looks, max_seeds=max_seeds)

@@ -7,7 +7,11 @@ command module that imported its verbosity from ``initmem.cli`` would read a sec
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
+
+from initmem.errors import UserError
 
 
 class Verbosity:
@@ -37,3 +41,31 @@ def shape(ds: object) -> str:
 def fmt_stat(v: float | None, spec: str = ".4g") -> str:
     """A statistic for the terminal; '-' when it could not be computed (null in summary.json)."""
     return "-" if v is None else format(v, spec)
+
+
+def check_not_run_folder(analysis_dir: Path) -> None:
+    """A run folder given where its analysis folder belongs: say which folder to give."""
+    from initmem import results as R
+
+    inner = analysis_dir / R.RUN_ANALYSIS_DIR
+    if not (analysis_dir / R.SUMMARY_JSON).is_file() and (inner / R.SUMMARY_JSON).is_file():
+        raise UserError(f"{analysis_dir} is a run folder, not an analysis folder: give {inner}")
+
+
+def output_error(exc: OSError, out: Path) -> Exception:
+    """An OSError met while creating the output ``out`` (or a folder above it, or a file in it or beside it) as
+    the one-line user error naming the path; any other OSError is returned as it is (an internal fault)."""
+    if exc.filename is None:
+        return exc
+    failed = Path(str(exc.filename)).absolute()
+    target = out.absolute()
+    related = (failed == target or failed in target.parents or target in failed.parents
+               or failed.parent == target.parent)
+    if not related:
+        return exc
+    why = exc.strerror or exc.__class__.__name__
+    if failed == target:
+        return UserError(f"cannot write {out}: {why}")
+    if failed in target.parents and failed.exists() and not failed.is_dir():
+        why = "it is a file, not a folder"
+    return UserError(f"cannot write {out}: {exc.filename}: {why}")

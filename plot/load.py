@@ -188,5 +188,43 @@ def seed_design(a: Analysis) -> str | None:
     return cubemod.seed_design(a.cube)
 
 
-__all__ = ["Analysis", "as_analysis", "failed_checks", "find_cube", "finite", "load_analysis", "num", "ok_mask", "q",
-           "seed_design"]
+@dataclass(frozen=True)
+class VerdictLevels:
+    """The thresholds the analysis decided at (summary.json's verdict_rule): alpha, the bar on
+    P(spread > delta) for "remembers", on P(spread < delta) for "forgets", and the intersection-union
+    test's level."""
+
+    alpha: float
+    remembers: float
+    forgets: float
+    iut_alpha: float
+
+
+_RULE_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+
+
+def verdict_levels(a: Analysis) -> VerdictLevels:
+    """The analysis's own thresholds, read from ``verdict_rule`` (a sequential run decides at a smaller
+    alpha than 0.05); the default rule at alpha = 0.05 where summary.json does not state them."""
+    import re
+
+    from initmem.models.paired import forgets_levels
+    from initmem.names import ALPHA
+
+    rule = a.summary.verdict_rule or ""
+
+    def find(pattern: str) -> float:
+        m = re.search(pattern + _RULE_NUMBER, rule)
+        return float(m.group(1)) if m else math.nan
+
+    alpha = find(r"at alpha = ")
+    if not math.isfinite(alpha):
+        alpha = ALPHA
+    iut_default, forgets_default = forgets_levels(alpha)
+    rem, fgt, iut = find(r"P\(spread > delta\) >= "), find(r"P\(spread < delta\) >= "), find(r"0\.8 alpha = ")
+    return VerdictLevels(alpha, rem if math.isfinite(rem) else 1 - alpha,
+                         fgt if math.isfinite(fgt) else forgets_default, iut if math.isfinite(iut) else iut_default)
+
+
+__all__ = ["Analysis", "VerdictLevels", "as_analysis", "failed_checks", "find_cube", "finite", "load_analysis", "num",
+           "ok_mask", "q", "seed_design", "verdict_levels"]

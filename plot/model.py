@@ -29,7 +29,7 @@ from initmem.plot.core import (
     single_axes,
     size,
 )
-from initmem.plot.load import Analysis, failed_checks, ok_mask, q, seed_design
+from initmem.plot.load import Analysis, failed_checks, ok_mask, q, seed_design, verdict_levels
 from initmem.plot.theme import VERDICT_COLOURS
 
 
@@ -176,7 +176,8 @@ def spread_forest(a: Analysis, *, width: float | None = None, ax: Any = None) ->
     fig, ax = single_axes(ax, width, (6.4, 0.42 * len(pipes) + 1.0), min_h=0.25 * len(pipes) + 1.5)
     y = np.arange(len(pipes))[::-1]
     delta = a.delta * scale
-    ax.axvspan(0, delta, color="#009E73", alpha=0.12, lw=0, label=f"spread < δ = {delta:g} {unit}")
+    dunit = "point" if a.is_accuracy and delta == 1 else unit
+    ax.axvspan(0, delta, color="#009E73", alpha=0.12, lw=0, label=f"spread < δ = {delta:g} {dunit}")
     ax.axvline(delta, color="#009E73", lw=0.9, ls="--")
     for yi, p in zip(y, pipes, strict=True):
         info = a.pipe(p)
@@ -194,12 +195,13 @@ def spread_forest(a: Analysis, *, width: float | None = None, ax: Any = None) ->
     ax.grid(axis="y", visible=False)
     ax.legend(loc="lower right", ncols=3 if narrow(width) else 4, bbox_to_anchor=(1.0, 1.0))
     finish(fig, own)
+    lv = verdict_levels(a)
     caption = (f"Forest plot of the spread (max minus min over the σ_w grid of the expected metric) per pipeline, "
                f"in {unit}: dot = posterior median, bar = 90% interval, coloured by verdict. The green band marks "
-               f"spreads below δ = {delta:g} {unit}. A pipeline 'remembers' when "
-               "P(spread > δ) ≥ 0.95 and the seeds' ordered paired test carries it, 'forgets' when P(spread < δ) ≥ "
-               "0.95 or the seeds' paired differences show every pair of levels within ±δ, and is 'inconclusive' "
-               "otherwise: absence of evidence is not forgetting.")
+               f"spreads below δ = {delta:g} {dunit}. A pipeline 'remembers' when "
+               f"P(spread > δ) ≥ {lv.remembers:g} and the seeds' ordered paired test carries it, 'forgets' when "
+               f"P(spread < δ) ≥ {lv.forgets:g} or the seeds' paired differences show every pair of levels within ±δ "
+               f"(α = {lv.alpha:g}), and is 'inconclusive' otherwise: absence of evidence is not forgetting.")
     dg = a.digits
     alt = "Forest plot of spreads: " + "; ".join(
         f"{p} median {q(a.pipe(p).spread) * scale:.{dg}f} "
@@ -214,8 +216,11 @@ def spread_forest(a: Analysis, *, width: float | None = None, ax: Any = None) ->
 def ppc_intervals(a: Analysis, *, width: float | None = None, ax: Any = None) -> Drawn:
     """Posterior predictive checks: observed spread and seed SD against their replicated 90% intervals."""
     pipes = a.pipelines
-    stats = ((("spread", "spread over σ_w"), ("seed_sd", "seed-mean SD")) if narrow(width) else
-             (("spread", "spread of the seed-mean metric over σ_w"), ("seed_sd", "SD of the seed means")))
+    independent = seed_design(a) == C.SEED_INDEPENDENT
+    means = "seed-number means" if independent else "seed means"
+    short = "seed-number-mean SD" if independent else "seed-mean SD"
+    stats = ((("spread", "spread over σ_w"), ("seed_sd", short)) if narrow(width) else
+             (("spread", "spread of the seed-mean metric over σ_w"), ("seed_sd", f"SD of the {means}")))
     have = [p for p in pipes if all(a.pipe(p).ppc.get(k) is not None and a.pipe(p).ppc[k].q05 is not None
                                     for k, _ in stats)]
     if not have:
@@ -242,8 +247,10 @@ def ppc_intervals(a: Analysis, *, width: float | None = None, ax: Any = None) ->
     axes[0, 0].plot([], [], "D", color="#111111", label="observed")
     axes[0, 0].legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncols=2)
     fig.tight_layout()
-    caption = ("Posterior predictive checks: for each pipeline the observed spread over σ_w and SD of the seed means "
-               "(diamonds) against the 90% interval of the same statistic in data replicated from the posterior "
+    caption = (f"Posterior predictive checks: for each pipeline the observed spread over σ_w and SD of the {means} "
+               + ("(the seeds are independent across σ_w, so a seed number only labels a replicate and this SD checks "
+                  "the run-to-run noise) " if independent else "")
+               + "(diamonds) against the 90% interval of the same statistic in data replicated from the posterior "
                "(grey). A red diamond is a failed check (a predictive p-value in either tail of 0.05 split over the "
                "pipeline's checks): the model does not reproduce "
                "that feature of the data.")

@@ -13,6 +13,7 @@ its reason (index.md lists both). Every file is written atomically.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ class ExportResult:
     out: Path
     files: list[Path] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    removed: list[Path] = field(default_factory=list)  # stale files of an earlier export into ``out``
 
 
 def parse_formats(formats: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -198,6 +200,69 @@ def _cmd(v: object) -> str | None:
     return str(v) if v else None
 
 
+def _is_run_command(command: object) -> bool:
+    """summary.json's command is an ``initmem run`` (the analysis was made by run, not analyze)."""
+    if not isinstance(command, list):
+        return False
+    words = [Path(str(w)).name for w in command[:4]]
+    return "run" in words[1:] and "analyze" not in words
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _run_options(a: Analysis, sequential: dict | None) -> list[str]:
+    """The analysis options ``initmem run`` takes (--draws, --chains) as this analysis recorded them: a
+    sequential run's in its looks' look.json, a fixed run's in the run folder's run_state.json."""
+    opts: dict | None = None
+    if sequential is not None:
+        for look in sorted((a.dir / "looks").glob("*/look.json")) + [a.dir / "look.json"]:
+            mark = _read_json(look)
+            if mark is not None and isinstance(mark.get("analyze_options"), dict):
+                opts = mark["analyze_options"]
+                break
+    else:
+        state = _read_json(a.dir.parent / "run_state.json")
+        if state is not None and isinstance(state.get("analyze_options"), dict):
+            opts = state["analyze_options"]
+    return _flags(**{k: int(opts[k]) for k in ("draws", "chains") if opts and opts.get(k) is not None})
+
+
+def _flags(**opts: object) -> list[str]:
+    """Command-line flags for a shell line of reproduce.md: a command to run, not a message, so it names the
+    flags whoever calls the export (``True`` marks an on/off flag)."""
+    return [f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}") for k, v in opts.items()]
+
+
+def _sequential(a: Analysis) -> dict | None:
+    """The sequential record of an ``initmem run --until-decided`` analysis (sequential.json, else summary.json)."""
+    record = _read_json(a.dir / "sequential.json")
+    if record is None and a.summary.sequential is not None:
+        record = a.summary.sequential.model_dump()
+    return record if record and record.get("looks") else None
+
+
+def _run_line(a: Analysis, name: str, made_by_run: bool) -> str:
+    """The ``initmem run grid.yaml ...`` line that collects the cube again (and, for a run, analyzes it alike)."""
+    seq = _sequential(a)
+    if seq is not None:
+        looks = ",".join(str(int(n)) for n in seq["looks"])
+        words = ["initmem run grid.yaml", *_flags(until_decided=True, looks=looks), *_run_options(a, seq)]
+        return (" ".join(words) + f"   # collects into runs/{name}, adds seeds look by look to undecided pipelines "
+                f"({seq.get('design') or 'sequential'} design, alpha {seq.get('alpha', 0.05):g}; "
+                "docs/sequential.md), reports")
+    if made_by_run:
+        words = ["initmem run grid.yaml", *_run_options(a, None)]
+        return " ".join(words) + f"   # collects into runs/{name}, analyzes (fixed design), reports"
+    return (f"initmem run grid.yaml   # collects the cube into runs/{name} (its own analysis aside: "
+            "the analyze command below made this one)")
+
+
 def reproduce_markdown(a: Analysis, out: Path, command: str, res: ExportResult) -> str:
     """reproduce.md: the commands, versions, the environment's hash, the grid's hash and the cube's checksum."""
     lines = ["# Reproducing these results", ""]
@@ -232,13 +297,18 @@ def reproduce_markdown(a: Analysis, out: Path, command: str, res: ExportResult) 
     if a.cube is not None and a.cube.attrs.get(cube.A_DATASET_FINGERPRINT):
         lines.append(f"- dataset fingerprint: `{a.cube.attrs[cube.A_DATASET_FINGERPRINT]}`")
     lines += ["", "## Commands", "", "```"]
+    made_by_run = _is_run_command(a.summary.command)
     if grid is not None:
-        lines.append(f"initmem run grid.yaml   # collects into runs/{grid.name}, analyzes with default options, "
-                     "reports")
+        lines.append(_run_line(a, grid.name, made_by_run))
     elif a.cube is not None and a.cube.attrs.get(cube.A_SOURCE):
         lines.append(f"# the cube came from: {a.cube.attrs[cube.A_SOURCE]} (its options are not recorded)")
     analyze = _cmd(a.summary.command)
-    lines.append(analyze if analyze else "# the analyze command is not recorded in summary.json")
+    if made_by_run and grid is not None:  # the run line above repeats it, with the exported grid.yaml
+        lines.append(f"# (recorded as: {analyze}; grid.yaml here is that run's grid)")
+    elif made_by_run:
+        lines.append(f"# recorded as: {analyze} (its grid file is not in this export)")
+    else:
+        lines.append(analyze if analyze else "# the analyze command is not recorded in summary.json")
     lines.append(f"initmem report {shlex.quote(str(a.dir))}")
     lines.append(command)
     lines += ["```", ""]
@@ -250,6 +320,9 @@ def _index(res: ExportResult) -> str:
     lines += [f"- `{p.relative_to(res.out)}`" for p in sorted(set(res.files))]
     lines += ["", "Not written, and why:", ""]
     lines += [f"- {k}: {v}" for k, v in res.skipped.items()] or ["- nothing skipped"]
+    if res.removed:
+        lines += ["", "Removed (written by an earlier export into this folder, not by this one):", ""]
+        lines += [f"- {p.relative_to(res.out)}" for p in sorted(res.removed)]
     return "\n".join(lines) + "\n"
 
 
@@ -274,7 +347,11 @@ def export_analysis(analysis_dir: str | os.PathLike, out_dir: str | os.PathLike,
         raise UserError(f"{out} exists and is not a folder")
     if out.resolve() == a.dir.resolve():
         raise UserError(f"{option('out')} must not be the analysis folder itself ({out})")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the export folder {out} ({exc.strerror or exc})") from None
+    before = previous_export(out)
     res = ExportResult(out=out)
     export_figures(a, out, fmts, inches, res)
     export_tables(a, out, res)
@@ -287,8 +364,43 @@ def export_analysis(analysis_dir: str | os.PathLike, out_dir: str | os.PathLike,
     command = command or python_call(Path(analysis_dir), out, fmts, width)
     res.files.append(write_text(out / "reproduce.md", reproduce_markdown(a, out, command, res)))
     res.files.append(out / "index.md")
+    remove_stale(out, before, res)
     write_text(out / "index.md", _index(res))
     return res
+
+
+def previous_export(out: Path) -> set[Path]:
+    """The files an earlier export into ``out`` wrote, as its index.md lists them (paths inside ``out``)."""
+    try:
+        text = (out / "index.md").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return set()
+    if not text.startswith("# initmem export"):
+        return set()
+    files = set()
+    for line in text.splitlines():
+        if line.startswith("- `") and line.endswith("`"):
+            rel = Path(line[3:-1])
+            if not rel.is_absolute() and ".." not in rel.parts and rel.parts:
+                files.add(out / rel)
+    return files
+
+
+def remove_stale(out: Path, before: set[Path], res: ExportResult) -> None:
+    """Remove what an earlier export wrote into ``out`` and this one did not (another analysis's figures,
+    formats not asked for now, a figure skipped this time, a grid.yaml this analysis lacks), so the folder
+    holds this export alone. Only files the earlier export's index.md lists, and, without one, files of this
+    export's own names in other figure formats, are removed: a file of the user's is never touched."""
+    written = {p.resolve() for p in res.files}
+    stems = {p.stem for p in res.files if p.parent == out / FIGURES_DIR}
+    others = {out / FIGURES_DIR / f"{stem}.{fmt}" for stem in stems for fmt in FORMATS}
+    for path in sorted(before | others):
+        if path.is_file() and not path.is_symlink() and path.resolve() not in written:
+            try:
+                path.unlink()
+            except OSError:
+                continue
+            res.removed.append(path)
 
 
 __all__ = ["FORMATS", "ExportResult", "environment_hash", "export_analysis", "python_call", "methods_latex",

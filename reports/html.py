@@ -26,6 +26,7 @@ from initmem import cube, results
 from initmem.atomic import write_text
 from initmem.errors import UserError
 from initmem.plot.core import Skip
+from initmem.plot.load import seed_design, verdict_levels
 from initmem.reports import sections
 from initmem.reports import text as sentences
 from initmem.reports.figures import report_figure
@@ -122,6 +123,9 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         "diag": a.summary.diagnostics,
         "unit": a.unit,
         "delta_shown": a.delta * a.scale,
+        "levels": verdict_levels(a),
+        "delta_unit": "point" if a.is_accuracy and a.delta * a.scale == 1 else a.unit,
+        "independent_seeds": seed_design(a) == cube.SEED_INDEPENDENT,
         "digits": a.digits,
         "headline": sentences.headline(a),
         "spread_sentence": sentences.spread_sentence(a),
@@ -130,6 +134,7 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         "interpolation_sentence": sentences.interpolation_sentence(a),
         "min_p_note": sentences.min_p_note(a),
         "collapse": a.collapse,
+        "collapse_verdict_words": sentences.collapse_verdict_words(a.collapse.verdict if a.collapse else None),
         "collapse_notes": list(a.collapse.notes) if a.collapse else [],
         "failures": sentences.failures(a),
         "divergence_warnings": sentences.divergence_warnings(a),
@@ -161,7 +166,8 @@ def _environment() -> Environment:
         lstrip_blocks=True,
         loader=FunctionLoader(_asset),  # the section partials, templates/sections/*.html.j2
     )
-    env.filters.update(fmt=sentences.fmt, fmt_p=sentences.fmt_p, sort_key=sentences.sort_key)
+    env.filters.update(fmt=sentences.fmt, fmt_p=sentences.fmt_p, sort_key=sentences.sort_key,
+                       fmt_median=sentences.fmt_median)
     return env
 
 

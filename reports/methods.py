@@ -19,7 +19,7 @@ from typing import Any
 
 from initmem import cube as C
 from initmem import optimizers
-from initmem.plot.load import Analysis, seed_design
+from initmem.plot.load import Analysis, seed_design, verdict_levels
 from initmem.plot.model import seed_caption
 
 
@@ -64,8 +64,8 @@ SEED_DESIGN_TEXT = {
                    "the data order and the augmentation draws identically at every sigma_w, so the model has a "
                    "seed effect shared by all levels and a drift of each seed's own along log sigma_w.",
     C.SEED_INDEPENDENT: "Seeds are independent across sigma_w: runs with the same seed number at different sigma_w "
-                        "share no randomness, so the model has no shared seed effect and a seed number only labels "
-                        "a replicate.",
+                        "share no randomness, so the model has no seed effect and no per-seed drift along log sigma_w, "
+                        "and a seed number only labels a replicate.",
 }
 
 
@@ -238,19 +238,77 @@ def _sequential_and_radial_sentences(a: Analysis) -> list[Sentence]:
     return out
 
 
+_MODEL_DATA = re.compile(r"gaussian, on (.+?); x is centred")
+
+
+def independent_model_text(a: Analysis) -> str:
+    """The memory model as fitted when seeds are independent across sigma_w (models/memory.py with
+    seed_design independent): no seed effect, and no slope axis, so no trend and no per-seed drift."""
+    m = _MODEL_DATA.search(a.summary.model or "")
+    data = (f", gaussian, on {m.group(1)}" if m else
+            f", gaussian ({LIKELIHOOD_TEXT[a.summary.likelihood]})" if a.summary.likelihood in LIKELIHOOD_TEXT
+            else "")
+    return (f"Memory model of {a.metric}: y = alpha + u[sigma_w] + e per pipeline{data}. The seeds are independent "
+            "across sigma_w, so the model has no seed effect and no per-seed drift (no v[seed] and no b[seed]: "
+            "the seed and seed-slope SDs are reported as exactly 0), and no linear trend in log sigma_w (its slope "
+            "axis applies to paired seeds only); the sigma_w-level effects u are exchangeable and e is the "
+            "run-to-run residual. alpha is integrated out (restricted likelihood of the level and residual SDs); "
+            "NUTS samples the SDs, which are not pooled across pipelines; level effects are drawn from their exact "
+            "conditional. memory_share = sigma_sd^2 / (sigma_sd^2 + residual_sd^2), the denominator including the "
+            "run-to-run (observation) variance. 'remembers' also needs the seeds' differences between levels, "
+            "compared by Welch's t (the seeds share nothing across levels).")
+
+
+def _model_sentence(a: Analysis) -> Sentence:
+    s = a.summary
+    independent = seed_design(a) == C.SEED_INDEPENDENT
+    if independent:
+        return Sentence(independent_model_text(a))
+    if s.model:
+        return Sentence(_FILE_REFERENCE.sub("", s.model.strip()))
+    return Sentence(
+        f"The metric {a.metric} was modelled for each pipeline on its own with crossed sigma_w-level, seed, "
+        "seed-slope and residual effects, their standard deviations given half-Student-t priors in units of the "
+        "pipeline's noise scale (nothing pooled across pipelines).")
+
+
+def _rule_sentence(a: Analysis) -> Sentence:
+    """The estimand and the decision rule at the thresholds the analysis used (its verdict_rule)."""
+    s = a.summary
+    shown = a.delta * a.scale
+    unit = (f"{shown:g} accuracy {'point' if shown == 1 else 'points'}" if a.is_accuracy else f"{a.delta:g}")
+    lv = verdict_levels(a)
+    independent = seed_design(a) == C.SEED_INDEPENDENT
+    t_test = "Welch t test (the seeds are independent)" if independent else "paired t test"
+    tost = "two one-sided Welch t tests" if independent else "two one-sided paired t tests"
+    diffs = "the seeds' differences between levels" if independent else "the seeds' paired differences"
+    est = s.estimand.strip() if s.estimand else ""
+    if est and est[-1] not in ".!?":
+        est += "."
+    if est and est[0].islower():  # the analysis writes a noun phrase ("max - min over ..."): make it a sentence
+        est = "The spread (the estimand) is the " + est
+    return Sentence(
+        (est + " " if est else
+         "The spread is the maximum minus the minimum over the sigma_w grid of the expected metric with seed noise "
+         "averaged out. ")
+        + f"A pipeline remembers its initialization if P(spread > delta) >= {lv.remembers:g} and {diffs} "
+        "carry it: a pre-specified ordered test, first the smallest against the largest sigma_w at 0.75 "
+        "alpha, then the other pairs of levels with Bonferroni at 0.25 alpha, each pair tested against delta by a "
+        f"{t_test} whose p-value is maximized over an upper confidence bound of the pair's standard deviation at "
+        f"2% of its level (Berger-Boos; alpha = {lv.alpha:g}). It forgets its initialization if P(spread < delta) >= "
+        f"{lv.forgets:g} (1 - alpha/2, with at least three sigma_w levels), or if every pair of levels is shown "
+        f"inside +-delta by {tost} at 0.8 alpha = {lv.iut_alpha:.4g} (an intersection-union "
+        "test); the two routes to forgetting share alpha so that either one deciding "
+        f"keeps false verdicts at a spread of delta near alpha. It is inconclusive otherwise, with delta = {unit}. A "
+        f"verdict probability within two Monte Carlo standard errors of its threshold ({lv.remembers:g} or "
+        f"{lv.forgets:g}) is reported as borderline, not as decided.",
+        ("hsu1999stepwise", "berger1994nuisance", "berger1982iut"))
+
+
 def analysis_sentences(a: Analysis) -> list[Sentence]:
     """The model, priors, sampler, gate, decision rule, cross-checks and collapse test, as run."""
     s = a.summary
-    out: list[Sentence] = []
-    if s.model:
-        out.append(Sentence(_FILE_REFERENCE.sub("", s.model.strip())))
-    else:
-        effects = ("sigma_w-level and residual effects" if seed_design(a) == C.SEED_INDEPENDENT
-                   else "crossed sigma_w-level, seed, seed-slope and residual effects")
-        out.append(Sentence(
-            f"The metric {a.metric} was modelled for each pipeline on its own with {effects}, their standard "
-            "deviations given half-Student-t priors in units of the pipeline's noise scale (nothing pooled across "
-            "pipelines)."))
+    out: list[Sentence] = [_model_sentence(a)]
     if s.likelihood:
         out.append(Sentence(f"Observation model: {LIKELIHOOD_TEXT.get(s.likelihood, s.likelihood)}.",
                             LIKELIHOOD_CITES.get(s.likelihood, ())))
@@ -287,23 +345,7 @@ def analysis_sentences(a: Analysis) -> list[Sentence]:
     elif s.gate == "all":
         out.append(Sentence("Every finished run entered the fit, whether or not it reached the interpolation "
                             "threshold."))
-    unit = f"{a.delta * a.scale:g} accuracy points" if a.is_accuracy else f"{a.delta:g}"
-    out.append(Sentence(
-        (s.estimand.strip() + " " if s.estimand else
-         "The spread is the maximum minus the minimum over the sigma_w grid of the expected metric with seed noise "
-         "averaged out. ")
-        + "A pipeline remembers its initialization if P(spread > delta) >= 0.95 and the seeds' paired differences "
-        "carry it: a pre-specified ordered test, first the smallest against the largest sigma_w at 0.75 alpha, then "
-        "the other pairs of levels with Bonferroni at 0.25 alpha, each pair tested against delta by a paired t test "
-        "whose p-value is maximized over an upper confidence bound of the pair's standard deviation at 2% of its "
-        "level (Berger-Boos; alpha = 0.05). It forgets its initialization if P(spread < delta) >= 0.975 "
-        "(1 - alpha/2, with at least three sigma_w levels), or if every pair of levels is shown inside +-delta by "
-        "two one-sided paired t tests at 0.8 "
-        "alpha (an intersection-union test); the two routes to forgetting share alpha so that either one deciding "
-        f"keeps false verdicts at a spread of delta near alpha. It is inconclusive otherwise, with delta = {unit}. A "
-        "verdict probability within two Monte Carlo standard errors of its threshold (0.95 or 0.975) is reported as "
-        "borderline, not as decided.",
-        ("hsu1999stepwise", "berger1994nuisance", "berger1982iut")))
+    out.append(_rule_sentence(a))
     out += _sequential_and_radial_sentences(a)
     out.append(Sentence(
         "As frequentist cross-checks, each pipeline was treated as a randomized complete block design (treatment "

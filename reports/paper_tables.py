@@ -20,6 +20,7 @@ from typing import Any
 from initmem import cube
 from initmem.plot.load import Analysis, num, q
 from initmem.reports import tables
+from initmem.reports.text import collapse_verdict_words
 
 
 @dataclass(frozen=True)
@@ -36,12 +37,15 @@ Cell = str | int | float | Interval | bool | None
 
 @dataclass(frozen=True)
 class Column:
-    """One column: its CSV name, its header (plain text; ``latex`` overrides it in LaTeX) and decimals."""
+    """One column: its CSV name, its header (plain text; ``latex`` overrides it in LaTeX) and decimals.
+    ``style`` "p" writes p-values ('<0.001', two significant digits below 0.01); "sig" writes
+    ``digits`` significant digits (times that span orders of magnitude)."""
 
     name: str
     header: str
     digits: int = 2
     latex: str | None = None
+    style: str = "fixed"
 
 
 @dataclass
@@ -56,12 +60,41 @@ class Table:
 
 # Rendering -------------------------------------------------------------------------------------
 
-def _number(v: float, digits: int) -> str:
-    return f"{v:.{digits}f}" if math.isfinite(v) else "—"
+def _sig_decimals(v: float, digits: int) -> int:
+    return max(0, digits - 1 - math.floor(math.log10(abs(v)))) if v != 0 else 0
 
 
-def cell_text(v: Cell, digits: int) -> str:
+def _number(v: float, digits: int, style: str = "fixed") -> str:
+    if not math.isfinite(v):
+        return "—"
+    if style == "p":
+        if v < 0.001:
+            return "<0.001"
+        return f"{v:.2g}" if v < 0.01 else f"{v:.3f}"
+    if style == "sig":
+        return f"{v:.{_sig_decimals(v, digits)}f}"
+    return f"{v:.{digits}f}"
+
+
+def lower_bound_text(v: float, digits: int = 3) -> str:
+    """A censored time's lower bound to ``digits`` significant digits, rounded down (103.5 is '> 103', not
+    '> 104': a lower bound rounded up claims more than was seen)."""
+    if not math.isfinite(v):
+        return "censored"
+    d = _sig_decimals(v, digits)
+    return f"> {math.floor(v * 10**d) / 10**d:.{d}f}"
+
+
+def cell_text(v: Cell, digits: int, style: str = "fixed") -> str:
     """A cell as text (intervals as 'value [lo, hi]', missing numbers as a dash)."""
+    if style != "fixed" and isinstance(v, (float, Interval)):
+        if isinstance(v, float):
+            return _number(v, digits, style)
+        if not math.isfinite(v.value):
+            return "—"
+        if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
+            return _number(v.value, digits, style)
+        return f"{_number(v.value, digits, style)} [{_number(v.lo, digits, style)}, {_number(v.hi, digits, style)}]"
     if v is None:
         return "—"
     if isinstance(v, bool):
@@ -98,8 +131,8 @@ def to_latex(t: Table) -> str:
     spec = "l" + "r" * (len(t.columns) - 1)
     head = " & ".join(c.latex or latex_escape(c.header) for c in t.columns) + r" \\"
     # "{}" first: a row that began with "[" would be read as the optional argument of the previous "\\"
-    body = ["{}" + " & ".join(latex_escape(cell_text(v, c.digits)) for v, c in zip(row, t.columns, strict=True))
-            + r" \\" for row in t.rows]
+    body = ["{}" + " & ".join(latex_escape(cell_text(v, c.digits, c.style))
+                              for v, c in zip(row, t.columns, strict=True)) + r" \\" for row in t.rows]
     return "\n".join([
         "% initmem export: needs \\usepackage{booktabs}",
         r"\begin{table}[t]",
@@ -128,8 +161,8 @@ def to_markdown(t: Table) -> str:
     lines = [f"Table: {_md_cell(t.caption)}", "",
              "| " + " | ".join(_md_cell(c.header) for c in t.columns) + " |",
              "| " + " | ".join("---" if i == 0 else "---:" for i in range(len(t.columns))) + " |"]
-    lines += ["| " + " | ".join(_md_cell(cell_text(v, c.digits)) for v, c in zip(row, t.columns, strict=True)) + " |"
-              for row in t.rows]
+    lines += ["| " + " | ".join(_md_cell(cell_text(v, c.digits, c.style)) for v, c in zip(row, t.columns, strict=True))
+              + " |" for row in t.rows]
     return "\n".join(lines) + "\n"
 
 
@@ -170,21 +203,28 @@ def verdict_table(a: Analysis) -> Table:
     unit = a.unit
     paired = {r["name"]: r for r in tables.assumption_rows(a)}
     t = Table("verdicts", f"Verdict per pipeline: the spread over sigma_w of the expected {a.metric} ({unit}, "
-              f"posterior median and 90% interval) against delta = {a.delta * a.scale:g} {unit}, the posterior "
+              f"posterior median and 90% interval) against delta = {a.delta * a.scale:g} "
+              f"{'point' if a.is_accuracy and a.delta * a.scale == 1 else unit}, the posterior "
               "probabilities that it exceeds or stays below delta, and the paired check of 'remembers' (the ordered "
-              "test of the seeds' paired differences: the extreme sigma_w pair first, then the other pairs).",
+              "test of the seeds' paired differences: the extreme sigma_w pair first, then the other pairs), the "
+              "p-value of the intersection-union test of 'forgets' (every pair of levels within +-delta), and the "
+              "route that decided the verdict (the model, the ordered paired test, the intersection-union test).",
               [Column("pipeline", "Pipeline"), Column("verdict", "Verdict"),
                Column("spread", f"Spread ({unit})", a.digits),
                Column("p_gt_delta", "P(spread > δ)", 3), Column("p_lt_delta", "P(spread < δ)", 3),
-               Column("paired_p", "Paired p", 3), Column("paired_supports", "Paired check"),
+               Column("paired_p", "Paired p", 3, style="p"), Column("paired_supports", "Paired check"),
+               Column("iut_p", "IUT p", 3, style="p"), Column("decided_by", "Decided by"),
                Column("memory_share", "Memory share", 2)])
     for p in a.pipelines:
         info = a.pipe(p)
         r = paired.get(p, {})
         ok = r.get("paired_ok")
+        eq = info.equivalence_check
+        rule = info.rule if info.rule and info.rule != "none" else None
         t.rows.append([p, info.verdict, _iv(info.spread, a.scale), num(info.p_spread_gt_delta),
                        num(info.p_spread_lt_delta), num(r.get("paired_p")),
-                       None if ok is None else ("supports" if ok else "does not support"), _iv(info.memory_share)])
+                       None if ok is None else ("supports" if ok else "does not support"),
+                       num(eq.p_value) if eq is not None else None, rule, _iv(info.memory_share)])
     return t
 
 
@@ -231,13 +271,15 @@ def collapse_table(a: Analysis) -> Table:
         raise LookupError("the analysis folder holds no collapse.json (the cube has no training curves)")
     c = a.collapse
     adj = {"holm": "Holm", "max_statistic": "Westfall-Young max-statistic"}.get(c.adjustment or "", "no")
+    best_axis = ("none (no clock was compared with epochs)" if not c.best else
+                 "epochs (no clock gained on epochs)" if c.best == cube.EPOCH else c.best)
     t = Table("collapse", f"Collapse test on the {c.memory} memory curves (leave one pipeline out, "
               f"{c.n_pipelines} pipelines): the gain D over epochs with its 90% cluster-bootstrap interval, the "
               f"sign-flip permutation p-value and the p-value adjusted across the clocks tried ({adj} adjustment), "
               f"the held-out error and its ratio to the seed-noise floor (about 1: collapsed within noise). "
-              f"Verdict: {c.verdict}; best axis: {c.best}.",
-              [Column("axis", "Axis"), Column("D", "D vs epoch", 3), Column("p", "p", 3), Column("p_adjusted",
-                                                                                                 "p adj.", 3),
+              f"Verdict: {collapse_verdict_words(c.verdict)}; best axis: {best_axis}.",
+              [Column("axis", "Axis"), Column("D", "D vs epoch", 3), Column("p", "p", 3, style="p"),
+               Column("p_adjusted", "p adj.", 3, style="p"),
                Column("heldout_error", "Held-out error", 3), Column("floor_ratio", "Floor ratio", 2),
                Column("identifiable", "Identifiable"), Column("best", "Best")])
     for r in rows:
@@ -258,7 +300,7 @@ def forgetting_times_table(a: Analysis) -> Table:
               "memory curve has fallen far enough, in each axis's units; '>' marks a censored time (not reached "
               "within the budget: a lower bound). The last row is each axis's spread, the SD across pipelines of "
               "the log forgetting time (small: the axis lines the pipelines up).",
-              [Column("pipeline", "Pipeline"), *[Column(ax, ax, 3) for ax in axes]])
+              [Column("pipeline", "Pipeline"), *[Column(ax, ax, 3, style="sig") for ax in axes]])
     for p in pipes:
         row: list[Cell] = [p]
         for ax in axes:
@@ -268,7 +310,7 @@ def forgetting_times_table(a: Analysis) -> Table:
             elif ft.censored:
                 bound = next((v for v in (q(ft), (ft.model_extra or {}).get("budget")) if v is not None
                               and math.isfinite(num(v))), None)
-                row.append(f"> {num(bound):.3g}" if bound is not None else "censored")
+                row.append(lower_bound_text(num(bound)) if bound is not None else "censored")
             else:
                 row.append(_iv(ft))
         t.rows.append(row)
@@ -310,5 +352,5 @@ def paper_tables(a: Analysis) -> tuple[list[Table], dict[str, str]]:
     return out, skipped
 
 
-__all__ = ["Column", "Interval", "TABLES", "Table", "cell_text", "latex_escape", "paper_tables", "to_csv", "to_latex",
-           "to_markdown"]
+__all__ = ["Column", "Interval", "TABLES", "Table", "cell_text", "latex_escape", "lower_bound_text", "paper_tables",
+           "to_csv", "to_latex", "to_markdown"]

@@ -16,7 +16,7 @@ from initmem import names as N
 from initmem.errors import option
 from initmem.names import ALPHA
 from initmem.plot.clocks import exponent_text
-from initmem.plot.load import Analysis, failed_checks, num, q
+from initmem.plot.load import Analysis, failed_checks, num, q, seed_design
 from initmem.reports.tables import diagnostics_rows, excluded_text
 from initmem.results.records import sampler_flags
 
@@ -37,6 +37,14 @@ def fmt_p(v: Any) -> str:
     if f < 0.001:
         return "< 0.001"
     return f"{f:.3f}" if f < 0.1 else f"{f:.2f}"
+
+
+def fmt_median(v: Any) -> str:
+    """A median of whole numbers (epochs): whole, or with its .5 (28.5 is not 28)."""
+    f = num(v)
+    if not math.isfinite(f):
+        return "—"
+    return f"{f:.0f}" if f == round(f) else f"{f:.1f}"
 
 
 def sort_key(v: Any) -> str:
@@ -60,7 +68,7 @@ def collapse_sentence(a: Analysis) -> str | None:
     d = c.vs_epoch.get(best) if best else None
     stats = ""
     if d is not None:
-        adj = (f", adjusted p = {fmt_p(d.p_adjusted)} ({c.adjustment or 'unadjusted'} over the clocks tried)"
+        adj = (f", adjusted p = {fmt_p(d.p_adjusted)} ({adjustment_words(c.adjustment)} over the clocks tried)"
                if d.p_adjusted is not None else "")
         stats = (f" (D = {fmt(d.D)}, 90% interval {fmt(d.q05)} to {fmt(d.q95)}, "
                  f"p = {fmt_p(d.p_value)}{adj})")
@@ -68,15 +76,54 @@ def collapse_sentence(a: Analysis) -> str | None:
     if verdict == "clock_better":
         s = f"{best} collapses the memory curves better than epochs{stats}"
     elif verdict == "epoch_better":
-        s = f"Epochs collapse the memory curves better than every clock; the best clock, {best}, loses{stats}"
+        clocks = {k: num(v.D) for k, v in c.vs_epoch.items() if k not in (C.EPOCH, C.STEP) and math.isfinite(num(v.D))}
+        top = max(clocks, key=clocks.get) if clocks else None
+        d = c.vs_epoch.get(top) if top else None
+        stats = (f" (D = {fmt(d.D)}, 90% interval {fmt(d.q05)} to {fmt(d.q95)}, p = {fmt_p(d.p_value)})"
+                 if d is not None else "")
+        s = ("Epochs collapse the memory curves better than every clock"
+             + (f"; the best clock, {top}, loses{stats}" if top else ""))
     elif verdict == "not_identifiable":
         s = "This grid cannot tell the clocks apart from epochs (their axes are equal up to a constant)"
+    elif not best:
+        s = "No clock collapses the memory curves detectably better than epochs: no clock was compared with epochs"
+    elif best == EPOCH_AXIS:
+        s = "No clock collapses the memory curves detectably better than epochs; no clock gained on epochs"
     else:
         s = f"No clock collapses the memory curves detectably better than epochs; the best axis is {best}{stats}"
     s += _floor_clause(a) + "."
     advice = _next_step(a)
     note = min_p_note(a)
     return " ".join(x for x in (s, advice, note) if x)
+
+
+ADJUSTMENT_WORDS = {"holm": "Holm's correction", "max_statistic": "Westfall-Young max-statistic correction"}
+COLLAPSE_VERDICT_WORDS = {"clock_better": "a clock collapses the curves better than epochs",
+                          "epoch_better": "epochs collapse the curves better than every clock",
+                          "no_difference": "no difference", "not_identifiable": "clocks not identifiable"}
+
+
+def adjustment_words(adjustment: str | None) -> str:
+    """The multiplicity adjustment in words ('unadjusted' when none)."""
+    return ADJUSTMENT_WORDS.get(adjustment, adjustment) if adjustment else "unadjusted"
+
+
+def collapse_verdict_words(verdict: str | None) -> str:
+    """A collapse verdict (clock_better, no_difference, ...) in words."""
+    return COLLAPSE_VERDICT_WORDS.get(verdict, verdict) if verdict else "no verdict"
+
+
+def best_words(best: str | None) -> str:
+    """The best axis, or what its absence means: no clock was compared with epochs."""
+    return best if best else "none (no clock was compared with epochs)"
+
+
+def floor_informative(a: Analysis) -> bool:
+    """Whether the held-out error's ratio to the seed-noise floor says how well the curves collapse.
+    Not on radial curves with seeds paired across sigma_w: there the floor is tiny and every axis sits
+    hundreds of times above it (docs/clocks-and-collapse.md, "The score")."""
+    c = a.collapse
+    return not (c is not None and str(c.memory).startswith("radial") and seed_design(a) != C.SEED_INDEPENDENT)
 
 
 def _times(ratio: float) -> str:
@@ -96,11 +143,22 @@ def _floor_clause(a: Analysis) -> str:
     if floor <= FLOOR_COLLAPSED:
         return (f"; its held-out error is {times} times the seed-noise floor, so on {c.best} the curves collapse "
                 "within noise")
+    if not floor_informative(a):
+        return (f"; its held-out error is {times} times the seed-noise floor, but with seeds paired across σ_w that "
+                "floor is tiny on radial curves and every axis sits far above it, so the ratio does not say whether "
+                "the curves collapse")
     share = (f"{floor / fr_e:.0%} of epochs' error, " if c.verdict == "clock_better" and math.isfinite(fr_e)
              and fr_e > 0 and floor <= 0.5 * fr_e else "")
-    where = f"on {c.best}" if c.verdict == "clock_better" else "on any axis tried"
+    where = f"on {c.best}" if c.verdict == "clock_better" or not _all_clocks_above_floor(a) else "on any clock tried"
     return (f"; its held-out error is still {share}{times} times the seed-noise floor, so the curves do not "
             f"collapse within noise {where}")
+
+
+def _all_clocks_above_floor(a: Analysis) -> bool:
+    """Every clock scored (epochs and steps aside) sits above the collapsed-within-noise bar."""
+    ratios = [num(s.floor_ratio) for ax, s in a.collapse.axes.items() if ax not in (C.EPOCH, C.STEP)]
+    ratios = [r for r in ratios if math.isfinite(r)]
+    return bool(ratios) and all(r > FLOOR_COLLAPSED for r in ratios)
 
 
 FLOOR_COLLAPSED = 2.0  # held-out error within twice the seed-noise floor: collapsed within noise
@@ -112,11 +170,18 @@ def _next_step(a: Analysis) -> str | None:
     c = a.collapse
     score = c.axes.get(c.best) if c.best else None
     floor = num(score.floor_ratio) if score is not None else math.nan
-    if c.verdict != "not_identifiable" and (not math.isfinite(floor) or floor <= FLOOR_COLLAPSED):
+    if c.verdict != "not_identifiable" and (not math.isfinite(floor) or floor <= FLOOR_COLLAPSED
+                                            or not floor_informative(a)):
         return None
-    conclude = ("Read it as: " + (f"{c.best} orders forgetting better than epochs, but part of forgetting follows "
-                                  "something it does not count" if c.verdict == "clock_better" else
-                                  "none of the clocks tried is the time axis of forgetting on this grid"))
+    if c.verdict == "clock_better":
+        conclude = (f"Read it as: {c.best} orders forgetting better than epochs, but part of forgetting follows "
+                    "something it does not count")
+    elif c.verdict == "not_identifiable":
+        conclude = "Read it as: this grid cannot say which clock is the time axis of forgetting"
+    elif _all_clocks_above_floor(a):
+        conclude = "Read it as: none of the clocks tried collapses the curves within noise on this grid"
+    else:
+        conclude = f"Read it as: {best_words(c.best)} does not collapse the curves within noise on this grid"
     tries = []
     other = "functional" if c.memory.startswith("radial") else "radial"
     tries.append(f"the {other} memory curve ({option('memory', other)})")
@@ -158,7 +223,10 @@ def forgetting_sentence(a: Analysis) -> str | None:
         where = "above" if side.endswith("above") else "below"
         lined = e.get("lined_up_by")
         ref = (c.model_extra or {}).get("ref_sigma_w") or 1.0
-        out.append(f"{where.capitalize()} σ_w = {ref:g}: {e.get('verdict')} (best {e.get('best')})"
+        side_best = e.get("best")
+        best_text = ("no clock was compared with epochs" if not side_best else
+                     "no clock gained on epochs" if side_best == EPOCH_AXIS else f"best {side_best}")
+        out.append(f"{where.capitalize()} σ_w = {ref:g}: {collapse_verdict_words(e.get('verdict'))} ({best_text})"
                    + (f", times lined up by {lined}." if lined else
                       ", too few pipelines forgot within their budget to line up."))
     return " ".join(out).strip() or None

@@ -234,3 +234,28 @@ def test_plot_functions_take_a_path_or_an_analysis_style_and_ax(exported):
 def test_the_header_says_what_the_model_does(report_html):
     meta = re.search(r'<p class="meta">(.*?)</p>', report_html, flags=re.S).group(1)
     assert "family" not in meta and "Gaussian likelihood, noise scale from the binomial bound" in meta
+
+
+def test_paper_table_numbers_keep_their_digits():
+    """p-values are never '0.000', small times keep significant digits, censored lower bounds round down."""
+    from initmem.reports.paper_tables import Interval, cell_text, lower_bound_text
+
+    assert cell_text(4.5e-4, 3, "p") == "<0.001" and cell_text(0.0045, 3, "p") == "0.0045"
+    assert cell_text(0.703, 3, "p") == "0.703"
+    assert cell_text(2.2e-4, 3, "sig") == "0.000220"
+    assert cell_text(Interval(10.276, 10.3, 10.5), 3, "sig") == "10.3 [10.3, 10.5]"
+    assert lower_bound_text(103.5) == "> 103" and lower_bound_text(30.0) == "> 30.0"
+
+
+def test_verdict_table_says_which_route_decided(tmp_path):
+    from _report_fixture import small_cube, write_analysis
+
+    from initmem.reports.load import load_analysis
+    from initmem.reports.paper_tables import to_markdown, verdict_table
+
+    t = verdict_table(load_analysis(write_analysis(small_cube(), tmp_path)))
+    names = [c.name for c in t.columns]
+    assert "iut_p" in names and "decided_by" in names
+    assert "the route that decided the verdict" in t.caption
+    assert "delta = 1 point," in t.caption
+    assert "| IUT p | Decided by |" in to_markdown(t)

@@ -210,7 +210,7 @@ def test_collapse_shows_adjusted_p_and_the_unattainable_significance(full):
     row = row[:row.index("</tr>")]
     assert f"{t_sgd.p_adjusted:.2f}" in row and "p adjusted" in clocks
     sentence = collapse_sentence(load_analysis(full[0].parent / "analysis"))
-    assert f"adjusted p = {t_sgd.p_adjusted:.2f} (holm over the clocks tried)" in sentence
+    assert f"adjusted p = {t_sgd.p_adjusted:.2f} (Holm's correction over the clocks tried)" in sentence
 
 
 def test_forgetting_times_figure_marks_censored_pipelines(full):
@@ -518,20 +518,123 @@ def test_a_figure_without_its_data_is_skipped_with_the_reason(tmp_path):
                             "still 12.5 times the seed-noise floor, so the curves do not collapse within noise on "
                             "T_sgd",
                             "Read it as: T_sgd orders forgetting better than epochs, but part of forgetting follows",
-                            "try the functional memory curve ("], "on any axis tried"),
+                            "try the radial memory curve ("], "on any clock tried"),
     ("no_difference", 3674.4, ["still 3,674 times the seed-noise floor, so the curves do not collapse within noise "
-                               "on any axis tried",
-                               "none of the clocks tried is the time axis of forgetting on this grid",
-                               "the forgetting times below"], "seed-noise floor, so no axis"),
+                               "on any clock tried",
+                               "none of the clocks tried collapses the curves within noise on this grid",
+                               "the forgetting times below"], "is the time axis of forgetting"),
     ("no_difference", 1.3, ["1.3 times the seed-noise floor, so on T_sgd the curves collapse within noise."],
      "Read it as"),
 ])
 def test_collapse_sentence_reads_the_noise_floor_by_verdict(two_pipelines, verdict, floor, needles, absent):
-    """The sentence says what the test found (a clock beats epochs or not; collapsed within noise or
-    not, in the test's numbers) and what to conclude and try; nothing is said without a number behind it."""
-    c = _with_collapse(two_pipelines, verdict=verdict)
-    c.axes[c.best].floor_ratio = floor
+    """On curves whose noise floor informs (here the functional curve), the sentence says what the test found
+    (a clock beats epochs or not; collapsed within noise or not, in the test's numbers) and what to conclude and
+    try; nothing is said without a number behind it."""
+    c = _with_collapse(two_pipelines, verdict=verdict, memory="functional")
+    for ax, score in c.axes.items():
+        if ax not in (C.EPOCH, C.STEP):
+            score.floor_ratio = max(floor, 10.0) if ax != c.best else floor
     sentence = _sentence(two_pipelines, c)
     for needle in needles:
         assert needle in sentence, (needle, sentence)
     assert absent not in sentence
+
+
+@pytest.mark.parametrize("verdict", ["clock_better", "no_difference"])
+def test_collapse_sentence_draws_no_conclusion_from_the_paired_radial_floor(two_pipelines, verdict):
+    """With seeds paired across sigma_w the radial noise floor is tiny and every axis sits far above it
+    (docs/clocks-and-collapse.md, "The score"): the ratio is stated neutrally and no conclusion is drawn."""
+    c = _with_collapse(two_pipelines, verdict=verdict, memory="radial")
+    c.axes[c.best].floor_ratio = 2930.2
+    sentence = _sentence(two_pipelines, c)
+    assert ("its held-out error is 2,930 times the seed-noise floor, but with seeds paired across σ_w that floor is "
+            "tiny on radial curves and every axis sits far above it, so the ratio does not say whether the curves "
+            "collapse.") in sentence, sentence
+    assert "Read it as" not in sentence and "time axis of forgetting" not in sentence
+    assert "do not collapse within noise" not in sentence
+
+
+def test_collapse_words_not_python_values(two_pipelines):
+    """No 'None' or raw enum values in the prose: a missing best axis and the adjustment are words."""
+    c = _with_collapse(two_pipelines, verdict="no_difference", best=None, adjustment="max_statistic")
+    sentence = _sentence(two_pipelines, c)
+    assert "None" not in sentence and "no_difference" not in sentence
+    assert "no clock was compared with epochs" in sentence
+    c = _with_collapse(two_pipelines, verdict="no_difference", adjustment="max_statistic")
+    sentence = _sentence(two_pipelines, c)
+    assert "max_statistic" not in sentence
+    assert "Westfall-Young max-statistic correction over the clocks tried" in sentence
+    from initmem.reports.text import collapse_verdict_words
+    assert collapse_verdict_words("no_difference") == "no difference"
+
+
+SEQUENTIAL_RULE = ("remembers if P(spread > delta) >= 0.9634 and the seeds' paired differences carry it (ordered test: "
+                   "the extreme sigma_w pair first, then the other pairs, at alpha = 0.03659; models/paired.py); "
+                   "forgets if P(spread < delta) >= 0.9817 (1 - alpha/2, with at least 3 sigma_w levels) or every "
+                   "pair of levels is shown inside +-delta by the seeds' paired differences (intersection-union test "
+                   "at 0.8 alpha = 0.02927; the two routes share alpha); else inconclusive")
+
+
+def test_thresholds_come_from_the_verdict_rule(tmp_path):
+    """A sequential run decides at a smaller alpha: the report, the figure caption and Methods say its thresholds."""
+    from initmem.plot.load import verdict_levels
+    from initmem.plot.model import spread_forest
+    from initmem.reports.methods import methods_paragraphs
+
+    def sequential(s: R.Summary) -> None:
+        s.verdict_rule = SEQUENTIAL_RULE
+
+    a = load_analysis(write_analysis(small_cube(), tmp_path, edit=sequential))
+    lv = verdict_levels(a)
+    assert (lv.alpha, lv.remembers, lv.forgets, lv.iut_alpha) == (0.03659, 0.9634, 0.9817, 0.02927)
+    text = html.unescape(render_html(a))
+    assert "(0.9634 for P(spread > δ), 0.9817 for P(spread < δ) at α = 0.03659)" in text
+    assert "0.975 for P(spread < δ)" not in text
+    caption = spread_forest(a).initmem_description.caption
+    assert "P(spread > δ) ≥ 0.9634" in caption and "P(spread < δ) ≥ 0.9817" in caption and "0.95" not in caption
+    methods = " ".join(methods_paragraphs(a, {}))
+    assert "P(spread > delta) >= 0.9634" in methods and "P(spread < delta) >= 0.9817" in methods
+    assert "(0.9634 or 0.9817)" in methods and "alpha = 0.03659" in methods
+
+
+def test_default_thresholds_at_alpha_005(two_pipelines):
+    from initmem.plot.model import spread_forest
+
+    a = load_analysis(two_pipelines)
+    caption = spread_forest(a).initmem_description.caption
+    assert "P(spread > δ) ≥ 0.95 " in caption and "P(spread < δ) ≥ 0.975" in caption
+    text = html.unescape(render_html(a))
+    assert "(0.95 for P(spread > δ), 0.975 for P(spread < δ) at α = 0.05)" in text
+
+
+def test_independent_seeds_methods_describe_the_fitted_model(tmp_path):
+    """With independent seeds the model has no v[seed] and no b[seed]: Methods and the assumptions say so."""
+    from initmem.reports.methods import methods_paragraphs
+
+    ds = small_cube()
+    ds.attrs[C.A_SEED_DESIGN] = C.SEED_INDEPENDENT
+    a = load_analysis(write_analysis(ds, tmp_path))
+    methods = " ".join(methods_paragraphs(a, {}))
+    assert "y = alpha + u[sigma_w] + e per pipeline" in methods
+    assert "v[seed] +" not in methods and "b[seed] x" not in methods and "its own drift" not in methods
+    assert "no v[seed] and no b[seed]" in methods
+    text = html.unescape(render_html(a))
+    diag = text[text.index('id="sec-diagnostics"'):text.index('id="sec-settings"')]
+    assert "each seed has its own intercept" not in diag
+    assert "the seeds are independent across σ_w, so there is no seed effect and no per-seed drift" in diag
+    assert "SD of seed-number means (seeds independent)" in diag
+
+
+def test_small_text_defects(two_pipelines):
+    from initmem.reports.methods import methods_paragraphs
+    from initmem.reports.text import fmt_median
+
+    assert fmt_median(28.5) == "28.5" and fmt_median(28.0) == "28"
+    a = load_analysis(two_pipelines)
+    a.summary.estimand = "max - min over the sigma_w grid of the expected accuracy, as a fraction"
+    a.summary.delta = 0.01
+    methods = " ".join(methods_paragraphs(a, {}))
+    assert "as a fraction. A pipeline remembers" in methods
+    assert "delta = 1 accuracy point." in methods and "1 accuracy points" not in methods
+    text = html.unescape(render_html(a))
+    assert "δ = 1 points" not in text and "δ = 1.0 points" not in text

@@ -54,6 +54,16 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     return Path(path)
 
 
+def blocking_file(folder: str | os.PathLike) -> Path | None:
+    """The file that keeps ``folder`` from being a folder: ``folder`` itself, or the nearest existing path
+    above it, when that is not a folder; None when the folder exists or can be made."""
+    path = Path(folder)
+    for p in (path, *path.parents):
+        if p.exists():
+            return None if p.is_dir() else p
+    return None
+
+
 def leftover_temporaries(folder: str | os.PathLike) -> list[Path]:
     """Temporary files a killed writer left behind (they are never mistaken for outputs)."""
     return sorted(Path(folder).rglob(f"*{TMP_SUFFIX}"))

@@ -16,20 +16,18 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from initmem.atomic import TMP_SUFFIX
+from initmem.atomic import TMP_SUFFIX, blocking_file
 from initmem.errors import UserError, option
 
 
 def check_out_dir(out_dir: str | os.PathLike, what: str = "output") -> Path:
     """``out_dir`` as a path, refused in one line when it (or a folder above it) is a file."""
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
+    blocker = blocking_file(out)
+    if blocker == out:
         raise UserError(f"{out} is a file, not a folder: {option('out')} names the folder the {what} is written to")
-    for parent in out.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise UserError(f"{parent} is a file, not a folder: {out} cannot be created under it")
-            break
+    if blocker is not None:
+        raise UserError(f"{blocker} is a file, not a folder: {out} cannot be created under it")
     return out
 
 

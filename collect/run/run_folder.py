@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from initmem.atomic import leftover_temporaries, write_text
+from initmem.atomic import blocking_file, leftover_temporaries, write_text
 from initmem.collect.run.budgets import training_grid
 from initmem.errors import OptionError, UserError, option
 from initmem.names import CUBE_NC, EVENTS_JSONL
@@ -125,13 +125,10 @@ class RunDir:
 def check_out_folder(root: Path) -> None:
     """Refuse an output path that cannot be a run folder (a file, or a path under a file) before
     anything is written."""
-    for p in (root, *root.parents):
-        if p.exists():
-            if not p.is_dir():
-                what = "is a file" if p == root else f"lies under {p}, a file"
-                raise OptionError("out", f"{{option}} {root} {what}; give the run folder DIR ({CUBE_NC} is "
-                                         "written inside it)")
-            return
+    blocker = blocking_file(root)
+    if blocker is not None:
+        what = "is a file" if blocker == root else f"lies under {blocker}, a file"
+        raise OptionError("out", f"{{option}} {root} {what}; give the run folder DIR ({CUBE_NC} is written inside it)")
 
 
 def fresh_folder(root: Path) -> Path:

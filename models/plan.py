@@ -140,12 +140,13 @@ def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF, alph
     (``iut_bound``, computed by :func:`posterior_spread` at its share of the same alpha). The model's
     probabilities must clear the borderline band, at each threshold, of an analysis whose sampler
     gives ``n_eff`` effective draws (2 binomial MCSE); the design-based tests have no Monte Carlo
-    error."""
+    error. Near the ceiling (``near_ceiling``, a bool or one per experiment) "forgets" needs both routes."""
     level, f_level = 1.0 - alpha, forgets_levels(alpha)[1]
     out = np.zeros(post["p_gt"].shape, dtype=int)
     out[(post["p_gt"] >= level + _band(level, n_eff)) & post["paired_ok"]] = 1
-    model_ok = post.get("model_forgets_ok", np.ones(out.shape, dtype=bool))
-    out[((post["p_lt"] >= f_level + _band(f_level, n_eff)) & model_ok) | (post["iut_bound"] < delta)] = -1
+    model = (post["p_lt"] >= f_level + _band(f_level, n_eff)) & post.get("model_forgets_ok", True)
+    iut = post["iut_bound"] < delta
+    out[np.where(post.get("near_ceiling", False), model & iut, model | iut)] = -1
     return out
 
 
@@ -158,16 +159,18 @@ def simulate_reml(reml: dict[str, float], n_lev: int, n_seed: int, n_sim: int,
 
 
 def rule_decisions(tables: np.ndarray, delta: float, alpha: float, rng: np.random.Generator,
-                   sigma_w: np.ndarray | None, n_eff: float = N_EFF) -> np.ndarray:
+                   sigma_w: np.ndarray | None, n_eff: float = N_EFF,
+                   near_ceiling: bool | np.ndarray = False) -> np.ndarray:
     """1 remembers, -1 forgets, 0 undecided per standardised table (n, L, S): the analysis's rule at level
     ``alpha`` (models/summaries.py; :func:`decide`), the model's probabilities by quadrature, clear of the
     borderline band."""
-    return decide(posterior_spread(tables, delta, rng, sigma_w=sigma_w, alpha=alpha), delta, n_eff, alpha)
+    post = posterior_spread(tables, delta, rng, sigma_w=sigma_w, alpha=alpha)
+    return decide({**post, "near_ceiling": near_ceiling}, delta, n_eff, alpha)
 
 
 def sequential_decisions(tables: np.ndarray, delta: float, looks: Sequence[int], rng: np.random.Generator,
-                         sigma_w: np.ndarray | None, alpha: float = ALPHA,
-                         design: str = SEQUENTIAL_DESIGN) -> tuple[np.ndarray, np.ndarray]:
+                         sigma_w: np.ndarray | None, alpha: float = ALPHA, design: str = SEQUENTIAL_DESIGN,
+                         near_ceiling: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The sequential design on standardised tables holding the last look's seeds: look k uses the first n_k
     seeds at its level under ``design`` (models/sequential.py) and the first decision stands. Returns (verdict
     per table, seeds it used)."""
@@ -178,7 +181,7 @@ def sequential_decisions(tables: np.ndarray, delta: float, looks: Sequence[int],
         idx = np.flatnonzero(open_)
         if not idx.size:
             break
-        d = rule_decisions(tables[idx, :, :n_k], delta, a_k, rng, sigma_w)
+        d = rule_decisions(tables[idx, :, :n_k], delta, a_k, rng, sigma_w, near_ceiling=near_ceiling)
         hit = d != 0
         verdict[idx[hit]], seeds[idx[hit]] = d[hit], n_k
         open_[idx[hit]] = False
@@ -201,7 +204,8 @@ def deciding_deltas(upper: np.ndarray, bound: np.ndarray, scale: float) -> dict[
 
 
 def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np.random.Generator,
-          n_now: int | None = None, n_eff: float = N_EFF, sigma_w: np.ndarray | None = None) -> dict[str, Any]:
+          n_now: int | None = None, n_eff: float = N_EFF, sigma_w: np.ndarray | None = None,
+          near_ceiling: bool = False) -> dict[str, Any]:
     """P(remembers), P(forgets) per seed count; seeds needed; deltas that decide at ``n_now``."""
     p_dec, p_rem, p_for = {}, {}, {}
     deltas: dict[str, float | None] = {"delta_forgets": None, "delta_remembers": None}
@@ -209,24 +213,26 @@ def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np
         if p_dec and max(p_dec.values()) >= TARGET and (n_now is None or s > n_now):
             break  # decided already: larger experiments are not needed
         tables = simulate(s) / scale
-        post = posterior_spread(tables, delta / scale, rng, sigma_w=sigma_w)
+        post = {**posterior_spread(tables, delta / scale, rng, sigma_w=sigma_w), "near_ceiling": near_ceiling}
         v = decide(post, delta / scale, n_eff)
         p_rem[s], p_for[s] = float(np.mean(v == 1)), float(np.mean(v == -1))
         p_dec[s] = p_rem[s] + p_for[s]
         if s == n_now:
             bound = np.minimum(post["q05"], remembers_bounds(tables))
-            upper = np.where(post["model_forgets_ok"], np.minimum(post["q_forgets"], post["iut_bound"]),
-                             post["iut_bound"])   # either route of "forgets"
+            join = np.maximum if near_ceiling else np.minimum   # both routes near the ceiling, else either
+            upper = np.where(post["model_forgets_ok"], join(post["q_forgets"], post["iut_bound"]),
+                             np.inf if near_ceiling else post["iut_bound"])
             deltas = deciding_deltas(upper, bound, scale)
     needed = next((s for s in ladder if p_dec[s] >= TARGET), None)
     return {"seeds_needed": needed, "p_decisive": p_dec, "p_remembers": p_rem, "p_forgets": p_for, **deltas}
 
 
 def sequential_plan(simulate, scale: float, delta: float, looks: Sequence[int], rng: np.random.Generator,
-                    sigma_w: np.ndarray | None = None) -> dict[str, Any]:
+                    sigma_w: np.ndarray | None = None, near_ceiling: bool = False) -> dict[str, Any]:
     """What ``initmem run --until-decided`` would spend on this pipeline: the chance of each verdict and the
     expected and largest seeds, from experiments simulated with the last look's seeds (docs/sequential.md)."""
-    verdict, seeds = sequential_decisions(simulate(int(looks[-1])) / scale, delta / scale, looks, rng, sigma_w)
+    verdict, seeds = sequential_decisions(simulate(int(looks[-1])) / scale, delta / scale, looks, rng, sigma_w,
+                                          near_ceiling=near_ceiling)
     return {"looks": [int(n) for n in looks], "p_remembers": float(np.mean(verdict == 1)),
             "p_forgets": float(np.mean(verdict == -1)), "p_decided": float(np.mean(verdict != 0)),
             "seeds_mean": float(seeds.mean()), "seeds_max": int(seeds.max())}
@@ -268,21 +274,22 @@ def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: 
         sd_slope = flat("slope_sd", pipe)[take] if "slope_sd" in post else np.zeros(n_sim)
         sig = np.asarray(entry.expected.sigma_w, dtype=float)
         x = core.slope_axis(sig, np.ones(sig.size, dtype=bool)) if sd_slope.any() else None
-        n_now = entry.n_seed
+        n_now, near = entry.n_seed, bool(entry.near_ceiling)
         lad = tuple(sorted(set(ladder) | ({int(n_now)} if n_now and n_now >= 2 else set())))
         def simulate(s: int, e=exp_, a=sd_seed, b=sd_res, c=sd_slope, x=x) -> np.ndarray:
             return core.predictive_tables(np.zeros(n_sim), e, a, b, s, rng, x=x, slope_sd=c)
 
         result: dict[str, Any] = {
             "n_seed_now": n_now, "n_sigma": int(levels.sum()), "verdict_now": entry.verdict,
-            "posterior": power(simulate, scale, delta, lad, rng, n_now, sigma_w=None if x is None else sig),
-            "sequential": sequential_plan(simulate, scale, delta, looks, rng, None if x is None else sig),
+            "posterior": power(simulate, scale, delta, lad, rng, n_now, sigma_w=None if x is None else sig,
+                               near_ceiling=near),
+            "sequential": sequential_plan(simulate, scale, delta, looks, rng, None if x is None else sig, near),
         }
         reml = entry.frequentist.reml.model_dump() if entry.frequentist is not None else {}
         if all(isinstance(reml.get(k), int | float) and np.isfinite(reml[k])
                for k in ("sigma_sd", "seed_sd", "residual_sd")):
             result["reml"] = power(lambda s, r=reml, n_lev=int(levels.sum()): simulate_reml(r, n_lev, s, n_sim, rng),
-                                   scale, delta, lad, rng, n_now, sigma_w=None if x is None else sig)
+                                   scale, delta, lad, rng, n_now, sigma_w=None if x is None else sig, near_ceiling=near)
         else:
             result["reml"] = None
         out["pipelines"][pipe] = result

@@ -272,6 +272,18 @@ def _model_sentence(a: Analysis) -> Sentence:
         "pipeline's noise scale (nothing pooled across pipelines).")
 
 
+def _ceiling_clause(a: Analysis) -> str:
+    """The rule near 100% accuracy, stated when some pipeline was there."""
+    from initmem.models.paired import CEILING
+
+    near = [p for p, e in a.summary.pipelines.items() if e.near_ceiling]
+    if not near:
+        return ""
+    return (f" Near the ceiling (an expected accuracy of {100 * CEILING:g}% or more at some sigma_w level: "
+            f"{', '.join(near)}) it needs both routes, because the seeds' differences are skewed there and "
+            "either test alone exceeds its level.")
+
+
 def _rule_sentence(a: Analysis) -> Sentence:
     """The estimand and the decision rule at the thresholds the analysis used (its verdict_rule)."""
     s = a.summary
@@ -299,7 +311,8 @@ def _rule_sentence(a: Analysis) -> Sentence:
         f"{lv.forgets:g} (1 - alpha/2, with at least three sigma_w levels), or if every pair of levels is shown "
         f"inside +-delta by {tost} at 0.8 alpha = {lv.iut_alpha:.4g} (an intersection-union "
         "test); the two routes to forgetting share alpha so that either one deciding "
-        f"keeps false verdicts at a spread of delta near alpha. It is inconclusive otherwise, with delta = {unit}. A "
+        f"keeps false verdicts at a spread of delta near alpha.{_ceiling_clause(a)} It is inconclusive otherwise, "
+        f"with delta = {unit}. A "
         f"verdict probability within two Monte Carlo standard errors of its threshold ({lv.remembers:g} or "
         f"{lv.forgets:g}) is reported as borderline, not as decided.",
         ("hsu1999stepwise", "berger1994nuisance", "berger1982iut"))

@@ -12,7 +12,7 @@ import functools
 from dataclasses import replace
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, special, stats
 
 from initmem.models.data import MemoryData, prepare_data
 from initmem.models.memory import MemoryModel
@@ -201,6 +201,25 @@ def simulator_memories(n_cubes: int, n_seed: int, delta: float = 0.01, min_point
             if truth[pipe]["spread"] >= min_points * delta:
                 tab = d.y[a][d.level_mask[a]]
                 yield tab, (tab - tab.mean()) / d.scale[a], delta / d.scale[a], d.sigma_w[d.level_mask[a]]
+
+
+def _logit_levels(means: np.ndarray, sd: float) -> np.ndarray:
+    """Logit locations whose expected accuracy over logit noise of SD ``sd`` is exactly ``means``."""
+    x, w = np.polynomial.hermite_e.hermegauss(80)
+    w = w / w.sum()
+    return np.array([optimize.brentq(lambda z, m=m: float(w @ special.expit(z + sd * x)) - m, -20, 20)
+                     for m in means])
+
+
+def ceiling_tables(means: np.ndarray, seeds: int, seed_sd: float, inter_sd: float, n: int,
+                   rng: np.random.Generator, n_test: int = 10_000) -> np.ndarray:
+    """Near-ceiling designs (benchmarks/ceiling_check.py): (n, L, S) accuracies, binomial counts out of
+    ``n_test`` of per-run probabilities with a seed effect shared across levels and a level x seed
+    interaction, both on the logit scale, whose expected accuracies are ``means``."""
+    z = _logit_levels(means, float(np.hypot(seed_sd, inter_sd)))
+    eta = (z[None, :, None] + rng.normal(0, seed_sd, (n, 1, seeds))
+           + rng.normal(0, inter_sd, (n, means.size, seeds)))
+    return rng.binomial(n_test, special.expit(eta)) / n_test
 
 
 def rule_tables(kind: str, scale: str, n: int, rng: np.random.Generator, *, n_seed: int | None = None,

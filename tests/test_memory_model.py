@@ -37,6 +37,11 @@ def test_verdict_rule_and_borderline():
     assert verdict(0.02, 0.98) == "forgets"
     assert verdict(0.6, 0.4) == "inconclusive"
     assert verdict(0.94, 0.06) == "inconclusive"
+    # near the ceiling "forgets" needs the model AND the intersection-union test
+    assert verdict(0.02, 0.98, iut_ok=True) == verdict(0.5, 0.5, iut_ok=True) == "forgets"
+    assert verdict(0.02, 0.98, iut_ok=True, near_ceiling=True) == "forgets"
+    assert verdict(0.5, 0.5, iut_ok=True, near_ceiling=True) == "inconclusive"
+    assert verdict(0.02, 0.98, near_ceiling=True) == "inconclusive"
     # within 2 MCSE of 0.95 on either side: not decided
     assert verdict(0.96, 0.04, mcse=(0.006, 0.006)) == "borderline"
     assert verdict(0.94, 0.06, mcse=(0.006, 0.006)) == "borderline"

@@ -46,6 +46,38 @@ def test_decide_routes():
     assert decide(post, 1.0).tolist() == [1, 0, -1, -1, 0]
     # fewer than 3 levels: "forgets" only by the IUT
     assert decide({**post, "model_forgets_ok": np.zeros(5, dtype=bool)}, 1.0).tolist() == [1, 0, 0, -1, 0]
+    # near the ceiling "forgets" needs both: the model alone (third) and the IUT alone (fourth) no longer do
+    both = {**post, "iut_bound": np.array([3.0, 3.0, 3.0, 0.5, 0.5]), "p_lt": np.array([0.01, 0.01, 0.99, 0.70, 0.99])}
+    assert decide(both, 1.0).tolist() == [1, 0, -1, -1, -1]
+    assert decide({**both, "near_ceiling": True}, 1.0).tolist() == [1, 0, 0, 0, -1]
+    assert decide({**both, "near_ceiling": np.array([0, 0, 1, 0, 0], dtype=bool)}, 1.0).tolist() == [1, 0, 0, -1, -1]
+
+
+def test_near_the_ceiling_both_routes_keep_false_forgets_at_delta():
+    # the external audit's held-out design (a ramp of exactly delta from 99.75% to 98.75%, 10 seeds, 10,000
+    # examples, logit seed and interaction noise): either route alone said "forgets" about 7% of the time
+    # (skewed differences); requiring both near the ceiling brings it to alpha, and a two-level design, where
+    # the model has no route, to 0. Flat accuracy at 99.5% is still "forgets" (benchmarks/ceiling_check.py).
+    from _memory_designs import ceiling_tables
+
+    from initmem.models.paired import CEILING
+
+    rng = np.random.default_rng(7)
+    sig = noise_sd(10_000)
+    rates = {}
+    for name, means, seeds, sd in (("ramp", np.linspace(0.9975, 0.9875, 6), 10, (0.3, 0.15)),
+                                   ("two levels", np.array([0.998, 0.988]), 6, (0.4, 0.1)),
+                                   ("flat", np.full(6, 0.995), 5, (0.3, 0.15))):
+        y = ceiling_tables(means, seeds, *sd, 1500, rng)
+        post = posterior_spread((y - y.mean(axis=(1, 2), keepdims=True)) / sig, DELTA / sig, rng,
+                                sigma_w=np.geomspace(0.25, 8.0, means.size))
+        near = y.mean(axis=2).max(axis=1) >= CEILING
+        rates[name] = [float((decide({**post, "near_ceiling": c}, DELTA / sig) == -1).mean()) for c in (False, near)]
+        print(f"{name}: 'forgets' either route {rates[name][0]:.3f}, both near the ceiling {rates[name][1]:.3f}")
+    k = round(rates["ramp"][1] * 1500)
+    assert wilson(k, 1500)[0] <= ALPHA and rates["ramp"][1] < rates["ramp"][0]
+    assert rates["two levels"][0] > ALPHA and rates["two levels"][1] == 0.0
+    assert rates["flat"][1] >= 0.95
 
 
 def test_full_rule_keeps_false_forgets_at_delta():

@@ -413,6 +413,9 @@ def test_sbatch_refusing_the_array_is_a_one_line_error_and_leaves_the_folder_as_
     sbatch = bin_dir / "sbatch"
     sbatch.write_text("#!/bin/sh\necho 'sbatch: error: invalid partition specified: nosuch' >&2\nexit 1\n")
     sbatch.chmod(0o755)
+    srun = bin_dir / "srun"   # submitit looks for srun before it calls sbatch; machines without Slurm lack it
+    srun.write_text("#!/bin/sh\nexit 0\n")
+    srun.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("INITMEM_SUBMITIT_CLUSTER", raising=False)
     out = tmp_path / "run"

@@ -194,6 +194,7 @@ def analyze_cube(
         "prior_values": model.priors.as_dict(),
         "model": model.describe(),
         "verdict_rule": verdict_rule(spec.alpha),
+        "alpha": float(spec.alpha),
         "diagnostics": {k: v for k, v in diag.items() if k != "per_pipeline"},
         "cube": str(Path(cube_path)),
         "command": list(command) if command is not None else list(sys.argv),

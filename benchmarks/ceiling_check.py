@@ -15,7 +15,7 @@ built after the fix was chosen (other ramps, a rise, a U-shape, two levels; 5-10
 ceiling (power), each under:
 
 - either route (0.7.0): the intersection-union test at 0.8 alpha OR the model's P(spread < delta) >= 0.975;
-- the rule (0.8.0): the same, but both routes where some level's accuracy is >= 99% (models/summaries.py
+- the rule (0.8.0): the same, but both routes where some level's accuracy is >= 99% (models/paired.py
   ``CEILING``; here from the table's level means);
 - each route alone.
 

@@ -204,12 +204,16 @@ _RULE_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
 
 def verdict_levels(a: Analysis) -> VerdictLevels:
-    """The analysis's own thresholds, read from ``verdict_rule`` (a sequential run decides at a smaller
-    alpha than 0.05); the default rule at alpha = 0.05 where summary.json does not state them."""
-    import re
-
+    """The analysis's own thresholds (a sequential run decides at a smaller alpha than 0.05): from summary.json's
+    ``alpha``; an analysis written before it was stored has them only in ``verdict_rule``'s text, read from there
+    (the default rule at alpha = 0.05 where that does not state them either)."""
     from initmem.models.paired import forgets_levels
     from initmem.names import ALPHA
+
+    if a.summary.alpha is not None:
+        iut, fgt = forgets_levels(a.summary.alpha)
+        return VerdictLevels(a.summary.alpha, 1 - a.summary.alpha, fgt, iut)
+    import re
 
     rule = a.summary.verdict_rule or ""
 

@@ -385,6 +385,7 @@ class Summary(Record):
     prior_values: dict[str, Any] = Field(default_factory=dict)
     model: str = ""
     verdict_rule: str = ""
+    alpha: float | None = None   # the level the verdicts were decided at (a sequential look's alpha_k)
     diagnostics: Diagnostics = Field(default_factory=Diagnostics)
     cube: str | None = None
     command: list[str] | str | None = None

@@ -127,6 +127,9 @@ def test_analyze_then_plan_from_the_command_line(tmp_path):
     proc = invoke("--quiet", "analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--draws", "150",
                   "--tune", "150", "--chains", "2", *SMALL_FLAG)
     assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["alpha"] == 0.05    # the level the verdicts were decided at
+    assert {e["near_ceiling"] for e in summary["pipelines"].values()} == {False}   # simulated accuracies near 0.9
     proc = invoke("plan", tmp_path / "a", "--n-sim", "40", "--json", "--looks", "3,4,5,6")
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)

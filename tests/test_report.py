@@ -597,6 +597,18 @@ def test_thresholds_come_from_the_verdict_rule(tmp_path):
     assert "(0.9634 or 0.9817)" in methods and "alpha = 0.03659" in methods
 
 
+def test_thresholds_come_from_the_stored_alpha(tmp_path):
+    """summary.json's alpha, where an analysis stores it, gives the thresholds without reading the rule's text."""
+    from initmem.plot.load import verdict_levels
+
+    def stored(s: R.Summary) -> None:
+        s.alpha, s.verdict_rule = 0.03659, ""
+
+    lv = verdict_levels(load_analysis(write_analysis(small_cube(), tmp_path, edit=stored)))
+    assert lv.alpha == 0.03659 and lv.remembers == pytest.approx(1 - 0.03659)
+    assert lv.forgets == pytest.approx(1 - 0.03659 / 2) and lv.iut_alpha == pytest.approx(0.8 * 0.03659)
+
+
 def test_default_thresholds_at_alpha_005(two_pipelines):
     from initmem.plot.model import spread_forest
 

@@ -267,7 +267,8 @@ def _n_test(df: pd.DataFrame, kind: dict[str, str], n_test: int | None, source: 
 
 def _counts(ds: xr.Dataset, df: pd.DataFrame, raw: dict[str, pd.Series], kind: dict[str, str],
             original: dict[str, str], n_test: int, source: str) -> None:
-    """Check every test accuracy against ``n_test`` and store the selected one's counts."""
+    """Check every test accuracy against ``n_test`` and store the selected one's counts (or, from counts alone,
+    the accuracy they make: the metric the analysis models)."""
     if cube.SELECTED_TEST_CORRECT in kind:
         COL.check_counts(df[cube.SELECTED_TEST_CORRECT], n_test, original.get(cube.SELECTED_TEST_CORRECT,
                                                                                cube.SELECTED_TEST_CORRECT), source)
@@ -280,6 +281,8 @@ def _counts(ds: xr.Dataset, df: pd.DataFrame, raw: dict[str, pd.Series], kind: d
     if cube.SELECTED_TEST_CORRECT not in ds and cube.SELECTED_TEST_ACC in ds:
         counts = ds[cube.SELECTED_TEST_ACC] * n_test
         ds[cube.SELECTED_TEST_CORRECT] = counts.round()
+    elif cube.SELECTED_TEST_ACC not in ds and cube.SELECTED_TEST_CORRECT in ds:
+        ds[cube.SELECTED_TEST_ACC] = ds[cube.SELECTED_TEST_CORRECT] / n_test   # a table of counts alone
 
 
 def _agree(from_accuracy: pd.Series, counts: pd.Series, acc_col: str, count_col: str, source: str) -> None:

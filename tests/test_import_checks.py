@@ -53,6 +53,23 @@ def test_alias_imports_as_selected_test_acc_with_counts(tmp_path):
     assert ds.attrs[cube.A_N_TEST] == N_TEST and cube.TAU_INTERP not in ds
 
 
+def test_counts_alone_give_the_accuracy_the_analysis_models(tmp_path):
+    # a table of correct answers only (no accuracy column): the cube holds the accuracy they make, which
+    # `initmem analyze` picks as its metric (binomial), instead of refusing a count as "not an accuracy"
+    from initmem.models.data import prepare_data
+
+    table = runs_table()
+    table["selected_test_correct"] = (table.pop("test_acc") * N_TEST).round().astype(int)
+    proc, out = _import(tmp_path, table, "--seeds", "paired", "--n-test", str(N_TEST))
+    assert proc.returncode == 0, proc.stderr
+    ds = cube.open_cube(out)
+    want = table.set_index(["pipeline", "sigma_w", "seed"])["selected_test_correct"] / N_TEST
+    got = ds[cube.SELECTED_TEST_ACC].to_series().reindex(want.index)
+    assert np.array_equal(got.to_numpy(), want.to_numpy(dtype=np.float32))   # the cube stores float32
+    d = prepare_data(ds)
+    assert (d.metric, d.family) == (cube.SELECTED_TEST_ACC, "binomial")
+
+
 def test_percent_scale_is_refused_then_accepted_with_the_flag(tmp_path):
     table = runs_table()
     table["test_acc"] = (table["test_acc"] * 100).round(2)  # 63.52, as the published table wrote them

@@ -50,7 +50,8 @@ RULE = ("the analysis's own rule: its posterior (restricted likelihood of the fo
         "flat trend included, "
         "the same priors and noise scale), computed by quadrature over the SDs for each simulated experiment, "
         "and for 'remembers' the ordered paired test of the seeds' differences; 'forgets' by the posterior or by the "
-        "intersection-union test of every pair of levels (P(spread < delta) >= 1 - alpha/2 or the test at 0.8 alpha)")
+        "intersection-union test of every pair of levels (P(spread < delta) >= 1 - alpha/2 or the test at 0.8 alpha), "
+        "by both for a pipeline near the ceiling (summary.json's near_ceiling)")
 
 
 def _grid(priors: Priors, sigma_scale: float, slopes: bool) -> dict[str, np.ndarray]:

@@ -11,7 +11,8 @@ fits: each fit is 24 pipelines of the design on the tests' compiled model (tests
 the 7th sigma_w slot unused), summarized at delta 1 point as `initmem analyze` does, with the verdict of the
 rule (summary.json's "verdict") and of the former rule (the intersection-union test OR the model's
 P(spread < delta) >= 0.975, from the same entry). A power row (flat 99.5%, 5 of the 10 seeds) gives the share
-of right "forgets". Every fit is 2 chains x 500 draws after 500 tuning steps (the tests' ``FIT``).
+of right "forgets". Every fit is 2 chains x 500 draws after 500 tuning steps (the tests' ``FIT``), at the
+noise scale `initmem analyze` gives imported counts (the binomial SD at each pipeline's mean accuracy).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _memory_designs import L, P, ceiling_tables, compiled_model, noise_sd, table_data, wilson
+from _memory_designs import L, P, ceiling_tables, compiled_model, table_data, wilson
 
 from initmem import cube, names
 from initmem.models import arviz_io
@@ -47,7 +48,9 @@ def fit_design(means: np.ndarray, seeds: int, n_fits: int, rng: np.random.Genera
         used = np.zeros(y.shape, dtype=bool)
         y[:, :means.size, :seeds] = ceiling_tables(means, seeds, 0.3, 0.15, P, rng, n_test=N_TEST)
         used[:, :means.size, :seeds] = True
-        fit = model.refit(table_data(y, used, noise_sd(N_TEST), metric=cube.SELECTED_TEST_ACC), seed=first + i)
+        m = y[:, :means.size, :seeds].mean(axis=(1, 2))   # the analysis's scale for counts: binomial at the mean
+        fit = model.refit(table_data(y, used, np.sqrt(m * (1 - m) / N_TEST), metric=cube.SELECTED_TEST_ACC),
+                          seed=first + i)
         div += arviz_io.divergences(fit.idata)
         for e in fit.summarize(DELTA).values():
             old = e["equivalence_check"]["supports_forgets"] or e["model_verdict"] == names.FORGETS

@@ -63,12 +63,12 @@ def test_near_the_ceiling_both_routes_keep_false_forgets_at_delta():
     from initmem.models.paired import CEILING
 
     rng = np.random.default_rng(7)
-    sig = noise_sd(10_000)
     rates = {}
     for name, means, seeds, sd in (("ramp", np.linspace(0.9975, 0.9875, 6), 10, (0.3, 0.15)),
                                    ("two levels", np.array([0.998, 0.988]), 6, (0.4, 0.1)),
                                    ("flat", np.full(6, 0.995), 5, (0.3, 0.15))):
         y = ceiling_tables(means, seeds, *sd, 1500, rng)
+        sig = float(np.sqrt(means.mean() * (1 - means.mean()) / 10_000))   # the analysis's scale for counts
         post = posterior_spread((y - y.mean(axis=(1, 2), keepdims=True)) / sig, DELTA / sig, rng,
                                 sigma_w=np.geomspace(0.25, 8.0, means.size))
         near = y.mean(axis=2).max(axis=1) >= CEILING

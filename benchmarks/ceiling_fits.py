@@ -12,7 +12,7 @@ the 7th sigma_w slot unused), summarized at delta 1 point as `initmem analyze` d
 rule (summary.json's "verdict") and of the former rule (the intersection-union test OR the model's
 P(spread < delta) >= 0.975, from the same entry). A power row (flat 99.5%, 5 of the 10 seeds) gives the share
 of right "forgets". Every fit is 2 chains x 500 draws after 500 tuning steps (the tests' ``FIT``), at the
-noise scale `initmem analyze` gives imported counts (the binomial SD at each pipeline's mean accuracy).
+noise scale `initmem analyze` gives imported counts (models/data.py ``noise_scale``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from _memory_designs import L, P, ceiling_tables, compiled_model, table_data, wi
 
 from initmem import cube, names
 from initmem.models import arviz_io
+from initmem.models.data import noise_scale
 
 DELTA, N_TEST, N_SEED = 0.01, 10_000, 10
 # name: (level means, seeds used, true spread is delta); seed SD 0.3 and interaction SD 0.15 (logit) in both
@@ -48,9 +49,8 @@ def fit_design(means: np.ndarray, seeds: int, n_fits: int, rng: np.random.Genera
         used = np.zeros(y.shape, dtype=bool)
         y[:, :means.size, :seeds] = ceiling_tables(means, seeds, 0.3, 0.15, P, rng, n_test=N_TEST)
         used[:, :means.size, :seeds] = True
-        m = y[:, :means.size, :seeds].mean(axis=(1, 2))   # the analysis's scale for counts: binomial at the mean
-        fit = model.refit(table_data(y, used, np.sqrt(m * (1 - m) / N_TEST), metric=cube.SELECTED_TEST_ACC),
-                          seed=first + i)
+        scale = [noise_scale("counts", y[k], used[k], None, N_TEST) for k in range(P)]   # as analyze does
+        fit = model.refit(table_data(y, used, np.array(scale), metric=cube.SELECTED_TEST_ACC), seed=first + i)
         div += arviz_io.divergences(fit.idata)
         for e in fit.summarize(DELTA).values():
             old = e["equivalence_check"]["supports_forgets"] or e["model_verdict"] == names.FORGETS

@@ -163,14 +163,18 @@ def _correct_from_predictions(ds: xr.Dataset) -> np.ndarray:
     return (pred == label[None, None, None, :]) & (pred >= 0)
 
 
-def _noise_scale(likelihood: str, y: np.ndarray, used: np.ndarray, correct: np.ndarray | None,
+def noise_scale(likelihood: str, y: np.ndarray, used: np.ndarray, correct: np.ndarray | None,
                  n_test: int | None) -> float:
     """Run-to-run SD of one pipeline's metric at a fixed sigma_w, without the memory under test.
 
     per_example: independent-errors variance sum_x p_x(1-p_x) / n^2 (bias-corrected by R/(R-1));
-    counts: the binomial bound p(1-p)/n (an upper bound on the fixed-test-set noise); gaussian:
-    the pooled SD across seeds within sigma_w levels. Falls back to the pooled within-level SD,
-    then to a small floor, so that a degenerate pipeline cannot give a zero scale.
+    counts: the binomial bound p(1-p)/n (an upper bound on the fixed-test-set noise), or the pooled SD across
+    seeds within sigma_w levels where the runs vary more than that (seeds that are better or worse on many
+    examples at once: near 100% accuracy by a factor of up to 30, and priors in binomial units then shrink
+    the seed and run SDs and made the model's "forgets" wrong up to 16% of the time at a spread of delta;
+    docs/memory-model.md, "Likelihood / noise scale"); gaussian: the pooled SD across seeds within sigma_w
+    levels. Falls back to the pooled within-level SD, then to a small floor, so that a degenerate pipeline
+    cannot give a zero scale.
     """
     within = []
     for row, ok in zip(y, used, strict=True):
@@ -185,6 +189,7 @@ def _noise_scale(likelihood: str, y: np.ndarray, used: np.ndarray, correct: np.n
     elif likelihood == "counts":
         p = float(np.clip(np.nanmean(y[used]), 0.0, 1.0))
         s = float(np.sqrt(p * (1 - p) / n_test))
+        s = max(s, pooled) if np.isfinite(pooled) else s
     else:
         s = pooled
     if not (np.isfinite(s) and s > 0):
@@ -346,7 +351,7 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
 
     used = usable[keep]
     y = np.where(used, vals[keep], np.nan)
-    scale = np.array([_noise_scale(likelihood, y[k], used[k], None if correct is None else correct[a], n_test)
+    scale = np.array([noise_scale(likelihood, y[k], used[k], None if correct is None else correct[a], n_test)
                       for k, a in enumerate(keep)])
     center = np.array([float(np.mean(y[k][used[k]])) for k in range(len(keep))])
     chance = None
@@ -367,5 +372,5 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
     return data
 
 
-__all__ = ["FAMILIES", "MemoryData", "choose_family", "choose_metric", "prepare_data",
+__all__ = ["FAMILIES", "MemoryData", "choose_family", "choose_metric", "noise_scale", "prepare_data",
            "resolve_delta"]

@@ -176,9 +176,18 @@ def test_likelihood_choice_counts_without_predictions_and_noise_scales():
     assert counts.likelihood == "counts"
     np.testing.assert_allclose(per.y, counts.y)
     # independent-errors noise is below the binomial bound
-    assert per.scale[0] < 0.9 * counts.scale[0]
     p = np.nanmean(counts.y)
-    assert counts.scale[0] == pytest.approx(np.sqrt(p * (1 - p) / 500))
+    binomial = np.sqrt(p * (1 - p) / 500)
+    assert per.scale[0] < 0.9 * binomial
+    # counts: the binomial bound, or the runs' own SD within sigma_w levels where they vary more than that
+    pooled = np.sqrt(np.mean(np.nanvar(counts.y[0], axis=1, ddof=1)))
+    assert counts.scale[0] == pytest.approx(max(binomial, pooled))
+    for seed_sd, wins in ((0.0, "binomial"), (0.5, "pooled")):
+        noisy = simulate_cube([SimPipeline("a", n_seed=4, seed_sd=seed_sd, residual_sd=0.0)], n_test=500, seed=3)
+        d = prepare_data(noisy.drop_vars([cube.TEST_PRED, cube.TEST_LABEL]))
+        p = np.nanmean(d.y)
+        b, w = np.sqrt(p * (1 - p) / 500), np.sqrt(np.mean(np.nanvar(d.y[0], axis=1, ddof=1)))
+        assert (b > w) == (wins == "binomial") and d.scale[0] == pytest.approx(max(b, w))
 
 
 def test_family_delta_and_refusals():

@@ -371,8 +371,9 @@ def ceiling_note(final: str, iut_ok: bool) -> str:
             "'forgets' needs both the model and the intersection-union test here (docs/memory-model.md, "
             "'Near the ceiling')")
     if final == N.FORGETS:
-        return head + ("; both agree, but with strongly skewed seed-to-seed noise or rare bad seeds even both were "
-                       "wrong more often than alpha on held-out designs: more seeds confirm it")
+        return head + ("; both agree, but on held-out designs with a strongly multiplicative seed effect or rare "
+                       "bad seeds even both were wrong up to 7% of the time (rare bad seeds: more), which more seeds "
+                       "do not cure")
     return head + f"; only the {'intersection-union test' if iut_ok else 'model'} says 'forgets'"
 
 

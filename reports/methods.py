@@ -36,7 +36,8 @@ LIKELIHOOD_TEXT = {
     "per_example": "a Gaussian on the accuracy, with the independent-errors SD of the per-example predictions "
                    "on the shared test set as each pipeline's noise scale",
     "counts": "a Gaussian on the accuracy, with the binomial bound sqrt(p(1 - p) / n) from the counts of correct "
-              "test answers as each pipeline's noise scale (an upper bound on the fixed-test-set noise)",
+              "test answers as each pipeline's noise scale (an upper bound on the fixed-test-set noise), or the "
+              "pooled SD across seeds within sigma_w levels where the runs vary more than that",
     "gaussian": "a Gaussian on the metric, with the pooled SD across seeds within sigma_w levels as each "
                 "pipeline's noise scale",
 }
@@ -44,7 +45,7 @@ LIKELIHOOD_TEXT = {
 # (the likelihood is Gaussian whatever summary.json's family says; the family picks the noise scale).
 LIKELIHOOD_LABEL = {
     "per_example": "Gaussian likelihood, noise scale from the per-example predictions (independent errors)",
-    "counts": "Gaussian likelihood, noise scale from the binomial bound of the test counts",
+    "counts": "Gaussian likelihood, noise scale from the binomial bound of the test counts or the seeds' SD if larger",
     "gaussian": "Gaussian likelihood, noise scale from the pooled seed SD",
 }
 LIKELIHOOD_CITES = {"per_example": ("jordan2024variance",)}

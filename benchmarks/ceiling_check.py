@@ -31,9 +31,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _memory_designs import ceiling_tables, wilson
+from _memory_designs import ceiling_tables, counts_scale, wilson
 
-from initmem.models.data import noise_scale
 from initmem.models.paired import CEILING, forgets_bounds, forgets_levels
 from initmem.models.plan import decide, posterior_spread
 from initmem.names import ALPHA
@@ -58,14 +57,6 @@ def gaussian_control(y: np.ndarray, means: np.ndarray, rng: np.random.Generator)
     """Tables with the same level means and the same covariance of a seed's runs across levels, normal."""
     runs = y.transpose(0, 2, 1).reshape(-1, y.shape[1])
     return rng.multivariate_normal(means, np.cov(runs.T), size=(y.shape[0], y.shape[2])).transpose(0, 2, 1)
-
-
-def counts_scale(y: np.ndarray) -> float:
-    """The noise scale `initmem analyze` gives imported counts (models/data.py ``noise_scale``: the binomial SD at
-    the mean accuracy, or the runs' SD within sigma_w levels where larger), averaged over the design's tables so
-    that one quadrature serves them all. The model's priors on the seed and run SDs are in its units."""
-    used = np.ones(y.shape[1:], dtype=bool)
-    return float(np.mean([noise_scale("counts", t, used, None, N_TEST) for t in y[:200]]))
 
 
 def forgets_rates(y: np.ndarray, rng: np.random.Generator, sig: float) -> dict[str, float]:

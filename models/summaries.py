@@ -174,12 +174,15 @@ def expected_levels(model: FittedModel, a: int) -> np.ndarray:
     return model.idata.posterior["expected"].values[..., a, :].reshape(-1, lev.size)[:, lev]
 
 
-def near_ceiling(model: FittedModel, a: int) -> bool:
-    """Whether pipeline ``a`` is an accuracy whose expected value (posterior median) reaches :data:`CEILING`
-    at some sigma_w level: there "forgets" needs both of its routes (:func:`verdict`)."""
+def near_ceiling(model: FittedModel, a: int, medians: np.ndarray | None = None) -> bool:
+    """Whether pipeline ``a`` is an accuracy whose expected value (posterior median per level, ``medians`` when
+    the caller has them) reaches :data:`CEILING` at some sigma_w level: there "forgets" needs both of its
+    routes (:func:`verdict`)."""
     if cube.points_scale(model.data.metric) == 1.0:
         return False
-    return bool(np.median(expected_levels(model, a), axis=0).max() >= CEILING)
+    if medians is None:
+        medians = np.median(expected_levels(model, a), axis=0)
+    return bool(medians.max() >= CEILING)
 
 
 def _tests(model: FittedModel, a: int, delta: float, y: np.ndarray | None = None,
@@ -305,11 +308,12 @@ def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> d
         check, equiv = _tests(model, a, delta, alpha=alpha)
         ok_rem, ok_for = check["supports_remembers"], equiv["supports_forgets"]
         model_for = int(d.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS
-        near = near_ceiling(model, a)
-        vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt), paired_ok=ok_rem, iut_ok=ok_for,
-                     model_forgets_ok=model_for, near_ceiling=near)
         lev = d.level_mask[a]
         exp_ = expected_levels(model, a)
+        med = np.median(exp_, axis=0)
+        near = near_ceiling(model, a, med)
+        vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt), paired_ok=ok_rem, iut_ok=ok_for,
+                     model_forgets_ok=model_for, near_ceiling=near)
         flat = spread.ravel()
         out[pipe] = {
             "n_sigma": int(lev.sum()), "n_seed": int(d.seed_mask[a].sum()), "n_cells": int(d.used[a].sum()),
@@ -324,7 +328,7 @@ def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> d
             "estimand": estimand(model), "likelihood": d.likelihood, "near_ceiling": near,
             "noise_scale": float(d.scale[a]),
             "test_set_se": d.test_set_se.get(pipe),
-            "expected": {"sigma_w": d.sigma_w[lev].tolist(), "median": np.median(exp_, axis=0).tolist(),
+            "expected": {"sigma_w": d.sigma_w[lev].tolist(), "median": med.tolist(),
                          "q05": np.quantile(exp_, 0.05, axis=0).tolist(),
                          "q95": np.quantile(exp_, 0.95, axis=0).tolist()},
             "shares": {"sigma": q("memory_share"), "seed": q("seed_share"), "slope": q("slope_share"),

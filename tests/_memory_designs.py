@@ -222,6 +222,15 @@ def ceiling_tables(means: np.ndarray, seeds: int, seed_sd: float, inter_sd: floa
     return rng.binomial(n_test, special.expit(eta)) / n_test
 
 
+def counts_scale(tables: np.ndarray, n_test: int = 10_000) -> float:
+    """The noise scale `initmem analyze` gives imported counts (models/data.py ``noise_scale``), averaged over the
+    first 200 of a design's (n, L, S) tables, so that one quadrature serves them all."""
+    from initmem.models.data import noise_scale
+
+    used = np.ones(tables.shape[1:], dtype=bool)
+    return float(np.mean([noise_scale("counts", t, used, None, n_test) for t in tables[:200]]))
+
+
 def rule_tables(kind: str, scale: str, n: int, rng: np.random.Generator, *, n_seed: int | None = None,
                 delta: float = 0.01) -> np.ndarray:
     """``n`` tables (n, L, S) of one rule-level design at one scale (NaN for runs dropped not at

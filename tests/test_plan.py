@@ -58,9 +58,8 @@ def test_near_the_ceiling_both_routes_keep_false_forgets_at_delta():
     # examples, logit seed and interaction noise): either route alone said "forgets" about 7% of the time
     # (skewed differences); requiring both near the ceiling brings it to alpha, and a two-level design, where
     # the model has no route, to 0. Flat accuracy at 99.5% is still "forgets" (benchmarks/ceiling_check.py).
-    from _memory_designs import ceiling_tables
+    from _memory_designs import ceiling_tables, counts_scale
 
-    from initmem.models.data import noise_scale
     from initmem.models.paired import CEILING
 
     rng = np.random.default_rng(7)
@@ -69,8 +68,7 @@ def test_near_the_ceiling_both_routes_keep_false_forgets_at_delta():
                                    ("two levels", np.array([0.998, 0.988]), 6, (0.4, 0.1)),
                                    ("flat", np.full(6, 0.995), 5, (0.3, 0.15))):
         y = ceiling_tables(means, seeds, *sd, 1500, rng)
-        used = np.ones(y.shape[1:], dtype=bool)   # the analysis's scale for imported counts, averaged over tables
-        sig = float(np.mean([noise_scale("counts", t, used, None, 10_000) for t in y[:200]]))
+        sig = counts_scale(y)   # the analysis's scale for imported counts
         post = posterior_spread((y - y.mean(axis=(1, 2), keepdims=True)) / sig, DELTA / sig, rng,
                                 sigma_w=np.geomspace(0.25, 8.0, means.size))
         near = y.mean(axis=2).max(axis=1) >= CEILING

@@ -171,6 +171,7 @@ def run_all(
             f"{record['runs_used']} runs (a fixed design: {record['runs_fixed']})")
         return _report(analysis_dir, report_path, out, cube_path, seconds, reused, stage, say, command)
 
+    _refuse_fewer_seeds_than_a_sequential_run(grid, out, analysis_dir)
     t0 = stage(1, "collect", f"training grid '{grid.name}' into {out} (resumable)")
 
     cube_path = Path(collect(grid, out, resume=True, device=device, jobs=jobs, quiet=quiet, progress=not quiet,
@@ -203,6 +204,24 @@ def run_all(
         say(f"      analyze done in {seconds['analyze']:.1f} s")
 
     return _report(analysis_dir, report_path, out, cube_path, seconds, reused, stage, say, command)
+
+
+def _refuse_fewer_seeds_than_a_sequential_run(grid: Any, out: Path, analysis_dir: Path) -> None:
+    """A fixed run over a sequential one whose looks went past the grid's seeds: say what the folder holds and
+    the three ways on, instead of collect's "the grid file differs ... seeds (removed ...)"."""
+    from initmem.collect.run.run_folder import RunDir
+
+    run = RunDir(out)
+    if not (sequential_files(analysis_dir) and run.exists() and run.grid_file.is_file()):
+        return
+    added = [s for s in run.load_grid().seeds if s not in grid.seeds]
+    if added:
+        listed = ", ".join(map(str, sorted({*grid.seeds, *added})))
+        raise UserError(f"{out} holds a sequential run ({option('until_decided', True)}) whose looks added seeds "
+                        f"{', '.join(map(str, added))} beyond the grid's; to continue that design run again with "
+                        f"{option('until_decided', True)}, for a fixed design on every seed it trained list them "
+                        f"in the grid (seeds: [{listed}]), or give another run folder "
+                        f"({option('out', f'{out}-2')})")
 
 
 SEQUENTIAL_ASIDE = "sequential-previous"  # a replaced sequential analysis's looks, beside the run's analysis

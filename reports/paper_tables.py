@@ -81,6 +81,10 @@ def lower_bound_text(v: float, digits: int = 3) -> str:
     '> 104': a lower bound rounded up claims more than was seen)."""
     if not math.isfinite(v):
         return "censored"
+    if 0 < v < 1e-3:    # a tiny clock budget (a small eta^2 / b) in scientific notation, not a run of zeros
+        exp = math.floor(math.log10(v))
+        mantissa = math.floor(v / 10.0**exp * 10 ** (digits - 1) * (1 + 1e-12)) / 10 ** (digits - 1)
+        return f"> {mantissa:.{digits - 1}f}e{exp:+03d}"
     d = _sig_decimals(v, digits)
     return f"> {math.floor(v * 10**d) / 10**d:.{d}f}"
 

@@ -245,6 +245,7 @@ def test_paper_table_numbers_keep_their_digits():
     assert cell_text(2.2e-4, 3, "sig") == "0.000220"
     assert cell_text(Interval(10.276, 10.3, 10.5), 3, "sig") == "10.3 [10.3, 10.5]"
     assert lower_bound_text(103.5) == "> 103" and lower_bound_text(30.0) == "> 30.0"
+    assert lower_bound_text(1.5e-6) == "> 1.50e-06" and lower_bound_text(2.3456e-5) == "> 2.34e-05"  # rounded down
 
 
 def test_verdict_table_says_which_route_decided(tmp_path):

@@ -165,6 +165,25 @@ def test_a_fixed_run_over_a_sequential_analysis_says_so_and_sets_its_looks_aside
     assert not [m for m in said if "sequential analysis" in m], said       # now fixed: reused, no note
 
 
+def test_a_fixed_run_with_fewer_seeds_than_the_sequential_looks_says_the_three_ways_on(tmp_path):
+    grid = tmp_path / "fake.yaml"
+    grid.write_text(FAKE_GRID)                                   # seeds [0, 1]; the looks go to 4
+    analyze = _fake_analysis({"sgd": (2, "forgets"), "adam": (4, "remembers")}, replace=False)
+    run = tmp_path / "run"
+    run_all(grid, run, quiet=True, train_fn=fake_train_pack, analyze_fn=analyze, looks=[2, 4])
+    summary_before = (run / "analysis" / "summary.json").read_bytes()
+    with pytest.raises(UserError) as exc:
+        run_all(grid, run, quiet=True, train_fn=fake_train_pack, analyze_fn=analyze)
+    msg = str(exc.value)
+    assert "added seeds 2, 3" in msg and "until_decided" in msg and "seeds: [0, 1, 2, 3]" in msg, msg
+    assert "another run folder" in msg and "removed" not in msg, msg
+    assert (run / "analysis" / "summary.json").read_bytes() == summary_before      # nothing touched
+    grid.write_text(FAKE_GRID.replace("seeds: [0, 1]", "seeds: [0, 1, 2, 3]"))    # the fixed design it suggests
+    res = run_all(grid, run, quiet=True, train_fn=fake_train_pack, analyze_fn=analyze)
+    ds = cube.open_cube(res.cube)
+    assert bool((ds[cube.STATUS] == cube.OK).all()), "every pipeline has all four seeds"
+
+
 # 7. the interpolation gate excluded every run
 
 def test_no_interpolating_run_says_the_gate_excluded_them(tmp_path):

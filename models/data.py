@@ -23,6 +23,7 @@ import xarray as xr
 
 from initmem import cube
 from initmem.errors import OptionError, UserError
+from initmem.models.paired import CEILING
 from initmem.results import GATES, sigma_key
 from initmem.results.spec import FAMILIES  # (the analysis options' vocabulary, initmem/spec.py)
 
@@ -168,13 +169,14 @@ def noise_scale(likelihood: str, y: np.ndarray, used: np.ndarray, correct: np.nd
     """Run-to-run SD of one pipeline's metric at a fixed sigma_w, without the memory under test.
 
     per_example: independent-errors variance sum_x p_x(1-p_x) / n^2 (bias-corrected by R/(R-1));
-    counts: the binomial bound p(1-p)/n (an upper bound on the fixed-test-set noise), or the pooled SD across
-    seeds within sigma_w levels where the runs vary more than that (seeds that are better or worse on many
-    examples at once: near 100% accuracy by a factor of up to 30, and priors in binomial units then shrink
-    the seed and run SDs and made the model's "forgets" wrong up to 16% of the time at a spread of delta;
-    docs/memory-model.md, "Likelihood / noise scale"); gaussian: the pooled SD across seeds within sigma_w
-    levels. Falls back to the pooled within-level SD, then to a small floor, so that a degenerate pipeline
-    cannot give a zero scale.
+    counts: the binomial bound p(1-p)/n (an upper bound on the fixed-test-set noise); gaussian: the pooled SD
+    across seeds within sigma_w levels. Near the ceiling (:func:`near_ceiling_data`) the two accuracy scales
+    are at least that pooled SD: there seeds are better or worse on many examples at once, the runs vary up
+    to 30 times the test-set noise, and priors in test-set units shrink the seed and run SDs, which made the
+    model's "forgets" wrong up to 16% of the time at a spread of delta (docs/memory-model.md, "Likelihood /
+    noise scale"). Away from the ceiling the test-set scale keeps its level and decides more often, so it stays.
+    Falls back to the pooled within-level SD, then to a small floor, so that a degenerate pipeline cannot
+    give a zero scale.
     """
     within = []
     for row, ok in zip(y, used, strict=True):
@@ -189,14 +191,22 @@ def noise_scale(likelihood: str, y: np.ndarray, used: np.ndarray, correct: np.nd
     elif likelihood == "counts":
         p = float(np.clip(np.nanmean(y[used]), 0.0, 1.0))
         s = float(np.sqrt(p * (1 - p) / n_test))
-        s = max(s, pooled) if np.isfinite(pooled) else s
     else:
         s = pooled
+    if likelihood in ("per_example", "counts") and np.isfinite(pooled) and near_ceiling_data(y, used):
+        s = max(s, pooled)
     if not (np.isfinite(s) and s > 0):
         s = pooled
     if not (np.isfinite(s) and s > 0):
         s = 0.5 / n_test if n_test else 1e-6 * max(1.0, float(np.nanmax(np.abs(y[used]))))
     return s
+
+
+def near_ceiling_data(y: np.ndarray, used: np.ndarray) -> bool:
+    """Whether some sigma_w level's mean accuracy over its runs reaches ``CEILING`` (models/paired.py): the
+    data's own reading, before any fit, of where the verdict rule treats accuracy as near 100%."""
+    means = [float(np.mean(row[ok])) for row, ok in zip(y, used, strict=True) if ok.any()]
+    return bool(means) and max(means) >= CEILING
 
 
 def _paired_test_set_se(correct: np.ndarray, used: np.ndarray) -> float:
@@ -372,5 +382,5 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
     return data
 
 
-__all__ = ["FAMILIES", "MemoryData", "choose_family", "choose_metric", "noise_scale", "prepare_data",
-           "resolve_delta"]
+__all__ = ["FAMILIES", "MemoryData", "choose_family", "choose_metric", "near_ceiling_data", "noise_scale",
+           "prepare_data", "resolve_delta"]

@@ -201,9 +201,11 @@ class MemoryModel:
         """One paragraph for summary.json and the report."""
         lik = {
             "per_example": "accuracies on the fixed test set from the per-example predictions, with the noise "
-                           "scale from the independent-errors variance of those predictions",
+                           "scale from the independent-errors variance of those predictions (near 100% accuracy "
+                           "at least the pooled SD across seeds within levels)",
             "counts": "accuracies from counts of correct predictions (no per-example predictions), with the "
-                      "binomial bound as noise scale, or the pooled SD across seeds within levels where larger",
+                      "binomial bound as noise scale (near 100% accuracy at least the pooled SD across seeds "
+                      "within levels)",
             "gaussian": "the metric in its units, with the pooled SD across seeds within levels as noise scale",
         }[self.data.likelihood]
         return (f"Memory model of {self.data.metric}: y = alpha + a x + u[sigma_w] + v[seed] + b[seed] x + e per "

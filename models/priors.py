@@ -3,8 +3,8 @@
 Why in noise units (docs/memory-model.md, "Priors"): the model runs on accuracies measured on
 450 or 10,000 examples and on imported metrics in arbitrary units. Each pipeline's data are
 divided by its own run-to-run noise scale (``MemoryData.scale``: the independent-errors SD
-from per-example predictions, the binomial bound from counts (or the seeds' pooled SD where
-larger), or the pooled SD across seeds within sigma_w levels), which never contains the memory
+from per-example predictions or the binomial bound from counts (near the ceiling at least the seeds'
+pooled SD), or the pooled SD across seeds within sigma_w levels), which never contains the memory
 under test. Every SD then gets a
 half-Student-t(3) prior: mass near zero (a pipeline without memory is not pushed away from
 zero) and a tail heavy enough that memory of tens of noise units is not shrunk. Nothing is
@@ -97,9 +97,9 @@ class Priors:
         ht = f"half-Student-t({self.sd_nu:g}, scale {self.sd_scale:g} noise SD)"
         return {
             "noise SD (per pipeline)": "run-to-run SD of the metric at a fixed sigma_w without the memory under "
-                                       "test: independent-errors SD from per-example predictions, the binomial "
-                                       "bound from counts (the pooled SD across seeds within levels where larger), "
-                                       "or the pooled SD across seeds within levels",
+                                       "test: independent-errors SD from per-example predictions or the binomial "
+                                       "bound from counts (near 100% accuracy at least the pooled SD across seeds "
+                                       "within levels), or the pooled SD across seeds within levels",
             "sigma_sd[pipeline]": f"half-Student-t({self.sd_nu:g}, s) with s chosen per pipeline so that the prior "
                                   "P(spread > delta) = 1/2 for its sigma_w levels, but s >= "
                                   f"{self.sigma_floor:g} noise SD; not pooled across pipelines (the tested component)",

@@ -34,18 +34,23 @@ class Sentence:
 # with a per-pipeline noise scale (the unit of the priors) taken from what the cube holds.
 LIKELIHOOD_TEXT = {
     "per_example": "a Gaussian on the accuracy, with the independent-errors SD of the per-example predictions "
-                   "on the shared test set as each pipeline's noise scale",
+                   "on the shared test set as each pipeline's noise scale, or, where some sigma_w level's mean "
+                   "accuracy reaches 99% and the runs vary more than that, the pooled SD across seeds within "
+                   "sigma_w levels",
     "counts": "a Gaussian on the accuracy, with the binomial bound sqrt(p(1 - p) / n) from the counts of correct "
-              "test answers as each pipeline's noise scale (an upper bound on the fixed-test-set noise), or the "
-              "pooled SD across seeds within sigma_w levels where the runs vary more than that",
+              "test answers as each pipeline's noise scale (an upper bound on the fixed-test-set noise), or, "
+              "where some sigma_w level's mean accuracy reaches 99% and the runs vary more than that, the pooled "
+              "SD across seeds within sigma_w levels",
     "gaussian": "a Gaussian on the metric, with the pooled SD across seeds within sigma_w levels as each "
                 "pipeline's noise scale",
 }
 # The same in a few words, for the report's header line: what the model does, not the family name
 # (the likelihood is Gaussian whatever summary.json's family says; the family picks the noise scale).
 LIKELIHOOD_LABEL = {
-    "per_example": "Gaussian likelihood, noise scale from the per-example predictions (independent errors)",
-    "counts": "Gaussian likelihood, noise scale from the binomial bound of the test counts or the seeds' SD if larger",
+    "per_example": "Gaussian likelihood, noise scale from the per-example predictions (independent errors; near "
+                   "100% the seeds' SD if larger)",
+    "counts": "Gaussian likelihood, noise scale from the binomial bound of the test counts (near 100% the seeds' SD "
+              "if larger)",
     "gaussian": "Gaussian likelihood, noise scale from the pooled seed SD",
 }
 LIKELIHOOD_CITES = {"per_example": ("jordan2024variance",)}

@@ -19,8 +19,9 @@ from scipy import stats
 from initmem import cube
 from initmem.errors import UserError
 from initmem.models import compiled, core
-from initmem.models.data import prepare_data, resolve_delta
+from initmem.models.data import near_ceiling_data, noise_scale, prepare_data, resolve_delta
 from initmem.models.memory import MemoryModel
+from initmem.models.paired import CEILING
 from initmem.models.priors import Priors
 from initmem.models.summaries import probability_with_mcse, verdict
 from initmem.simulate import SimPipeline, simulate_cube
@@ -179,15 +180,36 @@ def test_likelihood_choice_counts_without_predictions_and_noise_scales():
     p = np.nanmean(counts.y)
     binomial = np.sqrt(p * (1 - p) / 500)
     assert per.scale[0] < 0.9 * binomial
-    # counts: the binomial bound, or the runs' own SD within sigma_w levels where they vary more than that
+    # counts away from the ceiling: the binomial bound, even where the seeds vary more than that
     pooled = np.sqrt(np.mean(np.nanvar(counts.y[0], axis=1, ddof=1)))
-    assert counts.scale[0] == pytest.approx(max(binomial, pooled))
-    for seed_sd, wins in ((0.0, "binomial"), (0.5, "pooled")):
-        noisy = simulate_cube([SimPipeline("a", n_seed=4, seed_sd=seed_sd, residual_sd=0.0)], n_test=500, seed=3)
-        d = prepare_data(noisy.drop_vars([cube.TEST_PRED, cube.TEST_LABEL]))
-        p = np.nanmean(d.y)
-        b, w = np.sqrt(p * (1 - p) / 500), np.sqrt(np.mean(np.nanvar(d.y[0], axis=1, ddof=1)))
-        assert (b > w) == (wins == "binomial") and d.scale[0] == pytest.approx(max(b, w))
+    assert np.nanmax(np.nanmean(counts.y[0], axis=1)) < CEILING and pooled > binomial
+    assert counts.scale[0] == pytest.approx(binomial)
+
+
+@pytest.mark.parametrize("top", [0.95, 0.995])
+def test_noise_scale_is_the_test_set_noise_or_near_the_ceiling_at_least_the_seeds_sd(top):
+    """Exact identities of ``noise_scale`` on tables whose runs vary more than the test set explains:
+    away from the ceiling the test-set scale, near it (some level's mean >= CEILING) the pooled SD."""
+    rng = np.random.default_rng(4)
+    n_test, levels, seeds = 2_000, 4, 6
+    run_sd = 0.2 * (1 - top) + 0.002                       # more than the test set explains, at either accuracy
+    acc = np.clip(np.linspace(top, top - 0.01, levels)[:, None] + rng.normal(0, run_sd, (levels, seeds)), 0, 1)
+    y = np.round(acc * n_test) / n_test
+    used = np.ones_like(y, dtype=bool)
+    used[2, 5] = False                                     # a run the gate dropped stays out of every sum
+    pooled = np.sqrt(np.mean([np.var(r[u], ddof=1) for r, u in zip(y, used, strict=True)]))
+    p = float(np.mean(y[used]))
+    binomial = np.sqrt(p * (1 - p) / n_test)
+    near = max(float(np.mean(r[u])) for r, u in zip(y, used, strict=True)) >= CEILING
+    assert near == (top > CEILING) == near_ceiling_data(y, used) and pooled > binomial
+    assert noise_scale("counts", y, used, None, n_test) == pytest.approx(pooled if near else binomial, rel=1e-12)
+    # per-example predictions: the independent-errors SD, the same rule near the ceiling
+    correct = rng.random((levels, seeds, n_test)) < y[..., None]
+    q = correct[used].mean(axis=0)
+    independent = np.sqrt((q * (1 - q)).sum() * used.sum() / (used.sum() - 1)) / n_test
+    got = noise_scale("per_example", y, used, correct, n_test)
+    assert got == pytest.approx(max(independent, pooled) if near else independent, rel=1e-12)
+    assert noise_scale("gaussian", y, used, None, None) == pytest.approx(pooled, rel=1e-12)
 
 
 def test_family_delta_and_refusals():

@@ -11,7 +11,7 @@ as benchmarks/ceiling_check.py does), the verdict rule with the pipeline's scale
 - the test set's: the binomial SD at the table's mean accuracy (for per-example predictions an upper bound on
   their scale, so the per-example rates are at least as far from nominal as these);
 - the larger of that and the pooled SD across seeds within sigma_w levels (what 0.8.0 did for counts everywhere,
-  and what 0.8.1 does for both accuracy scales near the ceiling only).
+  and what 0.9.0 does for both accuracy scales near the ceiling only).
 
 Near the ceiling: the at-delta designs of benchmarks/ceiling_skew.py (its study of multiplicative seed noise,
 its held-out designs included), false "forgets". Away from the ceiling (94% accuracy, 10,000 examples; and

@@ -376,7 +376,7 @@ def ceiling_note(final: str, iut_ok: bool) -> str:
             "'Near the ceiling')")
     if final == N.FORGETS:
         return head + ("; both agree, but on held-out designs with a strongly multiplicative seed effect or rare "
-                       "bad seeds even both were wrong up to 7.5% of the time (rare bad seeds: more), which more seeds "
+                       "bad seeds even both were wrong up to 9% of the time (rare bad seeds: more), which more seeds "
                        "do not cure")
     return head + f"; only the {'intersection-union test' if iut_ok else 'model'} says 'forgets'"
 

@@ -29,7 +29,7 @@ from initmem.models.memory import (
     resolve_delta,
     versions,
 )
-from initmem.models.paired import CEILING, forgets_levels
+from initmem.models.paired import CEILING, SKEW_GATE, forgets_levels
 from initmem.models.summaries import attach_checks, estimand
 from initmem.results.spec import AnalysisSpec
 
@@ -44,8 +44,10 @@ def verdict_rule(alpha: float) -> str:
             f"if P(spread < delta) >= {q} (1 - alpha/2, with at least 3 sigma_w levels) or every pair of levels is "
             f"shown inside +-delta by the seeds' paired differences (intersection-union test at 0.8 alpha = "
             f"{iut_alpha:.4g}; the two routes share alpha), both routes where an accuracy's expected value reaches "
-            f"{CEILING:g} at some level (near the ceiling); else inconclusive; borderline when a verdict probability "
-            f"lies within 2 Monte Carlo standard errors of its threshold ({p} or {q}; not counted as decided); "
+            f"{CEILING:g} at some level (near the ceiling), and there also the log-ratio test of every pair "
+            f"where the seeds' log-error SD reaches {SKEW_GATE:g} (the skew gate); else inconclusive; borderline "
+            f"when a verdict probability lies within 2 Monte Carlo standard errors of its threshold ({p} or {q}; not "
+            "counted as decided); "
             "spread = max - min over the sigma_w grid of the expected metric with seed and residual "
             "effects averaged out, in outcome units")
 

@@ -17,6 +17,8 @@ ceiling (power), each under:
 - either route (0.7.0): the intersection-union test at 0.8 alpha OR the model's P(spread < delta) >= 0.975;
 - the rule (0.8.0): the same, but both routes where some level's accuracy is >= 99% (models/paired.py
   ``CEILING``; here from the table's level means);
+- the rule (0.9.0): there also the skew gate (models/paired.py ``multiplicative_ok``: where the seeds' log-error
+  SD reaches 0.4, the log-ratio test of every pair too);
 - each route alone.
 
 The rates are in docs/memory-model.md, "Near the ceiling".
@@ -33,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _memory_designs import ceiling_tables, counts_scale, wilson
 
-from initmem.models.paired import CEILING, forgets_bounds, forgets_levels
+from initmem.models.paired import CEILING, forgets_bounds, forgets_levels, multiplicative_ok
 from initmem.models.plan import decide, posterior_spread
 from initmem.names import ALPHA
 
@@ -66,10 +68,12 @@ def forgets_rates(y: np.ndarray, rng: np.random.Generator, sig: float) -> dict[s
     near = y.mean(axis=2).max(axis=1) >= CEILING
     either = decide({**post, "near_ceiling": False}, DELTA / sig) == -1
     rule = decide({**post, "near_ceiling": near}, DELTA / sig) == -1
+    gate = multiplicative_ok(y, DELTA, forgets_levels(ALPHA)[0], N_TEST)
+    gated = decide({**post, "near_ceiling": near, "skew_ok": gate}, DELTA / sig) == -1
     model = decide({**post, "iut_bound": np.full(y.shape[0], np.inf)}, DELTA / sig) == -1
     iut = forgets_bounds(y, forgets_levels(ALPHA)[0]) < DELTA
-    return {"either route (0.7.0)": either.mean(), "the rule (0.8.0)": rule.mean(), "IUT alone": iut.mean(),
-            "model alone": model.mean()}
+    return {"either route (0.7.0)": either.mean(), "the rule (0.8.0)": rule.mean(), "the rule (0.9.0)": gated.mean(),
+            "IUT alone": iut.mean(), "model alone": model.mean()}
 
 
 def main() -> None:
@@ -96,7 +100,7 @@ def main() -> None:
         cells = []
         for k in head:
             lo, hi = wilson(round(r[k] * args.tables), args.tables)
-            cells.append(f"{r[k]:.3f} ({lo:.3f}-{hi:.3f})" if at_delta and k == "the rule (0.8.0)" else f"{r[k]:.3f}")
+            cells.append(f"{r[k]:.3f} ({lo:.3f}-{hi:.3f})" if at_delta and k.startswith("the rule") else f"{r[k]:.3f}")
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 
 

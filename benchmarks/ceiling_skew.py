@@ -31,6 +31,8 @@ scale of imported counts, as benchmarks/ceiling_check.py does), the share of tab
 - the rule (0.8.0): near the ceiling the model's route AND the paired-t IUT;
 - candidate A: the model's route AND the log-ratio IUT;
 - candidate B: the model's route AND the paired-t IUT AND the log-ratio IUT (level <= the smaller of the two);
+- the rule as 0.9.0 adopted it (models/paired.py ``multiplicative_ok``): the 0.8.0 rule, and where the seeds' log
+  error SD reaches 0.4 also the log-ratio IUT (the skew gate);
 - each IUT alone, and the log-ratio IUT with the Cox-t approximation for the level (not valid by construction,
   shown for what the exact level bound costs),
 
@@ -54,7 +56,7 @@ from scipy import optimize, special, stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _memory_designs import ceiling_tables, counts_scale, wilson
 
-from initmem.models.paired import CEILING, forgets_levels
+from initmem.models.paired import CEILING, forgets_levels, multiplicative_ok
 from initmem.models.plan import decide, posterior_spread
 from initmem.names import ALPHA
 
@@ -241,8 +243,8 @@ def draw(design, n, rng):
 
 
 # ------------------------------------------------------------------------------------------------ the rates
-COLUMNS = ("the rule (0.8.0)", "A: model AND log-ratio", "B: model AND both IUTs", "paired-t IUT",
-           "log-ratio IUT", "log-ratio, Cox level", "model alone")
+COLUMNS = ("the rule (0.8.0)", "the rule (0.9.0): the skew gate", "A: model AND log-ratio", "B: model AND both IUTs",
+           "paired-t IUT", "log-ratio IUT", "log-ratio, Cox level", "model alone")
 
 
 def rates(y: np.ndarray, n_test: int | None, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -255,7 +257,9 @@ def rates(y: np.ndarray, n_test: int | None, rng: np.random.Generator) -> dict[s
     iut = post["iut_bound"] < DELTA / sig
     log = log_ratio_bounds(y, level, n_test) < DELTA
     cox = log_ratio_bounds(y, level, n_test, method="cox") < DELTA
+    gate = multiplicative_ok(y, DELTA, level, n_test)   # models/paired.py: log-ratio test where seed log SD >= 0.4
     return {"the rule (0.8.0)": np.where(near, model & iut, model | iut),
+            "the rule (0.9.0): the skew gate": np.where(near, model & iut & gate, model | iut),
             "A: model AND log-ratio": np.where(near, model & log, model | iut),
             "B: model AND both IUTs": np.where(near, model & iut & log, model | iut),
             "paired-t IUT": iut, "log-ratio IUT": log, "log-ratio, Cox level": cox, "model alone": model}

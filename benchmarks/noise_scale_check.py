@@ -32,18 +32,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import ceiling_skew as skew
 from _memory_designs import wilson
 
-from initmem.models.paired import CEILING
+from initmem.models.paired import CEILING, forgets_levels, multiplicative_ok
 from initmem.models.plan import decide, posterior_spread
 
 DELTA = 0.01
 
 
-def verdicts(y: np.ndarray, scale: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """("forgets", "remembers") per table under the rule (both routes to "forgets" near the ceiling)."""
+def verdicts(y: np.ndarray, scale: float, rng: np.random.Generator,
+             n_test: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """("forgets", "remembers") per table under the rule (both routes to "forgets" near the ceiling, and there
+    the skew gate)."""
     center = y.mean(axis=(1, 2), keepdims=True)
     post = posterior_spread((y - center) / scale, DELTA / scale, rng, sigma_w=np.geomspace(0.25, 8.0, y.shape[1]))
     near = y.mean(axis=2).max(axis=1) >= CEILING
-    d = decide({**post, "near_ceiling": near}, DELTA / scale)
+    gate = multiplicative_ok(y, DELTA, forgets_levels()[0], n_test)
+    d = decide({**post, "near_ceiling": near, "skew_ok": gate}, DELTA / scale)
     return d == -1, d == 1
 
 
@@ -105,8 +108,8 @@ def main() -> None:
         if n_test is None:        # accuracies without counts: no test-set scale to compare
             continue
         binomial, larger = scales(y, n_test)
-        f_small, _ = verdicts(y, binomial, rng)
-        f_large, _ = verdicts(y, larger, rng)
+        f_small, _ = verdicts(y, binomial, rng, n_test)
+        f_large, _ = verdicts(y, larger, rng, n_test)
         print(f"| {name} | {larger / binomial:.1f} | {rate(f_small)} | {rate(f_large)} |", flush=True)
     print(f"\nAway from the ceiling ({args.tables} tables each): at delta both verdicts are false, on nulls 'forgets' "
           "is right")
@@ -115,7 +118,7 @@ def main() -> None:
     for name, spec in AWAY.items():
         y = additive(*spec, args.tables, rng)
         binomial, larger = scales(y, spec[5])
-        small, large = verdicts(y, binomial, rng), verdicts(y, larger, rng)
+        small, large = verdicts(y, binomial, rng, spec[5]), verdicts(y, larger, rng, spec[5])
         print(f"| {name} | {larger / binomial:.1f} | {rate(small[0])} | {rate(small[1])} | {rate(large[0])} | "
               f"{rate(large[1])} |", flush=True)
 

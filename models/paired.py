@@ -44,11 +44,12 @@ Welch's t. Small pure functions over arrays (the table of one pipeline), no mode
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 from initmem.names import ALPHA
 
@@ -63,6 +64,10 @@ FORGETS_MODEL_SHARE = 0.5   # the model's route needs P(spread < delta) >= 1 - a
 # a seed's errors are multiplicative, the seeds' differences skewed, and either route alone exceeded its level
 # at a spread of delta (benchmarks/ceiling_check.py; docs/memory-model.md, "Near the ceiling").
 CEILING = 0.99
+# Near the ceiling, where the seeds' errors are strongly multiplicative (the SD over seeds of the log of a seed's
+# mean error reaches SKEW_GATE), "forgets" also needs the log-ratio test (``multiplicative_check``): the paired t
+# exceeded its level there (6-9% at a spread of delta; docs/memory-model.md, "The skew gate").
+SKEW_GATE = 0.4
 
 
 def forgets_levels(alpha: float = ALPHA) -> tuple[float, float]:
@@ -208,12 +213,14 @@ def paired_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, paired
 
 
 def equivalence_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, paired: bool = True,
-                      alpha: float = ALPHA) -> dict[str, Any]:
+                      alpha: float = ALPHA, n_test: int | None = None, accuracy: bool = False) -> dict[str, Any]:
     """The intersection-union test of "forgets": every pair of levels shown inside +-``delta`` by
     two one-sided tests at ``alpha`` (no multiplicity correction: the claim is one intersection).
 
     Returns the IUT p-value (the largest pair TOST p; 1 when some pair cannot be tested), whether
-    it supports "forgets", and the pair that limits it (the one furthest from being inside).
+    it supports "forgets", and the pair that limits it (the one furthest from being inside). For paired
+    accuracies (``accuracy``) also the skew gate's reading (``seed_log_sd``, ``log_ratio_bound``,
+    ``multiplicative_ok``; :func:`multiplicative_ok`), which the verdict uses near the ceiling.
     """
     sigma_w = np.asarray(sigma_w, dtype=float)
     table = np.asarray(table, dtype=float)
@@ -227,8 +234,100 @@ def equivalence_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, p
                         "can be shown inside +-delta"}
     p = _inside_p(diff, se, df, delta)
     i = int(np.argmax(p))
-    return {**base, "p_value": float(p[i]), "supports_forgets": bool(p[i] < alpha),
-            "pair": _pair_info(sigma_w, j[i], k[i], diff[i], se[i], df[i], p[i])}
+    out = {**base, "p_value": float(p[i]), "supports_forgets": bool(p[i] < alpha),
+           "pair": _pair_info(sigma_w, j[i], k[i], diff[i], se[i], df[i], p[i])}
+    if accuracy and paired:
+        tau, bound = float(seed_log_sd(table, n_test)), float(log_ratio_bounds(table, alpha, n_test))
+        out.update(seed_log_sd=tau, log_ratio_bound=bound,
+                   multiplicative_ok=bool(not tau >= SKEW_GATE or bound < delta))
+    return out
+
+
+@functools.lru_cache(maxsize=128)
+def _lognormal_ucb(n: int, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """h_n(s) on a grid of s: the upper (1 - level) bound of log E p is mean(log p) + h_n(s) for n lognormal p with
+    SD s of log p. It is the (1 - level) quantile of the generalised pivotal quantity of mu + sigma^2 / 2
+    (Krishnamoorthy & Mathew 2003), T = -Z s sqrt((n - 1) / (n U)) + (n - 1) s^2 / (2 U), Z ~ N(0, 1),
+    U ~ chi2(n - 1): given U = u, T is normal, so P(T <= t) is one integral over u, taken at 2,000 quantiles of
+    U (exact to quadrature error, no random draws)."""
+    u = stats.chi2.ppf((np.arange(2000) + 0.5) / 2000, n - 1)
+    grid = np.linspace(0.0, 6.0, 241)
+    h = np.zeros_like(grid)
+    for i, sd in enumerate(grid[1:], start=1):
+        mean, scale = sd * sd * (n - 1) / (2 * u), sd * np.sqrt((n - 1) / (n * u))
+
+        def below(t: float, mean: np.ndarray = mean, scale: np.ndarray = scale) -> float:
+            return float(stats.norm.cdf((t - mean) / scale).mean()) - (1.0 - level)
+
+        hi = float(mean.max() + 10 * scale.max())
+        h[i] = optimize.brentq(below, -10 * sd, hi, xtol=1e-10)
+    return grid, h
+
+
+def _log_mean_ucb(mean: np.ndarray, sd: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
+    """Upper (1 - level) bound of log E p from the mean and SD of log p over n seeds (inf beyond the table's s)."""
+    out = np.full(np.shape(mean), np.inf)
+    for k in np.unique(n[n >= 2]):
+        sel = n == k
+        grid, h = _lognormal_ucb(int(k), float(level))
+        out[sel] = np.where(sd[sel] <= grid[-1], mean[sel] + np.interp(sd[sel], grid, h), np.inf)
+    return out
+
+
+def _errors(tables: np.ndarray, n_test: int | None) -> np.ndarray:
+    """1 - accuracy, floored at half a test example (0.5 / n_test; without n_test, half the table's smallest
+    positive error) so that a perfect run has a finite log."""
+    err = 1.0 - np.asarray(tables, dtype=float)
+    if n_test:
+        return np.maximum(err, 0.5 / n_test)
+    with np.errstate(invalid="ignore"):
+        pos = np.where(err > 0, err, np.inf)
+    return np.maximum(err, 0.5 * np.nanmin(pos, axis=(-2, -1), keepdims=True))
+
+
+def log_ratio_bounds(tables: np.ndarray, alpha: float, n_test: int | None = None) -> np.ndarray:
+    """For paired (..., L, S) accuracy tables: the smallest delta the log-ratio intersection-union test shows every
+    pair of levels inside of (infinite when a pair has fewer than two shared seeds).
+
+    A pair's difference of expected errors is |E e_j - E e_k| = 2 tanh(|theta| / 2) m, theta = log(E e_j / E e_k),
+    m = (E e_j + E e_k) / 2. theta is bounded by a paired t on the seeds' log-error ratios at alpha / 2, m by the
+    lognormal-mean bound of the seeds' pair means at alpha / 2 (Bonferroni: the pair's level is alpha). Valid when a
+    run's error is its level's mean times a seed factor shared by the levels (any distribution: it cancels in the
+    ratio) times run noise of one distribution at every level, with pair means no heavier-tailed than lognormal;
+    conservative where noise is additive (benchmarks/ceiling_skew.py)."""
+    err = _errors(tables, n_test)
+    j, k = np.triu_indices(err.shape[-2], 1)
+    ej, ek = err[..., j, :], err[..., k, :]
+    r, lp = np.log(ej) - np.log(ek), np.log(0.5 * (ej + ek))
+    n = np.isfinite(r).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # pairs without two shared seeds
+        rbar, rsd = np.nanmean(r, axis=-1), np.nanstd(r, axis=-1, ddof=1)
+        lbar, lsd = np.nanmean(lp, axis=-1), np.nanstd(lp, axis=-1, ddof=1)
+        theta = np.abs(rbar) + stats.t.ppf(1.0 - alpha / 2.0, np.maximum(n - 1, 1)) * rsd / np.sqrt(n)
+        bound = 2.0 * np.tanh(theta / 2.0) * np.exp(_log_mean_ucb(lbar, lsd, n, alpha / 2.0))
+    return np.where(np.isfinite(bound) & (n >= 2), bound, np.inf).max(axis=-1)
+
+
+def seed_log_sd(tables: np.ndarray, n_test: int | None = None) -> np.ndarray:
+    """For paired (..., L, S) accuracy tables: the SD over seeds of the log of each seed's mean error over the
+    levels it has, the seeds' multiplicative spread (about the coefficient of variation of a shared seed factor)."""
+    err = np.where(np.isfinite(tables), _errors(tables, n_test), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanstd(np.log(np.nanmean(err, axis=-2)), axis=-1, ddof=1)
+
+
+def multiplicative_ok(tables: np.ndarray, delta: float, alpha: float, n_test: int | None = None) -> np.ndarray:
+    """Whether the skew gate lets "forgets" through near the ceiling: the seeds' log-error SD is below SKEW_GATE
+    (the paired t keeps its level), or the log-ratio test shows every pair inside +-delta at ``alpha``."""
+    return ~(seed_log_sd(tables, n_test) >= SKEW_GATE) | (log_ratio_bounds(tables, alpha, n_test) < delta)
+
+
+def forgets_iut_ok(equivalence: dict[str, Any], near_ceiling: bool) -> bool:
+    """The intersection-union route to "forgets" as the verdict reads it: near the ceiling also the skew gate."""
+    return bool(equivalence.get("supports_forgets")) and (not near_ceiling
+                                                          or equivalence.get("multiplicative_ok") is not False)
 
 
 def _pair_arrays(tables: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -322,6 +421,7 @@ def _test_name(paired: bool, equivalence: bool = False) -> str:
             f"then the other pairs, Bonferroni at alpha x {1 - EXTREME_WEIGHT:.2g}")
 
 
-__all__ = ["CEILING", "EXTREME_WEIGHT", "FORGETS_IUT_SHARE", "FORGETS_MODEL_SHARE", "STEP_EXTREME", "STEP_FALLBACK",
+__all__ = ["CEILING", "EXTREME_WEIGHT", "SKEW_GATE", "forgets_iut_ok", "log_ratio_bounds", "multiplicative_ok",
+           "seed_log_sd", "FORGETS_IUT_SHARE", "FORGETS_MODEL_SHARE", "STEP_EXTREME", "STEP_FALLBACK",
            "NUISANCE_SHARE", "bonferroni_bounds", "equivalence_check", "extreme_weight", "forgets_bounds",
            "forgets_levels", "paired_check", "remembers_at", "remembers_bounds", "two_sided_ordered_bounds"]

@@ -51,7 +51,9 @@ RULE = ("the analysis's own rule: its posterior (restricted likelihood of the fo
         "the same priors and noise scale), computed by quadrature over the SDs for each simulated experiment, "
         "and for 'remembers' the ordered paired test of the seeds' differences; 'forgets' by the posterior or by the "
         "intersection-union test of every pair of levels (P(spread < delta) >= 1 - alpha/2 or the test at 0.8 alpha), "
-        "by both for a pipeline near the ceiling (summary.json's near_ceiling)")
+        "by both for a pipeline near the ceiling (summary.json's near_ceiling; the skew gate of the analysis, which "
+        "needs the tables in accuracy units, is not simulated, so near the ceiling the plan can be optimistic where "
+        "the seeds' errors are strongly multiplicative)")
 
 
 def _grid(priors: Priors, sigma_scale: float, slopes: bool) -> dict[str, np.ndarray]:
@@ -141,13 +143,16 @@ def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF, alph
     (``iut_bound``, computed by :func:`posterior_spread` at its share of the same alpha). The model's
     probabilities must clear the borderline band, at each threshold, of an analysis whose sampler
     gives ``n_eff`` effective draws (2 binomial MCSE); the design-based tests have no Monte Carlo
-    error. Near the ceiling (``near_ceiling``, a bool or one per experiment) "forgets" needs both routes."""
+    error. Near the ceiling (``near_ceiling``, a bool or one per experiment) "forgets" needs both routes and, where
+    the caller has the tables in accuracy units, the skew gate (``skew_ok``, models/paired.py ``multiplicative_ok``;
+    absent, it is taken as passed: the planner's tables are in noise units, so its predictions near the ceiling
+    leave the gate out)."""
     level, f_level = 1.0 - alpha, forgets_levels(alpha)[1]
     out = np.zeros(post["p_gt"].shape, dtype=int)
     out[(post["p_gt"] >= level + _band(level, n_eff)) & post["paired_ok"]] = 1
     model = (post["p_lt"] >= f_level + _band(f_level, n_eff)) & post.get("model_forgets_ok", True)
     iut = post["iut_bound"] < delta
-    out[np.where(post.get("near_ceiling", False), model & iut, model | iut)] = -1
+    out[np.where(post.get("near_ceiling", False), model & iut & post.get("skew_ok", True), model | iut)] = -1
     return out
 
 

@@ -28,7 +28,15 @@ from initmem import cube
 from initmem import names as N
 from initmem.models import arviz_io, checks
 from initmem.models.data import MemoryData
-from initmem.models.paired import CEILING, STEP_EXTREME, equivalence_check, forgets_levels, paired_check
+from initmem.models.paired import (
+    CEILING,
+    SKEW_GATE,
+    STEP_EXTREME,
+    equivalence_check,
+    forgets_iut_ok,
+    forgets_levels,
+    paired_check,
+)
 from initmem.models.priors import Priors, prior_p_spread_gt
 from initmem.names import ALPHA, VERDICTS
 from initmem.results import sigma_key
@@ -195,7 +203,8 @@ def _tests(model: FittedModel, a: int, delta: float, y: np.ndarray | None = None
     table = (d.y if y is None else y)[a][lev]
     paired = d.seed_design == cube.SEED_PAIRED
     return (paired_check(table, d.sigma_w[lev], delta, paired=paired, alpha=alpha),
-            equivalence_check(table, d.sigma_w[lev], delta, paired=paired, alpha=forgets_levels(alpha)[0]))
+            equivalence_check(table, d.sigma_w[lev], delta, paired=paired, alpha=forgets_levels(alpha)[0],
+                              n_test=d.n_test, accuracy=cube.points_scale(d.metric) != 1.0))
 
 
 def _divergence(model: FittedModel, a: int, pipe: str, sensitivity: dict | None) -> dict[str, Any]:
@@ -229,8 +238,9 @@ def _refit_with(model: FittedModel, cells: np.ndarray, values: np.ndarray, delta
         p_gt, m_gt = probability_with_mcse(s > delta)
         p_lt, m_lt = probability_with_mcse(s < delta)
         chk, eq = _tests(alt, a, delta, alpha=alpha)
+        near = near_ceiling(alt, a)
         out[pipe] = {"verdict": verdict(p_gt, p_lt, 1 - alpha, mcse=(m_gt, m_lt), paired_ok=chk["supports_remembers"],
-                                        iut_ok=eq["supports_forgets"], near_ceiling=near_ceiling(alt, a),
+                                        iut_ok=forgets_iut_ok(eq, near), near_ceiling=near,
                                         model_forgets_ok=int(alt.data.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS),
                      "spread": quantiles(s), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt, "note": note(a)}
     return out
@@ -306,12 +316,12 @@ def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> d
         p_lt, m_lt = probability_with_mcse(spread < delta)
         model_vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt))
         check, equiv = _tests(model, a, delta, alpha=alpha)
-        ok_rem, ok_for = check["supports_remembers"], equiv["supports_forgets"]
         model_for = int(d.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS
         lev = d.level_mask[a]
         exp_ = expected_levels(model, a)
         med = np.median(exp_, axis=0)
         near = near_ceiling(model, a, med)
+        ok_rem, ok_for = check["supports_remembers"], forgets_iut_ok(equiv, near)
         vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt), paired_ok=ok_rem, iut_ok=ok_for,
                      model_forgets_ok=model_for, near_ceiling=near)
         flat = spread.ravel()
@@ -340,8 +350,8 @@ def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> d
             "missingness": _missingness(model, a, pipe, vd, put_back.get(pipe)),
             "notes": list(d.notes),
         }
-        if near and (ok_for or (model_vd == N.FORGETS and model_for)):
-            out[pipe]["notes"].append(ceiling_note(vd, ok_for))
+        if near and (equiv["supports_forgets"] or (model_vd == N.FORGETS and model_for)):
+            out[pipe]["notes"].append(ceiling_note(vd, ok_for, equiv))
         elif model_vd != vd and vd == N.FORGETS:
             out[pipe]["notes"].append(
                 f"the model alone says {model_vd!r}; the seeds' paired differences show every pair of sigma_w levels "
@@ -368,16 +378,24 @@ def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> d
     return out
 
 
-def ceiling_note(final: str, iut_ok: bool) -> str:
+def ceiling_note(final: str, iut_ok: bool, equivalence: dict[str, Any]) -> str:
     """The note on a pipeline near the ceiling that one route or both called "forgets"."""
     head = (f"accuracy within {100 * (1 - CEILING):g} point of 100%: the seeds' differences are skewed there, and "
             "either route to 'forgets' alone was wrong more often than alpha at a spread of exactly delta, so "
             "'forgets' needs both the model and the intersection-union test here (docs/memory-model.md, "
             "'Near the ceiling')")
+    tau, bound = equivalence.get("seed_log_sd"), equivalence.get("log_ratio_bound")
+    if tau is not None and tau >= SKEW_GATE:
+        shown = "every pair within " + (f"{100 * bound:.2f} points" if np.isfinite(bound) else "no bound")
+        head += (f"; the seeds' errors are strongly multiplicative (SD of their log across seeds {tau:.2f}, at least "
+                 f"{SKEW_GATE:g}), where the paired t exceeds its level, so 'forgets' also needs the log-ratio test "
+                 f"({shown}; docs/memory-model.md, 'The skew gate')")
     if final == N.FORGETS:
-        return head + ("; both agree, but on held-out designs with a strongly multiplicative seed effect or rare "
-                       "bad seeds even both were wrong up to 9% of the time (rare bad seeds: more), which more seeds "
-                       "do not cure")
+        return head + ("; all agree, but with rare bad seeds (a few seeds with several times the errors at every "
+                       "level) a sample that holds none cannot show them, and 'forgets' can then be wrong")
+    if equivalence.get("supports_forgets") and not iut_ok:
+        return head + ("; the intersection-union test says 'forgets', but the log-ratio test does not show every pair "
+                       "inside")
     return head + f"; only the {'intersection-union test' if iut_ok else 'model'} says 'forgets'"
 
 

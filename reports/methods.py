@@ -280,14 +280,18 @@ def _model_sentence(a: Analysis) -> Sentence:
 
 def _ceiling_clause(a: Analysis) -> str:
     """The rule near 100% accuracy, stated when some pipeline was there."""
-    from initmem.models.paired import CEILING
+    from initmem.models.paired import CEILING, SKEW_GATE
 
     near = [p for p, e in a.summary.pipelines.items() if e.near_ceiling]
     if not near:
         return ""
     return (f" Near the ceiling (an expected accuracy of {100 * CEILING:g}% or more at some sigma_w level: "
             f"{', '.join(near)}) it needs both routes, because the seeds' differences are skewed there and "
-            "either test alone exceeds its level.")
+            "either test alone exceeds its level; where the seeds' errors are also strongly multiplicative (the SD "
+            f"of the log of a seed's mean error across seeds at least {SKEW_GATE:g}) it needs, in addition, every pair "
+            "of levels shown inside delta by a log-ratio test, which is valid for any seed factor shared by the "
+            "levels (the error ratio by a paired t on log errors, the error level by the exact lognormal-mean bound "
+            "of Krishnamoorthy and Mathew, each at half the test's level).")
 
 
 def _rule_sentence(a: Analysis) -> Sentence:
@@ -301,6 +305,7 @@ def _rule_sentence(a: Analysis) -> Sentence:
     tost = "two one-sided Welch t tests" if independent else "two one-sided paired t tests"
     diffs = "the seeds' differences between levels" if independent else "the seeds' paired differences"
     est = s.estimand.strip() if s.estimand else ""
+    ceiling = _ceiling_clause(a)
     if est and est[-1] not in ".!?":
         est += "."
     if est and est[0].islower():  # the analysis writes a noun phrase ("max - min over ..."): make it a sentence
@@ -317,11 +322,12 @@ def _rule_sentence(a: Analysis) -> Sentence:
         f"{lv.forgets:g} (1 - alpha/2, with at least three sigma_w levels), or if every pair of levels is shown "
         f"inside +-delta by {tost} at 0.8 alpha = {lv.iut_alpha:.4g} (an intersection-union "
         "test); the two routes to forgetting share alpha so that either one deciding "
-        f"keeps false verdicts at a spread of delta near alpha.{_ceiling_clause(a)} It is inconclusive otherwise, "
+        f"keeps false verdicts at a spread of delta near alpha.{ceiling} It is inconclusive otherwise, "
         f"with delta = {unit}. A "
         f"verdict probability within two Monte Carlo standard errors of its threshold ({lv.remembers:g} or "
         f"{lv.forgets:g}) is reported as borderline, not as decided.",
-        ("hsu1999stepwise", "berger1994nuisance", "berger1982iut"))
+        ("hsu1999stepwise", "berger1994nuisance", "berger1982iut")
+        + (("krishnamoorthy2003lognormal",) if ceiling else ()))
 
 
 def analysis_sentences(a: Analysis) -> list[Sentence]:

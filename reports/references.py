@@ -109,6 +109,17 @@ REFERENCES: dict[str, str] = {
   year    = {1982},
   doi     = {10.1080/00401706.1982.10487790}
 }""",
+    "krishnamoorthy2003lognormal": """@article{krishnamoorthy2003lognormal,
+  author  = {Krishnamoorthy, K. and Mathew, Thomas},
+  title   = {Inferences on the means of lognormal distributions using generalized p-values and generalized
+             confidence intervals},
+  journal = {Journal of Statistical Planning and Inference},
+  volume  = {115},
+  number  = {1},
+  pages   = {103--121},
+  year    = {2003},
+  doi     = {10.1016/S0378-3758(02)00153-2}
+}""",
     "berger1994nuisance": """@article{berger1994nuisance,
   author  = {Berger, Roger L. and Boos, Dennis D.},
   title   = {P values maximized over a confidence set for the nuisance parameter},

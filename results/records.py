@@ -192,6 +192,11 @@ class EquivalenceCheck(Record):
     n_pairs: int = 0
     test: str = ""
     pair: dict[str, float] | None = None
+    # the skew gate (paired accuracies; the verdict reads it near the ceiling): the seeds' log-error SD, the
+    # log-ratio test's bound on every pair's difference, and whether the gate lets "forgets" through
+    seed_log_sd: Num = None
+    log_ratio_bound: Num = None
+    multiplicative_ok: bool | None = None
 
 
 class Missingness(Record):

@@ -245,3 +245,45 @@ def test_verdict_and_rule_routes():
     assert verdict(0.01, 0.99, model_forgets_ok=False) == N.INCONCLUSIVE
     assert verdict(0.01, 0.99, mcse=(0.01, 0.01), model_forgets_ok=False) == N.INCONCLUSIVE
     assert verdict(0.01, 0.99, model_forgets_ok=False, iut_ok=True) == N.FORGETS
+
+
+def test_log_ratio_bound_is_the_error_difference_on_noiseless_seeds_and_the_lognormal_bound_covers():
+    from initmem.models.paired import _log_mean_ucb, log_ratio_bounds, multiplicative_ok, seed_log_sd
+
+    # every seed alike: the ratio and the level are known, and the bound is max |E e_j - E e_k| exactly
+    acc = np.array([0.999, 0.995, 0.990])
+    tables = np.repeat(acc[:, None], 4, axis=1)
+    assert log_ratio_bounds(tables, 0.04, 10_000) == pytest.approx(0.009, rel=1e-9)
+    # a seed factor shared by the levels cancels in the ratio: only the level bound widens
+    factor = np.array([0.5, 1.0, 1.5, 2.0])
+    scaled = 1 - (1 - acc)[:, None] * factor[None, :]
+    assert seed_log_sd(scaled) == pytest.approx(np.std(np.log(factor * (1 - acc).mean()), ddof=1), rel=1e-9)
+    assert log_ratio_bounds(scaled, 0.04) > 0.009 * factor.mean()
+    assert bool(multiplicative_ok(tables, 0.0095, 0.04, 10_000)) and not bool(multiplicative_ok(scaled, 0.0095, 0.04))
+    # the lognormal-mean bound (an exact pivot) misses log E p about `level` of the time, at 5 and 12 seeds
+    rng = np.random.default_rng(3)
+    for n in (5, 12):
+        logp = rng.normal(0.0, 0.6, (20_000, n))
+        ucb = _log_mean_ucb(logp.mean(axis=1), logp.std(axis=1, ddof=1), np.full(20_000, n), 0.02)
+        miss = float((ucb < 0.6**2 / 2).mean())
+        assert 0.015 <= miss <= 0.025, (n, miss)
+
+
+def test_the_verdict_reads_the_skew_gate_near_the_ceiling_only():
+    from initmem.models.paired import equivalence_check, forgets_iut_ok
+    from initmem.models.summaries import ceiling_note
+
+    sigma_w = np.geomspace(0.25, 8.0, 3)
+    factor = np.array([0.4, 0.7, 1.0, 1.6, 2.8])        # a strongly multiplicative seed factor, no other noise
+    table = 1 - np.array([0.0010, 0.0012, 0.0011])[:, None] * factor[None, :]
+    eq = equivalence_check(table, sigma_w, 0.01, alpha=0.04, n_test=60_000, accuracy=True)
+    assert eq["supports_forgets"] and eq["seed_log_sd"] >= 0.4
+    assert eq["multiplicative_ok"] == (eq["log_ratio_bound"] < 0.01)
+    assert forgets_iut_ok(eq, near_ceiling=False)                       # away from the ceiling: the IUT alone
+    blocked = {**eq, "multiplicative_ok": False}
+    assert not forgets_iut_ok(blocked, near_ceiling=True) and forgets_iut_ok(blocked, near_ceiling=False)
+    assert "log-ratio test does not" in ceiling_note("inconclusive", False, blocked)
+    note = ceiling_note("forgets", True, eq)
+    assert "log-ratio test" in note and "rare bad seeds" in note
+    plain = equivalence_check(table, sigma_w, 0.01, alpha=0.04)           # not an accuracy: no gate fields
+    assert "multiplicative_ok" not in plain and forgets_iut_ok(plain, near_ceiling=True)

@@ -80,6 +80,32 @@ def test_near_the_ceiling_both_routes_keep_false_forgets_at_delta():
     assert rates["flat"][1] >= 0.95
 
 
+def test_the_skew_gate_keeps_false_forgets_at_delta_under_a_multiplicative_seed_factor():
+    # logit seed SD 0.5 from 99.95% (a seed's errors scaled by a factor of CV about 0.5 at every level), a ramp
+    # of exactly delta, 12 seeds: the paired t of the intersection-union test is skewed past its level and the
+    # 0.8.0 rule (both routes) said "forgets" 6-8% of the time; the skew gate also asks the log-ratio test
+    # there (docs/memory-model.md, "The skew gate"). Flat 99.5% with logit seed SD 0.3 is still "forgets".
+    from _memory_designs import ceiling_tables, counts_scale
+
+    from initmem.models.paired import forgets_levels, multiplicative_ok
+
+    rng = np.random.default_rng(17)
+    rates = {}
+    for name, means, seeds, sd in (("multiplicative", np.linspace(0.9995, 0.9895, 6), 12, (0.5, 0.1)),
+                                   ("flat", np.full(6, 0.995), 5, (0.3, 0.15))):
+        y = ceiling_tables(means, seeds, *sd, 1500, rng)
+        sig = counts_scale(y)
+        post = posterior_spread((y - y.mean(axis=(1, 2), keepdims=True)) / sig, DELTA / sig, rng,
+                                sigma_w=np.geomspace(0.25, 8.0, means.size))
+        gate = multiplicative_ok(y, DELTA, forgets_levels(ALPHA)[0], 10_000)
+        rates[name] = [float((decide({**post, "near_ceiling": True, **extra}, DELTA / sig) == -1).mean())
+                       for extra in ({}, {"skew_ok": gate})]
+        print(f"{name}: 'forgets' without the gate {rates[name][0]:.3f}, with it {rates[name][1]:.3f}")
+    k = round(rates["multiplicative"][1] * 1500)
+    assert wilson(k, 1500)[0] <= ALPHA and rates["multiplicative"][1] < rates["multiplicative"][0]
+    assert rates["flat"][1] >= 0.8
+
+
 def test_full_rule_keeps_false_forgets_at_delta():
     # the analysis's rule with both routes to "forgets" (the model's probability by the planner's
     # quadrature, or the intersection-union test) at a true spread of exactly delta: a ramp at 16

@@ -9,7 +9,8 @@ external audit's ceiling design (a ramp of exactly delta, 99.75% -> 98.75% over 
 draws) said "forgets" for 11 of 120 pipelines under the former rule. This benchmark measures the same with real
 fits: each fit is 24 pipelines of the design on the tests' compiled model (tests/_memory_designs.py; 10 seeds,
 the 7th sigma_w slot unused), summarized at delta 1 point as `initmem analyze` does, with the verdict of the
-rule (summary.json's "verdict") and of the former rule (the intersection-union test OR the model's
+rule (summary.json's "verdict": 0.9.0's, with the skew gate near the ceiling) and of the former
+rule (the intersection-union test OR the model's
 P(spread < delta) >= 0.975, from the same entry). A power row (flat 99.5%, 5 of the 10 seeds) gives the share
 of right "forgets". Every fit is 2 chains x 500 draws after 500 tuning steps (the tests' ``FIT``), at the
 noise scale `initmem analyze` gives imported counts (models/data.py ``noise_scale``).
@@ -85,7 +86,7 @@ def main() -> None:
         print(f"{name}: {time.perf_counter() - t1:.0f} s", flush=True)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s. 'forgets' per pipeline (real fits, 2 chains x 500 draws; {N_TEST}"
           " examples, delta 1 point): at a true spread of exactly delta a false verdict; the power row: right")
-    print("| design | pipelines | 'forgets', the rule (both routes near the ceiling) | 'forgets', either route "
+    print("| design | pipelines | 'forgets', the rule (both routes and the skew gate near the ceiling) | 'forgets', either route "
           "(former) | divergences | share near_ceiling | rules of the 'forgets' |\n|" + " --- |" * 7)
     print("\n".join(rows))
 

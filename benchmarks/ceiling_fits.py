@@ -86,8 +86,8 @@ def main() -> None:
         print(f"{name}: {time.perf_counter() - t1:.0f} s", flush=True)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s. 'forgets' per pipeline (real fits, 2 chains x 500 draws; {N_TEST}"
           " examples, delta 1 point): at a true spread of exactly delta a false verdict; the power row: right")
-    print("| design | pipelines | 'forgets', the rule (both routes and the skew gate near the ceiling) | 'forgets', either route "
-          "(former) | divergences | share near_ceiling | rules of the 'forgets' |\n|" + " --- |" * 7)
+    print("| design | pipelines | 'forgets', the rule (both routes and the skew gate near the ceiling) | 'forgets', "
+          "either route (former) | divergences | share near_ceiling | rules of the 'forgets' |\n|" + " --- |" * 7)
     print("\n".join(rows))
 
 

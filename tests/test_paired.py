@@ -284,6 +284,6 @@ def test_the_verdict_reads_the_skew_gate_near_the_ceiling_only():
     assert not forgets_iut_ok(blocked, near_ceiling=True) and forgets_iut_ok(blocked, near_ceiling=False)
     assert "log-ratio test does not" in ceiling_note("inconclusive", False, blocked)
     note = ceiling_note("forgets", True, eq)
-    assert "log-ratio test" in note and "rare bad seeds" in note
+    assert "log-ratio test" in note and "all three agree" in note and "several times the errors" in note
     plain = equivalence_check(table, sigma_w, 0.01, alpha=0.04)           # not an accuracy: no gate fields
     assert "multiplicative_ok" not in plain and forgets_iut_ok(plain, near_ceiling=True)

@@ -15,8 +15,8 @@ and bounds each from above, Bonferroni, at a share of the pair's level (0.04 at 
 - theta: a paired t on r_s = log e_j,s - log e_k,s (errors 1 - accuracy, floored at 0.5 / n_test), upper bound
   |mean r| + t_{1 - a1, n-1} SE(r), a1 = 0.02;
 - m: an upper bound on the mean of p_s = (e_j,s + e_k,s) / 2 under a lognormal p_s, by the generalised
-  pivotal quantity of the lognormal mean (Krishnamoorthy & Mathew 2003; exact in the limit of many pivot
-  draws, no normal approximation to the skewed mean), a2 = 0.02.
+  pivotal quantity of the lognormal mean (Krishnamoorthy & Mathew 2003; its quantile by quadrature over the
+  chi-square in models/paired.py, no normal approximation to the skewed mean), a2 = 0.02.
 
 The pair is inside +-delta when 2 tanh(theta_U / 2) m_U < delta; "forgets" needs every pair inside. It is
 valid (level <= a1 + a2 per pair, so <= 0.04 for the IUT) when exp(E r) = E e_j / E e_k (errors e_j,s =
@@ -44,10 +44,8 @@ and held out (reported separately). Each design: ``--tables`` tables, Wilson 95%
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -56,7 +54,8 @@ from scipy import optimize, special, stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _memory_designs import ceiling_tables, counts_scale, wilson
 
-from initmem.models.paired import CEILING, forgets_levels, multiplicative_ok
+from initmem.models.paired import CEILING, _log_mean_ucb, forgets_levels, log_error_pairs, multiplicative_ok
+from initmem.models.paired import log_ratio_bounds as paired_log_ratio_bounds
 from initmem.models.plan import decide, posterior_spread
 from initmem.names import ALPHA
 
@@ -65,71 +64,31 @@ RATIO_SHARE = 0.5   # the share of the pair's level spent on theta's bound; the 
 
 
 # ------------------------------------------------------------------------------------------------ the test
-@functools.lru_cache(maxsize=64)
-def _lognormal_ucb_table(n: int, level: float, draws: int = 200_000) -> tuple[np.ndarray, np.ndarray]:
-    """h_n(s) on a grid of s: the upper (1 - level) bound of log E p is mean(log p) + h_n(s), s the SD of log p,
-    from the generalised pivotal quantity of mu + sigma^2 / 2 (Krishnamoorthy & Mathew 2003):
-    mean - Z s / sqrt(n U / (n - 1)) + (n - 1) s^2 / (2 U), Z ~ N(0, 1), U ~ chi2(n - 1). Fixed pivot draws, so
-    the bound is a deterministic function of the data."""
-    g = np.random.default_rng(20240607)
-    z, u = g.standard_normal(draws), g.chisquare(n - 1, draws)
-    a, b = -z * np.sqrt((n - 1) / (n * u)), (n - 1) / (2.0 * u)
-    grid = np.linspace(0.0, 6.0, 601)
-    return grid, np.array([np.quantile(s * a + s * s * b, 1.0 - level) for s in grid])
-
-
 def _log_ucb(mean: np.ndarray, sd: np.ndarray, n: np.ndarray, level: float, method: str) -> np.ndarray:
-    """Upper (1 - level) bound of log E p from mean and SD of log p over n seeds (NaN where n < 2)."""
+    """Upper (1 - level) bound of log E p from mean and SD of log p over n seeds: the exact pivotal bound
+    (models/paired.py), or Cox's approximation with Student's t (Olsson 2005: not exact, anti-conservative)."""
+    if method != "cox":
+        return _log_mean_ucb(mean, sd, n, level)
     out = np.full(np.shape(mean), np.nan)
     for k in np.unique(n[n >= 2]):
         sel = n == k
-        if method == "cox":   # Cox's approximation with Student's t (Olsson 2005): not exact, anti-conservative
-            s2 = sd[sel] ** 2
-            out[sel] = mean[sel] + s2 / 2 + stats.t.ppf(1 - level, k - 1) * np.sqrt(s2 / k + s2**2 / (2 * (k - 1)))
-        else:
-            grid, h = _lognormal_ucb_table(int(k), float(level))
-            out[sel] = np.where(sd[sel] <= grid[-1], mean[sel] + np.interp(sd[sel], grid, h), np.inf)
+        s2 = sd[sel] ** 2
+        out[sel] = mean[sel] + s2 / 2 + stats.t.ppf(1 - level, k - 1) * np.sqrt(s2 / k + s2**2 / (2 * (k - 1)))
     return out
 
 
 def log_ratio_bounds(tables: np.ndarray, alpha: float, n_test: int | None = None, ratio_share: float = RATIO_SHARE,
                      method: str = "gpq") -> np.ndarray:
     """For paired (..., L, S) accuracy tables: the smallest delta the log-ratio IUT shows every pair inside of,
-    max over pairs of 2 tanh(theta_U / 2) m_U (infinite when a pair has fewer than two shared seeds).
-    "forgets" is supported at delta when this is below delta; the IUT's level is ``alpha`` (a1 + a2)."""
-    tables = np.asarray(tables, dtype=float)
-    floor = 0.5 / n_test if n_test else None
-    err = 1.0 - tables
-    if floor is None:   # half the smallest positive error in the table
-        pos = np.where(err > 0, err, np.inf)
-        floor = 0.5 * np.min(pos, axis=(-2, -1), keepdims=True)
-    err = np.maximum(err, floor)
-    j, k = np.triu_indices(tables.shape[-2], 1)
-    ej, ek = err[..., j, :], err[..., k, :]
-    r, lp = np.log(ej) - np.log(ek), np.log(0.5 * (ej + ek))
-    n = np.isfinite(r).sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)   # pairs without two shared seeds
-        rbar, rsd = np.nanmean(r, axis=-1), np.nanstd(r, axis=-1, ddof=1)
-        lbar, lsd = np.nanmean(lp, axis=-1), np.nanstd(lp, axis=-1, ddof=1)
-        a1, a2 = alpha * ratio_share, alpha * (1.0 - ratio_share)
-        theta = np.abs(rbar) + stats.t.ppf(1.0 - a1, np.maximum(n - 1, 1)) * rsd / np.sqrt(n)
-        bound = 2.0 * np.tanh(theta / 2.0) * np.exp(_log_ucb(lbar, lsd, n, a2, method))
+    max over pairs of 2 tanh(theta_U / 2) m_U (infinite when a pair has fewer than two shared seeds); "gpq" is
+    models/paired.py's ``log_ratio_bounds``, "cox" the same with Cox's level bound."""
+    if method != "cox":
+        return paired_log_ratio_bounds(tables, alpha, n_test, ratio_share)
+    rbar, rsd, lbar, lsd, n = log_error_pairs(tables, n_test)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        theta = np.abs(rbar) + stats.t.ppf(1.0 - alpha * ratio_share, np.maximum(n - 1, 1)) * rsd / np.sqrt(n)
+        bound = 2.0 * np.tanh(theta / 2.0) * np.exp(_log_ucb(lbar, lsd, n, alpha * (1.0 - ratio_share), method))
     return np.where(np.isfinite(bound) & (n >= 2), bound, np.inf).max(axis=-1)
-
-
-def log_ratio_check(table: np.ndarray, delta: float, alpha: float, n_test: int | None = None) -> dict[str, float]:
-    """One (L, S) table, NaN where a run is absent: each pair uses its shared seeds (scalar form of
-    :func:`log_ratio_bounds` for ``equivalence_check``)."""
-    table = np.asarray(table, dtype=float)
-    n_lev, per = table.shape[0], []
-    for j in range(n_lev):
-        for k in range(j + 1, n_lev):
-            ok = np.isfinite(table[j]) & np.isfinite(table[k])
-            pair = table[[j, k]][:, ok]
-            per.append(float(log_ratio_bounds(pair, alpha, n_test)) if ok.sum() >= 2 else np.inf)
-    b = max(per) if per else np.inf
-    return {"bound": b, "supports_forgets": bool(b < delta)}
 
 
 # --------------------------------------------------------------------------------------------- the designs

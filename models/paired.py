@@ -285,16 +285,9 @@ def _errors(tables: np.ndarray, n_test: int | None) -> np.ndarray:
     return np.maximum(err, 0.5 * np.nanmin(pos, axis=(-2, -1), keepdims=True))
 
 
-def log_ratio_bounds(tables: np.ndarray, alpha: float, n_test: int | None = None) -> np.ndarray:
-    """For paired (..., L, S) accuracy tables: the smallest delta the log-ratio intersection-union test shows every
-    pair of levels inside of (infinite when a pair has fewer than two shared seeds).
-
-    A pair's difference of expected errors is |E e_j - E e_k| = 2 tanh(|theta| / 2) m, theta = log(E e_j / E e_k),
-    m = (E e_j + E e_k) / 2. theta is bounded by a paired t on the seeds' log-error ratios at alpha / 2, m by the
-    lognormal-mean bound of the seeds' pair means at alpha / 2 (Bonferroni: the pair's level is alpha). Valid when a
-    run's error is its level's mean times a seed factor shared by the levels (any distribution: it cancels in the
-    ratio) times run noise of one distribution at every level, with pair means no heavier-tailed than lognormal;
-    conservative where noise is additive (benchmarks/ceiling_skew.py)."""
+def log_error_pairs(tables: np.ndarray, n_test: int | None = None) -> tuple[np.ndarray, ...]:
+    """Per pair of levels of paired (..., L, S) accuracy tables, over the pair's shared seeds: the mean and SD of
+    the log-error ratio r = log e_j - log e_k, the mean and SD of the log of the pair's mean error, and n."""
     err = _errors(tables, n_test)
     j, k = np.triu_indices(err.shape[-2], 1)
     ej, ek = err[..., j, :], err[..., k, :]
@@ -302,10 +295,25 @@ def log_ratio_bounds(tables: np.ndarray, alpha: float, n_test: int | None = None
     n = np.isfinite(r).sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)   # pairs without two shared seeds
-        rbar, rsd = np.nanmean(r, axis=-1), np.nanstd(r, axis=-1, ddof=1)
-        lbar, lsd = np.nanmean(lp, axis=-1), np.nanstd(lp, axis=-1, ddof=1)
-        theta = np.abs(rbar) + stats.t.ppf(1.0 - alpha / 2.0, np.maximum(n - 1, 1)) * rsd / np.sqrt(n)
-        bound = 2.0 * np.tanh(theta / 2.0) * np.exp(_log_mean_ucb(lbar, lsd, n, alpha / 2.0))
+        return (np.nanmean(r, axis=-1), np.nanstd(r, axis=-1, ddof=1), np.nanmean(lp, axis=-1),
+                np.nanstd(lp, axis=-1, ddof=1), n)
+
+
+def log_ratio_bounds(tables: np.ndarray, alpha: float, n_test: int | None = None,
+                     ratio_share: float = 0.5) -> np.ndarray:
+    """For paired (..., L, S) accuracy tables: the smallest delta the log-ratio intersection-union test shows every
+    pair of levels inside of (infinite when a pair has fewer than two shared seeds).
+
+    A pair's difference of expected errors is |E e_j - E e_k| = 2 tanh(|theta| / 2) m, theta = log(E e_j / E e_k),
+    m = (E e_j + E e_k) / 2. theta is bounded by a paired t on the seeds' log-error ratios at alpha x
+    ``ratio_share``, m by the lognormal-mean bound of the seeds' pair means at the rest (Bonferroni: the pair's
+    level is alpha). Valid when a run's error is its level's mean times a seed factor shared by the levels (any
+    distribution: it cancels in the ratio) times run noise of one distribution at every level, with pair means no
+    heavier-tailed than lognormal; conservative where noise is additive (benchmarks/ceiling_skew.py)."""
+    rbar, rsd, lbar, lsd, n = log_error_pairs(tables, n_test)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        theta = np.abs(rbar) + stats.t.ppf(1.0 - alpha * ratio_share, np.maximum(n - 1, 1)) * rsd / np.sqrt(n)
+        bound = 2.0 * np.tanh(theta / 2.0) * np.exp(_log_mean_ucb(lbar, lsd, n, alpha * (1.0 - ratio_share)))
     return np.where(np.isfinite(bound) & (n >= 2), bound, np.inf).max(axis=-1)
 
 
@@ -421,7 +429,8 @@ def _test_name(paired: bool, equivalence: bool = False) -> str:
             f"then the other pairs, Bonferroni at alpha x {1 - EXTREME_WEIGHT:.2g}")
 
 
-__all__ = ["CEILING", "EXTREME_WEIGHT", "SKEW_GATE", "forgets_iut_ok", "log_ratio_bounds", "multiplicative_ok",
-           "seed_log_sd", "FORGETS_IUT_SHARE", "FORGETS_MODEL_SHARE", "STEP_EXTREME", "STEP_FALLBACK",
-           "NUISANCE_SHARE", "bonferroni_bounds", "equivalence_check", "extreme_weight", "forgets_bounds",
-           "forgets_levels", "paired_check", "remembers_at", "remembers_bounds", "two_sided_ordered_bounds"]
+__all__ = ["CEILING", "EXTREME_WEIGHT", "FORGETS_IUT_SHARE", "FORGETS_MODEL_SHARE", "NUISANCE_SHARE", "SKEW_GATE",
+           "STEP_EXTREME", "STEP_FALLBACK", "bonferroni_bounds", "equivalence_check", "extreme_weight",
+           "forgets_bounds", "forgets_iut_ok", "forgets_levels", "log_error_pairs", "log_ratio_bounds",
+           "multiplicative_ok", "paired_check", "remembers_at", "remembers_bounds", "seed_log_sd",
+           "two_sided_ordered_bounds"]

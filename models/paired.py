@@ -65,7 +65,7 @@ FORGETS_MODEL_SHARE = 0.5   # the model's route needs P(spread < delta) >= 1 - a
 # at a spread of delta (benchmarks/ceiling_check.py; docs/memory-model.md, "Near the ceiling").
 CEILING = 0.99
 # Near the ceiling, where the seeds' errors are strongly multiplicative (the SD over seeds of the log of a seed's
-# mean error reaches SKEW_GATE), "forgets" also needs the log-ratio test (``multiplicative_check``): the paired t
+# mean error reaches SKEW_GATE), "forgets" also needs the log-ratio test (``multiplicative_ok``): the paired t
 # exceeded its level there (6-9% at a spread of delta; docs/memory-model.md, "The skew gate").
 SKEW_GATE = 0.4
 
@@ -238,8 +238,7 @@ def equivalence_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, p
            "pair": _pair_info(sigma_w, j[i], k[i], diff[i], se[i], df[i], p[i])}
     if accuracy and paired:
         tau, bound = float(seed_log_sd(table, n_test)), float(log_ratio_bounds(table, alpha, n_test))
-        out.update(seed_log_sd=tau, log_ratio_bound=bound,
-                   multiplicative_ok=bool(not tau >= SKEW_GATE or bound < delta))
+        out.update(seed_log_sd=tau, log_ratio_bound=bound, multiplicative_ok=bool(_gate_ok(tau, bound, delta)))
     return out
 
 
@@ -329,7 +328,13 @@ def seed_log_sd(tables: np.ndarray, n_test: int | None = None) -> np.ndarray:
 def multiplicative_ok(tables: np.ndarray, delta: float, alpha: float, n_test: int | None = None) -> np.ndarray:
     """Whether the skew gate lets "forgets" through near the ceiling: the seeds' log-error SD is below SKEW_GATE
     (the paired t keeps its level), or the log-ratio test shows every pair inside +-delta at ``alpha``."""
-    return ~(seed_log_sd(tables, n_test) >= SKEW_GATE) | (log_ratio_bounds(tables, alpha, n_test) < delta)
+    return _gate_ok(seed_log_sd(tables, n_test), log_ratio_bounds(tables, alpha, n_test), delta)
+
+
+def _gate_ok(tau: np.ndarray | float, bound: np.ndarray | float, delta: float) -> np.ndarray:
+    """The gate from its two readings: tau below SKEW_GATE (or undefined: fewer than two seeds), or the bound
+    below delta."""
+    return ~(np.asarray(tau) >= SKEW_GATE) | (np.asarray(bound) < delta)
 
 
 def forgets_iut_ok(equivalence: dict[str, Any], near_ceiling: bool) -> bool:

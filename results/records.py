@@ -326,7 +326,7 @@ class PipelineResult(Record):
     radial: RadialVerdict | None = None  # the mechanism readout beside the accuracy verdict
     missingness: Missingness | None = None  # survivorship: runs the gate left out, and the verdict without the gate
     looks: list[Look] = Field(default_factory=list)  # a sequential run's verdict per look
-    near_ceiling: bool | None = None  # accuracy within 1 point of 100%: "forgets" needs both routes there, and the skew gate
+    near_ceiling: bool | None = None  # accuracy within 1 point of 100%: "forgets" needs both routes and the skew gate
 
     @property
     def n_excluded_total(self) -> int | None:

@@ -385,13 +385,14 @@ def ceiling_note(final: str, iut_ok: bool, equivalence: dict[str, Any]) -> str:
             "'forgets' needs both the model and the intersection-union test here (docs/memory-model.md, "
             "'Near the ceiling')")
     tau, bound = equivalence.get("seed_log_sd"), equivalence.get("log_ratio_bound")
-    if tau is not None and tau >= SKEW_GATE:
+    gated = tau is not None and tau >= SKEW_GATE      # the skew gate asked the log-ratio test too
+    if gated:
         shown = "every pair within " + (f"{100 * bound:.2f} points" if np.isfinite(bound) else "no bound")
         head += (f"; the seeds' errors are strongly multiplicative (SD of their log across seeds {tau:.2f}, at least "
                  f"{SKEW_GATE:g}), where the paired t exceeds its level, so 'forgets' also needs the log-ratio test "
                  f"({shown}; docs/memory-model.md, 'The skew gate')")
     if final == N.FORGETS:
-        agree = "all three agree" if tau is not None and tau >= SKEW_GATE else "both agree"
+        agree = "all three agree" if gated else "both agree"
         return head + (f"; {agree}, but on held-out designs where some seeds have several times the errors of the "
                        "others at every level (10-30% of the seeds: wrong up to 11% of the time; rarer such seeds: "
                        "more, since a sample that holds none cannot show them) 'forgets' was still wrong more often "

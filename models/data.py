@@ -79,6 +79,13 @@ class MemoryData:
         return self.used.any(axis=2)
 
     @property
+    def is_accuracy(self) -> bool:
+        """Whether the outcome is an accuracy as a fraction: decided by the likelihood (counts or per-example
+        predictions over n_test) and, for gaussian data, by the metric's name. The near-ceiling rule, the skew
+        gate and the report's units all read this one answer."""
+        return self.likelihood in ("per_example", "counts") or cube.points_scale(self.metric) != 1.0
+
+    @property
     def seed_mask(self) -> np.ndarray:
         return self.used.any(axis=1)
 

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, stats
 
+from initmem.models.sequential import Spending, as_spending
 from initmem.names import ALPHA
 
 EXTREME_WEIGHT = 0.75  # the share of alpha the ordered test spends on the extreme pair (step 1)
@@ -70,7 +71,7 @@ CEILING = 0.99
 SKEW_GATE = 0.4
 
 
-def forgets_levels(alpha: float = ALPHA) -> tuple[float, float]:
+def forgets_levels(alpha: float | Spending = ALPHA) -> tuple[float, float]:
     """(the intersection-union test's level, the model's threshold on P(spread < delta)) of "forgets"
     in an analysis at ``alpha``: (alpha x FORGETS_IUT_SHARE, 1 - alpha x FORGETS_MODEL_SHARE).
 
@@ -83,8 +84,9 @@ def forgets_levels(alpha: float = ALPHA) -> tuple[float, float]:
     4.6% over the at-delta designs with 0.908 "forgets" on the demo-scale null at 16 seeds; the
     Bonferroni split (0.04, 0.99) would be provably tidier (0.04 + 0.01 = alpha whatever the model
     does) but cost 14 points of power on nulls at 16 seeds (0.821). A sequential look passes its own
-    alpha_k, so the shares scale with it."""
-    return alpha * FORGETS_IUT_SHARE, 1.0 - alpha * FORGETS_MODEL_SHARE
+    look passes its :class:`Spending`, and each route's level is spent from the route's own share of alpha."""
+    spend = as_spending(alpha)
+    return spend.level(FORGETS_IUT_SHARE), 1.0 - spend.level(FORGETS_MODEL_SHARE)
 
 
 def _pairs(table: np.ndarray, paired: bool) -> tuple[np.ndarray, ...]:
@@ -180,7 +182,7 @@ def extreme_weight(n_pairs: int) -> float:
 
 
 def paired_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, paired: bool = True,
-                 alpha: float = ALPHA) -> dict[str, Any]:
+                 alpha: float | Spending = ALPHA) -> dict[str, Any]:
     """The seeds' own evidence that some pair of levels differs by more than ``delta``: the ordered
     test (step 1 the extreme pair at alpha * w, step 2 the other pairs, Bonferroni at alpha * (1 - w)).
 
@@ -189,6 +191,8 @@ def paired_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, paired
     (1 - w)); "remembers" is supported when it is below ``alpha``), the step that carried it and
     the pair (its mean difference, standard error, degrees of freedom and unadjusted p).
     """
+    spend = as_spending(alpha)
+    alpha = spend.level(1.0)
     sigma_w = np.asarray(sigma_w, dtype=float)
     j, k, diff, se, df = _pairs(np.asarray(table, dtype=float), paired)
     base = {"alpha": alpha, "test": _test_name(paired), "extreme_weight": EXTREME_WEIGHT}
@@ -200,8 +204,9 @@ def paired_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, paired
     n_other = int((~ext).sum())
     w = 0.0 if not ext.any() else (1.0 if n_other == 0 else EXTREME_WEIGHT)
     share = np.where(ext, w, (1.0 - w) / max(n_other, 1))   # each pair's share of alpha
-    p = _exceed_p(diff, se, df, delta, alpha * share, paired)
-    adj = p / np.maximum(share, 1e-300)
+    level = _share_levels(spend, share)
+    p = _exceed_p(diff, se, df, delta, level, paired)
+    adj = p * alpha / np.maximum(level, 1e-300)
     i = int(np.argmin(adj))
     adjusted = float(min(1.0, adj[i]))
     ok = bool(adjusted < alpha)
@@ -358,17 +363,23 @@ def _pair_arrays(tables: np.ndarray) -> tuple[np.ndarray, ...]:
     return j, k, np.where(bad, np.nan, ad), np.where(bad, np.nan, se), np.maximum(n - 1, 1).astype(float)
 
 
-def _ordered_pairs(tables: np.ndarray, alpha: float) -> tuple[np.ndarray, ...]:
+def _share_levels(spend: Spending, share: np.ndarray) -> np.ndarray:
+    """Each share's own level at this analysis (a sequential look spends each share from its own allotment)."""
+    levels = {float(s): spend.level(float(s)) for s in np.unique(share)}
+    return np.array([levels[float(s)] for s in np.ravel(share)]).reshape(np.shape(share))
+
+
+def _ordered_pairs(tables: np.ndarray, alpha: float | Spending) -> tuple[np.ndarray, ...]:
     """|mean d|, SE, df and the ordered test's level of every pair of paired (..., L, S) tables, levels
     in sigma_w order (the extreme pair is the first against the last level)."""
     j, k, ad, se, df = _pair_arrays(np.asarray(tables, dtype=float))
     ext = (j == 0) & (k == np.shape(tables)[-2] - 1)
     w = extreme_weight(j.size)
-    level = np.where(ext, alpha * w, alpha * (1.0 - w) / max(int((~ext).sum()), 1))
+    level = _share_levels(as_spending(alpha), np.where(ext, w, (1.0 - w) / max(int((~ext).sum()), 1)))
     return ad, se, np.broadcast_to(df, ad.shape), np.broadcast_to(level, ad.shape)
 
 
-def remembers_at(tables: np.ndarray, delta: float, alpha: float = ALPHA) -> np.ndarray:
+def remembers_at(tables: np.ndarray, delta: float, alpha: float | Spending = ALPHA) -> np.ndarray:
     """For paired (..., L, S) tables, levels in sigma_w order: whether the ordered test shows
     "remembers" at ``delta`` (the planner's and the simulations' vectorised form of
     :func:`paired_check`; the extreme pair is assumed testable)."""
@@ -377,7 +388,7 @@ def remembers_at(tables: np.ndarray, delta: float, alpha: float = ALPHA) -> np.n
     return (np.where(np.isnan(p), 1.0, p) <= level).any(axis=-1)
 
 
-def remembers_bounds(tables: np.ndarray, alpha: float = ALPHA, iterations: int = 30) -> np.ndarray:
+def remembers_bounds(tables: np.ndarray, alpha: float | Spending = ALPHA, iterations: int = 30) -> np.ndarray:
     """The largest delta at which :func:`remembers_at` still holds, per table (-inf when none): the
     readout of which memory a design could show. Per pair the Berger-Boos critical t lies between the
     one-sided and the two-sided t at (level - beta), so the pair's bound is found by bisection there."""

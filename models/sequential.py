@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
@@ -162,5 +163,32 @@ def design_levels(looks: Sequence[int], alpha: float = ALPHA, design: str = SEQU
     raise ValueError(f"unknown sequential design {design!r}")
 
 
-__all__ = ["DESIGNS", "EXACT", "PAIRED_T", "SEQUENTIAL_DESIGN", "UNION", "design_levels", "exact_levels", "look_levels",
-           "obrien_fleming_spent", "paired_t_levels"]
+@dataclass(frozen=True)
+class Spending:
+    """The error a claim may spend at one analysis: a fixed design's ``alpha``, or one look of a sequential design.
+
+    Why: every verdict splits alpha into shares (the ordered test's extreme pair and fallback, the two routes to
+    "forgets"). A spending function is not linear in alpha, so a share's level at look k is computed from the
+    share's own allotment, ``design_levels(looks, share * alpha)[k]``; multiplying the full-alpha level by the
+    share overspends it. With no ``looks`` the design is fixed and a share's level is ``share * alpha``.
+    """
+
+    alpha: float = ALPHA
+    looks: tuple[int, ...] = ()
+    look: int = 0                     # index into ``looks``
+    design: str = SEQUENTIAL_DESIGN
+
+    def level(self, share: float = 1.0) -> float:
+        """The level at this analysis of a claim allotted ``share`` of alpha over the whole design."""
+        if not self.looks:
+            return float(self.alpha * share)
+        return float(design_levels(self.looks, self.alpha * share, self.design)[self.look])
+
+
+def as_spending(alpha: float | Spending) -> Spending:
+    """``alpha`` as a :class:`Spending` (a plain float is a fixed design)."""
+    return alpha if isinstance(alpha, Spending) else Spending(float(alpha))
+
+
+__all__ = ["DESIGNS", "EXACT", "PAIRED_T", "SEQUENTIAL_DESIGN", "UNION", "Spending", "as_spending", "design_levels",
+           "exact_levels", "look_levels", "obrien_fleming_spent", "paired_t_levels"]

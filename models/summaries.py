@@ -186,7 +186,7 @@ def near_ceiling(model: FittedModel, a: int, medians: np.ndarray | None = None) 
     """Whether pipeline ``a`` is an accuracy whose expected value (posterior median per level, ``medians`` when
     the caller has them) reaches :data:`CEILING` at some sigma_w level: there "forgets" needs both of its
     routes (:func:`verdict`)."""
-    if cube.points_scale(model.data.metric) == 1.0:
+    if not model.data.is_accuracy:
         return False
     if medians is None:
         medians = np.median(expected_levels(model, a), axis=0)
@@ -204,7 +204,7 @@ def _tests(model: FittedModel, a: int, delta: float, y: np.ndarray | None = None
     paired = d.seed_design == cube.SEED_PAIRED
     return (paired_check(table, d.sigma_w[lev], delta, paired=paired, alpha=alpha),
             equivalence_check(table, d.sigma_w[lev], delta, paired=paired, alpha=forgets_levels(alpha)[0],
-                              n_test=d.n_test, accuracy=cube.points_scale(d.metric) != 1.0))
+                              n_test=d.n_test, accuracy=d.is_accuracy))
 
 
 def _divergence(model: FittedModel, a: int, pipe: str, sensitivity: dict | None) -> dict[str, Any]:

@@ -21,8 +21,20 @@ vocabularies that extensions add to are tables: ``clocks``, ``optimizers`` and
 from __future__ import annotations
 
 from importlib.metadata import version
+from typing import TYPE_CHECKING
 
-from initmem.lazy import lazy_getattr
+from initmem.lazy import lazy_dir, lazy_getattr
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is imported on first use
+    from initmem.analysis import analyze_cube as analyze
+    from initmem.cube import open_cube as open_cube
+    from initmem.cube import write_cube as write_cube
+    from initmem.errors import UserError as UserError
+    from initmem.grid import load_grid as load_grid
+    from initmem.reports.html import build_report as report
+    from initmem.results import AnalysisSpec as AnalysisSpec
+    from initmem.simulate import SimPipeline as SimPipeline
+    from initmem.simulate import simulate_cube as simulate_cube
 
 __version__ = version("initmem")
 
@@ -40,6 +52,8 @@ _API: dict[str, tuple[str, str]] = {
 
 
 __getattr__ = lazy_getattr(__name__, _API)
+__dir__ = lazy_dir(__name__, _API)
 
 
-__all__ = ["__version__", *_API]
+__all__ = ["AnalysisSpec", "SimPipeline", "UserError", "__version__", "analyze", "load_grid", "open_cube", "report",
+           "simulate_cube", "write_cube"]

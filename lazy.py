@@ -24,3 +24,12 @@ def lazy_getattr(package: str, api: dict[str, tuple[str, str]]) -> Callable[[str
         return value
 
     return __getattr__
+
+
+def lazy_dir(package: str, api: dict[str, tuple[str, str]]) -> Callable[[], list[str]]:
+    """A module ``__dir__`` that lists the lazy names beside those already imported (completion in a shell)."""
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[package])) | set(api))
+
+    return __dir__

@@ -17,7 +17,33 @@ manager)::
 
 from __future__ import annotations
 
-from initmem.lazy import lazy_getattr
+from typing import TYPE_CHECKING
+
+from initmem.lazy import lazy_dir, lazy_getattr
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is imported on first use
+    from initmem.plot.clocks import curves_side_by_side as curves_side_by_side
+    from initmem.plot.clocks import forgetting_dose as forgetting_dose
+    from initmem.plot.core import Description as Description
+    from initmem.plot.core import Skip as Skip
+    from initmem.plot.core import description as description
+    from initmem.plot.core import is_figure_function as is_figure_function
+    from initmem.plot.curves import clock_panels as clock_panels
+    from initmem.plot.curves import forgetting_times as forgetting_times
+    from initmem.plot.curves import kernel_norms as kernel_norms
+    from initmem.plot.curves import rho_curves as rho_curves
+    from initmem.plot.curves import tau_scatter as tau_scatter
+    from initmem.plot.curves import training_curves as training_curves
+    from initmem.plot.load import Analysis as Analysis
+    from initmem.plot.load import load_analysis as load_analysis
+    from initmem.plot.model import metric_vs_sigma as metric_vs_sigma
+    from initmem.plot.model import ppc_intervals as ppc_intervals
+    from initmem.plot.model import spread_forest as spread_forest
+    from initmem.plot.model import variance_shares as variance_shares
+    from initmem.plot.theme import PALETTE as PALETTE
+    from initmem.plot.theme import WIDTHS as WIDTHS
+    from initmem.plot.theme import screen_style as screen_style
+    from initmem.plot.theme import style as style
 
 _API: dict[str, tuple[str, str]] = {
     # the figure functions, in the report's order (its section table, reports/sections.py, names them)
@@ -47,6 +73,7 @@ _API: dict[str, tuple[str, str]] = {
 }
 
 __getattr__ = lazy_getattr(__name__, _API)
+__dir__ = lazy_dir(__name__, _API)
 
 
 __all__ = list(_API)

@@ -15,7 +15,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, cast
 
 import matplotlib
 import numpy as np
@@ -54,7 +54,17 @@ Drawn = tuple[Figure, str, str]  # (figure, caption, alt) as a drawing function 
 PLOTS: dict[str, Callable[..., Figure]] = {}
 
 
-def figure(key: str, *, one_panel: bool = False) -> Callable[[Callable[..., Drawn]], Callable[..., Figure]]:
+class FigureFunction(Protocol):
+    """A public figure function: an analysis (folder or loaded) in, a matplotlib ``Figure`` out."""
+
+    figure_key: str
+    __name__: str
+
+    def __call__(self, analysis: Analysis | str | os.PathLike[str], *, width: float | None = None,
+                 ax: Any = None) -> Figure: ...
+
+
+def figure(key: str, *, one_panel: bool = False) -> Callable[[Callable[..., Drawn]], FigureFunction]:
     """Make a drawing function ``draw(a, *, width, ax) -> (fig, caption, alt)`` a public figure
     function ``f(analysis_or_path, *, width=None, ax=None) -> Figure`` and register it in :data:`PLOTS`.
 
@@ -62,9 +72,10 @@ def figure(key: str, *, one_panel: bool = False) -> Callable[[Callable[..., Draw
     figure's width in inches (None: the report's size); ``one_panel`` figures can draw on a given
     ``ax`` (the others lay out several panels and refuse one)."""
 
-    def wrap(draw: Callable[..., Drawn]) -> Callable[..., Figure]:
+    def wrap(draw: Callable[..., Drawn]) -> FigureFunction:
         @functools.wraps(draw)
-        def public(analysis: Analysis | str | os.PathLike, *, width: float | None = None, ax: Any = None) -> Figure:
+        def public(analysis: Analysis | str | os.PathLike[str], *, width: float | None = None,
+                   ax: Any = None) -> Figure:
             if ax is not None and not one_panel:
                 raise UserError(f"{draw.__name__} draws several panels, so it cannot draw on one given ax "
                                 "(call it without ax; it returns the figure)")
@@ -77,9 +88,10 @@ def figure(key: str, *, one_panel: bool = False) -> Callable[[Callable[..., Draw
             fig.initmem_description = Description(key=key, caption=caption, alt=alt)
             return fig
 
-        public.figure_key = key
-        PLOTS[draw.__name__] = public
-        return public
+        typed = cast(FigureFunction, public)
+        typed.figure_key = key
+        PLOTS[draw.__name__] = typed
+        return typed
 
     return wrap
 

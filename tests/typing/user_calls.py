@@ -1,0 +1,37 @@
+"""A user's script: every public function of ``initmem`` and ``initmem.plot``, called correctly.
+
+Checked by mypy against the installed package (tests/test_public_api.py); never run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.figure
+import xarray as xr
+
+import initmem
+import initmem.plot as ip
+
+ds: xr.Dataset = initmem.open_cube("runs/quick/cube.nc")
+written: Path = initmem.write_cube(ds, "copy.nc")
+grid = initmem.load_grid("configs/quick.yaml")
+spec = initmem.AnalysisSpec(delta=0.01)
+summary = initmem.analyze("runs/quick/cube.nc", "runs/quick/analysis", spec)
+html: Path = initmem.report("runs/quick/analysis")
+sim: xr.Dataset = initmem.simulate_cube([initmem.SimPipeline(name="sgd")], n_test=600)
+err: Exception = initmem.UserError("bad input")
+version: str = initmem.__version__
+
+analysis = ip.load_analysis("runs/quick/analysis")
+figures: list[matplotlib.figure.Figure] = [
+    ip.metric_vs_sigma(analysis), ip.variance_shares(analysis), ip.spread_forest(analysis),
+    ip.training_curves(analysis), ip.tau_scatter(analysis), ip.kernel_norms(analysis), ip.rho_curves(analysis),
+    ip.clock_panels(analysis), ip.forgetting_times(analysis), ip.forgetting_dose(analysis),
+    ip.curves_side_by_side(analysis), ip.ppc_intervals(analysis),
+]
+with ip.style():
+    width: float = ip.WIDTHS["single"]
+with ip.screen_style():
+    pass
+about = ip.description(figures[0])
+ok: bool = ip.is_figure_function(ip.metric_vs_sigma)

@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= runs/quick
 
-.PHONY: install demo test test-fast lint bench calibrate clean
+.PHONY: install demo test test-fast lint typecheck docs bench calibrate clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,14 @@ test: lint
 
 test-fast: install
 	$(VENV)/bin/pytest -q -m "not slow and not browser"
+
+# The documentation site, offline, warnings as errors: open site/index.html. The API reference is generated from
+# a plain install of the package into build/site (the editable install is an import hook static tools cannot read).
+docs: install
+	$(PY) -m pip install -q -e '.[dev,docs]'
+	rm -rf build/site
+	$(PY) -m pip install -q --no-deps --no-build-isolation --no-compile --target build/site .
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # The full calibration studies behind docs/memory-model.md (the tests keep smaller null and power controls).
 calibrate: install

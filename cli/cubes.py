@@ -163,7 +163,7 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
     """Train a grid into DIR (shards, resumable); write DIR/cube.nc.
 
     \b
-    initmem collect GRID.yaml --out DIR [--resume] [--executor local|slurm] ...
+    initmem collect GRID.yaml --out DIR [--resume --executor local|slurm ...]
     initmem collect --status DIR
     initmem collect --merge DIR
     """

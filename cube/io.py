@@ -107,7 +107,29 @@ def _encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
 
 
 def write_cube(ds: xr.Dataset, path: str | os.PathLike, *, check: bool = True) -> Path:
-    """Write ``ds`` as NetCDF-4 (zlib, float32 curves), atomically: temporary name, then rename."""
+    """Write ``ds`` as NetCDF-4 (zlib, float32 curves), atomically: temporary name, then rename.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A cube (docs/cube.md): dims ``pipeline``, ``sigma_w``, ``seed`` and optional curve dims.
+    path : str or os.PathLike
+        The file to write; an existing cube there is replaced, anything else is refused.
+    check : bool, default True
+        Validate the cube first, so that an invalid cube is never written.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    ValueError
+        The cube is invalid (with ``check``).
+    UserError
+        ``path`` is a folder or a file that is not NetCDF.
+    """
     ds = canonicalize(ds)
     if check:
         errs = errors(ds)
@@ -138,7 +160,22 @@ def _check_target(path: Path) -> None:
 def open_cube(path: str | os.PathLike, *, check: bool = True) -> xr.Dataset:
     """Read a cube fully into memory (the file is closed again, so it can be replaced later).
 
-    Bad input (no such file, not NetCDF, an invalid cube when ``check``) raises ``UserError``.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A cube written by initmem (``initmem collect``, ``import``, ``simulate``).
+    check : bool, default True
+        Validate it (dims, coordinates, status codes; docs/cube.md).
+
+    Returns
+    -------
+    xarray.Dataset
+        The cube.
+
+    Raises
+    ------
+    UserError
+        No such file, not NetCDF, or an invalid cube (with ``check``).
     """
     path = Path(path)
     if not path.exists():

@@ -128,7 +128,23 @@ def parse_grid(data: Any, *, source: str = "grid") -> Grid:
 
 
 def load_grid(path: str | Path) -> Grid:
-    """Read and validate a grid file (a preset name 'quick' / 'paper' works too)."""
+    """Read and validate a grid file (a preset name such as ``"quick"`` or ``"paper"`` works too).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A grid YAML file (docs/collect.md) or a preset's name.
+
+    Returns
+    -------
+    Grid
+        The validated grid; ``grid_hash(grid)`` identifies it.
+
+    Raises
+    ------
+    UserError
+        The file cannot be read, is not YAML, or fails validation (one line naming the field).
+    """
     path = resolve_preset(path)
     source = f"grid file {path.name}"
     try:

@@ -62,7 +62,26 @@ def exponent_text(ex: dict) -> str:
 
 @figure("forgetting-dose")
 def forgetting_dose(a: Analysis, *, width: float | None = None, ax: Any = None) -> Drawn:
-    """Forgetting time against the dose (eta * lambda), one panel per axis: epochs, steps, the best clock, T_l2."""
+    """Forgetting time against the dose (eta * lambda), one panel per axis: epochs, steps, the best clock, T_l2.
+
+    Parameters
+    ----------
+    a : Analysis or path
+        An analysis folder or one loaded by :func:`load_analysis`.
+    width : float, optional
+        Width in inches (``WIDTHS``); None: the report's size.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this axes (one-panel figures only).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    Skip
+        The figure does not apply to this analysis; the message says why.
+    """
     c = a.collapse
     if c is None or not c.forgetting_times:
         raise Skip("collapse.json holds no forgetting times")
@@ -124,7 +143,26 @@ def forgetting_dose(a: Analysis, *, width: float | None = None, ax: Any = None) 
 
 @figure("clocks-side-by-side")
 def curves_side_by_side(a: Analysis, *, width: float | None = None, ax: Any = None) -> Drawn:
-    """The memory curves against epochs and against the best clock, side by side."""
+    """The memory curves against epochs and against the best clock, side by side.
+
+    Parameters
+    ----------
+    a : Analysis or path
+        An analysis folder or one loaded by :func:`load_analysis`.
+    width : float, optional
+        Width in inches (``WIDTHS``); None: the report's size.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this axes (one-panel figures only).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    Skip
+        The figure does not apply to this analysis; the message says why.
+    """
     c = a.collapse
     if c is None or a.curves is None:
         raise Skip("collapse.json or curves.nc is absent")

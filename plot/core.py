@@ -97,12 +97,39 @@ def figure(key: str, *, one_panel: bool = False) -> Callable[[Callable[..., Draw
 
 
 def is_figure_function(fn: Any) -> bool:
-    """Whether ``fn`` is one of the registered figure functions (made by :func:`figure`)."""
+    """Whether ``fn`` is one of the report's figure functions.
+
+    Parameters
+    ----------
+    fn : object
+        Any object.
+
+    Returns
+    -------
+    bool
+        True for the functions of ``initmem.plot`` that draw a report figure.
+    """
     return any(fn is f for f in PLOTS.values())
 
 
 def description(fig: Figure) -> Description:
-    """The key, caption and alt text a figure function attached to ``fig``."""
+    """The key, caption and alt text a figure function attached to ``fig``.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        A figure returned by a function of ``initmem.plot``.
+
+    Returns
+    -------
+    Description
+        ``key`` (the figure's name in the report and in export's files), ``caption`` and ``alt``.
+
+    Raises
+    ------
+    ValueError
+        ``fig`` was not drawn by an ``initmem.plot`` function.
+    """
     d = getattr(fig, "initmem_description", None)
     if d is None:
         raise ValueError("this figure was not drawn by an initmem.plot function (it has no caption)")

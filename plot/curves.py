@@ -53,7 +53,26 @@ def _seed_mean(a: Analysis, var: str, pipe: str, *, log: bool = False) -> xr.Dat
 
 @figure("training-curves")
 def training_curves(a: Analysis, *, width: float | None = None, ax: Any = None) -> Drawn:
-    """Seed-mean train and validation accuracy against epoch, one line per sigma_w, one row per pipeline."""
+    """Seed-mean train and validation accuracy against epoch, one line per sigma_w, one row per pipeline.
+
+    Parameters
+    ----------
+    a : Analysis or path
+        An analysis folder or one loaded by :func:`load_analysis`.
+    width : float, optional
+        Width in inches (``WIDTHS``); None: the report's size.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this axes (one-panel figures only).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    Skip
+        The figure does not apply to this analysis; the message says why.
+    """
     if a.cube is None or C.EPOCH not in a.cube.dims:
         raise Skip("the cube has no training curves (train_acc, val_acc per epoch)")
     missing = [v for v in (C.TRAIN_ACC, C.VAL_ACC) if not a.cube_has(v)]
@@ -102,7 +121,26 @@ def training_curves(a: Analysis, *, width: float | None = None, ax: Any = None) 
 
 @figure("tau", one_panel=True)
 def tau_scatter(a: Analysis, *, width: float | None = None, ax: Any = None) -> Drawn:
-    """Interpolation versus repair: per run, tau_interp against tau_best."""
+    """Interpolation versus repair: per run, tau_interp against tau_best.
+
+    Parameters
+    ----------
+    a : Analysis or path
+        An analysis folder or one loaded by :func:`load_analysis`.
+    width : float, optional
+        Width in inches (``WIDTHS``); None: the report's size.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this axes (one-panel figures only).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    Skip
+        The figure does not apply to this analysis; the message says why.
+    """
     if not a.cube_has(C.TAU_INTERP, C.TAU_BEST):
         raise Skip("the cube has no tau_interp and tau_best run variables")
     pipes = a.pipelines
@@ -157,7 +195,26 @@ def tau_scatter(a: Analysis, *, width: float | None = None, ax: Any = None) -> D
 
 @figure("kernel-norms")
 def kernel_norms(a: Analysis, *, width: float | None = None, ax: Any = None) -> Drawn:
-    """Kernel norm trajectories per pipeline, one line per sigma_w."""
+    """Kernel norm trajectories per pipeline, one line per sigma_w.
+
+    Parameters
+    ----------
+    a : Analysis or path
+        An analysis folder or one loaded by :func:`load_analysis`.
+    width : float, optional
+        Width in inches (``WIDTHS``); None: the report's size.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this axes (one-panel figures only).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    Skip
+        The figure does not apply to this analysis; the message says why.
+    """
     if not a.cube_has(C.KERNEL_NORM) or C.EPOCH not in a.cube.dims:
         raise Skip("the cube has no kernel_norm curves")
     pipes = a.pipelines
@@ -208,7 +265,26 @@ def curve_pipelines(a: Analysis) -> list[str]:
 
 @figure(R.CURVE_RHO, one_panel=True)
 def rho_curves(a: Analysis, *, width: float | None = None, ax: Any = None) -> Drawn:
-    """Radial memory rho(t) per pipeline with its bootstrap band."""
+    """Radial memory rho(t) per pipeline with its bootstrap band.
+
+    Parameters
+    ----------
+    a : Analysis or path
+        An analysis folder or one loaded by :func:`load_analysis`.
+    width : float, optional
+        Width in inches (``WIDTHS``); None: the report's size.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this axes (one-panel figures only).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    Skip
+        The figure does not apply to this analysis; the message says why.
+    """
     if a.curves is None or R.CURVE_RHO not in a.curves:
         raise Skip("curves.nc with rho(t) is absent (the cube has no kernel_norm curves)")
     pipes = [p for p in a.pipelines if p in a.curves[C.PIPELINE].values.tolist()]
@@ -245,7 +321,26 @@ def rho_curves(a: Analysis, *, width: float | None = None, ax: Any = None) -> Dr
 
 @figure("clocks")
 def clock_panels(a: Analysis, *, width: float | None = None, ax: Any = None) -> Drawn:
-    """The memory curves of every pipeline against epochs and against each clock, one panel per axis."""
+    """The memory curves of every pipeline against epochs and against each clock, one panel per axis.
+
+    Parameters
+    ----------
+    a : Analysis or path
+        An analysis folder or one loaded by :func:`load_analysis`.
+    width : float, optional
+        Width in inches (``WIDTHS``); None: the report's size.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this axes (one-panel figures only).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    Skip
+        The figure does not apply to this analysis; the message says why.
+    """
     if a.curves is None:
         raise Skip("curves.nc is absent (the cube has no curves)")
     var, label = memory_var(a)
@@ -311,7 +406,26 @@ def _ordered_axes(names: list[str]) -> list[str]:
 
 @figure("forgetting-times")
 def forgetting_times(a: Analysis, *, width: float | None = None, ax: Any = None) -> Drawn:
-    """Per axis, every pipeline's forgetting time with its interval: on the right clock they line up."""
+    """Per axis, every pipeline's forgetting time with its interval: on the right clock they line up.
+
+    Parameters
+    ----------
+    a : Analysis or path
+        An analysis folder or one loaded by :func:`load_analysis`.
+    width : float, optional
+        Width in inches (``WIDTHS``); None: the report's size.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this axes (one-panel figures only).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    Skip
+        The figure does not apply to this analysis; the message says why.
+    """
     if a.collapse is None or not a.collapse.forgetting_times:
         raise Skip("collapse.json holds no forgetting times")
     ft = a.collapse.forgetting_times

@@ -111,7 +111,23 @@ def find_cube(analysis_dir: Path, recorded: Any) -> Path | None:
 
 
 def load_analysis(analysis_dir: str | Path) -> Analysis:
-    """Read an analysis folder; bad input (no folder, no summary.json) raises ``UserError``."""
+    """Read an analysis folder once, for several figures.
+
+    Parameters
+    ----------
+    analysis_dir : str or pathlib.Path
+        A folder written by ``initmem analyze`` or ``initmem run``.
+
+    Returns
+    -------
+    Analysis
+        Its summary, collapse test, curves and the analysed cube (when found; ``notes`` says what was not).
+
+    Raises
+    ------
+    UserError
+        No such folder, or no readable summary.json in it.
+    """
     d = R.check_folder(analysis_dir)
     summary = R.load_summary(d)
     a = Analysis(dir=d, summary=summary, collapse=R.load_collapse(d))

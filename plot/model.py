@@ -69,7 +69,26 @@ def metric_label(a: Analysis) -> str:
 
 @figure("metric-vs-sigma")
 def metric_vs_sigma(a: Analysis, *, width: float | None = None, ax: Any = None) -> Drawn:
-    """The metric against sigma_w, one panel per pipeline: runs, the posterior expected metric, the verdict."""
+    """The metric against sigma_w, one panel per pipeline: runs, the posterior expected metric, the verdict.
+
+    Parameters
+    ----------
+    a : Analysis or path
+        An analysis folder or one loaded by :func:`load_analysis`.
+    width : float, optional
+        Width in inches (``WIDTHS``); None: the report's size.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this axes (one-panel figures only).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    Skip
+        The figure does not apply to this analysis; the message says why.
+    """
     scale, unit = a.scale, a.unit
     pipes = a.pipelines
     has_cells = a.cube_has(a.metric)
@@ -130,7 +149,26 @@ def metric_vs_sigma(a: Analysis, *, width: float | None = None, ax: Any = None) 
 
 @figure("variance-shares", one_panel=True)
 def variance_shares(a: Analysis, *, width: float | None = None, ax: Any = None) -> Drawn:
-    """Shares of variance (sigma_w level, seed, residual) per pipeline, with 90% intervals."""
+    """Shares of variance (sigma_w level, seed, residual) per pipeline, with 90% intervals.
+
+    Parameters
+    ----------
+    a : Analysis or path
+        An analysis folder or one loaded by :func:`load_analysis`.
+    width : float, optional
+        Width in inches (``WIDTHS``); None: the report's size.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this axes (one-panel figures only).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    Skip
+        The figure does not apply to this analysis; the message says why.
+    """
     pipes = a.pipelines
     comps = (("sigma", "σ_w level", "#D55E00"), ("seed", "seed", "#0072B2"), ("residual", "residual", "#9a9a9a"))
     if not any(a.pipe(p).shares is not None for p in pipes):
@@ -169,7 +207,26 @@ def variance_shares(a: Analysis, *, width: float | None = None, ax: Any = None) 
 
 @figure("spread-forest", one_panel=True)
 def spread_forest(a: Analysis, *, width: float | None = None, ax: Any = None) -> Drawn:
-    """The spread over sigma_w per pipeline (median, 90% interval) against delta, coloured by verdict."""
+    """The spread over sigma_w per pipeline (median, 90% interval) against delta, coloured by verdict.
+
+    Parameters
+    ----------
+    a : Analysis or path
+        An analysis folder or one loaded by :func:`load_analysis`.
+    width : float, optional
+        Width in inches (``WIDTHS``); None: the report's size.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this axes (one-panel figures only).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    Skip
+        The figure does not apply to this analysis; the message says why.
+    """
     scale, unit = a.scale, a.unit
     pipes = a.pipelines
     own = ax
@@ -214,7 +271,26 @@ def spread_forest(a: Analysis, *, width: float | None = None, ax: Any = None) ->
 
 @figure("ppc")
 def ppc_intervals(a: Analysis, *, width: float | None = None, ax: Any = None) -> Drawn:
-    """Posterior predictive checks: observed spread and seed SD against their replicated 90% intervals."""
+    """Posterior predictive checks: observed spread and seed SD against their replicated 90% intervals.
+
+    Parameters
+    ----------
+    a : Analysis or path
+        An analysis folder or one loaded by :func:`load_analysis`.
+    width : float, optional
+        Width in inches (``WIDTHS``); None: the report's size.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this axes (one-panel figures only).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    Skip
+        The figure does not apply to this analysis; the message says why.
+    """
     pipes = a.pipelines
     independent = seed_design(a) == C.SEED_INDEPENDENT
     means = "seed-number means" if independent else "seed means"

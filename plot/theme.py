@@ -91,14 +91,26 @@ def style() -> Iterator[None]:
     """The paper style (a context manager): small fonts, thin lines, the colour-blind palette.
 
     ``initmem export`` draws every figure inside it; in a notebook, ``with initmem.plot.style():``
-    around a figure call gives the same look."""
+    around a figure call gives the same look.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        Inside it, matplotlib draws in the paper style.
+    """
     with matplotlib.rc_context(PAPER):
         yield
 
 
 @contextmanager
 def screen_style() -> Iterator[None]:
-    """The HTML report's style (figures read on a screen)."""
+    """The HTML report's style (figures read on a screen).
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        Inside it, matplotlib draws in the report's style.
+    """
     with matplotlib.rc_context(SCREEN):
         yield
 

@@ -19,7 +19,7 @@ from initmem import cube
 from initmem import results as R
 from initmem.analysis.staging import check_out_dir, staged_folder
 from initmem.cube.levels import probe_is_categorical
-from initmem.errors import UserError, option
+from initmem.errors import OptionError, UserError, option
 from initmem.models import arviz_io
 from initmem.models.memory import (
     DEFAULT_TARGET_ACCEPT,
@@ -29,25 +29,67 @@ from initmem.models.memory import (
     resolve_delta,
     versions,
 )
-from initmem.models.paired import CEILING, SKEW_GATE, forgets_levels
-from initmem.models.summaries import attach_checks, estimand
+from initmem.models.paired import (
+    CEILING,
+    FORGETS_IUT_SHARE,
+    FORGETS_MODEL_SHARE,
+    SKEW_GATE,
+    forgets_levels,
+)
+from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, as_spending, parse_design, spending_label
+from initmem.models.summaries import RESOLVE, attach_checks, estimand, model_thresholds
 from initmem.results.spec import AnalysisSpec
 
 
-def verdict_rule(alpha: float) -> str:
-    """The decision rule as summary.json states it (docs/memory-model.md, "Verdict"), at this analysis's alpha."""
-    p = f"{1 - alpha:.4g}"
-    iut_alpha, f_level = forgets_levels(alpha)
-    q = f"{f_level:.4g}"
-    return (f"remembers if P(spread > delta) >= {p} and the seeds' paired differences carry it (ordered test: the "
-            f"extreme sigma_w pair first, then the other pairs, at alpha = {alpha:.4g}; models/paired.py); forgets "
-            f"if P(spread < delta) >= {q} (1 - alpha/2, with at least 3 sigma_w levels) or every pair of levels is "
-            f"shown inside +-delta by the seeds' paired differences (intersection-union test at 0.8 alpha = "
+def spending_of(spec: AnalysisSpec) -> Spending:
+    """The analysis's :class:`Spending`: a fixed design at ``spec.alpha``, or the look ``spec.look`` (1 = first) of
+    the sequential design ``spec.looks`` under ``spec.design`` (None: the default design)."""
+    if spec.looks is None or spec.look is None:
+        return Spending(spec.alpha)
+    design = spec.design or SEQUENTIAL_DESIGN
+    try:
+        parse_design(design)
+    except ValueError as exc:
+        raise OptionError("design", f"{{option}}: {exc}") from None
+    return Spending(spec.alpha, spec.looks, spec.look - 1, design)
+
+
+def verdict_rule(alpha: float | Spending, draws: int | None = None) -> str:
+    """The decision rule as summary.json states it (docs/memory-model.md, "Verdict"), at this analysis's alpha: a
+    fixed design's, or a sequential look's :class:`Spending`, whose shares are each spent from their own
+    allotment. ``draws``: the posterior draws, which set the finest threshold the model can resolve."""
+    spend = as_spending(alpha)
+    full = spend.level(1.0)
+    t_gt, t_lt = model_thresholds(spend, draws) if draws else model_thresholds(spend)
+    iut_alpha = forgets_levels(spend)[0]
+    p = f"{t_gt:.4g}"
+    if spend.looks:
+        where = (f"look {spend.look + 1} of looks {', '.join(map(str, spend.looks))} seeds under "
+                 f"{spending_label(parse_design(spend.design)[1])} spending of alpha = {spend.alpha:g}, each share of "
+                 f"alpha spent from its own allotment (the ordered test's steps, the intersection-union test "
+                 f"{FORGETS_IUT_SHARE:g}, the model's 'forgets' {FORGETS_MODEL_SHARE:g}; models/sequential.py)")
+    else:
+        where = f"alpha = {spend.alpha:.4g}"
+    capped = ""
+    if t_gt < 1 - full:
+        capped = (f" (1 - alpha = {1 - full:.4g} is finer than the posterior draws resolve, so the model's threshold "
+                  f"is capped at {RESOLVE:g} MCSE floors inside 1; the ordered test alone keeps alpha)")
+    if t_lt is None:
+        model_forgets = ("the model's route is closed at this analysis (its share of alpha is finer than the "
+                         "posterior draws resolve)")
+        q = None
+    else:
+        q = f"{t_lt:.4g}"
+        model_forgets = f"P(spread < delta) >= {q} (the model's share, with at least 3 sigma_w levels)"
+    return (f"at {where}: remembers if P(spread > delta) >= {p}{capped} and the seeds' paired differences carry it "
+            f"(the ordered test of models/paired.py, the extreme sigma_w pair first, at alpha = {full:.4g}); "
+            f"forgets if {model_forgets} or every pair of levels is "
+            f"shown inside +-delta by the seeds' paired differences (intersection-union test at its share, "
             f"{iut_alpha:.4g}; the two routes share alpha), both routes where an accuracy's expected value reaches "
             f"{CEILING:g} at some level (near the ceiling), and there also the log-ratio test of every pair "
             f"where the seeds' log-error SD reaches {SKEW_GATE:g} (the skew gate); else inconclusive; borderline "
-            f"when a verdict probability lies within 2 Monte Carlo standard errors of its threshold ({p} or {q}; not "
-            "counted as decided); "
+            f"when a verdict probability lies within 2 Monte Carlo standard errors of its threshold "
+            f"({p if q is None else f'{p} or {q}'}; not counted as decided); "
             "spread = max - min over the sigma_w grid of the expected metric with seed and residual "
             "effects averaged out, in outcome units")
 
@@ -146,7 +188,7 @@ def analyze_cube(
         if gated and type(exc) is UserError:
             raise UserError(f"{exc}; {gated}") from None
         raise
-    delta = resolve_delta(data.metric, spec.delta)
+    delta = resolve_delta(data, spec.delta)
     for note in data.notes:
         warn(note)
     for pipe, reason in data.skipped.items():
@@ -156,7 +198,8 @@ def analyze_cube(
     model = MemoryModel(data, delta=delta, slots=spec.compile_shape)
     diag = fit_checked(model, sampler=spec.sampler, draws=spec.draws, tune=spec.tune, chains=spec.chains, seed=seed,
                        progress=progress)
-    pipelines = model.summarize(delta, spec.alpha)
+    spend = spending_of(spec)
+    pipelines = model.summarize(delta, spend)
     attach_checks(pipelines, model.ppc(seed=seed))
     for pipe, entry in pipelines.items():
         entry["diagnostics"] = diag["per_pipeline"][pipe]
@@ -187,6 +230,7 @@ def analyze_cube(
         "likelihood": data.likelihood,
         "estimand": estimand(model),
         "delta": float(delta),
+        "is_accuracy": data.is_accuracy,
         "gate": data.gate,
         "n_test": data.n_test,
         "pipelines": pipelines,
@@ -195,8 +239,9 @@ def analyze_cube(
         "priors": model.priors.describe(),
         "prior_values": model.priors.as_dict(),
         "model": model.describe(),
-        "verdict_rule": verdict_rule(spec.alpha),
-        "alpha": float(spec.alpha),
+        "verdict_rule": verdict_rule(spend, spec.draws * spec.chains),
+        "alpha": spend.level(1.0),           # the level of the full share at this analysis
+        "spending": {**spend.describe(), "draws": spec.draws * spec.chains},
         "diagnostics": {k: v for k, v in diag.items() if k != "per_pipeline"},
         "cube": str(Path(cube_path)),
         "command": list(command) if command is not None else list(sys.argv),

@@ -164,7 +164,7 @@ def run_all(
 
         cube_path, analysis_dir, record = run_until_decided(
             grid, out, looks=looks, collect_fn=collect_look, analyze_fn=analyze_look,
-            analyze_options=dict(analyze_options or {}), say=say)
+            analyze_options=dict(analyze_options or {}), say=say, max_seeds=max_seeds)
         (out / STATE_FILE).unlink(missing_ok=True)  # it vouched for a fixed analysis, which this one replaced
         seconds["collect + analyze"] = time.perf_counter() - t0
         say(f"      decided {len(record['decided'])} of {len(grid.pipelines)} pipelines with "

@@ -7,14 +7,17 @@ analyzes, freezes the verdict of every decided pipeline, adds seeds only to the 
 next look, and stops when all are decided or the last look is reached.
 
 Looking several times inflates the false-verdict rate of a rule used at a fixed level. Each look k
-therefore decides at its own level alpha_k (models/sequential.py, ``SEQUENTIAL_DESIGN``): a Lan-DeMets
-spending function of the O'Brien-Fleming type, alpha*(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)), at the
-information fraction t_k = n_k / n_max (seeds at look k over seeds at the last look), with each look's
-nominal level set so that the seeds' paired t tests on nested seeds spend exactly alpha*(t_k) by look k
-(``PAIRED_T``; the union bound, ``UNION``, gives later looks less, and is kept for comparison). Measured on
-the whole rule, every false verdict stays within alpha on every design (docs/sequential.md).
-O'Brien-Fleming spending keeps almost nothing for early looks, so only an overwhelming early result stops
-early, and the last look keeps most of alpha.
+therefore decides at its own level (models/sequential.py, ``SEQUENTIAL_DESIGN``): a spending function of the
+Pocock type, alpha*(t) = alpha log(1 + (e - 1) t), at the information fraction t_k = n_k / n_max (seeds at look
+k over seeds at the last look), with each look's nominal level set so that the seeds' paired t tests on
+nested seeds spend exactly alpha*(t_k) by look k (``paired-t``), and each share of alpha (the ordered test's
+pairs, the two routes to "forgets") spent from its own allotment (``Spending``). Pocock-type spending gives
+the first look about a third of alpha, so a clear memory or a clear forgetting is decided with the first
+look's seeds; measured on the whole rule, every false verdict stays within alpha (docs/sequential.md).
+
+A decided pipeline's entry in the final summary is the whole entry of the look that decided it
+(``decided_look``). A folder holds one design: a rerun with other looks or another cap is refused
+(:func:`check_same_design`).
 
 The cube grows along ``seed`` in one run folder: a cell trained at look k is the same cell a fixed
 design with those seeds trains (seeds are common random numbers), so the sequential cube's cells are
@@ -23,7 +26,8 @@ bitwise those of the fixed run; cells never trained (decided pipelines at later 
 Resumable look by look: each finished look leaves ``look.json`` beside its analysis (the look's grid, level,
 design and analysis options). A rerun of the same design reuses every look that mark matches, so a run
 killed at look k trains and analyzes from look k on; a look that does not match (other looks, options or
-grid) is analyzed again, on the look's own seeds even when the folder already holds more.
+grid) is analyzed again, on the look's own seeds even when the folder already holds more; other looks or
+another cap are refused.
 """
 
 from __future__ import annotations
@@ -39,11 +43,11 @@ from initmem import names as N
 from initmem import results as R
 from initmem.atomic import atomic_path
 from initmem.collect.run.run_folder import RunDir
-from initmem.errors import OptionError
+from initmem.errors import OptionError, option
 from initmem.grid import grid_hash
 from initmem.grid.schema import MAX_SEED
 from initmem.jsonio import json_safe, write_json
-from initmem.models.sequential import DESIGNS, SEQUENTIAL_DESIGN, design_levels
+from initmem.models.sequential import SEQUENTIAL_DESIGN, design_levels, design_name, parse_design
 from initmem.names import ALPHA
 
 DEFAULT_LOOKS = (4, 8, 12, 16)
@@ -107,16 +111,21 @@ def run_until_decided(
     say: Callable[[str], None],
     alpha: float = ALPHA,
     design: str = SEQUENTIAL_DESIGN,
+    max_seeds: int | None = None,
 ) -> tuple[Path, Path, dict[str, Any]]:
     """Collect and analyze look by look; returns (cube, the final analysis folder, the look history).
 
     ``collect_fn(grid, out, only=cells)`` trains the cells asked for into ``out`` (resumable) and returns the
     cube; ``analyze_fn(cube, folder, alpha=..., **options)`` writes an analysis folder. Each look's analysis
     goes to ``out/analysis/looks/<n>-seeds``; the final folder ``out/analysis`` is the last look's, with every
-    pipeline's verdict the one it was decided with, and its history under ``looks``. Look k's analysis runs
-    at its level under ``design`` (models/sequential.py).
+    pipeline's entry the one of the look that decided it, and its history under ``looks``. Look k's analysis
+    runs at look k of ``design`` (``analyze_fn(..., alpha=, looks=, look=, design=)``: each share of alpha spent
+    from its own allotment, models/sequential.py ``Spending``). A folder that holds another design's looks
+    (other looks, cap, design or alpha) is refused before anything is trained (:func:`check_same_design`).
     """
-    design = DESIGNS.get(design, design)
+    design = design_name(*parse_design(design))
+    looks = [int(n) for n in looks]
+    check_same_design(out, looks, max_seeds, design, alpha)
     levels = design_levels(looks, alpha, design)
     # Every look's model is compiled for the last look's seeds, so one compiled sampler serves them all.
     asked = analyze_options.get("compile_shape") or (0, 0, 0)
@@ -125,14 +134,16 @@ def run_until_decided(
     history: dict[str, list[dict[str, Any]]] = {p: [] for p in grid.pipelines}
     decided: dict[str, dict[str, Any]] = {}
     seeds_used: dict[str, int] = {}
+    look_dirs: dict[int, Path] = {}     # look number (1 = first) -> its analysis folder
     cube_path = out / R.CUBE_NC
     last_dir = out / R.RUN_ANALYSIS_DIR
     for k, (n, level) in enumerate(zip(looks, levels, strict=True)):
         g = grid.model_copy(update={"seeds": seeds_for(grid.seeds, n)})
         look_dir = out / R.RUN_ANALYSIS_DIR / "looks" / f"{n}-seeds"
         mark = json.loads(json.dumps(json_safe({   # as it reads back from look.json
-            "grid_hash": grid_hash(g), "level": level, "design": design, "looks": list(looks),
-            "undecided": sorted(undecided), "analyze_options": analyze_options}), default=str))
+            "grid_hash": grid_hash(g), "level": level, "design": design, "looks": list(looks), "alpha": alpha,
+            "max_seeds": max_seeds, "undecided": sorted(undecided), "analyze_options": analyze_options}),
+            default=str))
         summary = _finished_look(look_dir, mark)
         if summary is not None:
             say(f"look {k + 1}/{len(looks)}: {n} seeds, finished by an earlier run of this design ({look_dir})")
@@ -140,8 +151,10 @@ def run_until_decided(
             say(f"look {k + 1}/{len(looks)}: {n} seeds for {len(undecided)} undecided pipeline(s), "
                 f"level {level:.4g}")
             (look_dir / LOOK_JSON).unlink(missing_ok=True)   # a stale mark must never vouch for the new analysis
-            summary = _run_look(g, out, look_dir, undecided, collect_fn, lambda c, d, lv=level: analyze_fn(
-                c, d, alpha=lv, **{**analyze_options, "compile_shape": compile_shape}))
+            look_opts = {**analyze_options, "compile_shape": compile_shape, "alpha": alpha, "looks": tuple(looks),
+                         "look": k + 1, "design": design}
+            summary = _run_look(g, out, look_dir, undecided, collect_fn,
+                                lambda c, d, o=look_opts: analyze_fn(c, d, **o))
             write_json(look_dir / LOOK_JSON, mark)
         for p in undecided:
             res = summary.pipelines.get(p)
@@ -153,7 +166,7 @@ def run_until_decided(
             if verdict in DECIDED:
                 decided[p] = {"verdict": verdict, "look": k + 1, "seeds": n}
         undecided = [p for p in undecided if p not in decided]
-        last_dir = look_dir
+        last_dir = look_dirs[k + 1] = look_dir
         if not undecided:
             break
     n_levels = len(grid.sigma_w)
@@ -163,6 +176,7 @@ def run_until_decided(
         "decided": decided, "undecided": undecided, "seeds_used": seeds_used,
         "runs_used": sum(seeds_used.values()) * n_levels,
         "runs_fixed": looks[-1] * n_levels * len(grid.pipelines),
+        "max_seeds": max_seeds,
         "history": history,
     }
     final_dir = out / R.RUN_ANALYSIS_DIR
@@ -170,7 +184,9 @@ def run_until_decided(
         if path.is_file():
             with atomic_path(final_dir / path.name) as tmp:  # a kill mid-copy leaves no half-written output
                 shutil.copyfile(path, tmp)
-    R.write_summary(final_dir, _final_summary(R.load_summary(last_dir), decided, history, record))
+    by_look = {k: R.load_summary(look_dirs[k]) for k in sorted({d["look"] for d in decided.values()})}
+    deciding = {p: by_look[d["look"]].pipelines[p] for p, d in decided.items()}
+    R.write_summary(final_dir, _final_summary(R.load_summary(last_dir), deciding, decided, history, record))
     write_json(out / R.RUN_ANALYSIS_DIR / SEQUENTIAL_JSON, record)
     return cube_path, final_dir, record
 
@@ -204,15 +220,63 @@ def _run_look(g: Any, out: Path, look_dir: Path, undecided: list[str], collect_f
     return analyze(cube_path, look_dir)
 
 
-def _final_summary(last: R.Summary, decided: dict[str, dict[str, Any]], history: dict[str, list[dict]],
-                   record: dict[str, Any]) -> R.Summary:
-    """The last look's summary with each pipeline's sequential verdict and its look history."""
+def _final_summary(last: R.Summary, deciding: dict[str, Any], decided: dict[str, dict[str, Any]],
+                   history: dict[str, list[dict]], record: dict[str, Any]) -> R.Summary:
+    """The last look's summary, each decided pipeline's entry replaced WHOLE by its entry in the look that
+    decided it (``deciding``), with ``decided_look`` saying which look that was, and every pipeline's history.
+
+    Why whole: a pipeline decided at look 1 was decided by look 1's posterior, tests, rule and notes; the last
+    look re-analyzes it on the same seeds at another level, and mixing that look's fields (its borderline flag,
+    p-values, the level of its intersection-union test, its notes) into the entry would report a decision that
+    no look made."""
+    for p, entry in deciding.items():
+        last.pipelines[p] = entry.model_copy(deep=True)
+        last.pipelines[p].decided_look = decided[p]["look"]
     for p, res in last.pipelines.items():
-        if p in decided:
-            res.verdict = decided[p]["verdict"]
         res.looks = [R.Look(**h) for h in history.get(p, [])]
     last.sequential = R.Sequential(**{k: v for k, v in record.items() if k != "history"})
     return last
 
 
-__all__ = ["DEFAULT_LOOKS", "check_looks", "fixed_analysis_note", "run_until_decided", "seeds_for"]
+def check_same_design(out: Path, looks: Sequence[int], max_seeds: int | None, design: str, alpha: float) -> None:
+    """Refuse a sequential run in a folder that holds another sequential design's looks (OptionError, exit 2).
+
+    Why: the looks, the cap, the spending function and alpha fix every look's level before any seed is seen. A
+    rerun with other looks re-decides every pipeline on seeds whose verdicts were already seen, at levels that
+    were never planned: a change of design after seeing results, whose false-verdict rate nothing bounds. So a
+    rerun must repeat the design (a killed run resumes at its first unfinished look); a new design belongs in
+    another run folder. The design is read from the folder's sequential record, or, for a run killed before its
+    end, from its finished looks' marks."""
+    folder = out / R.RUN_ANALYSIS_DIR
+    held: list[dict[str, Any]] = []
+    for path in [folder / SEQUENTIAL_JSON, *sorted((folder / "looks").glob(f"*/{LOOK_JSON}"))]:
+        try:
+            held.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    want = {"looks": [int(n) for n in looks], "max_seeds": max_seeds, "design": design, "alpha": float(alpha)}
+    for rec in held:
+        got = {k: rec.get(k, want[k] if k in ("max_seeds", "alpha") else None) for k in want}
+        try:
+            got["design"] = design_name(*parse_design(str(got["design"])))
+        except ValueError:
+            pass    # an unknown design: it differs
+        if got["alpha"] is not None:
+            got["alpha"] = float(got["alpha"])
+        differ = [k for k in want if got[k] != want[k]]
+        if differ:
+            shown = {"looks": lambda v: ",".join(map(str, v or [])), "max_seeds": lambda v: "none" if v is None else v,
+                     "design": str, "alpha": lambda v: f"{v:g}"}
+            what = "; ".join(f"{k.replace('_', '-')} {shown[k](got[k])} (now {shown[k](want[k])})" for k in differ)
+            resumable = {"looks", "max_seeds"} >= set(differ)
+            again = option("looks", shown["looks"](got["looks"])) + (
+                "" if got["max_seeds"] is None else f" and {option('max_seeds', got['max_seeds'])}")
+            raise OptionError(
+                "looks", f"{folder} holds a sequential run of another design: {what}. Changing the design after "
+                "seeing its verdicts re-decides every pipeline on the same seeds at levels never planned, and no "
+                + (f"false-verdict rate holds; rerun with {again} to continue it" if resumable
+                   else "false-verdict rate holds; this design cannot continue that run")
+                + " (docs/sequential.md, \"One design per folder\")")
+
+
+__all__ = ["DEFAULT_LOOKS", "check_looks", "check_same_design", "fixed_analysis_note", "run_until_decided", "seeds_for"]

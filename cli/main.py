@@ -107,7 +107,8 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
 @click.option("--until-decided", is_flag=True,
               help="Add seeds only to undecided pipelines, look by look, with the error spent across looks.")
 @click.option("--looks", type=LOOKS, default="4,8,12,16", show_default=True,
-              help="Seed counts at which --until-decided analyzes (many levels, few seeds: 3,4,5,6).")
+              help="Seed counts at which --until-decided analyzes (many levels, few seeds: 3,4,5,6); a run "
+                   "folder keeps the looks and cap it started with.")
 @click.option("--max-seeds", type=click.IntRange(min=2), default=None, metavar="N",
               help="Cap on seeds per pipeline for --until-decided (looks above it are dropped).")
 def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int | str, device: str, reanalyze: bool,

@@ -49,8 +49,13 @@ def ok_cells(ds: xr.Dataset) -> xr.DataArray:
 
 
 def points_scale(metric: str) -> float:
-    """Factor from a metric's units to the units the report speaks in: 100 for accuracies
-    (fractions become points), 1 for any other metric."""
+    """Factor from a metric's units to the units the report speaks in: 100 for an accuracy variable
+    (stored as a fraction: fractions become points), 1 for any other metric.
+
+    The name only says what a variable is stored as. The count of correct answers
+    (``selected_test_correct``) is in answers, not a fraction, so its factor is 1; the analysis never
+    analyzes it in that unit (models/data.py refuses it and analyzes ``selected_test_acc``), and whether
+    analyzed data are an accuracy is decided from the data (``MemoryData.is_accuracy``)."""
     return 100.0 if metric in ACCURACY_VARS or metric.endswith("_acc") else 1.0
 
 

@@ -15,6 +15,7 @@ run gets example x right. That noise scale sets every prior (docs/memory-model.m
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,12 +23,14 @@ import numpy as np
 import xarray as xr
 
 from initmem import cube
-from initmem.errors import OptionError, UserError
+from initmem.errors import OptionError, UserError, option
 from initmem.models.paired import CEILING
 from initmem.results import GATES, sigma_key
 from initmem.results.spec import FAMILIES  # (the analysis options' vocabulary, initmem/spec.py)
 
 COUNT_METRICS = (cube.SELECTED_TEST_ACC, cube.SELECTED_TEST_CORRECT)
+# The metric an accuracy is analyzed as: a fraction of the test set, whatever the cube stores beside it.
+ACCURACY_METRIC = cube.SELECTED_TEST_ACC
 NOT_METRICS = (cube.STATUS, cube.TAU_INTERP, cube.TAU_BEST, cube.WALL_SECONDS)
 DEFAULT_ACCURACY_DELTA = 0.01
 N_PERMUTATIONS = 2000
@@ -66,7 +69,14 @@ class MemoryData:
     # refitted from these (models/summaries.py, "missingness").
     gated: np.ndarray | None = None       # (pipeline, sigma_w, seed) bool
     put_back: np.ndarray | None = None    # (pipeline, sigma_w, seed) float, NaN where not gated
+    # missingness_p: the warning's one p-value per pipeline, the Bonferroni combination min(1, 2 min(omnibus,
+    # trend)) of the two tests below, so that a warning on either keeps its level alpha.
     missingness_p: dict[str, float | None] = field(default_factory=dict)
+    missingness_omnibus_p: dict[str, float | None] = field(default_factory=dict)  # any pattern over sigma_w
+    missingness_trend_p: dict[str, float | None] = field(default_factory=dict)    # a trend in log sigma_w
+    # (pipeline, sigma_w, seed) bool: every run the design planned that the verdict leaves out (failed, missing,
+    # no value, gated out); only the gated ones with a finite ``put_back`` can be refitted.
+    lost: np.ndarray | None = None
     # "paired" (a seed shares its randomness across sigma_w: a seed effect common to every level) or
     # "independent" (imported runs that share nothing: no seed effect); cube.seed_design.
     seed_design: str = cube.SEED_PAIRED
@@ -81,9 +91,22 @@ class MemoryData:
     @property
     def is_accuracy(self) -> bool:
         """Whether the outcome is an accuracy as a fraction: decided by the likelihood (counts or per-example
-        predictions over n_test) and, for gaussian data, by the metric's name. The near-ceiling rule, the skew
-        gate and the report's units all read this one answer."""
-        return self.likelihood in ("per_example", "counts") or cube.points_scale(self.metric) != 1.0
+        predictions over n_test: the data are correct / n_test by construction) and, for gaussian data, by an
+        accuracy variable (:func:`initmem.cube.points_scale`) whose values all lie in [0, 1]. The near-ceiling
+        rule, the skew gate, the default delta and the report's units all read this one answer."""
+        if self.likelihood in ("per_example", "counts"):
+            return True
+        vals = self.y[self.used]
+        return (cube.points_scale(self.metric) != 1.0 and vals.size > 0
+                and bool(np.all((vals >= 0.0) & (vals <= 1.0))))
+
+    def lost_without_value(self, a: int) -> np.ndarray:
+        """(sigma_w, seed) bool of pipeline ``a``: runs left out that have no final value to put back (failed,
+        missing, or gated with no finite final accuracy), so no sensitivity refit can include them."""
+        lost = self.lost[a] if self.lost is not None else np.zeros_like(self.used[a])
+        if self.gated is None or self.put_back is None:
+            return lost.copy()
+        return lost & ~(self.gated[a] & np.isfinite(self.put_back[a]))
 
     @property
     def seed_mask(self) -> np.ndarray:
@@ -105,10 +128,34 @@ class MemoryData:
         return replace(self, y=np.where(used, y, np.nan), used=used.astype(bool))
 
 
+def _refuse_counts(ds: xr.Dataset, metric: str) -> None:
+    """The count of correct answers is not analyzed in its own unit: every part of an analysis (the model, the
+    frequentist cross-check, the report) reads delta and the data in one unit, and for an accuracy that unit is
+    the fraction of the test set. The accuracy holds the same information (counts / n_test); a delta given in
+    answers and compared with fractions once made 'forgets' out of a 5-point spread."""
+    n_test = ds.attrs.get(cube.A_N_TEST)
+    if n_test is not None and int(n_test) > 0:
+        per_point = f" = {0.01 * int(n_test):g} of {int(n_test)} correct answers"
+    else:
+        per_point = ""
+    if ACCURACY_METRIC in ds.data_vars:
+        use = (f"use {option('metric', ACCURACY_METRIC)} with {option('delta')} as a fraction "
+               f"(0.01 = 1 point{per_point})")
+    else:
+        use = (f"the cube has no {ACCURACY_METRIC}: add it as {cube.SELECTED_TEST_CORRECT} / {cube.A_N_TEST} "
+               f"(initmem import does) and analyze that, with {option('delta')} as a fraction (0.01 = 1 point)")
+    raise UserError(f"metric {metric!r} counts correct test answers; initmem analyzes an accuracy as the fraction "
+                    f"of the test set, so that delta and the data share one unit: {use}")
+
+
 def choose_metric(ds: xr.Dataset, metric: str | None) -> str:
-    """The metric asked for, else the selected test accuracy, else the first run variable."""
+    """The metric asked for, else the selected test accuracy, else the first run variable; the count of correct
+    answers is refused (:func:`_refuse_counts`: analyze it as the accuracy)."""
     candidates = [str(v) for v in ds.data_vars
-                  if tuple(ds[v].dims) == cube.CELL_DIMS and v not in NOT_METRICS]
+                  if tuple(ds[v].dims) == cube.CELL_DIMS and v not in NOT_METRICS
+                  and v != cube.SELECTED_TEST_CORRECT]
+    if metric == cube.SELECTED_TEST_CORRECT and metric in ds.data_vars:
+        _refuse_counts(ds, metric)
     if metric is not None:
         if metric not in ds.data_vars:
             raise UserError(f"metric {metric!r} is not in the cube; choose one of: {', '.join(candidates) or 'none'}")
@@ -119,9 +166,10 @@ def choose_metric(ds: xr.Dataset, metric: str | None) -> str:
             raise UserError(f"metric {metric!r} has dims {tuple(ds[metric].dims)}; the memory model needs a run "
                             f"variable with dims {cube.CELL_DIMS} (choose one of: {', '.join(candidates)})")
         return metric
-    for name in COUNT_METRICS:
-        if name in candidates:
-            return name
+    if ACCURACY_METRIC in candidates:
+        return ACCURACY_METRIC
+    if cube.SELECTED_TEST_CORRECT in ds.data_vars and tuple(ds[cube.SELECTED_TEST_CORRECT].dims) == cube.CELL_DIMS:
+        _refuse_counts(ds, cube.SELECTED_TEST_CORRECT)
     if not candidates:
         raise UserError("the cube has no run variable with dims (pipeline, sigma_w, seed) to analyze")
     return candidates[0]
@@ -151,17 +199,27 @@ def choose_family(ds: xr.Dataset, metric: str, family: str | None) -> str:
     return family
 
 
-def resolve_delta(metric: str, delta: float | None) -> float:
-    """The decision threshold in outcome units: 0.01 (one point) for accuracies by default;
-    any other metric has no natural unit, so its delta must be given."""
+def resolve_delta(data: MemoryData | str, delta: float | None) -> float:
+    """The decision threshold in the data's units: for an accuracy (``MemoryData.is_accuracy``; given a metric
+    name, :func:`initmem.cube.points_scale`) a fraction of the test set, 0.01 (one point) by default, and
+    below 1 (a spread of fractions cannot reach 1, so a larger delta is one given in another unit, points or
+    answers, and would make every verdict 'forgets'); any other metric has no natural unit, so its delta must
+    be given, in its units."""
+    if isinstance(data, MemoryData):
+        metric, accuracy = data.metric, data.is_accuracy
+    else:
+        metric, accuracy = data, cube.points_scale(data) != 1.0
     if delta is None:
-        if cube.points_scale(metric) == 100.0:
+        if accuracy:
             return DEFAULT_ACCURACY_DELTA
         raise OptionError("delta", f"metric {metric!r} is not an accuracy: give {{option}} in its units (the "
                           "smallest spread over sigma_w that would matter)")
     delta = float(delta)
     if not (np.isfinite(delta) and delta > 0):
         raise OptionError("delta", f"{{option}} must be a positive number, not {delta!r}")
+    if accuracy and delta >= 1.0:
+        raise OptionError("delta", f"{{option}} {delta:g} is not a fraction: metric {metric!r} is an accuracy "
+                          "analyzed as a fraction of the test set, so give {option} as one (0.01 = 1 point)")
     return delta
 
 
@@ -230,24 +288,92 @@ def _paired_test_set_se(correct: np.ndarray, used: np.ndarray) -> float:
 def _dependence_test(flag: np.ndarray, observed: np.ndarray, rng: np.random.Generator) -> float | None:
     """Permutation p-value that a run's fate (``flag``: diverged, or gated out / absent) depends on sigma_w
     (chi-square statistic of the level x flag table, cells shuffled within the pipeline); None when no run, or
-    every run, is flagged."""
+    every run, is flagged. An omnibus test: it ignores the order of the levels, so losses piled at one end of
+    the grid count no more than losses scattered over it (:func:`_trend_test` sees the direction)."""
     n_flagged = int(flag[observed].sum())
     if n_flagged == 0 or n_flagged == int(observed.sum()):
         return None
     lev = np.nonzero(observed)[0]
     hits = flag[observed].astype(float)
     n_lev = observed.shape[0]
-    counts = np.bincount(lev, minlength=n_lev).astype(float)
+    onehot = np.zeros((lev.size, n_lev))
+    onehot[np.arange(lev.size), lev] = 1.0
+    counts = onehot.sum(axis=0)
     has = counts > 0
     rate = hits.mean()
+    e = counts * rate
 
     def stat(f: np.ndarray) -> np.ndarray:
-        d = np.stack([np.bincount(lev, weights=row, minlength=n_lev) for row in np.atleast_2d(f)])
-        e = counts * rate
+        d = np.atleast_2d(f) @ onehot
         return (((d - e) ** 2)[:, has] / (e[has] * (1 - rate))).sum(axis=1)
 
     perms = np.stack([rng.permutation(hits) for _ in range(N_PERMUTATIONS)])
     return float((1 + np.sum(stat(perms) >= stat(hits)[0] - 1e-12)) / (N_PERMUTATIONS + 1))
+
+
+EXACT_TREND_CELLS = 200_000   # above this many (count, rank sum) states x levels the trend test permutes
+
+
+def _trend_test(flag: np.ndarray, observed: np.ndarray, rng: np.random.Generator | None = None) -> float | None:
+    """Exact two-sided p-value that a run's fate (``flag``) trends with log sigma_w: the Cochran-Armitage
+    statistic T = sum of the flagged runs' level ranks (ranks of sigma_w, so of log sigma_w; equally spaced on a
+    geometric grid), with its exact null distribution given the number flagged (every choice of which observed
+    runs are flagged equally likely: the multivariate hypergeometric, by dynamic programming over levels);
+    p = P(|T - E T| >= |t - E T|). None when no run, or every run, is flagged.
+
+    Why beside the omnibus test: survivorship bias has a direction. Three runs lost at the two largest of 7
+    levels x 5 seeds give the chi-square permutation p 0.33 (it spreads its power over every pattern) and this
+    test p 0.018 (exactly 120 of the 6545 equally likely choices are as extreme). A table too large for the
+    exact distribution (more than ``EXACT_TREND_CELLS`` states) gets the permutation p of the same statistic,
+    (1 + hits) / (N_PERMUTATIONS + 1), valid at every N."""
+    counts = observed.sum(axis=1).astype(int)
+    k = int(flag[observed].sum())
+    n = int(counts.sum())
+    if k == 0 or k == n:
+        return None
+    lev = np.nonzero(counts)[0]
+    scores = np.arange(lev.size)                      # rank of each observed level
+    n_i = counts[lev]
+    t_obs = int(sum(int((flag[i] & observed[i]).sum()) * r for r, i in zip(scores, lev, strict=True)))
+    t_max = int(k * scores.max())
+    s_all = int((scores * n_i).sum())
+    if (k + 1) * (t_max + 1) * lev.size > EXACT_TREND_CELLS:
+        rng = rng if rng is not None else np.random.default_rng(0)
+        cell_rank = np.repeat(scores, n_i)
+        hits = np.zeros(n, dtype=bool)
+        hits[:k] = True
+        perm = np.stack([rng.permutation(hits) for _ in range(N_PERMUTATIONS)])
+        t_perm = perm.astype(np.int64) @ cell_rank
+        more = np.abs(n * t_perm - k * s_all) >= abs(n * t_obs - k * s_all)
+        return float((1 + more.sum()) / (N_PERMUTATIONS + 1))
+    # ways[j, t]: number of ways to flag j runs among the levels so far with rank sum t (exact integers).
+    ways = np.zeros((k + 1, t_max + 1), dtype=object)
+    ways[0, 0] = 1
+    for r, m in zip(scores, n_i, strict=True):
+        new = np.zeros_like(ways)
+        for c in range(min(int(m), k) + 1):
+            w = math.comb(int(m), c)
+            shift = c * int(r)
+            if shift > t_max:
+                break
+            new[c:, shift:] += w * ways[: k + 1 - c, : t_max + 1 - shift]
+        ways = new
+    dist = ways[k]
+    total = math.comb(n, k)
+    # |T - k s_all / n| compared as |n T - k s_all| in integers: no rounding decides a tie
+    dev = np.abs(n * np.arange(t_max + 1) - k * s_all)
+    extreme = dev >= abs(n * t_obs - k * s_all)
+    return float(sum(int(w) for w in dist[extreme]) / total)
+
+
+def _missingness_tests(lost: np.ndarray, ran: np.ndarray, rng: np.random.Generator) -> dict[str, float | None]:
+    """The omnibus and trend p-values of one pipeline's lost runs and their Bonferroni combination
+    min(1, 2 min(p_omnibus, p_trend)): the warning reads the combination, so that it fires when either test
+    rejects and still keeps its level alpha (the two tests are valid on their own; the combination needs no
+    assumption on how they co-vary)."""
+    omni, trend = _dependence_test(lost, ran, rng), _trend_test(lost, ran, rng)
+    ps = [p for p in (omni, trend) if p is not None]
+    return {"omnibus": omni, "trend": trend, "combined": min(1.0, 2.0 * min(ps)) if ps else None}
 
 
 def _put_back_values(ds: xr.Dataset, metric: str, vals: np.ndarray, gated: np.ndarray) -> np.ndarray:
@@ -371,6 +497,8 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
     scale = np.array([noise_scale(likelihood, y[k], used[k], None if correct is None else correct[a], n_test)
                       for k, a in enumerate(keep)])
     center = np.array([float(np.mean(y[k][used[k]])) for k in range(len(keep))])
+    divergence_p = {a: _dependence_test(diverged[a], observed[a], rng) for a in keep}
+    miss = {a: _missingness_tests(lost[a], ran[a], rng) for a in keep}
     chance = None
     if family == "binomial" and _has_predictions(ds):
         chance = 1.0 / max(int(np.unique(ds[cube.TEST_LABEL].values[ds[cube.TEST_LABEL].values >= 0]).size), 2)
@@ -380,9 +508,12 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
         y=y, used=used, scale=scale, center=center, n_test=n_test, chance=chance,
         diverged=diverged[keep], n_excluded={p: n_excluded[p] for p in pipes}, skipped=skipped,
         interpolation={pipes[a]: interpolation[pipes[a]] for a in keep}, notes=notes,
-        divergence_p={pipes[a]: _dependence_test(diverged[a], observed[a], rng) for a in keep},
+        divergence_p={pipes[a]: divergence_p[a] for a in keep},
         gated=gated[keep], put_back=put_back[keep],
-        missingness_p={pipes[a]: _dependence_test(lost[a], ran[a], rng) for a in keep},
+        missingness_p={pipes[a]: miss[a]["combined"] for a in keep},
+        missingness_omnibus_p={pipes[a]: miss[a]["omnibus"] for a in keep},
+        missingness_trend_p={pipes[a]: miss[a]["trend"] for a in keep},
+        lost=(lost & ran)[keep],
         test_set_se={pipes[a]: None if correct is None else _paired_test_set_se(correct[a], usable[a]) for a in keep},
         seed_design=cube.seed_design(ds),
     )

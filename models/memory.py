@@ -51,6 +51,7 @@ from initmem.errors import OptionError
 from initmem.models import arviz_io, checks, compiled, core
 from initmem.models.data import FAMILIES, MemoryData, prepare_data, resolve_delta
 from initmem.models.priors import Priors, default_priors
+from initmem.models.sequential import Spending
 from initmem.models.summaries import quantiles, summarize_model, verdict
 from initmem.names import ALPHA
 from initmem.results.records import sampler_flags
@@ -114,7 +115,7 @@ class MemoryModel:
         self.priors = priors or default_priors()
         # sigma_sd's prior is neutral about the verdict at this delta (models/priors.py); the
         # default is the metric's own (one point for accuracies), none for other metrics.
-        self.delta = delta if delta is not None else _default_delta(data.metric)
+        self.delta = delta if delta is not None else _default_delta(data)
         self._arr: dict[str, np.ndarray] | None = None
         self.model = self._build()
         self._compiled: Any = None
@@ -393,7 +394,7 @@ class MemoryModel:
         return out
 
     # summary ------------------------------------------------------------------------------
-    def summarize(self, delta: float, alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
+    def summarize(self, delta: float, alpha: float | Spending = ALPHA) -> dict[str, dict[str, Any]]:
         """Per-pipeline summaries in the summary/2 shape (docs/memory-model.md, "Verdict"),
         including the divergence sensitivity refit when some runs diverged."""
         if delta <= 0:
@@ -401,9 +402,11 @@ class MemoryModel:
         return summarize_model(self, float(delta), alpha)
 
 
-def _default_delta(metric: str) -> float | None:
+def _default_delta(data: MemoryData) -> float | None:
+    """The data's own default delta (one point for an accuracy, decided by ``MemoryData.is_accuracy``), None for
+    a metric without a natural unit."""
     try:
-        return resolve_delta(metric, None)
+        return resolve_delta(data, None)
     except OptionError:
         return None
 

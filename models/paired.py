@@ -18,17 +18,22 @@ and one level-alpha test of that intersection suffices. The test is pre-specifie
 
     step 1: the extreme pair (smallest vs largest sigma_w), paired t of |E d| > delta at level
             alpha * EXTREME_WEIGHT (see _exceed_p: a Berger-Boos test, valid whatever the pair's SD);
-    step 2 (fallback, when step 1 does not reject): every other pair, Bonferroni at
-            alpha * (1 - EXTREME_WEIGHT) / (m - 1).
+    step 2: the peak contrast c = y_mid - (y_lo + y_hi) / 2 (the middle level of the grid against the
+            mean of the two ends; ``middle_level``), the same test of |E c| > delta at alpha * PEAK_WEIGHT;
+    step 3 (fallback): every other pair, Bonferroni at alpha * (1 - EXTREME_WEIGHT - PEAK_WEIGHT) / (m - 1).
 
-By the union bound the probability of any rejection under any configuration with max - min <=
-delta (plateaus included) is at most alpha * w + (m - 1) * alpha * (1 - w) / (m - 1) = alpha. A
-fixed sequence at full alpha would stop when the extreme pair fails and never find a peak in the
-middle; giving step 2 alpha after step 1 spent alpha would exceed alpha for the global claim
-(nothing is passed on after a rejection: the claim is then made). The weight and the order are
-fixed before seeing data (monotone memory along log sigma_w is the expected shape); when the
-extreme pair lacks two shared seeds (a fact about the missingness pattern, not the values) the
-fallback gets all of alpha, and with two levels the extreme pair is the only pair and gets alpha.
+|E c| > delta puts the middle level more than delta from one end, so the contrast's null contains the
+claim's, and by the union bound the probability of any rejection under any configuration with max - min
+<= delta (plateaus included) is at most the sum of the shares, alpha. A fixed sequence at full alpha
+would stop when the extreme pair fails and never find a peak in the middle; giving a later step alpha
+after step 1 spent alpha would exceed alpha for the global claim (nothing is passed on after a
+rejection: the claim is then made). The shares, the order and the middle level are fixed before seeing
+data (monotone memory along log sigma_w is the expected shape, a peak at the grid's middle the next);
+a step that lacks two shared seeds (a fact about the missingness pattern, not the values) passes its
+share to the fallback, and with two levels the extreme pair is the only pair and gets alpha.
+
+Accuracies over n_test examples move in steps of 1 / n_test: with ``n_test`` every SE is floored at that
+resolution (``_run_var_floor``), since a few seeds' differences are often all equal (SE 0).
 
 "forgets" -- the intersection-union test (``equivalence_check``; Berger 1982, Berger & Hsu 1996),
 run by the analysis at alpha x FORGETS_IUT_SHARE (``forgets_levels``: the model's route takes the rest).
@@ -54,9 +59,14 @@ from scipy import optimize, stats
 from initmem.models.sequential import Spending, as_spending
 from initmem.names import ALPHA
 
-EXTREME_WEIGHT = 0.75  # the share of alpha the ordered test spends on the extreme pair (step 1)
+EXTREME_WEIGHT = 0.6   # the share of alpha the ordered test spends on the extreme pair (step 1)
+PEAK_WEIGHT = 0.3      # the share of alpha on the peak contrast (step 2; three or more levels)
 NUISANCE_SHARE = 0.02  # the share of a pair's level spent on the upper confidence bound of its SD (_exceed_p)
-STEP_EXTREME, STEP_FALLBACK = "extreme pair", "fallback over the other pairs"
+STEP_EXTREME, STEP_PEAK, STEP_FALLBACK = "extreme pair", "peak contrast", "fallback over the other pairs"
+# The smallest SD of the difference of two runs' accuracies that a test believes, in test examples (1 / n_test):
+# accuracies move in steps of 1 / n_test, so a few seeds' differences are often all equal (SE 0) or nearly so, and
+# a t test that trusts such an SE says "forgets" or "remembers" at any level (_se_floor).
+LATTICE_STEPS = 1.0
 
 # "forgets" has two routes, the intersection-union test and the memory model; each gets a share of alpha
 FORGETS_IUT_SHARE = 0.8     # the IUT runs at alpha x 0.8
@@ -89,11 +99,31 @@ def forgets_levels(alpha: float | Spending = ALPHA) -> tuple[float, float]:
     return spend.level(FORGETS_IUT_SHARE), 1.0 - spend.level(FORGETS_MODEL_SHARE)
 
 
-def _pairs(table: np.ndarray, paired: bool) -> tuple[np.ndarray, ...]:
-    """Per pair of levels (j < k): indices, mean difference y_j - y_k, its SE and degrees of
-    freedom; pairs without two runs a side (two shared seeds when paired) are dropped."""
+def _run_var_floor(n_test: int | None, unit: float = 1.0) -> float:
+    """The floor of one run's variance in table units: half the square of LATTICE_STEPS test examples, so that
+    the difference of two runs has an SD of at least LATTICE_STEPS / n_test (0 without ``n_test``).
+
+    Why: an accuracy over n_test examples moves in steps of 1 / n_test, so with a few seeds every per-seed
+    difference of a pair is often the same lattice value (SE 0) or all but one are ((0, 0, 1/n_test): an SE of a
+    third of a step), and a t test that trusts that SE rejects at any level: with 2-5 seeds at 50-600 examples
+    the unfloored tests said "remembers" up to 67% and "forgets" up to 12% of the time where neither was true
+    (studies/lattice_calibration.py). A sample SD below one step does not resolve the noise; floored there,
+    every design of the study keeps its allotment. The binomial SD of a run is a poor floor: it is the noise of
+    a run whose examples are equally hard, real runs share hard examples and vary less (about 0.6 of it), and
+    at its own truth it left the tests far below their levels (the study's ``binomial`` column). ``unit``: outcome
+    units per table unit (tables standardised by a noise scale pass that scale)."""
+    if not n_test:
+        return 0.0
+    return 0.5 * (LATTICE_STEPS / (float(n_test) * float(unit))) ** 2
+
+
+def _pairs(table: np.ndarray, paired: bool, n_test: int | None = None) -> tuple[np.ndarray, ...]:
+    """Per pair of levels (j < k): indices, mean difference y_j - y_k, its SE (floored at the test set's
+    resolution with ``n_test``: :func:`_run_var_floor`), degrees of freedom, and whether the floor bound the SE;
+    pairs without two runs a side (two shared seeds when paired) are dropped."""
     j, k = np.triu_indices(table.shape[0], 1)
     a, b = table[j], table[k]
+    v0 = _run_var_floor(n_test)
     with np.errstate(invalid="ignore", divide="ignore"):
         if paired:
             d = a - b
@@ -101,17 +131,70 @@ def _pairs(table: np.ndarray, paired: bool) -> tuple[np.ndarray, ...]:
             keep = n >= 2
             diff = np.nanmean(np.where(keep[:, None], d, 0.0), axis=1)
             se = np.nanstd(np.where(keep[:, None], d, 0.0), axis=1, ddof=1) / np.sqrt(np.maximum(n, 1))
+            floor = np.sqrt(2.0 * v0 / np.maximum(n, 1))
             df = (n - 1).astype(float)
         else:
             na, nb = np.isfinite(a).sum(axis=1), np.isfinite(b).sum(axis=1)
             keep = (na >= 2) & (nb >= 2)
             a, b = np.where(keep[:, None], a, 0.0), np.where(keep[:, None], b, 0.0)
             va, vb = np.nanvar(a, axis=1, ddof=1) / na, np.nanvar(b, axis=1, ddof=1) / nb
-            se2 = va + vb
-            welch = se2**2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
-            df = np.where(se2 > 0, welch, na + nb - 2.0)
-            diff, se = np.nanmean(a, axis=1) - np.nanmean(b, axis=1), np.sqrt(se2)
-    return j[keep], k[keep], diff[keep], se[keep], df[keep]
+            diff = np.nanmean(a, axis=1) - np.nanmean(b, axis=1)
+            se, df = _welch(va, vb, na, nb)
+            floor = np.sqrt(v0 / np.maximum(na, 1) + v0 / np.maximum(nb, 1))
+    floored = floor > se
+    se = np.maximum(se, floor)
+    return j[keep], k[keep], diff[keep], se[keep], df[keep], floored[keep]
+
+
+def _welch(va: np.ndarray, vb: np.ndarray, na: np.ndarray, nb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Welch's SE and approximate degrees of freedom from the two sides' squared SEs ``va``, ``vb``."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se2 = va + vb
+        welch = se2**2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+        return np.sqrt(se2), np.where(se2 > 0, welch, na + nb - 2.0)
+
+
+def middle_level(sigma_w: np.ndarray) -> int | None:
+    """The index of the peak contrast's middle level: the level nearest the middle of the grid in log sigma_w
+    (of two equally near, the one nearest sigma_w = 1, else the lower); None with fewer than three levels.
+
+    Why from the grid alone: the contrast is a pre-specified step of the ordered test, so which level it tests
+    must not depend on the data (a middle level picked as the best-looking one would spend alpha many times)."""
+    x = np.log(np.asarray(sigma_w, dtype=float))
+    if x.size < 3:
+        return None
+    lo, hi = int(np.argmin(x)), int(np.argmax(x))
+    inner = np.array([i for i in range(x.size) if i not in (lo, hi)])
+    dist = np.abs(x[inner] - 0.5 * (x[lo] + x[hi]))
+    near = inner[dist <= dist.min() + 1e-9 * max(1.0, float(np.ptp(x)))]
+    return int(min(near, key=lambda i: (round(abs(float(x[i])), 12), float(x[i]))))
+
+
+def _peak_contrast(table: np.ndarray, lo: int, mid: int, hi: int, paired: bool,
+                   n_test: int | None = None) -> tuple[float, float, float, bool] | None:
+    """The peak contrast c = y_mid - (y_lo + y_hi) / 2: its mean, SE (floored as a pair's is), degrees of
+    freedom and whether the floor bound it; None when it lacks two shared seeds (paired) or two runs a level."""
+    v0 = _run_var_floor(n_test)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if paired:
+            c = table[mid] - 0.5 * (table[lo] + table[hi])
+            c = c[np.isfinite(c)]
+            if c.size < 2:
+                return None
+            se, floor, df = float(c.std(ddof=1) / np.sqrt(c.size)), float(np.sqrt(1.5 * v0 / c.size)), c.size - 1.0
+            mean = float(c.mean())
+        else:
+            rows = [table[i][np.isfinite(table[i])] for i in (mid, lo, hi)]
+            if min(r.size for r in rows) < 2:
+                return None
+            n = np.array([r.size for r in rows], dtype=float)
+            v = np.array([r.var(ddof=1) for r in rows]) / n * np.array([1.0, 0.25, 0.25])
+            se2 = float(v.sum())
+            df = float(se2**2 / np.sum(v**2 / (n - 1))) if se2 > 0 else float(n.sum() - 3.0)
+            se, floor = float(np.sqrt(se2)), float(np.sqrt(v0 * np.sum(np.array([1.0, 0.25, 0.25]) / n)))
+            mean = float(rows[0].mean() - 0.5 * (rows[1].mean() + rows[2].mean()))
+    return mean, max(se, floor), df, bool(floor > se)
 
 
 def _two_sided_p(t: np.ndarray, df: np.ndarray) -> np.ndarray:
@@ -181,40 +264,78 @@ def extreme_weight(n_pairs: int) -> float:
     return 1.0 if n_pairs <= 1 else EXTREME_WEIGHT
 
 
-def paired_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, paired: bool = True,
-                 alpha: float | Spending = ALPHA) -> dict[str, Any]:
-    """The seeds' own evidence that some pair of levels differs by more than ``delta``: the ordered
-    test (step 1 the extreme pair at alpha * w, step 2 the other pairs, Bonferroni at alpha * (1 - w)).
+def step_shares(n_levels: int) -> tuple[float, float, float]:
+    """The ordered test's shares of alpha (extreme pair, peak contrast, fallback over the other pairs) for a grid
+    of ``n_levels`` levels: all on the extreme pair with two levels (the only pair, and no middle level)."""
+    if n_levels <= 2:
+        return 1.0, 0.0, 0.0
+    return EXTREME_WEIGHT, PEAK_WEIGHT, 1.0 - EXTREME_WEIGHT - PEAK_WEIGHT
 
-    ``table``: (L, S) values in outcome units, NaN where a run is absent; ``sigma_w``: (L,).
-    Returns the adjusted p-value (the weighted-Bonferroni one: min(p_extreme / w, (m - 1) p_other /
-    (1 - w)); "remembers" is supported when it is below ``alpha``), the step that carried it and
-    the pair (its mean difference, standard error, degrees of freedom and unadjusted p).
+
+def paired_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, paired: bool = True,
+                 alpha: float | Spending = ALPHA, n_test: int | None = None) -> dict[str, Any]:
+    """The seeds' own evidence that some pair of levels differs by more than ``delta``: the ordered
+    test (step 1 the extreme pair at alpha x EXTREME_WEIGHT, step 2 the peak contrast at alpha x PEAK_WEIGHT,
+    step 3 the other pairs, Bonferroni at the rest).
+
+    ``table``: (L, S) values in outcome units, NaN where a run is absent; ``sigma_w``: (L,). ``n_test``: the
+    test set's size when the outcome is an accuracy over it, which floors every SE at the lattice's resolution
+    (:func:`_run_var_floor`; None for a metric without a lattice). Returns the adjusted p-value (the
+    weighted-Bonferroni one: the smallest p / share over the steps' tests; "remembers" is supported when it is
+    below ``alpha``), the step that carried it and the pair (its mean difference, standard error, degrees of
+    freedom and unadjusted p; for the peak contrast the middle level and the end further from it, with the
+    contrast as the difference and both ends in ``end_low`` / ``end_high``). The peak contrast's null
+    |E c| <= delta contains the claim's null (|E c| > delta puts the middle level more than delta from an
+    end), so the union bound over the steps keeps alpha.
     """
     spend = as_spending(alpha)
     alpha = spend.level(1.0)
     sigma_w = np.asarray(sigma_w, dtype=float)
-    j, k, diff, se, df = _pairs(np.asarray(table, dtype=float), paired)
-    base = {"alpha": alpha, "test": _test_name(paired), "extreme_weight": EXTREME_WEIGHT}
+    table = np.asarray(table, dtype=float)
+    j, k, diff, se, df, floored = _pairs(table, paired, n_test)
+    base = {"alpha": alpha, "test": _test_name(paired), "extreme_weight": EXTREME_WEIGHT,
+            "se_floor": LATTICE_STEPS / n_test if n_test else None}
     if j.size == 0:
         return {**base, "p_value": None, "supports_remembers": False, "n_pairs": 0, "pair": None, "step": None,
-                "note": "no pair of sigma_w levels with two runs each"}
+                "se_floored": False, "note": "no pair of sigma_w levels with two runs each"}
     lo, hi = int(np.argmin(sigma_w)), int(np.argmax(sigma_w))
+    mid = middle_level(sigma_w)
+    peak = None if mid is None else _peak_contrast(table, lo, mid, hi, paired, n_test)
     ext = ((j == lo) & (k == hi)) | ((j == hi) & (k == lo))
     n_other = int((~ext).sum())
-    w = 0.0 if not ext.any() else (1.0 if n_other == 0 else EXTREME_WEIGHT)
-    share = np.where(ext, w, (1.0 - w) / max(n_other, 1))   # each pair's share of alpha
+    w_ext, w_peak, w_fall = step_shares(sigma_w.size)
+    if peak is None:              # an untestable step (a fact of the missingness, not of the values)
+        w_fall, w_peak = w_fall + w_peak, 0.0
+    if not ext.any():
+        w_fall, w_ext = w_fall + w_ext, 0.0
+    if n_other == 0:
+        w_ext, w_fall = w_ext + w_fall, 0.0
+    share = np.where(ext, w_ext, w_fall / max(n_other, 1))   # each pair's share of alpha
     level = _share_levels(spend, share)
     p = _exceed_p(diff, se, df, delta, level, paired)
     adj = p * alpha / np.maximum(level, 1e-300)
     i = int(np.argmin(adj))
-    adjusted = float(min(1.0, adj[i]))
+    adjusted, step = float(min(1.0, adj[i])), STEP_EXTREME if ext[i] else STEP_FALLBACK
+    pair = _pair_info(sigma_w, j[i], k[i], diff[i], se[i], df[i], p[i])
+    is_floored = bool(floored[i])
+    p_peak = None
+    if peak is not None and w_peak > 0:
+        c, c_se, c_df, c_floored = peak
+        peak_level = spend.level(w_peak)
+        p_peak = float(_exceed_p(np.array([c]), np.array([c_se]), np.array([c_df]), delta, peak_level, paired)[0])
+        if p_peak * alpha / max(peak_level, 1e-300) < adjusted:
+            adjusted, step, is_floored = float(min(1.0, p_peak * alpha / max(peak_level, 1e-300))), STEP_PEAK, c_floored
+            end = max((lo, hi), key=lambda e: abs(np.nanmean(table[mid]) - np.nanmean(table[e])))
+            top, bottom = (mid, end) if c >= 0 else (end, mid)
+            pair = {"higher": float(sigma_w[top]), "lower": float(sigma_w[bottom]), "difference": abs(c),
+                    "se": c_se, "df": c_df, "p_unadjusted": p_peak, "end_low": float(sigma_w[lo]),
+                    "end_high": float(sigma_w[hi])}
     ok = bool(adjusted < alpha)
-    step = (STEP_EXTREME if ext[i] else STEP_FALLBACK) if ok else None
-    return {**base, "p_value": adjusted, "supports_remembers": ok, "n_pairs": int(j.size), "step": step,
-            "extreme_weight": w,
-            "p_extreme": float(p[ext][0]) if ext.any() else None,
-            "pair": _pair_info(sigma_w, j[i], k[i], diff[i], se[i], df[i], p[i])}
+    return {**base, "p_value": adjusted, "supports_remembers": ok, "n_pairs": int(j.size),
+            "step": step if ok else None, "extreme_weight": w_ext, "peak_weight": w_peak,
+            "peak_level": None if mid is None else float(sigma_w[mid]),
+            "p_extreme": float(p[ext][0]) if ext.any() else None, "p_peak": p_peak,
+            "se_floored": is_floored, "pair": pair}
 
 
 def equivalence_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, paired: bool = True,
@@ -223,23 +344,31 @@ def equivalence_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, p
     two one-sided tests at ``alpha`` (no multiplicity correction: the claim is one intersection).
 
     Returns the IUT p-value (the largest pair TOST p; 1 when some pair cannot be tested), whether
-    it supports "forgets", and the pair that limits it (the one furthest from being inside). For paired
-    accuracies (``accuracy``) also the skew gate's reading (``seed_log_sd``, ``log_ratio_bound``,
-    ``multiplicative_ok``; :func:`multiplicative_ok`), which the verdict uses near the ceiling.
+    it supports "forgets", and the pair that limits it (the one furthest from being inside). ``n_test`` floors
+    every pair's SE at the test set's resolution (as in :func:`paired_check`; ``se_floor`` says which floor, None
+    for none). For accuracies (``accuracy``) also the skew gate's reading (``seed_log_sd``, ``log_ratio_bound``,
+    ``multiplicative_ok``; :func:`multiplicative_ok`), which the verdict uses near the ceiling. The gate is
+    defined for paired seeds; with independent seeds it cannot be computed and ``multiplicative_ok`` is None,
+    which :func:`forgets_iut_ok` reads as a fail near the ceiling.
     """
     sigma_w = np.asarray(sigma_w, dtype=float)
     table = np.asarray(table, dtype=float)
     n_lev = table.shape[0]
     m_all = n_lev * (n_lev - 1) // 2
-    j, k, diff, se, df = _pairs(table, paired)
-    base = {"alpha": alpha, "test": _test_name(paired, equivalence=True), "n_pairs": m_all}
+    j, k, diff, se, df, floored = _pairs(table, paired, n_test)
+    base = {"alpha": alpha, "test": _test_name(paired, equivalence=True), "n_pairs": m_all,
+            "se_floor": LATTICE_STEPS / n_test if n_test else None}
+    if accuracy and not paired:
+        base.update(multiplicative_ok=None, gate_note="the skew gate needs paired seeds: with independent seeds "
+                    "near the ceiling this route cannot show \"forgets\"")
     if j.size < m_all or m_all == 0:
         return {**base, "p_value": 1.0 if m_all else None, "supports_forgets": False, "pair": None,
+                "se_floored": False,
                 "note": f"{m_all - j.size} pair(s) of sigma_w levels without two shared runs: not every pair "
                         "can be shown inside +-delta"}
     p = _inside_p(diff, se, df, delta)
     i = int(np.argmax(p))
-    out = {**base, "p_value": float(p[i]), "supports_forgets": bool(p[i] < alpha),
+    out = {**base, "p_value": float(p[i]), "supports_forgets": bool(p[i] < alpha), "se_floored": bool(floored[i]),
            "pair": _pair_info(sigma_w, j[i], k[i], diff[i], se[i], df[i], p[i])}
     if accuracy and paired:
         tau, bound = float(seed_log_sd(table, n_test)), float(log_ratio_bounds(table, alpha, n_test))
@@ -343,24 +472,42 @@ def _gate_ok(tau: np.ndarray | float, bound: np.ndarray | float, delta: float) -
 
 
 def forgets_iut_ok(equivalence: dict[str, Any], near_ceiling: bool) -> bool:
-    """The intersection-union route to "forgets" as the verdict reads it: near the ceiling also the skew gate."""
+    """The intersection-union route to "forgets" as the verdict reads it: near the ceiling also the skew gate,
+    which must have passed: a gate that was not computed (independent seeds, a check without the accuracy's
+    reading) fails there, since a check that did not run cannot vouch for the paired t's level."""
     return bool(equivalence.get("supports_forgets")) and (not near_ceiling
-                                                          or equivalence.get("multiplicative_ok") is not False)
+                                                          or equivalence.get("multiplicative_ok") is True)
 
 
-def _pair_arrays(tables: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Pair indices, |mean difference|, SE and degrees of freedom for paired (..., L, S) tables
-    (NaN where a run is absent: each pair uses its shared seeds; a pair with fewer than two has
-    NaN statistics)."""
+def _pair_arrays(tables: np.ndarray, n_test: int | None = None, unit: float = 1.0) -> tuple[np.ndarray, ...]:
+    """Pair indices, |mean difference|, SE (floored at the lattice's resolution with ``n_test``:
+    :func:`_run_var_floor`) and degrees of freedom for paired (..., L, S) tables (NaN where a run is absent:
+    each pair uses its shared seeds; a pair with fewer than two has NaN statistics)."""
     j, k = np.triu_indices(tables.shape[-2], 1)
     d = tables[..., j, :] - tables[..., k, :]
     n = np.isfinite(d).sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN pairs (absent runs)
         ad = np.abs(np.nanmean(d, axis=-1))
-        se = np.nanstd(d, axis=-1, ddof=1) / np.sqrt(n)
+        se = np.maximum(np.nanstd(d, axis=-1, ddof=1) / np.sqrt(n),
+                        np.sqrt(2.0 * _run_var_floor(n_test, unit) / np.maximum(n, 1)))
     bad = n < 2
     return j, k, np.where(bad, np.nan, ad), np.where(bad, np.nan, se), np.maximum(n - 1, 1).astype(float)
+
+
+def _peak_arrays(tables: np.ndarray, mid: int, n_test: int | None = None,
+                 unit: float = 1.0) -> tuple[np.ndarray, ...]:
+    """|mean|, SE (floored as :func:`_peak_contrast`) and df of the peak contrast of paired (..., L, S) tables,
+    levels in sigma_w order (NaN with fewer than two seeds shared by the three levels)."""
+    c = tables[..., mid, :] - 0.5 * (tables[..., 0, :] + tables[..., -1, :])
+    n = np.isfinite(c).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ac = np.abs(np.nanmean(c, axis=-1))
+        se = np.maximum(np.nanstd(c, axis=-1, ddof=1) / np.sqrt(n),
+                        np.sqrt(1.5 * _run_var_floor(n_test, unit) / np.maximum(n, 1)))
+    bad = n < 2
+    return np.where(bad, np.nan, ac), np.where(bad, np.nan, se), np.maximum(n - 1, 1).astype(float)
 
 
 def _share_levels(spend: Spending, share: np.ndarray) -> np.ndarray:
@@ -369,30 +516,47 @@ def _share_levels(spend: Spending, share: np.ndarray) -> np.ndarray:
     return np.array([levels[float(s)] for s in np.ravel(share)]).reshape(np.shape(share))
 
 
-def _ordered_pairs(tables: np.ndarray, alpha: float | Spending) -> tuple[np.ndarray, ...]:
-    """|mean d|, SE, df and the ordered test's level of every pair of paired (..., L, S) tables, levels
-    in sigma_w order (the extreme pair is the first against the last level)."""
-    j, k, ad, se, df = _pair_arrays(np.asarray(tables, dtype=float))
-    ext = (j == 0) & (k == np.shape(tables)[-2] - 1)
-    w = extreme_weight(j.size)
-    level = _share_levels(as_spending(alpha), np.where(ext, w, (1.0 - w) / max(int((~ext).sum()), 1)))
-    return ad, se, np.broadcast_to(df, ad.shape), np.broadcast_to(level, ad.shape)
+def _ordered_pairs(tables: np.ndarray, alpha: float | Spending, n_test: int | None = None, unit: float = 1.0,
+                   sigma_w: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """|mean|, SE, df and the ordered test's level of every test of paired (..., L, S) tables, levels in sigma_w
+    order (the extreme pair is the first against the last level): the pairs, then, with three or more levels,
+    the peak contrast (its middle level from ``sigma_w``, :func:`middle_level`; without it the grid is taken as
+    geometric, so the middle index, the lower of two)."""
+    tables = np.asarray(tables, dtype=float)
+    n_lev = tables.shape[-2]
+    j, k, ad, se, df = _pair_arrays(tables, n_test, unit)
+    df = np.broadcast_to(df, ad.shape)
+    ext = (j == 0) & (k == n_lev - 1)
+    w_ext, w_peak, w_fall = step_shares(n_lev)
+    share = np.where(ext, w_ext, w_fall / max(int((~ext).sum()), 1))
+    if n_lev >= 3 and w_peak > 0:
+        mid = (n_lev - 1) // 2 if sigma_w is None else middle_level(np.sort(np.asarray(sigma_w, dtype=float)))
+        ac, c_se, c_df = _peak_arrays(tables, mid, n_test, unit)
+        ad, se = np.concatenate([ad, ac[..., None]], axis=-1), np.concatenate([se, c_se[..., None]], axis=-1)
+        df = np.concatenate([df, np.broadcast_to(c_df, ac.shape)[..., None]], axis=-1)
+        share = np.append(share, w_peak)
+    level = _share_levels(as_spending(alpha), share)
+    return ad, se, df, np.broadcast_to(level, ad.shape)
 
 
-def remembers_at(tables: np.ndarray, delta: float, alpha: float | Spending = ALPHA) -> np.ndarray:
+def remembers_at(tables: np.ndarray, delta: float, alpha: float | Spending = ALPHA, *, n_test: int | None = None,
+                 unit: float = 1.0, sigma_w: np.ndarray | None = None) -> np.ndarray:
     """For paired (..., L, S) tables, levels in sigma_w order: whether the ordered test shows
     "remembers" at ``delta`` (the planner's and the simulations' vectorised form of
-    :func:`paired_check`; the extreme pair is assumed testable)."""
-    ad, se, df, level = _ordered_pairs(tables, alpha)
+    :func:`paired_check`; the extreme pair is assumed testable). ``n_test`` floors the SEs at the lattice's
+    resolution (``unit``: outcome units per table unit, for standardised tables); ``sigma_w`` names the peak
+    contrast's middle level (:func:`middle_level`)."""
+    ad, se, df, level = _ordered_pairs(tables, alpha, n_test, unit, sigma_w)
     p = _exceed_p(ad, se, df, delta, level)
     return (np.where(np.isnan(p), 1.0, p) <= level).any(axis=-1)
 
 
-def remembers_bounds(tables: np.ndarray, alpha: float | Spending = ALPHA, iterations: int = 30) -> np.ndarray:
+def remembers_bounds(tables: np.ndarray, alpha: float | Spending = ALPHA, iterations: int = 30, *,
+                     n_test: int | None = None, unit: float = 1.0, sigma_w: np.ndarray | None = None) -> np.ndarray:
     """The largest delta at which :func:`remembers_at` still holds, per table (-inf when none): the
-    readout of which memory a design could show. Per pair the Berger-Boos critical t lies between the
-    one-sided and the two-sided t at (level - beta), so the pair's bound is found by bisection there."""
-    ad, se, df, level = _ordered_pairs(tables, alpha)
+    readout of which memory a design could show. Per test the Berger-Boos critical t lies between the
+    one-sided and the two-sided t at (level - beta), so the test's bound is found by bisection there."""
+    ad, se, df, level = _ordered_pairs(tables, alpha, n_test, unit, sigma_w)
     room = level * (1.0 - NUISANCE_SHARE)
     lo, hi = ad - stats.t.isf(room / 2.0, df) * se, ad - stats.t.isf(room, df) * se
     hi = np.where(np.isnan(hi), -np.inf, hi)
@@ -406,13 +570,14 @@ def remembers_bounds(tables: np.ndarray, alpha: float | Spending = ALPHA, iterat
     return np.where(lo > 0, lo, np.minimum(two_sided, lo)).max(axis=-1)
 
 
-def forgets_bounds(tables: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
+def forgets_bounds(tables: np.ndarray, alpha: float = ALPHA, *, n_test: int | None = None,
+                   unit: float = 1.0) -> np.ndarray:
     """For paired (..., L, S) tables: the smallest delta the intersection-union test shows every
     pair inside of, max over pairs of |mean d| + t_{1 - alpha, n-1} SE(d) (infinite when a pair
-    cannot be tested). "forgets" is supported at delta exactly when this bound is below delta
-    (vectorised :func:`equivalence_check`)."""
+    cannot be tested; SEs floored with ``n_test`` as in :func:`remembers_at`). "forgets" is supported at delta
+    exactly when this bound is below delta (vectorised :func:`equivalence_check`)."""
     tables = np.asarray(tables, dtype=float)
-    _, _, ad, se, df = _pair_arrays(tables)
+    _, _, ad, se, df = _pair_arrays(tables, n_test, unit)
     bound = ad + stats.t.ppf(1.0 - alpha, df) * se
     return np.where(np.isnan(bound), np.inf, bound).max(axis=-1)
 
@@ -429,8 +594,9 @@ def bonferroni_bounds(tables: np.ndarray, alpha: float = ALPHA, *, two_sided: bo
 
 
 def two_sided_ordered_bounds(tables: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
-    """The ordered test as it ran in 0.3.0-0.4.0 (every pair's p two-sided), in bound form: kept to
-    measure what the Berger-Boos p buys, beside it in one run (benchmarks/calibration.py)."""
+    """The ordered test with every test's p two-sided (as in 0.3.0-0.4.0, but with the current split of alpha,
+    the peak contrast included), in bound form: kept to measure what the Berger-Boos p buys, beside it in one
+    run (benchmarks/calibration.py)."""
     ad, se, df, level = _ordered_pairs(tables, alpha)
     bound = ad - stats.t.ppf(1.0 - level / 2.0, df) * se
     return np.where(np.isnan(bound), -np.inf, bound).max(axis=-1)
@@ -441,12 +607,15 @@ def _test_name(paired: bool, equivalence: bool = False) -> str:
     if equivalence:
         return f"{kind}, intersection-union test: every pair of sigma_w levels inside +-delta by two one-sided tests"
     test = "Berger-Boos test" if paired else "two-sided test"
+    fall = 1 - EXTREME_WEIGHT - PEAK_WEIGHT
     return (f"{kind}, |E d| > delta ({test}), ordered: the extreme sigma_w pair at alpha x {EXTREME_WEIGHT:g}, "
-            f"then the other pairs, Bonferroni at alpha x {1 - EXTREME_WEIGHT:.2g}")
+            f"the peak contrast (the middle sigma_w level against the mean of the two ends) at alpha x "
+            f"{PEAK_WEIGHT:g}, then the other pairs, Bonferroni at alpha x {fall:.2g} (with two levels the one "
+            "pair at alpha)")
 
 
-__all__ = ["CEILING", "EXTREME_WEIGHT", "FORGETS_IUT_SHARE", "FORGETS_MODEL_SHARE", "NUISANCE_SHARE", "SKEW_GATE",
-           "STEP_EXTREME", "STEP_FALLBACK", "bonferroni_bounds", "equivalence_check", "extreme_weight",
-           "forgets_bounds", "forgets_iut_ok", "forgets_levels", "log_error_pairs", "log_ratio_bounds",
-           "multiplicative_ok", "paired_check", "remembers_at", "remembers_bounds", "seed_log_sd",
-           "two_sided_ordered_bounds"]
+__all__ = ["CEILING", "EXTREME_WEIGHT", "FORGETS_IUT_SHARE", "FORGETS_MODEL_SHARE", "LATTICE_STEPS", "NUISANCE_SHARE",
+           "PEAK_WEIGHT", "SKEW_GATE", "STEP_EXTREME", "STEP_FALLBACK", "STEP_PEAK", "bonferroni_bounds",
+           "equivalence_check", "extreme_weight", "forgets_bounds", "forgets_iut_ok", "forgets_levels",
+           "log_error_pairs", "log_ratio_bounds", "middle_level", "multiplicative_ok", "paired_check",
+           "remembers_at", "remembers_bounds", "seed_log_sd", "step_shares", "two_sided_ordered_bounds"]

@@ -32,8 +32,8 @@ from initmem.errors import OptionError, UserError
 from initmem.models import arviz_io, core
 from initmem.models.paired import forgets_bounds, forgets_levels, remembers_at, remembers_bounds
 from initmem.models.priors import Priors, default_priors
-from initmem.models.sequential import SEQUENTIAL_DESIGN, design_levels
-from initmem.models.summaries import MIN_LEVELS_MODEL_FORGETS
+from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, as_spending
+from initmem.models.summaries import MIN_LEVELS_MODEL_FORGETS, model_thresholds
 from initmem.names import ALPHA
 from initmem.results import POSTERIOR_NC, SUMMARY_JSON, load_summary
 
@@ -53,7 +53,9 @@ RULE = ("the analysis's own rule: its posterior (restricted likelihood of the fo
         "intersection-union test of every pair of levels (P(spread < delta) >= 1 - alpha/2 or the test at 0.8 alpha), "
         "by both for a pipeline near the ceiling (summary.json's near_ceiling; the skew gate of the analysis, which "
         "needs the tables in accuracy units, is not simulated, so near the ceiling the plan can be optimistic where "
-        "the seeds' errors are strongly multiplicative)")
+        "the seeds' errors are strongly multiplicative); at a sequential look each share of alpha is spent from its "
+        "own allotment, and a model threshold the posterior's draws cannot resolve (within 4 MCSE floors of 1) is "
+        "capped for 'remembers' (whose ordered test keeps the level) and closes the model's route to 'forgets'")
 
 
 def _grid(priors: Priors, sigma_scale: float, slopes: bool) -> dict[str, np.ndarray]:
@@ -74,12 +76,14 @@ def _grid(priors: Priors, sigma_scale: float, slopes: bool) -> dict[str, np.ndar
 
 def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
                      priors: Priors | None = None, n_post: int = N_POST, chunk: int = 16,
-                     sigma_w: np.ndarray | None = None, alpha: float = ALPHA) -> dict[str, np.ndarray]:
+                     sigma_w: np.ndarray | None = None, alpha: float | Spending = ALPHA, n_test: int | None = None,
+                     unit: float = 1.0) -> dict[str, np.ndarray]:
     """The memory model's posterior of the spread for complete standardised tables (n, L, S):
     P(spread > delta), P(spread < delta), the 5% / 95% quantiles and the quantile at the model's
     "forgets" threshold (``q_forgets``, 97.5% at alpha 0.05), per table, plus the paired test's bound
     (models/paired.py) that a "remembers" also needs at ``alpha`` and the intersection-union test's
-    bound, at its share of ``alpha`` (``forgets_levels``), that is the second route to "forgets". With
+    bound, at its share of ``alpha`` (``forgets_levels``), that is the second route to "forgets" (``alpha`` a
+    :class:`Spending` at a sequential look: each share spent from its own allotment). With
     ``sigma_w`` (L,) the
     seeds' own slopes and the memory's flat trend on log sigma_w are part of the model, as in the
     analysis.
@@ -102,10 +106,12 @@ def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
     lx = np.broadcast_to(np.asarray(sums["ss_level_x"], dtype=float), (n,))
     ix = np.broadcast_to(np.asarray(sums["ss_inter_x"], dtype=float), (n,))
     ss = np.stack([sums["ss_level"] - lx, sums["ss_seed"], sums["ss_e"] - ix, ix], axis=1)  # (n, 4)
+    alpha = as_spending(alpha)
     iut_alpha, f_level = forgets_levels(alpha)
     out = {k: np.empty(n) for k in ("p_gt", "p_lt", "q05", "q95", "q_forgets")}
-    out["paired_ok"] = remembers_at(tables, delta, alpha)    # the ordered test of "remembers"
-    out["iut_bound"] = forgets_bounds(tables, iut_alpha)    # the intersection-union test of "forgets"
+    lattice = {"n_test": n_test, "unit": unit}            # an accuracy's lattice floors every SE
+    out["paired_ok"] = remembers_at(tables, delta, alpha, sigma_w=sigma_w, **lattice)   # the ordered test
+    out["iut_bound"] = forgets_bounds(tables, iut_alpha, **lattice)    # the intersection-union test of "forgets"
     out["model_forgets_ok"] = np.full(n, n_lev >= MIN_LEVELS_MODEL_FORGETS)
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
@@ -130,27 +136,34 @@ def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
     return out
 
 
-def _band(level: float, n_eff: float) -> float:
-    """The borderline band above a threshold: 2 binomial MCSE of an analysis with ``n_eff`` effective draws."""
-    return 2.0 * np.sqrt(level * (1 - level) / n_eff)
+def _clears(p: np.ndarray, threshold: float, n_eff: float) -> np.ndarray:
+    """Whether a probability reaches its threshold and clears the borderline band of an analysis with ``n_eff``
+    effective draws: more than 2 binomial MCSE at ``p`` itself above it, the MCSE floored as
+    models/summaries.py's ``probability_with_mcse`` floors it (q within [1/(n+1), n/(n+1)])."""
+    q = np.clip(p, 1.0 / (n_eff + 1.0), n_eff / (n_eff + 1.0))
+    return (p >= threshold) & (p - threshold > 2.0 * np.sqrt(q * (1.0 - q) / n_eff))
 
 
-def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF, alpha: float = ALPHA) -> np.ndarray:
+def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF,
+           alpha: float | Spending = ALPHA) -> np.ndarray:
     """1 remembers, -1 forgets, 0 inconclusive or borderline per simulated experiment: the
     analysis's rule at ``alpha`` (models/summaries.py, ``verdict``): "remembers" needs P(spread >
     delta) >= 1 - alpha and the ordered paired test (``paired_ok``); "forgets" comes from
     P(spread < delta) >= 1 - alpha/2 (with at least 3 levels) or from the intersection-union test
     (``iut_bound``, computed by :func:`posterior_spread` at its share of the same alpha). The model's
     probabilities must clear the borderline band, at each threshold, of an analysis whose sampler
-    gives ``n_eff`` effective draws (2 binomial MCSE); the design-based tests have no Monte Carlo
+    gives ``n_eff`` effective draws (2 binomial MCSE), and the thresholds are models/summaries.py's
+    ``model_thresholds`` for that many draws (capped for "remembers", the model's route to "forgets" closed
+    where a sequential look's level is finer than the draws resolve); the design-based tests have no Monte Carlo
     error. Near the ceiling (``near_ceiling``, a bool or one per experiment) "forgets" needs both routes and, where
     the caller has the tables in accuracy units, the skew gate (``skew_ok``, models/paired.py ``multiplicative_ok``;
     absent, it is taken as passed: the planner's tables are in noise units, so its predictions near the ceiling
     leave the gate out)."""
-    level, f_level = 1.0 - alpha, forgets_levels(alpha)[1]
+    t_gt, t_lt = model_thresholds(alpha, int(round(n_eff)))
     out = np.zeros(post["p_gt"].shape, dtype=int)
-    out[(post["p_gt"] >= level + _band(level, n_eff)) & post["paired_ok"]] = 1
-    model = (post["p_lt"] >= f_level + _band(f_level, n_eff)) & post.get("model_forgets_ok", True)
+    out[_clears(post["p_gt"], t_gt, n_eff) & post["paired_ok"]] = 1
+    model = np.zeros(out.shape, dtype=bool) if t_lt is None else _clears(post["p_lt"], t_lt, n_eff)
+    model = model & post.get("model_forgets_ok", True)
     iut = post["iut_bound"] < delta
     out[np.where(post.get("near_ceiling", False), model & iut & post.get("skew_ok", True), model | iut)] = -1
     return out
@@ -164,30 +177,34 @@ def simulate_reml(reml: dict[str, float], n_lev: int, n_seed: int, n_sim: int,
                                   np.full(n_sim, reml["residual_sd"]), n_seed, rng)
 
 
-def rule_decisions(tables: np.ndarray, delta: float, alpha: float, rng: np.random.Generator,
+def rule_decisions(tables: np.ndarray, delta: float, alpha: float | Spending, rng: np.random.Generator,
                    sigma_w: np.ndarray | None, n_eff: float = N_EFF,
-                   near_ceiling: bool | np.ndarray = False) -> np.ndarray:
+                   near_ceiling: bool | np.ndarray = False, n_test: int | None = None, unit: float = 1.0) -> np.ndarray:
     """1 remembers, -1 forgets, 0 undecided per standardised table (n, L, S): the analysis's rule at level
-    ``alpha`` (models/summaries.py; :func:`decide`), the model's probabilities by quadrature, clear of the
-    borderline band."""
-    post = posterior_spread(tables, delta, rng, sigma_w=sigma_w, alpha=alpha)
+    ``alpha`` (a float, or a sequential look's :class:`Spending`; models/summaries.py; :func:`decide`), the model's
+    probabilities by quadrature, clear of the borderline band."""
+    post = posterior_spread(tables, delta, rng, sigma_w=sigma_w, alpha=alpha, n_test=n_test, unit=unit)
     return decide({**post, "near_ceiling": near_ceiling}, delta, n_eff, alpha)
 
 
 def sequential_decisions(tables: np.ndarray, delta: float, looks: Sequence[int], rng: np.random.Generator,
                          sigma_w: np.ndarray | None, alpha: float = ALPHA, design: str = SEQUENTIAL_DESIGN,
-                         near_ceiling: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                         near_ceiling: bool = False, n_test: int | None = None,
+                         unit: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """The sequential design on standardised tables holding the last look's seeds: look k uses the first n_k
-    seeds at its level under ``design`` (models/sequential.py) and the first decision stands. Returns (verdict
-    per table, seeds it used)."""
+    seeds, spends each share of ``alpha`` at look k from its own allotment under ``design``
+    (models/sequential.py, :class:`Spending`), and the first decision stands. Returns (verdict per table, seeds
+    it used)."""
     verdict = np.zeros(tables.shape[0], dtype=int)
     seeds = np.full(tables.shape[0], int(looks[-1]))
     open_ = np.ones(tables.shape[0], dtype=bool)
-    for n_k, a_k in zip(looks, design_levels(looks, alpha, design), strict=True):
+    for k, n_k in enumerate(looks):
         idx = np.flatnonzero(open_)
         if not idx.size:
             break
-        d = rule_decisions(tables[idx, :, :n_k], delta, a_k, rng, sigma_w, near_ceiling=near_ceiling)
+        spend = Spending(float(alpha), tuple(int(n) for n in looks), k, design)
+        d = rule_decisions(tables[idx, :, :n_k], delta, spend, rng, sigma_w, near_ceiling=near_ceiling,
+                           n_test=n_test, unit=unit)
         hit = d != 0
         verdict[idx[hit]], seeds[idx[hit]] = d[hit], n_k
         open_[idx[hit]] = False
@@ -211,20 +228,23 @@ def deciding_deltas(upper: np.ndarray, bound: np.ndarray, scale: float) -> dict[
 
 def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np.random.Generator,
           n_now: int | None = None, n_eff: float = N_EFF, sigma_w: np.ndarray | None = None,
-          near_ceiling: bool = False) -> dict[str, Any]:
-    """P(remembers), P(forgets) per seed count; seeds needed; deltas that decide at ``n_now``."""
+          near_ceiling: bool = False, n_test: int | None = None) -> dict[str, Any]:
+    """P(remembers), P(forgets) per seed count; seeds needed; deltas that decide at ``n_now``. ``n_test``: the
+    test set of an accuracy, whose lattice floors the paired tests' SEs as in the analysis."""
+    lattice = {"n_test": n_test, "unit": scale}
     p_dec, p_rem, p_for = {}, {}, {}
     deltas: dict[str, float | None] = {"delta_forgets": None, "delta_remembers": None}
     for s in ladder:
         if p_dec and max(p_dec.values()) >= TARGET and (n_now is None or s > n_now):
             break  # decided already: larger experiments are not needed
         tables = simulate(s) / scale
-        post = {**posterior_spread(tables, delta / scale, rng, sigma_w=sigma_w), "near_ceiling": near_ceiling}
+        post = {**posterior_spread(tables, delta / scale, rng, sigma_w=sigma_w, **lattice),
+                "near_ceiling": near_ceiling}
         v = decide(post, delta / scale, n_eff)
         p_rem[s], p_for[s] = float(np.mean(v == 1)), float(np.mean(v == -1))
         p_dec[s] = p_rem[s] + p_for[s]
         if s == n_now:
-            bound = np.minimum(post["q05"], remembers_bounds(tables))
+            bound = np.minimum(post["q05"], remembers_bounds(tables, sigma_w=sigma_w, **lattice))
             join = np.maximum if near_ceiling else np.minimum   # both routes near the ceiling, else either
             upper = np.where(post["model_forgets_ok"], join(post["q_forgets"], post["iut_bound"]),
                              np.inf if near_ceiling else post["iut_bound"])
@@ -234,11 +254,12 @@ def power(simulate, scale: float, delta: float, ladder: tuple[int, ...], rng: np
 
 
 def sequential_plan(simulate, scale: float, delta: float, looks: Sequence[int], rng: np.random.Generator,
-                    sigma_w: np.ndarray | None = None, near_ceiling: bool = False) -> dict[str, Any]:
+                    sigma_w: np.ndarray | None = None, near_ceiling: bool = False,
+                    n_test: int | None = None) -> dict[str, Any]:
     """What ``initmem run --until-decided`` would spend on this pipeline: the chance of each verdict and the
     expected and largest seeds, from experiments simulated with the last look's seeds (docs/sequential.md)."""
     verdict, seeds = sequential_decisions(simulate(int(looks[-1])) / scale, delta / scale, looks, rng, sigma_w,
-                                          near_ceiling=near_ceiling)
+                                          near_ceiling=near_ceiling, n_test=n_test, unit=scale)
     return {"looks": [int(n) for n in looks], "p_remembers": float(np.mean(verdict == 1)),
             "p_forgets": float(np.mean(verdict == -1)), "p_decided": float(np.mean(verdict != 0)),
             "seeds_mean": float(seeds.mean()), "seeds_max": int(seeds.max())}
@@ -260,6 +281,7 @@ def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: 
         if name not in post:
             raise UserError(f"{folder / POSTERIOR_NC} lacks {name!r}: rerun 'initmem analyze' with this version")
     rng = np.random.default_rng(seed)
+    n_test = summary.n_test if summary.is_accuracy else None     # an accuracy's lattice, as the analysis floors it
     out: dict[str, Any] = {"delta": delta, "target": TARGET, "n_sim": n_sim, "ladder": list(ladder), "rule": RULE,
                            "family": summary.family, "metric": summary.metric, "pipelines": {}}
 
@@ -288,14 +310,16 @@ def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: 
         result: dict[str, Any] = {
             "n_seed_now": n_now, "n_sigma": int(levels.sum()), "verdict_now": entry.verdict,
             "posterior": power(simulate, scale, delta, lad, rng, n_now, sigma_w=None if x is None else sig,
-                               near_ceiling=near),
-            "sequential": sequential_plan(simulate, scale, delta, looks, rng, None if x is None else sig, near),
+                               near_ceiling=near, n_test=n_test),
+            "sequential": sequential_plan(simulate, scale, delta, looks, rng, None if x is None else sig, near,
+                                          n_test=n_test),
         }
         reml = entry.frequentist.reml.model_dump() if entry.frequentist is not None else {}
         if all(isinstance(reml.get(k), int | float) and np.isfinite(reml[k])
                for k in ("sigma_sd", "seed_sd", "residual_sd")):
             result["reml"] = power(lambda s, r=reml, n_lev=int(levels.sum()): simulate_reml(r, n_lev, s, n_sim, rng),
-                                   scale, delta, lad, rng, n_now, sigma_w=None if x is None else sig, near_ceiling=near)
+                                   scale, delta, lad, rng, n_now, sigma_w=None if x is None else sig, near_ceiling=near,
+                                   n_test=n_test)
         else:
             result["reml"] = None
         out["pipelines"][pipe] = result

@@ -1,40 +1,39 @@
 """The error spent at each look of the sequential design (docs/sequential.md). The planner applies the
 analysis's rule look by look to simulated tables (models/plan.py, ``sequential_decisions``), which is how the
-design is calibrated and how its expected seeds are measured (benchmarks/sequential_calibration.py).
+design is calibrated and how its expected seeds are measured (studies/spending_families.py,
+benchmarks/sequential_calibration.py).
 
-Both designs spend alpha with the Lan-DeMets spending function of the O'Brien-Fleming type,
-alpha*(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)), at the information fraction t_k = n_k / n_max, used one-sided
-for each claim ("remembers" and "forgets" are separate claims, each of whose false rate must stay <= alpha):
+A design is a spending function alpha*(t), the error spent by the information fraction t_k = n_k / n_max,
+used one-sided for each claim ("remembers" and "forgets" are separate claims, each of whose false rate must
+stay <= alpha), and a construction of each look's nominal level from it:
 
-- ``UNION`` (:func:`look_levels`): look k decides at the increment
-  alpha*(t_k) - alpha*(t_{k-1}); by the union bound the false rate over all looks is at most their sum, alpha,
-  whatever the correlation between looks.
-- ``EXACT`` (:func:`exact_levels`): look k decides at the nominal level whose boundary spends exactly that
-  increment under the canonical joint distribution of group-sequential statistics. Looks are positively
-  correlated, so the nominal levels sum to more than alpha and the last look gets more (0.043 instead of
-  0.026 for looks 4, 8, 12, 16). But the canonical form is only approximate for t tests with few degrees of
-  freedom: at a spread of exactly delta on two levels (where the intersection-union test is a TOST at its
-  boundary) the false "forgets" rate is 5.2% [5.1, 5.4] (100,000 simulated pipelines; docs/sequential.md).
-- ``PAIRED_T`` (:func:`paired_t_levels`): the same construction for the statistics
-  the rule actually tests, Student t statistics of paired differences on nested seeds (n_k - 1 degrees of
-  freedom at look k), whose joint law under the boundary null is free of the noise scale and is simulated
-  once (fixed seed, 10^6 paths). Last look 0.0405 for looks 4, 8, 12, 16. **The analysis's design**
-  (``SEQUENTIAL_DESIGN``).
+- spending functions (:func:`spent`): Lan-DeMets O'Brien-Fleming type, 2 - 2 Phi(z_{1-alpha/2} / sqrt(t))
+  (almost nothing early); Lan-DeMets Pocock type, alpha log(1 + (e - 1) t) (about evenly); Hwang-Shih-DeCani,
+  alpha (1 - exp(-gamma t)) / (1 - exp(-gamma)) (between them as gamma runs from -4 to 1).
+- ``union`` (:func:`look_levels`): look k decides at the increment alpha*(t_k) - alpha*(t_{k-1}); by the union
+  bound the false rate over all looks is at most their sum, alpha, whatever the correlation between looks.
+- ``exact`` (:func:`exact_levels`): the nominal level whose boundary spends exactly that increment under the
+  canonical joint distribution of group-sequential statistics; only approximate for t tests with few degrees
+  of freedom (5.2% at a spread of exactly delta on two levels, docs/sequential.md).
+- ``paired-t`` (:func:`paired_t_levels`): the same construction for the statistics the rule actually tests,
+  Student t statistics of paired differences on nested seeds (n_k - 1 degrees of freedom at look k), whose
+  joint law under the boundary null is free of the noise scale and is simulated once (fixed seed, 10^6 paths).
 
-benchmarks/sequential_calibration.py measures the whole rule (the model's posterior by the planner's
-quadrature and the paired tests) under each design (docs/sequential.md). Under the rule whose "forgets"
-splits alpha between its two routes (models/paired.py, ``forgets_levels``) every false verdict of PAIRED_T
-stays within 5% on every design measured (two levels at delta, where the intersection-union test decides
-alone: 4.3% [3.9, 4.7] over 10,000 pipelines), and it decides 89.5% of demo-scale nulls "forgets" where the
-union bound decides 80.3%, with the same expected seeds. Before that split the rule's own model route was
-liberal under seed slopes at 16 seeds (5.6% in the fixed design) and PAIRED_T carried it to 6.2%, which is
-why the union bound was the design until then.
+**The analysis's design** (``SEQUENTIAL_DESIGN``) is ``paired-t`` with Pocock-type spending, chosen by expected
+seeds on the designs users run (studies/spending_families.py, docs/sequential.md "Choosing the spending
+function"): its first look (level 0.018 at looks 4, 8, 12, 16) decides demo-like memories of 7 points or more
+(199 or 200 of 200 at 4 seeds, where O'Brien-Fleming's 1e-4 decided 4-27 of 200), every false verdict measured stays
+within alpha, and its price is late power on the hardest nulls (73.5% "forgets" by 16 seeds instead of 89%).
+
+Every verdict splits alpha into shares; :class:`Spending` computes each share's level at a look from the
+share's own allotment, because a spending function is not linear in alpha.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,16 +43,8 @@ from scipy.stats import norm
 
 from initmem.names import ALPHA
 
-UNION = "group-sequential, Lan-DeMets O'Brien-Fleming-type spending, union bound over looks"
-EXACT = ("group-sequential, Lan-DeMets O'Brien-Fleming-type spending, exact one-sided boundaries of the canonical "
-         "joint distribution (Jennison & Turnbull 2000, ch. 7), per claim")
-PAIRED_T = ("group-sequential, Lan-DeMets O'Brien-Fleming-type spending, exact one-sided levels for the seeds' "
-            "paired t tests on nested seeds (simulated), per claim")
-DESIGNS = {"union": UNION, "exact": EXACT, "paired-t": PAIRED_T}
-SEQUENTIAL_DESIGN = PAIRED_T   # the analysis's and the planner's design
-N_SIM = 1_000_000   # simulated paths of paired_t_levels: its rates within about 0.0002 of the spending
-_GRID = 1201     # points of the recursion's grid of the score statistic (levels to about 1e-6)
-_LOW = -10.0     # the grid's lower end, in SDs of the score at the last look (var(S_k) = t_k <= 1)
+OBRIEN_FLEMING = "obrien-fleming"   # alpha*(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t))
+POCOCK = "pocock"                   # alpha*(t) = alpha log(1 + (e - 1) t)
 
 
 def obrien_fleming_spent(t: float, alpha: float = ALPHA) -> float:
@@ -63,14 +54,99 @@ def obrien_fleming_spent(t: float, alpha: float = ALPHA) -> float:
     return float(2.0 - 2.0 * norm.cdf(norm.ppf(1.0 - alpha / 2.0) / math.sqrt(min(t, 1.0))))
 
 
-def look_levels(looks: Sequence[int], alpha: float = ALPHA) -> list[float]:
+def hsd(gamma: float) -> str:
+    """The Hwang-Shih-DeCani spending function with parameter ``gamma``, by name:
+    alpha*(t) = alpha (1 - exp(-gamma t)) / (1 - exp(-gamma)) (alpha t at gamma = 0). gamma = -4 spends about as
+    late as O'Brien-Fleming, gamma = 1 about as early as Pocock."""
+    return f"hsd({float(gamma):g})"
+
+
+_HSD = re.compile(r"^hsd\((-?[0-9.]+(?:e-?[0-9]+)?)\)$")
+_LABELS = {OBRIEN_FLEMING: "Lan-DeMets O'Brien-Fleming-type", POCOCK: "Lan-DeMets Pocock-type"}
+
+
+def spending_label(spending: str) -> str:
+    """The spending function's name as a design's description states it."""
+    m = _HSD.match(spending)
+    if m:
+        return f"Hwang-Shih-DeCani (gamma = {float(m.group(1)):g})"
+    if spending not in _LABELS:
+        raise ValueError(f"unknown spending function {spending!r} (obrien-fleming, pocock or hsd(GAMMA))")
+    return _LABELS[spending]
+
+
+def spent(t: float, alpha: float = ALPHA, spending: str = OBRIEN_FLEMING) -> float:
+    """The error ``spending`` has spent by information fraction ``t`` in (0, 1]; alpha at t = 1."""
+    if t <= 0:
+        return 0.0
+    t = min(float(t), 1.0)
+    if spending == OBRIEN_FLEMING:
+        return obrien_fleming_spent(t, alpha)
+    if spending == POCOCK:
+        return float(alpha * math.log1p((math.e - 1.0) * t))
+    m = _HSD.match(spending)
+    if m is None:
+        spending_label(spending)     # raises: unknown
+    gamma = float(m.group(1))
+    if abs(gamma) < 1e-12:
+        return float(alpha * t)
+    return float(alpha * math.expm1(-gamma * t) / math.expm1(-gamma))
+
+
+_CONSTRUCTIONS = {
+    "union": "union bound over looks",
+    "exact": ("exact one-sided boundaries of the canonical joint distribution (Jennison & Turnbull 2000, ch. 7), "
+              "per claim"),
+    "paired-t": "exact one-sided levels for the seeds' paired t tests on nested seeds (simulated), per claim",
+}
+
+
+def design_name(construction: str = "paired-t", spending: str = OBRIEN_FLEMING) -> str:
+    """The description of a design (how each look's level is computed, and the spending function it spends by),
+    as summary.json and look.json state it."""
+    return f"group-sequential, {spending_label(spending)} spending, {_CONSTRUCTIONS[construction]}"
+
+
+def parse_design(design: str) -> tuple[str, str]:
+    """(construction, spending) of a design given by :func:`design_name`'s description or by a short name:
+    ``paired-t``, ``exact``, ``union`` (O'Brien-Fleming spending) or ``CONSTRUCTION/SPENDING``
+    (``paired-t/pocock``, ``paired-t/hsd(-2)``)."""
+    short = design.split("/", 1)
+    if short[0] in _CONSTRUCTIONS:
+        spending = short[1] if len(short) == 2 else OBRIEN_FLEMING
+        spending_label(spending)     # raises on an unknown spending function
+        return short[0], spending
+    for construction, tail in _CONSTRUCTIONS.items():
+        if design.startswith("group-sequential, ") and design.endswith(f" spending, {tail}"):
+            label = design[len("group-sequential, "):-len(f" spending, {tail}")]
+            for spending in (OBRIEN_FLEMING, POCOCK):
+                if _LABELS[spending] == label:
+                    return construction, spending
+            m = re.fullmatch(r"Hwang-Shih-DeCani \(gamma = (.+)\)", label)
+            if m:
+                return construction, hsd(float(m.group(1)))
+    raise ValueError(f"unknown sequential design {design!r}")
+
+
+UNION = design_name("union")
+EXACT = design_name("exact")
+PAIRED_T = design_name("paired-t")
+PAIRED_T_POCOCK = design_name("paired-t", POCOCK)
+DESIGNS = {"union": UNION, "exact": EXACT, "paired-t": PAIRED_T, "paired-t/pocock": PAIRED_T_POCOCK}
+SEQUENTIAL_DESIGN = PAIRED_T_POCOCK   # the analysis's and the planner's design (docs/sequential.md)
+N_SIM = 1_000_000   # simulated paths of paired_t_levels: its rates within about 0.0002 of the spending
+_GRID = 1201     # points of the recursion's grid of the score statistic (levels to about 1e-6)
+_LOW = -10.0     # the grid's lower end, in SDs of the score at the last look (var(S_k) = t_k <= 1)
+
+
+def look_levels(looks: Sequence[int], alpha: float = ALPHA, spending: str = OBRIEN_FLEMING) -> list[float]:
     """The union bound's levels: each look decides at the increment of the spending function at its share of
     the last look's seeds; the levels sum to alpha."""
-    spent = [obrien_fleming_spent(n / looks[-1], alpha) for n in looks]
-    return [s - p for s, p in zip(spent, [0.0, *spent[:-1]], strict=True)]
+    cum = [spent(n / looks[-1], alpha, spending) for n in looks]
+    return [s - p for s, p in zip(cum, [0.0, *cum[:-1]], strict=True)]
 
 
-def exact_levels(looks: Sequence[int], alpha: float = ALPHA) -> list[float]:
+def exact_levels(looks: Sequence[int], alpha: float = ALPHA, spending: str = OBRIEN_FLEMING) -> list[float]:
     """The nominal one-sided level a_k of each look such that, under the null, P(reject at some look <= k) =
     alpha*(t_k) exactly (not just at most) in the canonical joint distribution: Z_k ~ N(0, 1) with
     corr(Z_i, Z_j) = sqrt(t_i / t_j), t_k = n_k / n_max, i.e. the score S_k = Z_k sqrt(t_k) has independent
@@ -83,8 +159,7 @@ def exact_levels(looks: Sequence[int], alpha: float = ALPHA) -> list[float]:
     convolves with the next increment. One look gives alpha exactly. A claim stopped early by the other
     claim's verdict can only lose false verdicts, so per claim these levels keep its false rate at alpha*(1)."""
     t = np.asarray(looks, dtype=float) / float(looks[-1])
-    spent = [obrien_fleming_spent(x, alpha) for x in t]
-    inc = np.diff([0.0, *spent])
+    inc = np.diff([0.0, *(spent(x, alpha, spending) for x in t)])
     levels: list[float] = []
     x = w = None
     t_prev = 0.0
@@ -103,7 +178,8 @@ def exact_levels(looks: Sequence[int], alpha: float = ALPHA) -> list[float]:
     return levels
 
 
-def paired_t_levels(looks: Sequence[int], alpha: float = ALPHA, n_sim: int = N_SIM, seed: int = 0) -> list[float]:
+def paired_t_levels(looks: Sequence[int], alpha: float = ALPHA, n_sim: int = N_SIM, seed: int = 0,
+                    spending: str = OBRIEN_FLEMING) -> list[float]:
     """The nominal one-sided level a_k of each look's paired t test such that, under the boundary null,
     P(reject at some look <= k) = alpha*(t_k): :func:`exact_levels` for the statistics the rule tests.
 
@@ -115,18 +191,18 @@ def paired_t_levels(looks: Sequence[int], alpha: float = ALPHA, n_sim: int = N_S
     N(0, 1) differences (``n_sim`` paths, fixed ``seed``: deterministic); look k's boundary is the quantile
     of the paths still open whose first crossing spends the increment alpha*(t_k) - alpha*(t_{k-1}), and a_k
     is its t tail probability. One look gives alpha exactly."""
-    return list(_paired_t_levels(tuple(int(n) for n in looks), float(alpha), int(n_sim), int(seed)))
+    return list(_paired_t_levels(tuple(int(n) for n in looks), float(alpha), int(n_sim), int(seed), spending))
 
 
-@functools.lru_cache(maxsize=32)
-def _paired_t_levels(looks: tuple[int, ...], alpha: float, n_sim: int, seed: int) -> tuple[float, ...]:
+@functools.lru_cache(maxsize=128)
+def _paired_t_levels(looks: tuple[int, ...], alpha: float, n_sim: int, seed: int,
+                     spending: str) -> tuple[float, ...]:
     if len(looks) == 1:
         return (alpha,)
     from scipy.stats import t as student
 
     rng = np.random.default_rng(seed)
-    spent = [obrien_fleming_spent(n / looks[-1], alpha) for n in looks]
-    inc = np.diff([0.0, *spent])
+    inc = np.diff([0.0, *(spent(n / looks[-1], alpha, spending) for n in looks)])
     s1, s2 = np.zeros(n_sim), np.zeros(n_sim)
     open_ = np.ones(n_sim, dtype=bool)
     levels, seen = [], 0
@@ -152,15 +228,13 @@ def _crossing(b: float, x: np.ndarray, w: np.ndarray, sd: float, target: float) 
 
 
 def design_levels(looks: Sequence[int], alpha: float = ALPHA, design: str = SEQUENTIAL_DESIGN) -> list[float]:
-    """Each look's level under ``design`` (``PAIRED_T``, ``EXACT`` or ``UNION``; also their short names)."""
-    design = DESIGNS.get(design, design)
-    if design == PAIRED_T:
-        return paired_t_levels(looks, alpha)
-    if design == EXACT:
-        return exact_levels(looks, alpha)
-    if design == UNION:
-        return look_levels(looks, alpha)
-    raise ValueError(f"unknown sequential design {design!r}")
+    """Each look's level under ``design`` (a :func:`design_name` description or a short name, :func:`parse_design`)."""
+    construction, spending = parse_design(design)
+    if construction == "paired-t":
+        return paired_t_levels(looks, alpha, spending=spending)
+    if construction == "exact":
+        return exact_levels(looks, alpha, spending)
+    return look_levels(looks, alpha, spending)
 
 
 @dataclass(frozen=True)
@@ -178,11 +252,27 @@ class Spending:
     look: int = 0                     # index into ``looks``
     design: str = SEQUENTIAL_DESIGN
 
+    def __post_init__(self) -> None:
+        looks = tuple(int(n) for n in self.looks)
+        object.__setattr__(self, "looks", looks)
+        object.__setattr__(self, "design", design_name(*parse_design(self.design)))
+        if looks and not 0 <= self.look < len(looks):
+            raise ValueError(f"look index {self.look} outside looks {looks}")
+
     def level(self, share: float = 1.0) -> float:
         """The level at this analysis of a claim allotted ``share`` of alpha over the whole design."""
         if not self.looks:
             return float(self.alpha * share)
         return float(design_levels(self.looks, self.alpha * share, self.design)[self.look])
+
+    def describe(self) -> dict[str, object]:
+        """summary.json's ``spending``: the design's alpha, and for a look of a sequential design its looks, the
+        look (1 = first) and the design, with the level of the full share at this look."""
+        if not self.looks:
+            return {"alpha": float(self.alpha), "looks": None, "look": None, "design": None,
+                    "level": self.level(1.0)}
+        return {"alpha": float(self.alpha), "looks": list(self.looks), "look": self.look + 1, "design": self.design,
+                "level": self.level(1.0)}
 
 
 def as_spending(alpha: float | Spending) -> Spending:
@@ -190,5 +280,6 @@ def as_spending(alpha: float | Spending) -> Spending:
     return alpha if isinstance(alpha, Spending) else Spending(float(alpha))
 
 
-__all__ = ["DESIGNS", "EXACT", "PAIRED_T", "SEQUENTIAL_DESIGN", "UNION", "Spending", "as_spending", "design_levels",
-           "exact_levels", "look_levels", "obrien_fleming_spent", "paired_t_levels"]
+__all__ = ["DESIGNS", "EXACT", "OBRIEN_FLEMING", "PAIRED_T", "PAIRED_T_POCOCK", "POCOCK", "SEQUENTIAL_DESIGN", "UNION",
+           "Spending", "as_spending", "design_levels", "design_name", "exact_levels", "hsd", "look_levels",
+           "obrien_fleming_spent", "paired_t_levels", "parse_design", "spending_label", "spent"]

@@ -30,14 +30,17 @@ from initmem.models import arviz_io, checks
 from initmem.models.data import MemoryData
 from initmem.models.paired import (
     CEILING,
+    FORGETS_MODEL_SHARE,
     SKEW_GATE,
     STEP_EXTREME,
+    STEP_PEAK,
     equivalence_check,
     forgets_iut_ok,
     forgets_levels,
     paired_check,
 )
 from initmem.models.priors import Priors, prior_p_spread_gt
+from initmem.models.sequential import Spending, as_spending
 from initmem.names import ALPHA, VERDICTS
 from initmem.results import sigma_key
 
@@ -56,6 +59,41 @@ class FittedModel(Protocol):
     def refit(self, data: MemoryData) -> FittedModel: ...
 
 DECISION = 1.0 - ALPHA                     # "remembers": P(spread > delta) >= 0.95
+N_DRAWS = 4000     # posterior draws of a default analysis (4 chains x 1000): the planner's and verdict's default
+RESOLVE = 4.0      # a model threshold sits at least this many MCSE floors inside 1 (model_thresholds)
+
+
+def mcse_floor(draws: int) -> float:
+    """The Monte Carlo standard error of a posterior probability every one of ``draws`` draws agrees on
+    (:func:`probability_with_mcse`'s floor): the finest resolution of a probability near 0 or 1."""
+    q = 1.0 / (draws + 1.0)
+    return float(np.sqrt(q * (1.0 - q) / draws))
+
+
+def model_thresholds(alpha: float | Spending = ALPHA, draws: int = N_DRAWS) -> tuple[float, float | None]:
+    """The model's thresholds at an analysis spending ``alpha`` with ``draws`` posterior draws: (on P(spread >
+    delta) for "remembers", on P(spread < delta) for "forgets", None where that route is closed).
+
+    Why: a look of a sequential design may spend 1e-4 or less, and a probability from 4,000 draws cannot be
+    shown to exceed 1 - 1e-4: its MCSE floor is 2.5e-4, so even P = 1.000 would sit within 2 MCSE of the
+    threshold, "borderline", and no look could decide. Each threshold therefore stays at least RESOLVE MCSE
+    floors (:func:`mcse_floor`) inside 1, and alpha is kept as follows.
+
+    - "remembers" needs the model AND the ordered paired test, and the ordered test alone is a valid test at
+      the analysis's level (its shares spent from their own allotments, models/paired.py). A claim that needs
+      a level-alpha test and something else is wrong no more often than alpha, whatever the something else, so
+      the model's threshold may be capped at 1 - max(alpha_k, RESOLVE x floor) without raising the false rate.
+    - "forgets" is the UNION of the model's route and the intersection-union test, so the model's route must
+      hold its own share (1 - alpha_k x FORGETS_MODEL_SHARE) and cannot be relaxed. Where that share is below
+      RESOLVE x floor the draws cannot resolve it and the route is closed (None): the intersection-union test
+      alone decides "forgets" at that analysis. A closed route only removes rejections, so the union keeps its
+      level.
+
+    At alpha = 0.05 and 4,000 draws neither rule binds (the floor x RESOLVE is 0.001)."""
+    spend = as_spending(alpha)
+    room = RESOLVE * mcse_floor(draws)
+    a_forgets = spend.level(FORGETS_MODEL_SHARE)
+    return 1.0 - max(spend.level(1.0), room), (1.0 - a_forgets if a_forgets >= room else None)
 
 
 def quantiles(x: np.ndarray) -> dict[str, float]:
@@ -65,24 +103,29 @@ def quantiles(x: np.ndarray) -> dict[str, float]:
 
 # which route decided (summary.json's ``rule``)
 RULE_REMEMBERS_EXTREME = "model + ordered paired test (extreme pair)"
+RULE_REMEMBERS_PEAK = "model + ordered paired test (peak contrast)"
 RULE_REMEMBERS_FALLBACK = "model + ordered paired test (fallback over the other pairs)"
 RULE_FORGETS_MODEL = "model"
 RULE_FORGETS_IUT = "intersection-union test"
 RULE_FORGETS_BOTH = "model + intersection-union test"
 RULE_NONE = "none"
-RULES = (RULE_REMEMBERS_EXTREME, RULE_REMEMBERS_FALLBACK, RULE_FORGETS_MODEL, RULE_FORGETS_IUT,
+RULES = (RULE_REMEMBERS_EXTREME, RULE_REMEMBERS_PEAK, RULE_REMEMBERS_FALLBACK, RULE_FORGETS_MODEL, RULE_FORGETS_IUT,
          RULE_FORGETS_BOTH, RULE_NONE)
 
 
 MIN_LEVELS_MODEL_FORGETS = 3  # below: "forgets" only by the intersection-union test (see verdict)
 
 
-def verdict(p_gt: float, p_lt: float, level: float = DECISION, mcse: tuple[float, float] | None = None,
+def verdict(p_gt: float, p_lt: float, level: float | Spending = DECISION, mcse: tuple[float, float] | None = None,
             *, paired_ok: bool = True, iut_ok: bool = False, model_forgets_ok: bool = True,
-            near_ceiling: bool = False) -> str:
+            near_ceiling: bool = False, draws: int = N_DRAWS) -> str:
     """remembers when P(spread > delta) >= ``level`` (1 - alpha), forgets when P(spread < delta) >=
     1 - alpha/2 (the model's share of the same alpha, models/paired.py ``forgets_levels``); borderline
-    when a probability is within 2 MCSE of its own threshold.
+    when a probability is within 2 MCSE of its own threshold. ``level`` is 1 - alpha of a fixed design, or the
+    analysis's :class:`~initmem.models.sequential.Spending` (a look of a sequential design: each share spent
+    from its own allotment); the thresholds are :func:`model_thresholds` for an analysis of ``draws`` posterior
+    draws (a threshold the draws cannot resolve is capped for "remembers" and closes the model's route to
+    "forgets").
     Without the ordered paired test's support (``paired_ok`` False) "remembers" is out of reach, so
     P(spread > delta) decides nothing. With the intersection-union test's support (``iut_ok``) the
     verdict is "forgets" whatever the model says: that route is valid on its own and has no
@@ -95,19 +138,20 @@ def verdict(p_gt: float, p_lt: float, level: float = DECISION, mcse: tuple[float
     makes "forgets" need BOTH routes: the seeds' skewed differences there cost each route its level
     (docs/memory-model.md, "Near the ceiling"), and a claim both must pass is wrong no more often than
     the better of the two."""
-    forgets_level = forgets_levels(1.0 - level)[1]
+    spend = level if isinstance(level, Spending) else Spending(1.0 - float(level))
+    t_gt, t_lt = model_thresholds(spend, draws)
     if iut_ok and not near_ceiling:
         return N.FORGETS
     if not paired_ok:
         p_gt, mcse = 0.0, None if mcse is None else (0.0, mcse[1])
-    if not model_forgets_ok or (near_ceiling and not iut_ok):
-        p_lt, mcse = 0.0, None if mcse is None else (mcse[0], 0.0)
-    if mcse is not None and any(abs(p - t) <= 2 * m for p, t, m in zip((p_gt, p_lt), (level, forgets_level), mcse,
+    if t_lt is None or not model_forgets_ok or (near_ceiling and not iut_ok):
+        p_lt, t_lt, mcse = 0.0, 1.0, None if mcse is None else (mcse[0], 0.0)
+    if mcse is not None and any(abs(p - t) <= 2 * m for p, t, m in zip((p_gt, p_lt), (t_gt, t_lt), mcse,
                                                                       strict=True)):
         return N.BORDERLINE
-    if p_gt >= level:
+    if p_gt >= t_gt:
         return N.REMEMBERS
-    if p_lt >= forgets_level:
+    if p_lt >= t_lt:
         return N.FORGETS
     return N.INCONCLUSIVE
 
@@ -116,7 +160,8 @@ def decision_rule(final: str, model_verdict: str, paired: dict[str, Any], equiva
     """The route that decided ``final`` (one of RULES): for "remembers" the model with the ordered
     test's step; for "forgets" the model, the intersection-union test, or both."""
     if final == N.REMEMBERS:
-        return RULE_REMEMBERS_EXTREME if paired.get("step") == STEP_EXTREME else RULE_REMEMBERS_FALLBACK
+        return {STEP_EXTREME: RULE_REMEMBERS_EXTREME, STEP_PEAK: RULE_REMEMBERS_PEAK}.get(paired.get("step"),
+                                                                                      RULE_REMEMBERS_FALLBACK)
     if final == N.FORGETS:
         by_model = model_verdict == N.FORGETS
         if equivalence.get("supports_forgets"):
@@ -142,11 +187,15 @@ def estimand(model: FittedModel) -> str:
     if d.likelihood in ("per_example", "counts"):
         return ("max - min over the sigma_w grid of the expected accuracy on THIS test set of "
                 f"{d.n_test} examples, expected over training seeds (new seeds), as a fraction")
+    if d.is_accuracy:
+        return (f"max - min over the sigma_w grid of the expected {d.metric}, an accuracy, expected over new "
+                "seeds, as a fraction (the report shows points)")
     return f"max - min over the sigma_w grid of the expected {d.metric}, expected over new seeds, in its units"
 
 
 def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: float,
-                       paired_ok: bool, iut_ok: bool, level: float = DECISION, near: bool = False) -> dict[str, Any]:
+                       paired_ok: bool, iut_ok: bool, level: float | Spending = DECISION,
+                       near: bool = False) -> dict[str, Any]:
     pr = model.priors
     scale = float(model._arrays()["sigma_scale"][a])
     post = model.idata.posterior
@@ -159,7 +208,8 @@ def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: fl
     n_lev = int(model.data.level_mask[a].sum())
     return {"prior": pr.alt_description(), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
             "verdict": verdict(p_gt, p_lt, level, paired_ok=paired_ok, iut_ok=iut_ok,
-                               model_forgets_ok=n_lev >= MIN_LEVELS_MODEL_FORGETS, near_ceiling=near),
+                               model_forgets_ok=n_lev >= MIN_LEVELS_MODEL_FORGETS, near_ceiling=near,
+                               draws=spread.size),
             "ess_weights": float(1.0 / np.sum(w**2))}
 
 
@@ -194,17 +244,19 @@ def near_ceiling(model: FittedModel, a: int, medians: np.ndarray | None = None) 
 
 
 def _tests(model: FittedModel, a: int, delta: float, y: np.ndarray | None = None,
-           alpha: float = ALPHA) -> tuple[dict, dict]:
+           alpha: float | Spending = ALPHA) -> tuple[dict, dict]:
     """The design-based tests of one pipeline's table: the ordered paired test of "remembers" at
     ``alpha`` and the intersection-union test of "forgets" at its share of it (models/paired.py,
-    ``forgets_levels``)."""
+    ``forgets_levels``); a sequential look's :class:`Spending` spends each share from its own allotment."""
     d = model.data
     lev = d.level_mask[a]
     table = (d.y if y is None else y)[a][lev]
     paired = d.seed_design == cube.SEED_PAIRED
-    return (paired_check(table, d.sigma_w[lev], delta, paired=paired, alpha=alpha),
-            equivalence_check(table, d.sigma_w[lev], delta, paired=paired, alpha=forgets_levels(alpha)[0],
-                              n_test=d.n_test, accuracy=d.is_accuracy))
+    spend = as_spending(alpha)
+    n_test = d.n_test if d.is_accuracy else None     # the lattice of an accuracy floors every SE
+    return (paired_check(table, d.sigma_w[lev], delta, paired=paired, alpha=spend, n_test=n_test),
+            equivalence_check(table, d.sigma_w[lev], delta, paired=paired, alpha=forgets_levels(spend)[0],
+                              n_test=n_test, accuracy=d.is_accuracy))
 
 
 def _divergence(model: FittedModel, a: int, pipe: str, sensitivity: dict | None) -> dict[str, Any]:
@@ -223,7 +275,7 @@ def _divergence(model: FittedModel, a: int, pipe: str, sensitivity: dict | None)
             "sensitivity": sensitivity}
 
 
-def _refit_with(model: FittedModel, cells: np.ndarray, values: np.ndarray, delta: float, alpha: float,
+def _refit_with(model: FittedModel, cells: np.ndarray, values: np.ndarray, delta: float, alpha: float | Spending,
                 note: Callable[[int], str]) -> dict[str, dict[str, Any]]:
     """Refit (same compiled sampler) with ``cells`` added at ``values``; per pipeline that has such cells, the
     verdict by the same rule, the spread and the verdict probabilities, and ``note(a)`` saying what was put in."""
@@ -239,14 +291,15 @@ def _refit_with(model: FittedModel, cells: np.ndarray, values: np.ndarray, delta
         p_lt, m_lt = probability_with_mcse(s < delta)
         chk, eq = _tests(alt, a, delta, alpha=alpha)
         near = near_ceiling(alt, a)
-        out[pipe] = {"verdict": verdict(p_gt, p_lt, 1 - alpha, mcse=(m_gt, m_lt), paired_ok=chk["supports_remembers"],
-                                        iut_ok=forgets_iut_ok(eq, near), near_ceiling=near,
+        out[pipe] = {"verdict": verdict(p_gt, p_lt, as_spending(alpha), mcse=(m_gt, m_lt),
+                                        paired_ok=chk["supports_remembers"], iut_ok=forgets_iut_ok(eq, near),
+                                        near_ceiling=near, draws=s.size,
                                         model_forgets_ok=int(alt.data.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS),
                      "spread": quantiles(s), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt, "note": note(a)}
     return out
 
 
-def _sensitivity_fit(model: FittedModel, delta: float, alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
+def _sensitivity_fit(model: FittedModel, delta: float, alpha: float | Spending = ALPHA) -> dict[str, dict[str, Any]]:
     """Refit with every diverged run counted at chance accuracy."""
     d = model.data
     if d.diverged is None or not d.diverged.any():
@@ -260,7 +313,7 @@ def _sensitivity_fit(model: FittedModel, delta: float, alpha: float = ALPHA) -> 
                                  f"{d.chance:.3g}")
 
 
-def _put_back_fit(model: FittedModel, delta: float, alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
+def _put_back_fit(model: FittedModel, delta: float, alpha: float | Spending = ALPHA) -> dict[str, dict[str, Any]]:
     """Survivorship: refit with every run the gate left out (it never interpolated) put back at its final test
     accuracy. At large sigma_w the slow seeds are the ones left out, so the gated runs are not missing at
     random; the verdict should not hinge on leaving them out."""
@@ -277,33 +330,59 @@ def _put_back_fit(model: FittedModel, delta: float, alpha: float = ALPHA) -> dic
 
 def _missingness(model: FittedModel, a: int, pipe: str, vd: str, sensitivity: dict | None) -> dict[str, Any]:
     """Whether the runs the verdict leaves out (gated out, failed, missing) depend on sigma_w, and what the
-    verdict becomes with the gated ones put back; a warning when either should change the reading."""
+    verdict becomes with the gated ones put back; a warning when either should change the reading. The p-value
+    is models/data.py's Bonferroni combination of an omnibus test (any pattern over the levels) and an exact trend
+    test in log sigma_w (losses piled at one end), so the warning fires on either and keeps its level. Runs with
+    no final value (failed, missing) cannot be put back: the warning then says the refit is impossible."""
     d = model.data
     gated = d.gated[a] if d.gated is not None else np.zeros_like(d.used[a])
+    lost = d.lost[a] if d.lost is not None else gated
+    no_value = d.lost_without_value(a)
     p_value = d.missingness_p.get(pipe)
+    trend_p = d.missingness_trend_p.get(pipe)
+    omnibus_p = d.missingness_omnibus_p.get(pipe)
     depends = p_value is not None and p_value < ALPHA
     changes = sensitivity is not None and sensitivity.get("verdict") not in (None, vd)
+    refit = None
+    if no_value.any():
+        which = ("none of them has a" if int(no_value.sum()) == int(lost.sum())
+                 else f"{int(no_value.sum())} of them have no")
+        refit = (f"{which} final accuracy to put back (failed or missing runs), so no sensitivity refit can "
+                 "include them: the verdict rests on the runs that survived")
     warning = None
     if depends or changes:
-        warning = (f"{int(gated.sum())} run(s) never interpolated and were left out"
-                   + (f"; runs left out depend on sigma_w (permutation p = {p_value:.3g})" if depends else "")
-                   + (f"; put back at their final accuracy the verdict becomes {sensitivity['verdict']!r}"
-                      if changes else "; put back at their final accuracy the verdict stands")
-                   + " (survivorship: docs/memory-model.md)")
-    return {"n_gated": int(gated.sum()),
+        parts = [f"{int(lost.sum())} run(s) were left out ({int(gated.sum())} never interpolated, "
+                 f"{int(lost.sum()) - int(gated.sum())} failed or missing)"]
+        if depends:
+            parts.append(f"runs left out depend on sigma_w (p = {p_value:.3g}, twice the smaller of the chi-square "
+                         f"permutation test, {_p(omnibus_p)}, and the exact trend test in log sigma_w, {_p(trend_p)})")
+        if sensitivity is not None:
+            parts.append(f"put back at their final accuracy the verdict becomes {sensitivity['verdict']!r}"
+                         if changes else "put back at their final accuracy the verdict stands")
+        if refit is not None:
+            parts.append(refit)
+        warning = "; ".join(parts) + " (survivorship: docs/memory-model.md)"
+    return {"n_gated": int(gated.sum()), "n_lost": int(lost.sum()), "n_without_value": int(no_value.sum()),
             "by_sigma_w": {sigma_key(s): int(n) for s, n in zip(d.sigma_w, gated.sum(axis=1), strict=True) if n},
-            "p_value": p_value, "depends_on_sigma_w": bool(depends), "verdict_changes": bool(changes),
-            "warning": warning, "sensitivity": sensitivity}
+            "lost_by_sigma_w": {sigma_key(s): int(n) for s, n in zip(d.sigma_w, lost.sum(axis=1), strict=True) if n},
+            "p_value": p_value, "p_trend": trend_p, "p_omnibus": omnibus_p,
+            "depends_on_sigma_w": bool(depends), "verdict_changes": bool(changes),
+            "refit_impossible": refit, "warning": warning, "sensitivity": sensitivity}
 
 
-def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
+def _p(p: float | None) -> str:
+    return "n/a" if p is None else f"p = {p:.3g}"
+
+def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = ALPHA) -> dict[str, dict[str, Any]]:
     """The per-pipeline entries of summary.json (schema initmem.summary/2) that models/ owns. ``alpha`` is
     each false verdict's rate: "remembers" needs P >= 1 - alpha and the ordered test at alpha, "forgets" comes
-    from P >= 1 - alpha/2 or the intersection-union test at 0.8 alpha (models/paired.py, ``forgets_levels``; a look
-    of the sequential design spends less than ALPHA, analysis/sequential.py)."""
+    from P >= 1 - alpha/2 or the intersection-union test at 0.8 alpha (models/paired.py, ``forgets_levels``). A
+    look of the sequential design passes its :class:`Spending` (analysis/sequential.py): each share is then spent
+    from its own allotment, and a model threshold the draws cannot resolve is capped or closed
+    (:func:`model_thresholds`)."""
     post = model.idata.posterior
     d = model.data
-    level = 1.0 - alpha
+    level = as_spending(alpha)
     sens = _sensitivity_fit(model, delta, alpha)
     put_back = _put_back_fit(model, delta, alpha)
     out: dict[str, dict[str, Any]] = {}
@@ -314,8 +393,8 @@ def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> d
         spread = post["spread"].values[..., a]
         p_gt, m_gt = probability_with_mcse(spread > delta)
         p_lt, m_lt = probability_with_mcse(spread < delta)
-        model_vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt))
-        check, equiv = _tests(model, a, delta, alpha=alpha)
+        model_vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt), draws=spread.size)
+        check, equiv = _tests(model, a, delta, alpha=level)
         model_for = int(d.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS
         lev = d.level_mask[a]
         exp_ = expected_levels(model, a)
@@ -323,7 +402,7 @@ def summarize_model(model: FittedModel, delta: float, alpha: float = ALPHA) -> d
         near = near_ceiling(model, a, med)
         ok_rem, ok_for = check["supports_remembers"], forgets_iut_ok(equiv, near)
         vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt), paired_ok=ok_rem, iut_ok=ok_for,
-                     model_forgets_ok=model_for, near_ceiling=near)
+                     model_forgets_ok=model_for, near_ceiling=near, draws=spread.size)
         flat = spread.ravel()
         out[pipe] = {
             "n_sigma": int(lev.sum()), "n_seed": int(d.seed_mask[a].sum()), "n_cells": int(d.used[a].sum()),
@@ -415,6 +494,6 @@ def attach_checks(pipelines: dict[str, dict[str, Any]], ppc: dict[str, dict[str,
             entry["notes"].append(text)
 
 
-__all__ = ["DECISION", "MIN_LEVELS_MODEL_FORGETS", "RULES", "VERDICTS", "attach_checks", "decision_rule", "estimand",
-           "probability_with_mcse",
-           "quantiles", "summarize_model", "verdict"]
+__all__ = ["DECISION", "MIN_LEVELS_MODEL_FORGETS", "N_DRAWS", "RESOLVE", "RULES", "VERDICTS", "attach_checks",
+           "decision_rule", "estimand", "mcse_floor", "model_thresholds", "probability_with_mcse", "quantiles",
+           "summarize_model", "verdict"]

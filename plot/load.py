@@ -54,8 +54,12 @@ class Analysis:
 
     @property
     def is_accuracy(self) -> bool:
-        """Accuracy-like metrics are shown in percentage points."""
-        return self.summary.family == "binomial" or self.metric in cubemod.ACCURACY_VARS
+        """Accuracy-like metrics are shown in percentage points: as the analysis decided it (summary.json's
+        ``is_accuracy``), else from the family and the metric's name (folders written before it was recorded)."""
+        recorded = getattr(self.summary, "is_accuracy", None)
+        if recorded is not None:
+            return bool(recorded)
+        return self.summary.family == "binomial" or cubemod.points_scale(self.metric) != 1.0
 
     @property
     def scale(self) -> float:
@@ -212,7 +216,7 @@ class VerdictLevels:
 
     alpha: float
     remembers: float
-    forgets: float
+    forgets: float | None      # None: the model's route to "forgets" was closed (a look finer than its draws)
     iut_alpha: float
 
 
@@ -224,8 +228,15 @@ def verdict_levels(a: Analysis) -> VerdictLevels:
     ``alpha``; an analysis written before it was stored has them only in ``verdict_rule``'s text, read from there
     (the default rule at alpha = 0.05 where that does not state them either)."""
     from initmem.models.paired import forgets_levels
+    from initmem.models.sequential import Spending
+    from initmem.models.summaries import model_thresholds
     from initmem.names import ALPHA
 
+    sp = getattr(a.summary, "spending", None)
+    if sp is not None and sp.looks:        # a sequential look: each share spent from its own allotment
+        spend = Spending(sp.alpha, tuple(sp.looks), sp.look - 1, sp.design)
+        rem, fgt = model_thresholds(spend, sp.draws) if sp.draws else model_thresholds(spend)
+        return VerdictLevels(spend.level(1.0), rem, fgt, forgets_levels(spend)[0])
     if a.summary.alpha is not None:
         iut, fgt = forgets_levels(a.summary.alpha)
         return VerdictLevels(a.summary.alpha, 1 - a.summary.alpha, fgt, iut)

@@ -257,7 +257,8 @@ def spread_forest(a: Analysis, *, width: float | None = None, ax: Any = None) ->
                f"in {unit}: dot = posterior median, bar = 90% interval, coloured by verdict. The green band marks "
                f"spreads below δ = {delta:g} {dunit}. A pipeline 'remembers' when "
                f"P(spread > δ) ≥ {lv.remembers:g} and the seeds' ordered paired test carries it, 'forgets' when "
-               f"P(spread < δ) ≥ {lv.forgets:g} or the seeds' paired differences show every pair of levels within ±δ "
+               + (f"P(spread < δ) ≥ {lv.forgets:g} or " if lv.forgets is not None else "")
+               + "the seeds' paired differences show every pair of levels within ±δ "
                f"(α = {lv.alpha:g}), and is 'inconclusive' otherwise: absence of evidence is not forgetting.")
     dg = a.digits
     alt = "Forest plot of spreads: " + "; ".join(

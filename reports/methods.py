@@ -19,6 +19,7 @@ from typing import Any
 
 from initmem import cube as C
 from initmem import optimizers
+from initmem.models.paired import EXTREME_WEIGHT, FORGETS_IUT_SHARE, PEAK_WEIGHT
 from initmem.plot.load import Analysis, seed_design, verdict_levels
 from initmem.plot.model import seed_caption
 
@@ -315,17 +316,22 @@ def _rule_sentence(a: Analysis) -> Sentence:
          "The spread is the maximum minus the minimum over the sigma_w grid of the expected metric with seed noise "
          "averaged out. ")
         + f"A pipeline remembers its initialization if P(spread > delta) >= {lv.remembers:g} and {diffs} "
-        "carry it: a pre-specified ordered test, first the smallest against the largest sigma_w at 0.75 "
-        "alpha, then the other pairs of levels with Bonferroni at 0.25 alpha, each pair tested against delta by a "
+        f"carry it: a pre-specified ordered test, first the smallest against the largest sigma_w at "
+        f"{EXTREME_WEIGHT:g} alpha, then the middle level of the grid against the mean of the two ends at "
+        f"{PEAK_WEIGHT:g} alpha, then the other pairs of levels with Bonferroni at the remaining "
+        f"{1 - EXTREME_WEIGHT - PEAK_WEIGHT:.2g} alpha, each tested against delta by a "
         f"{t_test} whose p-value is maximized over an upper confidence bound of the pair's standard deviation at "
-        f"2% of its level (Berger-Boos; alpha = {lv.alpha:g}). It forgets its initialization if P(spread < delta) >= "
-        f"{lv.forgets:g} (1 - alpha/2, with at least three sigma_w levels), or if every pair of levels is shown "
-        f"inside +-delta by {tost} at 0.8 alpha = {lv.iut_alpha:.4g} (an intersection-union "
+        f"2% of its level (Berger-Boos; alpha = {lv.alpha:g}; an accuracy's standard errors are floored at one test "
+        "example). It forgets its initialization if "
+        + (f"P(spread < delta) >= {lv.forgets:g} (with at least three sigma_w levels), or if " if lv.forgets is not None
+           else "")
+        + f"every pair of levels is shown "
+        f"inside +-delta by {tost} at {FORGETS_IUT_SHARE:g} alpha = {lv.iut_alpha:.4g} (an intersection-union "
         "test); the two routes to forgetting share alpha so that either one deciding "
         f"keeps false verdicts at a spread of delta near alpha.{ceiling} It is inconclusive otherwise, "
         f"with delta = {unit}. A "
-        f"verdict probability within two Monte Carlo standard errors of its threshold ({lv.remembers:g} or "
-        f"{lv.forgets:g}) is reported as borderline, not as decided.",
+        f"verdict probability within two Monte Carlo standard errors of its threshold ({lv.remembers:g}"
+        + (f" or {lv.forgets:g}" if lv.forgets is not None else "") + ") is reported as borderline, not as decided.",
         ("hsu1999stepwise", "berger1994nuisance", "berger1982iut")
         + (("krishnamoorthy2003lognormal",) if ceiling else ()))
 

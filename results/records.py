@@ -250,6 +250,19 @@ class Sequential(Record):
     seeds_used: dict[str, int] = Field(default_factory=dict)
     runs_used: int = 0
     runs_fixed: int = 0  # what the fixed design with the last look's seeds trains
+    max_seeds: int | None = None  # --max-seeds, the cap the looks were cut at (None: no cap)
+
+
+class SpendingInfo(Record):
+    """What an analysis spends (models/sequential.py, ``Spending``): the design's alpha, and at a look of a
+    sequential design its looks, the look (1 = first) and the design; ``level`` is the full share's level here."""
+
+    alpha: float = 0.05
+    looks: list[int] | None = None
+    look: int | None = None
+    design: str | None = None
+    level: float | None = None
+    draws: int | None = None     # posterior draws: they set the finest model threshold (models/summaries.py)
 
 
 class PriorOnly(Record):
@@ -327,6 +340,7 @@ class PipelineResult(Record):
     missingness: Missingness | None = None  # survivorship: runs the gate left out, and the verdict without the gate
     looks: list[Look] = Field(default_factory=list)  # a sequential run's verdict per look
     near_ceiling: bool | None = None  # accuracy within 1 point of 100%: "forgets" needs both routes and the skew gate
+    decided_look: int | None = None  # a sequential run: the look (1 = first) whose analysis this entry is, if decided
 
     @property
     def n_excluded_total(self) -> int | None:
@@ -383,6 +397,7 @@ class Summary(Record):
     delta: float
     gate: Gate | None = None
     n_test: int | None = None
+    is_accuracy: bool | None = None   # the outcome is an accuracy as a fraction (decided from the data)
     pipelines: dict[str, PipelineResult]
     skipped: dict[str, str] = Field(default_factory=dict)
     n_excluded: dict[str, dict[str, int]] | dict[str, int] | int | None = None
@@ -397,6 +412,7 @@ class Summary(Record):
     versions: dict[str, str] = Field(default_factory=dict)
     outputs: Outputs = Field(default_factory=Outputs)
     sequential: Sequential | None = None  # initmem run --until-decided: the design and what it spent
+    spending: SpendingInfo | None = None  # what this analysis spent: alpha, and a sequential look's looks and look
 
 
 class AxisScore(Record):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from initmem.errors import OptionError
 from initmem.names import ALPHA
@@ -42,7 +42,13 @@ class AnalysisSpec(BaseModel):
     metric: str | None = None                    # run variable; None: selected_test_acc
     family: Literal[FAMILIES] | None = None      # type: ignore[valid-type]  # None: binomial when counts exist
     delta: float | None = None                   # smallest spread that matters; None: 1 point for accuracies
-    alpha: float = Field(ALPHA, gt=0, le=0.5)    # each false verdict's rate; a sequential look spends less
+    alpha: float = Field(ALPHA, gt=0, le=0.5)    # each false verdict's rate over the whole design
+    # One look of a sequential design (analysis/sequential.py): the design's seed counts, this look (1 = first)
+    # and the design (models/sequential.py; None: SEQUENTIAL_DESIGN). Each share of alpha is then spent from its
+    # own allotment at this look (models/sequential.py, ``Spending``); None: a fixed design at alpha.
+    looks: tuple[int, ...] | None = None
+    look: int | None = None
+    design: str | None = None
     gate: Literal[GATES] = "interpolated"        # type: ignore[valid-type]
     sampler: Literal[SAMPLERS] = "nutpie"        # type: ignore[valid-type]
     draws: int = Field(1000, ge=1)
@@ -60,6 +66,21 @@ class AnalysisSpec(BaseModel):
     # The smallest (pipelines, sigma_w levels, seeds) shape to compile the memory model for (0: the cube's
     # own); smaller cubes are padded, so they share one compiled sampler (docs/memory-model.md).
     compile_shape: tuple[int, int, int] | None = None
+
+    @field_validator("looks")
+    @classmethod
+    def _looks(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        if v is not None and (not v or any(n < 2 for n in v) or any(b <= a for a, b in zip(v, v[1:], strict=False))):
+            raise ValueError(f"must be strictly increasing seed counts of at least 2 (got {list(v)})")
+        return v
+
+    @model_validator(mode="after")
+    def _one_look(self) -> AnalysisSpec:
+        if (self.looks is None) != (self.look is None):
+            raise ValueError("and looks come together (one look of a sequential design)")
+        if self.looks is not None and not 1 <= self.look <= len(self.looks):
+            raise ValueError(f"must be between 1 and {len(self.looks)} (got {self.look})")
+        return self
 
     @field_validator("fraction")
     @classmethod
@@ -112,7 +133,7 @@ class AnalysisSpec(BaseModel):
 
 
 def _option_error(err: dict[str, Any]) -> OptionError:
-    option = str(err.get("loc", ("?",))[0])
+    option = str((err.get("loc") or ("look",))[0])   # the one check across fields is the look's
     etype, got, ctx = err.get("type", ""), err.get("input"), err.get("ctx") or {}
     if etype == "extra_forbidden":
         return OptionError(option, "{option} is not an analysis option")

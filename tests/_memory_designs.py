@@ -318,3 +318,53 @@ def rule_rates(kind: str, scale: str, n: int, rng: np.random.Generator, delta: f
             out[name][0] += int(hit.sum())
             out[name][1] += hit.size
     return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+# Count-like designs of the ordered test's peak step (studies/peak_contrast.py): accuracies near 97% as counts out
+# of 10,000 test examples, a seed effect shared by the levels (1 point) and run noise of 2 points, levels on a
+# log2 grid around sigma_w = 1. Shapes: a ramp along log sigma_w, a plateau (a step at the middle of the grid)
+# and a peak at sigma_w = 1 falling alike to 0 at both ends (the extreme pair is equal).
+PEAK_SHAPES = ("ramp", "plateau", "peak")
+
+
+def peak_grid(n_levels: int) -> np.ndarray:
+    """sigma_w levels 2^k, k = -floor((L - 1) / 2) ... : 5 levels 0.25-4, 6 levels 0.25-8, 7 levels 0.125-8."""
+    k0 = (n_levels - 1) // 2
+    return 2.0 ** (np.arange(n_levels) - k0)
+
+
+def shape_effects(shape: str, height: float, sigma_w: np.ndarray) -> np.ndarray:
+    """The memory of one shape at its levels, max - min = ``height``: a ramp linear in log sigma_w, a plateau of
+    the levels above the grid's middle level, or a peak at sigma_w = 1 falling linearly in log sigma_w to 0 at
+    either end."""
+    x = np.log2(np.asarray(sigma_w, dtype=float))
+    if shape == "ramp":
+        return height * (x - x[0]) / (x[-1] - x[0])
+    if shape == "plateau":
+        from initmem.models.paired import middle_level
+
+        return np.where(np.arange(x.size) > middle_level(sigma_w), height, 0.0)
+    if shape == "peak":
+        return height * np.where(x <= 0, 1.0 - x / x[0], 1.0 - x / x[-1])
+    raise ValueError(shape)
+
+
+def count_tables(shape: str, height: float, n_levels: int, n: int, rng: np.random.Generator, *, n_seed: int = 10,
+                 top: float = 0.97, run_sd: float = 0.02, seed_sd: float = 0.01,
+                 n_test: int = 10_000) -> np.ndarray:
+    """``n`` paired (n, L, S) accuracy tables of one count-like design: the best level at ``top``, the others
+    the shape's profile below it (the worst at top - height), a seed effect and run noise (outcome units), then
+    a binomial count of the run's accuracy out of ``n_test``."""
+    u = shape_effects(shape, height, peak_grid(n_levels))
+    p = (top - height + u)[None, :, None] + seed_sd * rng.standard_normal((n, 1, n_seed)) \
+        + run_sd * rng.standard_normal((n, n_levels, n_seed))
+    return rng.binomial(n_test, np.clip(p, 0.0, 1.0)) / n_test
+
+
+def lattice_tables(n_test: int, top: float, delta: float, n_levels: int, n_seed: int, spread: float, n: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """``n`` (n, L, S) accuracy tables on the 1 / n_test lattice (studies/lattice_calibration.py,
+    tests/test_lattice.py): each run a binomial count out of ``n_test`` at its level's accuracy, a ramp from
+    ``top`` down to ``top - spread x delta`` along the levels (spread 0: every level at ``top``)."""
+    acc = top - np.linspace(0.0, spread * delta, n_levels)
+    return rng.binomial(n_test, np.broadcast_to(acc[None, :, None], (n, n_levels, n_seed))) / n_test

@@ -1,6 +1,9 @@
 """``initmem run --until-decided`` (analysis/sequential.py): the spending, the looks, and the wiring with the
 collector's deterministic stand-in (the cube grows along seed only for undecided pipelines, bitwise as a
-fixed run with those seeds)."""
+fixed run with those seeds).
+
+Level checks fail when a false-verdict rate is credibly above alpha: more than the binomial 0.99 quantile at
+alpha out of N_LEVEL tables, which a true rate of 6.5% exceeds with probability >= 0.9."""
 
 from __future__ import annotations
 
@@ -24,16 +27,40 @@ from initmem.errors import OptionError
 from initmem.grid import parse_grid
 from initmem.models.sequential import (
     EXACT,
+    OBRIEN_FLEMING,
     PAIRED_T,
+    POCOCK,
     SEQUENTIAL_DESIGN,
     UNION,
+    Spending,
     design_levels,
+    design_name,
     exact_levels,
+    hsd,
     look_levels,
     obrien_fleming_spent,
     paired_t_levels,
+    parse_design,
+    spent,
 )
 from initmem.names import ALPHA
+
+LOOKS = (4, 8, 12, 16)
+N_LEVEL = 3200   # tables per level check: binom.sf(binom.ppf(0.99, N, 0.05), N, 0.065) >= 0.9
+
+
+def credibly_above(k: int, n: int, alpha: float = ALPHA) -> bool:
+    """k false verdicts of n are credibly above alpha: more than the binomial 0.99 quantile at alpha."""
+    from scipy.stats import binom
+
+    return k > binom.ppf(0.99, n, alpha)
+
+
+def test_a_level_check_of_n_level_tables_catches_a_rate_of_six_and_a_half_percent():
+    from scipy.stats import binom
+
+    assert binom.sf(binom.ppf(0.99, N_LEVEL, ALPHA), N_LEVEL, 0.065) >= 0.9
+    assert binom.sf(binom.ppf(0.99, N_LEVEL, ALPHA), N_LEVEL, ALPHA) <= 0.01
 
 
 def test_obrien_fleming_spending_spends_alpha_by_the_last_look_and_almost_nothing_early():
@@ -44,6 +71,24 @@ def test_obrien_fleming_spending_spends_alpha_by_the_last_look_and_almost_nothin
     # Known values of the Lan-DeMets O'Brien-Fleming-type function (2 - 2 Phi(1.96 / sqrt(t))).
     assert obrien_fleming_spent(0.5) == pytest.approx(0.005574, abs=2e-5)
     assert look_levels([16]) == pytest.approx([ALPHA])
+
+
+def test_spending_families_spend_alpha_by_the_last_look_with_their_known_shapes():
+    # Pocock type: alpha log(1 + (e - 1) t); Hwang-Shih-DeCani: alpha (1 - exp(-g t)) / (1 - exp(-g)), linear at 0.
+    assert spent(0.25, ALPHA, POCOCK) == pytest.approx(ALPHA * np.log(1 + (np.e - 1) / 4), rel=1e-12)
+    assert spent(0.25, ALPHA, hsd(0)) == pytest.approx(ALPHA / 4, rel=1e-12)
+    assert spent(0.5, ALPHA, hsd(-2)) == pytest.approx(ALPHA * (1 - np.e) / (1 - np.e**2), rel=1e-12)
+    for fam in (OBRIEN_FLEMING, POCOCK, hsd(-4), hsd(-2), hsd(0), hsd(1)):
+        assert spent(1.0, ALPHA, fam) == pytest.approx(ALPHA, rel=1e-12)
+        assert parse_design(design_name("paired-t", fam)) == ("paired-t", fam)
+        assert parse_design(f"paired-t/{fam}") == ("paired-t", fam)
+        assert sum(look_levels(LOOKS, ALPHA, fam)) == pytest.approx(ALPHA, rel=1e-12)
+    # Pocock spends early: look 1 of 4 gets about 36% of alpha, O'Brien-Fleming 0.2%.
+    assert spent(0.25, ALPHA, POCOCK) > 0.35 * ALPHA > 100 * spent(0.25, ALPHA)
+    assert parse_design("paired-t") == ("paired-t", OBRIEN_FLEMING) and design_name() == PAIRED_T
+    for bad in ("pocock", "paired-t/linear", "group-sequential, something else"):
+        with pytest.raises(ValueError):
+            parse_design(bad)
 
 
 def _first_crossing(levels: list[float], looks: list[int], n: int, seed: int) -> np.ndarray:
@@ -81,7 +126,7 @@ def test_exact_levels_spend_alpha_exactly_under_the_canonical_joint_distribution
     assert exact_levels([16]) == pytest.approx([ALPHA], rel=1e-12)
     assert design_levels(looks, design=UNION) == look_levels(looks) and design_levels(looks, design=EXACT) == levels
     with pytest.raises(ValueError):
-        design_levels(looks, design="pocock")
+        design_levels(looks, design="linear")
 
 
 def test_paired_t_levels_hold_alpha_for_t_tests_on_nested_seeds_where_the_canonical_ones_overspend():
@@ -104,12 +149,135 @@ def test_paired_t_levels_hold_alpha_for_t_tests_on_nested_seeds_where_the_canoni
     assert crossed(exact_levels(looks)) > ALPHA + 4 * se
     assert 0.039 < levels[-1] < exact_levels(looks)[-1] and sum(levels) > ALPHA
     assert paired_t_levels([16]) == [ALPHA] and design_levels(looks, design=PAIRED_T) == levels
-    assert SEQUENTIAL_DESIGN == PAIRED_T and design_levels(looks) == levels   # the analysis's design
+    family = parse_design(SEQUENTIAL_DESIGN)[1]                               # the analysis's design
+    assert design_levels(looks) == paired_t_levels(looks, spending=family)
+    assert crossed(design_levels(looks)) == pytest.approx(ALPHA, abs=4 * se)
     # one seed at a time from 3 (2-5 df): the levels still spend alpha (measured 0.0504 at 400,000)
     few = [3, 4, 5, 6]
     t_few = np.stack([x[:, :k].mean(1) / (x[:, :k].std(1, ddof=1) / np.sqrt(k)) for k in few], axis=1)
     spent = (t_few >= student.isf(paired_t_levels(few), np.array(few) - 1)).any(1).mean()
     assert spent == pytest.approx(ALPHA, abs=4 * se)
+
+
+def _nested_t(looks: tuple[int, ...], n: int, seed: int) -> np.ndarray:
+    """(n, K) one-sided t statistics of N(0, 1) paired differences on nested seeds (the boundary null of every
+    share's test), one seed at a time as paired_t_levels builds them, from another seed than its own."""
+    rng = np.random.default_rng(seed)
+    s1, s2, out, seen = np.zeros(n), np.zeros(n), [], 0
+    for n_k in looks:
+        for _ in range(n_k - seen):
+            x = rng.standard_normal(n)
+            s1 += x
+            s2 += x * x
+        seen = n_k
+        mean = s1 / n_k
+        out.append(mean * np.sqrt(n_k) / np.sqrt(np.maximum(s2 - n_k * mean * mean, 1e-300) / (n_k - 1)))
+    return np.stack(out, axis=1)
+
+
+def _crossings(t_stat: np.ndarray, looks: tuple[int, ...], levels: list[float]) -> int:
+    """How many paths cross some look's one-sided boundary at ``levels`` (a level of 0 never crosses)."""
+    from scipy.stats import t as student
+
+    crit = np.where(np.asarray(levels) > 0, student.isf(np.asarray(levels), np.array(looks) - 1), np.inf)
+    return int((t_stat >= crit).any(axis=1).sum())
+
+
+def test_each_share_spends_at_most_its_own_allotment_where_multiplied_levels_overspend():
+    """Every share of alpha the rule splits (models/paired.py: the ordered test's steps on 5 and 6 levels, the
+    intersection-union test, the model's "forgets"; and the former 0.75 / 0.25 split's) spends, over the looks,
+    at most its allotment, under the analysis's design and under O'Brien-Fleming spending: 4 x 10^6 paths of
+    nested one-sided t tests from another seed than the levels' own 10^6 (within 3 SE of the two simulations'
+    difference). Multiplying the full-alpha levels by the share, as the looks did before, spends more than that
+    under O'Brien-Fleming spending (about 15% more for shares of 0.25 / 9 and 0.25 / 14): the same check fails on
+    those levels."""
+    from initmem.models.paired import FORGETS_IUT_SHARE, FORGETS_MODEL_SHARE, step_shares
+
+    n_sim, n = 1_000_000, 4_000_000
+    small = (0.25 / 9, 0.25 / 14)
+    rule = {FORGETS_IUT_SHARE, FORGETS_MODEL_SHARE}
+    for n_lev in (5, 6):
+        ext, peak, fall = step_shares(n_lev)
+        rule |= {ext, peak, fall / (n_lev * (n_lev - 1) // 2 - 1)} - {0.0}
+    sets = {(d, s): [Spending(ALPHA, LOOKS, k, d).level(s) for k in range(len(LOOKS))]
+            for d, shares in ((SEQUENTIAL_DESIGN, rule), (PAIRED_T, {0.75, *small, *rule})) for s in shares}
+    full = [Spending(ALPHA, LOOKS, k, PAIRED_T).level() for k in range(len(LOOKS))]
+    sets.update({("multiplied", s): [s * a for a in full] for s in small})
+    hits = dict.fromkeys(sets, 0)
+    for chunk in range(n // n_sim):
+        t_stat = _nested_t(LOOKS, n_sim, seed=20261203 + chunk)
+        for key, levels in sets.items():
+            hits[key] += _crossings(t_stat, LOOKS, levels)
+    for (design, share), k in hits.items():
+        allot = share * ALPHA
+        within = k / n <= allot + 3 * np.sqrt(allot / n_sim + allot / n)
+        print(f"{design[:40]}, share {share:.4f}: spent / allotted {k / n / allot:.3f}")
+        assert within == (design != "multiplied"), (design, share, k / n / allot)
+
+
+def _demo_table(points: float, n_seed: int, run_sd: float, rng: np.random.Generator) -> np.ndarray:
+    """One demo-like table (5 sigma_w levels, accuracy 0.97, 10,000 test examples): a ramp of ``points`` along
+    log sigma_w, seed SD 0.3 points, run SD ``run_sd`` points."""
+    u = -points * 0.01 * np.linspace(0.0, 1.0, 5)
+    seeds, runs = rng.standard_normal((1, n_seed)), rng.standard_normal((5, n_seed))
+    return 0.97 + u[:, None] + 0.003 * seeds + run_sd * 0.01 * runs
+
+
+def test_the_required_example_is_resolved_and_no_route_to_forgets_is_relaxed():
+    from initmem.models.summaries import RESOLVE, mcse_floor, model_thresholds, verdict
+
+    # 4,000 draws: P = 1.000 has MCSE 2.5e-4, so a threshold of 1 - 1e-4 would leave it "borderline".
+    assert verdict(1.0, 0.0, 1 - 1e-4, mcse=(2.5e-4, 2.5e-4), paired_ok=True) == "remembers"
+    assert mcse_floor(4000) == pytest.approx(2.5e-4, rel=1e-3)
+    assert model_thresholds(0.05) == pytest.approx((0.95, 0.975))      # alpha 0.05: nothing is capped
+    look1 = Spending(ALPHA, LOOKS, 0, PAIRED_T)                           # O'Brien-Fleming look 1: level 1e-4
+    t_gt, t_lt = model_thresholds(look1)
+    assert t_gt == pytest.approx(1 - RESOLVE * mcse_floor(4000)) and t_lt is None
+    # the model's route to "forgets" is closed there (no "borderline" either); the IUT alone decides
+    assert verdict(0.0, 1.0, look1, mcse=(2.5e-4, 2.5e-4)) == "inconclusive"
+    assert verdict(0.0, 1.0, look1, mcse=(2.5e-4, 2.5e-4), iut_ok=True) == "forgets"
+    # where it is open, its threshold is the share's own level, never relaxed
+    last = Spending(ALPHA, LOOKS, 3, PAIRED_T)
+    assert model_thresholds(last)[1] == pytest.approx(1 - last.level(0.5))
+    assert verdict(0.0, 1 - last.level(0.5) / 2, last) == "forgets"
+    assert verdict(0.0, 1 - 2 * last.level(0.5), last) == "inconclusive"
+
+
+@pytest.mark.parametrize("spend", [Spending(0.05), Spending(1e-3), Spending(1e-4), Spending(ALPHA, LOOKS, 0, PAIRED_T),
+                                   Spending(ALPHA, LOOKS, 0)], ids=["0.05", "1e-3", "1e-4", "OBF look 1", "look 1"])
+def test_a_ten_point_memory_at_eight_seeds_remembers_at_any_level_down_to_1e_4(spend):
+    """The verdict function on a real table: P(spread > delta) from 4,000 draws of the model's posterior (the
+    planner's quadrature) and the ordered test on the seeds, at alpha down to 1e-4."""
+    from initmem.models.paired import paired_check
+    from initmem.models.plan import posterior_spread
+    from initmem.models.summaries import N_DRAWS, verdict
+
+    rng = np.random.default_rng(11)
+    sig = 0.6 * np.sqrt(0.97 * 0.03 / 10_000)
+    t = _demo_table(10.0, 8, 0.4, rng)
+    post = posterior_spread(((t - 0.97) / sig)[None], 0.01 / sig, rng, n_post=N_DRAWS, alpha=spend,
+                            sigma_w=np.geomspace(0.25, 8.0, 5))
+    p_gt, p_lt = float(post["p_gt"][0]), float(post["p_lt"][0])
+    q = np.clip([p_gt, p_lt], 1 / (N_DRAWS + 1), N_DRAWS / (N_DRAWS + 1))   # probability_with_mcse's floor
+    m = np.sqrt(q * (1 - q) / N_DRAWS)
+    check = paired_check(t, np.geomspace(0.25, 8.0, 5), 0.01, alpha=spend)
+    assert p_gt == 1.0 and check["supports_remembers"], (p_gt, check["p_value"])
+    assert verdict(p_gt, p_lt, spend, mcse=tuple(m), paired_ok=True) == "remembers"
+    assert bool(post["paired_ok"][0])
+
+
+@pytest.mark.parametrize("design", [PAIRED_T, SEQUENTIAL_DESIGN])
+def test_a_certain_result_decides_at_the_first_look(design):
+    """A 10-point memory and a flat pipeline, each measured almost without noise (0.02 points per run): the first
+    look decides both, even under O'Brien-Fleming spending's look-1 level of 1e-4."""
+    from initmem.models.plan import sequential_decisions
+
+    rng = np.random.default_rng(3)
+    sig = 0.6 * np.sqrt(0.97 * 0.03 / 10_000)
+    tabs = np.stack([_demo_table(10.0, 16, 0.02, rng), _demo_table(0.0, 16, 0.02, rng)])
+    verdict, seeds = sequential_decisions((tabs - 0.97) / sig, 0.01 / sig, LOOKS, rng, np.geomspace(0.25, 8.0, 5),
+                                          design=design)
+    assert verdict.tolist() == [1, -1] and seeds.tolist() == [4, 4]
 
 
 def test_looks_are_checked_and_cut_at_the_cap():
@@ -122,16 +290,32 @@ def test_looks_are_checked_and_cut_at_the_cap():
     assert seeds_for([0, 1], 4) == [0, 1, 2, 3] and seeds_for([5, 9], 3) == [5, 9, 10]
 
 
+def _look_level(kw: dict) -> float:
+    """The full share's level an analysis was asked to spend (a fixed design's alpha, or its look's)."""
+    if kw.get("looks") is None:
+        return kw.get("alpha", ALPHA)
+    return Spending(kw["alpha"], kw["looks"], kw["look"] - 1, kw["design"]).level()
+
+
 def _fake_analysis(decide_at: dict[str, tuple[int, str]], calls: list[tuple[int, float]]):
-    """An analysis stand-in: pipeline p gets verdict v once the cube holds n seeds, (n, v) = decide_at[p]."""
+    """An analysis stand-in: pipeline p gets verdict v once the cube holds n seeds, (n, v) = decide_at[p]; every
+    entry notes the seeds it was analyzed with and its paired check the level (what the final summary copies)."""
 
     def analyze(cube_path: Path, out_dir: Path, **kw) -> R.Summary:
         ds = cube.open_cube(cube_path)
         n = int((ds[cube.STATUS] == cube.OK).any((cube.PIPELINE, cube.SIGMA)).sum())
-        calls.append((n, kw.get("alpha", ALPHA)))
+        level = _look_level(kw)
+        calls.append((n, level))
         verdicts = {p: (v if n >= at else "inconclusive") for p, (at, v) in decide_at.items()}
+
+        def edit(summary: R.Summary) -> None:
+            summary.alpha = level
+            for entry in summary.pipelines.values():
+                entry.notes = [f"analyzed with {n} seeds"]
+                entry.p_spread_lt_delta = float(n)     # a field that differs between looks
+
         tmp = Path(out_dir).parent / "_tmp"
-        write_analysis(ds, tmp, verdicts=verdicts, with_curves=False, write_cube=False)
+        write_analysis(ds, tmp, verdicts=verdicts, with_curves=False, write_cube=False, edit=edit)
         shutil.rmtree(out_dir, ignore_errors=True)       # an analysis replaces what the folder held
         shutil.move(tmp / "analysis", out_dir)
         shutil.rmtree(tmp)
@@ -156,7 +340,7 @@ def test_seeds_go_only_to_undecided_pipelines_and_the_cube_matches_a_fixed_run(t
     # Look 1 decides sgd, look 2 adam: the third look never runs.
     assert [n for n, _ in calls] == [2, 4]
     assert shapes == [(0, 0, 6), (0, 0, 6)]     # every look compiled for the last look's seeds: one compile
-    assert [a for _, a in calls] == pytest.approx(paired_t_levels([2, 4, 6])[:2])
+    assert [a for _, a in calls] == pytest.approx(design_levels([2, 4, 6])[:2])
     ds = cube.open_cube(res.cube)
     assert ds[cube.SEED].values.tolist() == [0, 1, 2, 3]
     ok = ds[cube.STATUS] == cube.OK
@@ -171,12 +355,17 @@ def test_seeds_go_only_to_undecided_pipelines_and_the_cube_matches_a_fixed_run(t
         b = fixed_ds[var].sel({cube.PIPELINE: "adam"}).values
         assert np.array_equal(a, b, equal_nan=True)
     summary = R.load_summary(res.analysis_dir)
-    assert summary.pipelines["sgd"].verdict == "forgets" and summary.pipelines["adam"].verdict == "remembers"
-    assert [lk.verdict for lk in summary.pipelines["adam"].looks] == ["inconclusive", "remembers"]
-    assert [lk.seeds for lk in summary.pipelines["sgd"].looks] == [2]
+    sgd, adam = summary.pipelines["sgd"], summary.pipelines["adam"]
+    assert sgd.verdict == "forgets" and adam.verdict == "remembers"
+    assert [lk.verdict for lk in adam.looks] == ["inconclusive", "remembers"]
+    assert [lk.seeds for lk in sgd.looks] == [2]
+    # Every field of a decided pipeline comes from the look that decided it, and says which look that was:
+    # sgd's entry is look 1's (2 seeds) though the last look re-analyzed it.
+    assert sgd.decided_look == 1 and sgd.notes == ["analyzed with 2 seeds"] and sgd.p_spread_lt_delta == 2.0
+    assert adam.decided_look == 2 and adam.notes == ["analyzed with 4 seeds"] and adam.p_spread_lt_delta == 4.0
     seq = summary.sequential
     assert seq is not None and seq.decided["sgd"]["look"] == 1 and seq.undecided == []
-    assert seq.design == PAIRED_T and seq.levels == pytest.approx(paired_t_levels([2, 4, 6]))  # the analysis's
+    assert seq.design == SEQUENTIAL_DESIGN and seq.levels == pytest.approx(design_levels([2, 4, 6]))
     assert seq.runs_used == (2 + 4) * 3 and seq.runs_fixed == 6 * 3 * 2
     assert (res.analysis_dir / "sequential.json").is_file() and res.report.is_file()
 
@@ -205,15 +394,31 @@ def test_a_killed_sequential_run_resumes_at_its_first_unfinished_look(tmp_path):
     assert [lk.seeds for lk in summary.pipelines["adam"].looks] == [2, 4, 6]
     run_all(grid, tmp_path / "run", looks=[2, 4, 6], **run)              # finished: every look is reused
     assert [n for n, _ in calls] == [2, 4, 6]
-    # Other looks in the same folder: each is analyzed again at its own level, on its own seeds only,
-    # though the folder holds 6 (the stand-in counts the seeds it is given).
-    res = run_all(grid, tmp_path / "run", looks=[3, 6], **run)
-    assert [n for n, _ in calls[3:]] == [3, 6]
-    assert calls[3][1] == pytest.approx(paired_t_levels([3, 6])[0])
-    assert cube.open_cube(res.cube)[cube.SEED].values.tolist() == list(range(6))
-    summary = R.load_summary(res.analysis_dir)
-    assert [lk.seeds for lk in summary.pipelines["adam"].looks] == [3, 6]
-    assert summary.sequential.looks == [3, 6] and summary.pipelines["adam"].verdict == "remembers"
+
+
+def test_a_rerun_with_another_design_is_refused_and_changes_nothing(tmp_path):
+    """Other looks or another cap in a sequential folder would re-decide every pipeline on seeds whose verdicts
+    were seen, at levels never planned: refused (exit 2) before anything trains or is analyzed."""
+    grid = tmp_path / "fake.yaml"
+    grid.write_text(FAKE_GRID)
+    calls: list[tuple[int, float]] = []
+    run = dict(quiet=True, train_fn=fake_train_pack, analyze_fn=_fake_analysis(
+        {"sgd": (2, "forgets"), "adam": (6, "remembers")}, calls))
+    res = run_all(grid, tmp_path / "run", looks=[2, 4, 6], **run)
+    before = (res.analysis_dir / R.SUMMARY_JSON).read_text()
+    with pytest.raises(OptionError, match="another design: looks 2,4,6 .now 3,6."):
+        run_all(grid, tmp_path / "run", looks=[3, 6], **run)
+    with pytest.raises(OptionError, match="max-seeds none .now 4."):
+        run_all(grid, tmp_path / "run", looks=[2, 4, 6], max_seeds=4, **run)
+    assert len(calls) == 3 and (res.analysis_dir / R.SUMMARY_JSON).read_text() == before
+    proc = invoke("run", grid, "--out", tmp_path / "run", "--until-decided", "--looks", "3,6")
+    assert proc.returncode == 2 and "another design" in proc.stderr and "--looks 2,4,6" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    # A run killed in its second look left only look 1's mark: that mark fixes the design too.
+    (res.analysis_dir / "sequential.json").unlink()
+    with pytest.raises(OptionError, match="another design"):
+        run_all(grid, tmp_path / "run", looks=[2, 6], **run)
+    run_all(grid, tmp_path / "run", looks=[2, 4, 6], **run)   # the same design continues
 
 
 def test_a_sequential_run_over_a_fixed_analysis_says_it_replaces_it(tmp_path):
@@ -263,15 +468,52 @@ def _sequential(kind: str, n: int, seed: int, designs: tuple[str, ...] = (SEQUEN
     return out
 
 
-@pytest.mark.parametrize("kind", ["ramp", "slopes_at_delta"])
-def test_sequential_false_verdicts_at_delta_stay_below_alpha(kind):
-    """A memory of exactly delta, looked at four times at the analysis's levels (paired-t): neither false
-    verdict above ALPHA (plus two Monte Carlo SEs); the full table (union bound and paired-t levels side by
-    side, 1,000 pipelines per design) is in docs/sequential.md."""
-    n = 400
-    verdict, _ = _sequential(kind, n, 1)[SEQUENTIAL_DESIGN]
-    bound = ALPHA + 2 * np.sqrt(ALPHA * (1 - ALPHA) / n)
-    assert (verdict == 1).mean() <= bound and (verdict == -1).mean() <= bound
+def _at_delta(kind: str, scale: str, looks: tuple[int, ...], n: int, seed: int,
+              forgets: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Sequential verdicts of the analysis's design on ``n`` tables of a design at delta, by the planner's
+    quadrature where the model can matter. Returns (verdicts, whether the table could ever "remember").
+
+    "remembers" needs the ordered test at some look, so only tables whose ordered test passes at some look can
+    end "remembers": they get the full sequential rule (``sequential_decisions``), exactly. With fewer than 3
+    levels the model has no route to "forgets", so every other table's verdict is the intersection-union test's
+    alone: "forgets" from its first passing look (exact, and checked against the full rule on 100 tables).
+    With 3 levels or more and ``forgets`` False only the "remembers" count is exact (the rest read 0)."""
+    from _memory_designs import SCALES, noise_sd, rule_tables
+
+    from initmem.models.paired import forgets_bounds, forgets_levels, remembers_at
+    from initmem.models.plan import sequential_decisions
+
+    rng = np.random.default_rng(seed)
+    t = rule_tables(kind, scale, n, rng, n_seed=looks[-1])
+    sig = noise_sd(SCALES[scale]["n_test"])
+    std, d, sw = (t - 0.9) / sig, 0.01 / sig, np.geomspace(0.25, 8.0, t.shape[1])
+    can_remember, iut = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    for k, n_k in enumerate(looks):
+        spend = Spending(ALPHA, looks, k)
+        can_remember |= remembers_at(std[..., :n_k], d, spend)
+        iut |= forgets_bounds(std[..., :n_k], forgets_levels(spend)[0]) < d
+    if forgets and t.shape[1] >= 3:
+        return sequential_decisions(std, d, list(looks), rng, sw)[0], can_remember
+    v = np.where(iut, -1, 0) if forgets else np.zeros(n, dtype=int)
+    idx = np.flatnonzero(can_remember)
+    v[idx] = sequential_decisions(std[idx], d, list(looks), rng, sw)[0]
+    if forgets:
+        full = sequential_decisions(std[:100], d, list(looks), rng, sw)[0]
+        assert np.array_equal(full[~can_remember[:100]], v[:100][~can_remember[:100]])
+    return v, can_remember
+
+
+@pytest.mark.parametrize(("kind", "scale", "forgets"), [("ramp", "demo", False), ("slopes_at_delta", "demo", False),
+                                                       ("two_levels", "paper", True)])
+def test_sequential_false_verdicts_at_delta_stay_below_alpha(kind, scale, forgets):
+    """A memory of exactly delta, looked at four times at the analysis's design: no false verdict credibly above
+    ALPHA over N_LEVEL tables. Two levels delta apart at the paper's scale is where the intersection-union test
+    sits at its boundary (its false "forgets" is nearly exact); at the demo's scale "forgets" at delta is rare
+    (docs/sequential.md) and the check is of "remembers"."""
+    v, _ = _at_delta(kind, scale, LOOKS, N_LEVEL, 1, forgets)
+    print(f"false remembers {(v == 1).sum()}/{v.size}, false forgets {(v == -1).sum()}/{v.size}")
+    assert not credibly_above(int((v == 1).sum()), v.size), (v == 1).mean()
+    assert not credibly_above(int((v == -1).sum()), v.size), (v == -1).mean()
 
 
 FEW_LOOKS = (3, 4, 5, 6)   # a grid of many levels and few seeds, one seed added at a time (docs/sequential.md)
@@ -295,27 +537,51 @@ def test_one_seed_at_a_time_finds_the_memories_three_seeds_miss():
     assert np.mean(spent) < FEW_LOOKS[-1]
 
 
-@pytest.mark.parametrize("kind", ["ramp", "two_levels"])
-def test_one_seed_at_a_time_keeps_false_verdicts_at_delta_below_alpha(kind):
-    """The same looks on memories of exactly delta: the paired-t levels hold for 2-5 degrees of freedom too."""
-    n = 400
-    verdict, _ = _sequential(kind, n, 5, looks=FEW_LOOKS)[SEQUENTIAL_DESIGN]
-    bound = ALPHA + 2 * np.sqrt(ALPHA * (1 - ALPHA) / n)
-    assert (verdict == 1).mean() <= bound and (verdict == -1).mean() <= bound
+@pytest.mark.parametrize(("kind", "forgets"), [("ramp", False), ("two_levels", True)])
+def test_one_seed_at_a_time_keeps_false_verdicts_at_delta_below_alpha(kind, forgets):
+    """The same looks on memories of exactly delta: the levels hold for 2-5 degrees of freedom too."""
+    v, _ = _at_delta(kind, "demo", FEW_LOOKS, N_LEVEL, 5, forgets)
+    print(f"false remembers {(v == 1).sum()}/{v.size}, false forgets {(v == -1).sum()}/{v.size}")
+    assert not credibly_above(int((v == 1).sum()), v.size), (v == 1).mean()
+    assert not credibly_above(int((v == -1).sum()), v.size), (v == -1).mean()
 
 
-def test_sequential_nulls_forget_with_fewer_seeds_than_the_fixed_design():
-    res = _sequential("null", 300, 2, designs=(UNION, PAIRED_T))
-    (union, union_seeds), (verdict, seeds), (fixed, _) = res[UNION], res[PAIRED_T], res["fixed"]
-    # The analysis's design (paired-t levels) decides at least 80% of nulls "forgets" (docs/sequential.md:
-    # 89.5% [87.4, 91.3] at 1,000 pipelines; the union bound 80.3% [77.7, 82.6], here 0.78).
-    assert (verdict == -1).mean() >= 0.8 and (verdict == 1).sum() == 0 and (union == 1).sum() == 0
-    assert seeds.mean() < 16 and seeds.max() <= 16
-    assert (fixed == -1).mean() >= (verdict == -1).mean() - 0.1  # the price of looking: a few points of power
-    # The union bound's levels are lower at every look than the paired-t levels: on the same tables it decides
-    # less often, later (docs/sequential.md, before the split of "forgets": 91.3% against 94.9% at 2,000
-    # pipelines; here, after it, 0.78 against 0.86).
-    assert (verdict == -1).mean() >= (union == -1).mean() and seeds.mean() <= union_seeds.mean() + 0.1
+def test_sequential_nulls_forget_without_false_remembers_and_the_price_of_early_spending():
+    """No memory at the demo's old scale (720 test examples), the hardest null to call "forgets": the analysis's
+    design (Pocock-type spending) never says "remembers" and forgets at least 65% of them (docs/sequential.md:
+    73.5% at 400 pipelines, where O'Brien-Fleming spending keeps more alpha for 16 seeds and forgets 89.0%; the
+    price of deciding memories at the first look). The fixed 16-seed design forgets at least as often."""
+    res = _sequential("null", 300, 2, designs=(SEQUENTIAL_DESIGN, PAIRED_T))
+    (verdict, seeds), (obf, _), (fixed, _) = res[SEQUENTIAL_DESIGN], res[PAIRED_T], res["fixed"]
+    assert (verdict == 1).sum() == 0 and (obf == 1).sum() == 0 and (fixed == 1).sum() == 0
+    assert (verdict == -1).mean() >= 0.65 and seeds.mean() < 16 and seeds.max() <= 16
+    assert (fixed == -1).mean() >= (verdict == -1).mean() and (obf == -1).mean() >= (verdict == -1).mean()
+
+
+def test_the_design_decides_demo_memories_at_the_first_look_and_forgetting_with_fewer_seeds():
+    """Demo-like pipelines (5 levels, 10,000 test examples, delta 1 point): memories of 7-9 points whose largest
+    sigma_w runs are the noisiest (run SD 1.2 points there, 0.4 elsewhere: the demo's memories had ordered-test p
+    0.002-0.004 at 4 seeds) are decided at the first look by the analysis's design, where O'Brien-Fleming spending
+    (level 1e-4 at look 1) decides few of them there; pipelines whose spread is 0.2-0.5 points "forget" with fewer
+    seeds than the fixed 16 (docs/sequential.md, studies/spending_families.py)."""
+    from initmem.models.plan import sequential_decisions
+
+    rng = np.random.default_rng(8)
+    sig, sw = 0.6 * np.sqrt(0.97 * 0.03 / 10_000), np.geomspace(0.25, 8.0, 5)
+    mem = np.stack([_demo_table(rng.uniform(7, 9), 16, 0.4, rng) for _ in range(150)])
+    top = mem[:, -1].mean(axis=-1, keepdims=True)
+    mem[:, -1] = top + 3 * (mem[:, -1] - top)          # the largest sigma_w's runs 3x further from their mean
+    std = (mem - 0.97) / sig
+    for design, floor in ((SEQUENTIAL_DESIGN, 0.95), (PAIRED_T, None)):
+        v, seeds = sequential_decisions(std, 0.01 / sig, LOOKS, rng, sw, design=design)
+        first = ((v == 1) & (seeds == 4)).mean()
+        if floor is not None:
+            assert first >= floor and (v == -1).sum() == 0, first
+        else:
+            assert first <= 0.5, first
+    flat = np.stack([_demo_table(rng.uniform(0.2, 0.5), 16, rng.uniform(0.3, 0.5), rng) for _ in range(150)])
+    v, seeds = sequential_decisions((flat - 0.97) / sig, 0.01 / sig, LOOKS, rng, sw)
+    assert (v == 1).sum() == 0 and (v == -1).mean() >= 0.85 and seeds.mean() <= 12, ((v == -1).mean(), seeds.mean())
 
 
 def test_the_plan_says_what_the_sequential_design_would_spend():

@@ -16,21 +16,56 @@ printed against both; the oneDNN figure is the honest one wherever it is the lar
 FLOPs count multiply-adds of convolutions and the head as 2 FLOPs, times 3 for forward plus
 backward (the usual convention); BatchNorm, ReLU, pooling and the optimizer are not counted,
 so utilisation is a lower bound on how busy the arithmetic units are.
+
+``--compare`` measures instead two ways of training a whole pack of the quick preset:
+``train_pack`` of one pipeline's 20 cells for ``--epochs`` epochs (evaluated every 10, as the
+preset), each side in a fresh process, alternating the two for ``--repeats`` rounds. It prints
+the best CPU seconds (user + system) and wall seconds of each side, runs per CPU-second, the page
+faults per training step, the ratio, and whether the cubes are bitwise equal.
+
+- ``--compare allocator``: glibc's default malloc thresholds (the engine before
+  :func:`initmem.collect.train.devices.keep_freed_memory`) against the engine's setting, which is
+  process-wide and cannot be undone, hence the fresh processes. The cubes must be equal: the
+  setting changes no number.
+- ``--compare channels-last``: the preset's NCHW activations against ``engine.channels_last:
+  true`` (both with the engine's allocator setting). Faster on CPU, but other oneDNN kernels round
+  differently, so the cubes differ: a grid decision, measured here for it.
+
+::
+
+    python benchmarks/train_throughput.py --compare allocator                  # sgd_low_lr, 10 epochs, 3 rounds
+    python benchmarks/train_throughput.py --compare allocator --pipeline adam --epochs 20 --repeats 5
+    python benchmarks/train_throughput.py --compare channels-last --repeats 2
+
+``--profile`` prints where a training step of such a pack spends its time: the ops of 20 steps
+by self CPU time (torch.profiler; convolutions, BatchNorm, the rest), then the oneDNN primitives
+of one step from its verbose log (convolutions against layout conversions).
+``--eval-share`` prints the CPU cost of one training epoch and of one evaluation of such a pack
+(best of ``--repeats``) and the evaluations' share of the whole pipeline.
+
+CPU seconds are the fair measure on a shared machine (wall time also counts waiting for a
+core); the minimum over rounds is the least disturbed run.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
+import json
+import resource
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
+from initmem.collect.train import devices
 from initmem.collect.train.data import Split, load_split
 from initmem.collect.train.devices import deterministic, device_kind, resolve_device
-from initmem.collect.train.engine import PackTrainer
+from initmem.collect.train.engine import PackTrainer, train_pack
 from initmem.collect.train.nets import count_train_flops_per_image
 from initmem.collect.train.packed import PConv
 from initmem.grid import Grid, load_grid, parse_grid
@@ -110,7 +145,30 @@ def main() -> None:
                     help="engine.channels_last (default: the quick preset's setting)")
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False,
                     help="engine.compile on CUDA: torch.compile the packed model (compile time is not timed)")
+    ap.add_argument("--compare", choices=tuple(COMPARISONS),
+                    help="time train_pack of a quick-preset pack, before vs after (see the module docstring)")
+    ap.add_argument("--pipeline", default="sgd_low_lr", help="--compare: the quick preset pipeline")
+    ap.add_argument("--epochs", type=int, default=10, help="--compare: epochs per pack")
+    ap.add_argument("--repeats", type=int, default=3, help="--compare: alternating rounds")
+    ap.add_argument("--eval-share", action="store_true",
+                    help="CPU cost of a training epoch and of an evaluation of a quick-preset pack")
+    ap.add_argument("--profile", action="store_true",
+                    help="where a training step of a quick-preset pack spends its time (torch.profiler, oneDNN log)")
+    ap.add_argument("--child", choices=("default", "tuned"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.eval_share:
+        eval_share(args.pipeline, args.repeats)
+        return
+    if args.profile:
+        profile_steps(args.pipeline)
+        return
+    if args.child:
+        print(json.dumps(time_quick_pack(args.pipeline, args.epochs, tuned=args.child == "tuned",
+                                         channels_last=args.channels_last)))
+        return
+    if args.compare:
+        compare(args.compare, args.pipeline, args.epochs, args.repeats)
+        return
 
     device = resolve_device(args.device)
     if args.threads:
@@ -194,6 +252,169 @@ def model_images_per_second(grid: Grid, pipe: str, G: int, split: Split, device:
         n += 1
     _sync(device)
     return G * b * n / (time.perf_counter() - t0)
+
+
+def quick_pack_grid(pipeline: str, epochs: int, channels_last: bool | None = None) -> Grid:
+    """The quick preset cut to one pipeline (its 5 x 4 = 20 cells) trained for ``epochs`` epochs."""
+    d = load_grid("quick").to_dict()
+    if pipeline not in d["pipelines"]:
+        raise SystemExit(f"no pipeline {pipeline!r} in the quick preset: {', '.join(d['pipelines'])}")
+    d["pipelines"] = {pipeline: {**d["pipelines"][pipeline], "epochs": epochs}}
+    if channels_last is not None:
+        d["engine"] = {**d["engine"], "channels_last": channels_last}
+    return parse_grid(d)
+
+
+def cube_digest(ds: object) -> str:
+    """SHA-256 over every variable of a pack's cube but the wall time: equal digests, equal bits."""
+    h = hashlib.sha256()
+    for name in sorted(ds.data_vars):  # type: ignore[attr-defined]
+        if name != "wall_seconds":
+            a = ds[name].values  # type: ignore[index]
+            h.update(name.encode())
+            h.update(str(a.dtype).encode())
+            h.update(a.tobytes())
+    return h.hexdigest()
+
+
+# --compare: (label, allocator setting on, engine.channels_last) of the "before" and "after" sides.
+COMPARISONS = {
+    "allocator": {"before": ("glibc default malloc", False, None), "after": ("keep_freed_memory", True, None)},
+    "channels-last": {"before": ("NCHW (the preset)", True, None), "after": ("channels_last", True, True)},
+}
+
+
+def time_quick_pack(pipeline: str, epochs: int, *, tuned: bool, channels_last: bool | None
+                    ) -> dict[str, float | str | bool]:
+    """In this (fresh) process: CPU and wall seconds, page faults and cube digest of one pack."""
+    devices.TUNE_CPU_ALLOCATOR = tuned
+    grid = quick_pack_grid(pipeline, epochs, channels_last)
+    load_split(grid.dataset)   # generating or reading the data is not timed
+    cells = grid.cells(pipeline)
+    r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    ds = train_pack(grid, pipeline, cells)
+    wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
+    spec = grid.pipelines[pipeline]
+    n_train = int(load_split(grid.dataset).y_train.numel())
+    steps = epochs * (n_train // spec.batch_size)
+    return {"cpu": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), "sys": r1.ru_stime - r0.ru_stime,
+            "wall": wall, "faults_per_step": (r1.ru_minflt - r0.ru_minflt) / steps, "cells": len(cells),
+            "digest": cube_digest(ds), "tuned": devices.keep_freed_memory() if tuned else False}
+
+
+def compare(what: str, pipeline: str, epochs: int, repeats: int) -> None:
+    """Alternate fresh processes of the two sides of ``what``; print best times and the ratio."""
+    sides = COMPARISONS[what]
+    results: dict[str, list[dict]] = {"before": [], "after": []}
+    for r in range(repeats):
+        for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
+            _label, tuned, cl = sides[side]
+            cmd = [sys.executable, __file__, "--child", "tuned" if tuned else "default", "--pipeline", pipeline,
+                   "--epochs", str(epochs)]
+            if cl is not None:
+                cmd.append("--channels-last" if cl else "--no-channels-last")
+            out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+            results[side].append(json.loads(out.stdout.strip().splitlines()[-1]))
+            x = results[side][-1]
+            print(f"round {r + 1} {sides[side][0]:22s}: {x['cpu']:7.2f} CPU-s ({x['sys']:5.2f} system)  "
+                  f"{x['wall']:7.2f} s wall  {x['faults_per_step']:7.0f} page faults/step", flush=True)
+    if what == "allocator" and not results["after"][0]["tuned"]:
+        print("the allocator setting is not available here (not glibc): both sides ran the default")
+    n = results["before"][0]["cells"]
+    print(f"quick preset, pipeline {pipeline}, {n} cells in one pack, {epochs} epochs, best of {repeats}:")
+    best = {}
+    for side in ("before", "after"):
+        cpu = min(x["cpu"] for x in results[side])
+        wall = min(x["wall"] for x in results[side])
+        best[side] = cpu
+        print(f"  {side:6s} {sides[side][0]:22s} {cpu:7.2f} CPU-s {wall:7.2f} s wall  {n / cpu:.3f} runs per CPU-s "
+              f"({n * epochs / cpu:.1f} run-epochs per CPU-s)")
+    print(f"  speed-up (CPU-s before / after): {best['before'] / best['after']:.2f}x")
+    digests = {side: {x["digest"] for x in results[side]} for side in results}
+    same = len(digests["before"] | digests["after"]) == 1
+    print(f"  cubes bitwise equal across all {2 * repeats} runs: {same}"
+          + ("" if what == "allocator" else " (expected False: other kernels, other rounding)"))
+
+
+def eval_share(pipeline: str, repeats: int) -> None:
+    """Best CPU seconds of one training epoch and of one evaluation (train, validation and test
+    splits) of a quick-preset pack, alternated, and the evaluations' share of the whole pipeline."""
+    devices.keep_freed_memory()
+    grid = quick_pack_grid(pipeline, load_grid("quick").pipelines[pipeline].epochs)
+    spec, split = grid.pipelines[pipeline], load_split(grid.dataset)
+    b = spec.batch_size
+    with deterministic("cpu", grid.engine.cpu_threads):
+        tr = PackTrainer(grid, pipeline, grid.cells(pipeline), split, "cpu")
+        epoch = evaluation = float("inf")
+        for _ in range(repeats):
+            order, t = tr.epoch_order(), time.process_time()
+            for i in range(tr.steps_per_epoch):
+                tr.train_step(order[:, i * b:(i + 1) * b])
+            epoch = min(epoch, time.process_time() - t)
+            t = time.process_time()
+            for x, y in ((split.x_train, split.y_train), (split.x_val, split.y_val), (split.x_test, split.y_test)):
+                tr.evaluate(x, y)
+            evaluation = min(evaluation, time.process_time() - t)
+    every = spec.eval_every or grid.eval.every
+    n_eval = spec.epochs // every + 1 + (spec.epochs % every != 0)   # epoch 0, every `every`, the last
+    total = spec.epochs * epoch + n_eval * evaluation
+    print(f"quick preset, pipeline {pipeline}, {tr.G} cells, best of {repeats}: a training epoch "
+          f"{epoch:.2f} CPU-s ({epoch / tr.steps_per_epoch * 1e3:.1f} ms a step), an evaluation {evaluation:.2f} "
+          f"CPU-s; {spec.epochs} epochs and {n_eval} evaluations: {total:.0f} CPU-s, evaluations "
+          f"{100 * n_eval * evaluation / total:.0f}%")
+
+
+def profile_steps(pipeline: str, steps: int = 20) -> None:
+    """The ops of ``steps`` training steps of a quick-preset pack by self CPU time (torch.profiler),
+    grouped into convolutions, BatchNorm and the rest, then one step's oneDNN primitives from its
+    verbose log: how much of oneDNN's time is layout conversion (reorders)."""
+    import collections
+    import os
+    import tempfile
+
+    from torch.profiler import ProfilerActivity, profile
+
+    devices.keep_freed_memory()
+    grid = quick_pack_grid(pipeline, 1)
+    split, b = load_split(grid.dataset), grid.pipelines[pipeline].batch_size
+    with deterministic("cpu", grid.engine.cpu_threads):
+        tr = PackTrainer(grid, pipeline, grid.cells(pipeline), split, "cpu")
+        order = tr.epoch_order()
+        for i in range(3):
+            tr.train_step(order[:, i * b:(i + 1) * b])
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for i in range(3, 3 + steps):
+                tr.train_step(order[:, (i % tr.steps_per_epoch) * b:(i % tr.steps_per_epoch + 1) * b])
+        groups: dict[str, float] = collections.Counter()
+        for ev in prof.key_averages():
+            name = ev.key
+            kind = ("convolution" if "convolution" in name else "batch norm" if "batch_norm" in name else "other")
+            groups[kind] += ev.self_cpu_time_total / 1e3 / steps
+        total = sum(groups.values())
+        print(f"quick preset, pipeline {pipeline}, {tr.G} cells, {steps} steps: {total:.1f} ms of profiled CPU a step")
+        for kind, ms in groups.most_common():
+            print(f"  {kind:12s} {ms:6.1f} ms  {100 * ms / total:4.0f}%")
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12))
+        # oneDNN writes its log to stdout from C: catch file descriptor 1 for one step.
+        sys.stdout.flush()
+        saved = os.dup(1)
+        with tempfile.TemporaryFile(mode="w+") as log:
+            os.dup2(log.fileno(), 1)
+            try:
+                with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+                    tr.train_step(order[:, 0:b])
+            finally:
+                sys.stdout.flush()
+                os.dup2(saved, 1)
+                os.close(saved)
+            log.seek(0)
+            lines = [ln.strip().split(",") for ln in log if ln.startswith("onednn_verbose") and ",exec," in ln]
+    ms: dict[str, float] = collections.Counter()
+    for f in lines:
+        ms["reorder" if f[5] == "reorder" else f[5]] += float(f[-1])
+    total = sum(ms.values())
+    print(f"oneDNN in one step: {total:.1f} ms; " + ", ".join(f"{k} {v:.1f} ms ({100 * v / total:.0f}%)"
+                                                           for k, v in ms.most_common()))
 
 
 def report(label: str, rate: float, G: int, flops: int, peak: float, peak_dnnl: float | None, b: int) -> None:

@@ -467,3 +467,52 @@ def test_packed_net_equals_a_plain_reference_per_member():
         torch.nn.functional.cross_entropy(out, ys[g]).backward()
         for n, prm in net.named_parameters():
             torch.testing.assert_close(prm.grad[g], ref[n].grad, rtol=1e-4, atol=1e-5, msg=n)
+
+
+# -- speed settings change no number -----------------------------------------------------------------------
+
+ALLOCATOR_CHILD = """
+import pickle, sys
+from initmem.collect.run.in_process import collect_grid
+from initmem.collect.train import devices
+from initmem.grid import parse_grid
+import json
+devices.TUNE_CPU_ALLOCATOR = False
+grid = parse_grid(json.loads(open(sys.argv[1]).read()))
+ds = collect_grid(grid)
+assert not devices.keep_freed_memory()
+pickle.dump(ds, open(sys.argv[2], "wb"))
+"""
+
+
+def test_the_allocator_setting_leaves_the_cube_bitwise_the_same(tmp_path):
+    """devices.keep_freed_memory only changes where buffers come from: a grid collected in a process
+    with glibc's default malloc thresholds and in one with the engine's gives the identical cube.
+
+    A mnist1d pack of width 16 (activations above glibc's 128 KiB mmap threshold in training and
+    evaluation, so the default process really maps fresh pages), SGD with momentum and Adam.
+    """
+    import json
+    import pickle
+    import subprocess
+    import sys
+
+    from initmem.collect.train import devices
+
+    g = parse_grid({
+        "name": "alloc", "dataset": {"name": "mnist1d", "n_train": 256, "n_val": 128, "n_test": 512},
+        "model": {"arch": "resnet1d", "width": 16, "depth": 3, "norm": "batch"},
+        "sigma_w": [0.5, 2.0], "seeds": [0, 1],
+        "pipelines": {"m": {"optimizer": "sgd", "lr": 0.1, "batch_size": 32, "momentum": 0.9, "epochs": 2},
+                      "a": {"optimizer": "adam", "lr": 0.003, "batch_size": 32, "epochs": 2}},
+        "engine": {"cpu_threads": 1},
+    })
+    spec, out = tmp_path / "grid.json", tmp_path / "default.pkl"
+    spec.write_text(json.dumps(g.to_dict()))
+    subprocess.run([sys.executable, "-c", ALLOCATOR_CHILD, str(spec), str(out)], check=True)
+    with out.open("rb") as fh:
+        default = pickle.load(fh)
+    tuned = collect_grid(g)
+    if not devices.keep_freed_memory():
+        pytest.skip("no glibc malloc here: the setting is a no-op")
+    xr.testing.assert_identical(strip_volatile(default), strip_volatile(tuned))

@@ -27,6 +27,7 @@ import xarray as xr
 from initmem import cube
 from initmem.atomic import atomic_path
 from initmem.collect.run.fault_hooks import hook
+from initmem.collect.train.coords import CPU_JOIN, MACHINE_ATTRS
 from initmem.errors import UserError
 
 Cell = tuple[str, float, int]  # (pipeline, sigma_w, seed)
@@ -368,6 +369,11 @@ def merge_dir(shards_dir: str | os.PathLike, out_path: str | os.PathLike, *, pip
     devices = sorted({str(i.ds.attrs.get("device")) for i in infos if i.ds is not None and "device" in i.ds.attrs})
     if devices:
         merged_attrs["device"] = ",".join(devices)
+    for name in MACHINE_ATTRS:   # every machine that trained a cell, each once (coords.py)
+        seen = sorted({str(i.ds.attrs[name]) for i in infos
+                       if i.ds is not None and i.status in (cube.OK, cube.DIVERGED) and name in i.ds.attrs})
+        if seen:
+            merged_attrs[name] = CPU_JOIN.join(seen)
     failures = [{cube.PIPELINE: i.cell[0], cube.SIGMA: i.cell[1], cube.SEED: i.cell[2], "error": i.error}
                 for i in sorted(infos, key=lambda i: i.path.name) if i.status == cube.FAILED]
     merged_attrs[cube.A_FAILED_CELLS] = json.dumps(failures)

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import platform
+import subprocess
+import sys
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import initmem
@@ -20,6 +24,13 @@ from initmem.grid import Grid, ModelSpec, PipelineSpec, grid_hash, probe_levels,
 # A generated data set's recipe (JSON: generator, its arguments, package version, split ranges): the
 # fingerprint names the arrays, this says how to make them again. Only for dataset mnist1d.
 A_DATASET_PROVENANCE = "dataset_provenance"
+# The machine that trained the cube. A CPU cube is bitwise reproducible on the same CPU model with the same
+# torch; another CPU (an AVX2-only one against an AVX-512 one) runs other kernels and trains another cube.
+# ``cpu_capability`` is the vector ISA torch's own CPU kernels dispatch to on it (torch.backends.cpu).
+# A merge of shards trained on several machines lists each value once, joined by CPU_JOIN.
+A_CPU_MODEL, A_CPU_CAPABILITY = "cpu_model", "cpu_capability"
+MACHINE_ATTRS = (A_CPU_MODEL, A_CPU_CAPABILITY)
+CPU_JOIN = "; "
 
 
 def pipeline_coords(spec: PipelineSpec, model: ModelSpec | None = None) -> dict[str, Any]:
@@ -45,6 +56,58 @@ def _torch_version() -> str:
         return metadata.version("torch")
     except metadata.PackageNotFoundError:  # a merge-only install without torch
         return ""
+
+
+def cpu_model() -> str:
+    """The CPU's model name as the operating system reports it ('' where it cannot say).
+
+    Linux: the first processor's ``model name`` in /proc/cpuinfo with its family, model and
+    stepping numbers, e.g. ``AMD EPYC (cpu family 25, model 17, stepping 1)``: a virtual machine
+    often shows a bare brand name, which the numbers tell apart (ARM kernels have no model name;
+    then the machine type is used). macOS: ``sysctl machdep.cpu.brand_string``; elsewhere
+    ``platform.processor()``.
+    """
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        try:
+            text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        fields: dict[str, str] = {}
+        for line in text.split("\n\n", 1)[0].splitlines():   # the first processor's block
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), " ".join(value.split()))
+        name = fields.get("model name", "")
+        if name:
+            ids = [f"{k} {fields[k]}" for k in ("cpu family", "model", "stepping") if fields.get(k)]
+            return f"{name} ({', '.join(ids)})" if ids else name
+    if sys.platform == "darwin":
+        try:
+            out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True,
+                                 timeout=5, check=False).stdout.strip()
+            if out:
+                return out
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine()
+
+
+def cpu_capability() -> str:
+    """The ISA torch's CPU kernels use here (``torch.backends.cpu.get_cpu_capability()``, e.g.
+    ``AVX512``, ``AVX2``, ``DEFAULT``); '' where torch is not loaded (a merge-only process never
+    imports it for this)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return ""
+    try:
+        return str(torch.backends.cpu.get_cpu_capability())
+    except (AttributeError, RuntimeError):
+        return ""
+
+
+def machine_attrs() -> dict[str, str]:
+    """The cube attributes that name the machine: CPU model and torch's CPU ISA (docs/collect.md)."""
+    return {A_CPU_MODEL: cpu_model(), A_CPU_CAPABILITY: cpu_capability()}
 
 
 def cube_attrs(grid: Grid, device: str, *, n_test: int | None = None,
@@ -73,6 +136,7 @@ def cube_attrs(grid: Grid, device: str, *, n_test: int | None = None,
         cube.A_INITMEM_VERSION: initmem.__version__,
         cube.A_TORCH_VERSION: _torch_version(),
         cube.A_DEVICE: str(device),
+        **machine_attrs(),
         cube.A_CREATED: _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     if n_test is not None:

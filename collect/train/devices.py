@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import platform
 from collections.abc import Iterator
 
 import torch
@@ -70,6 +72,51 @@ def deterministic(device: str, threads: int | None = None) -> Iterator[None]:
         torch.utils.deterministic.fill_uninitialized_memory = fill_before
         if threads:
             torch.set_num_threads(threads_before)
+
+
+# glibc mallopt parameters (malloc.h) and the values the CPU engine sets.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024   # glibc's ceiling on 64-bit: blocks up to it come from the heap
+TRIM_THRESHOLD_BYTES = 1024 * 1024 * 1024  # give freed heap back to the system only above 1 GiB
+# Whether train_pack keeps freed memory for reuse on CPU (benchmarks/train_throughput.py turns it off
+# to measure the difference; it never changes a number the engine computes).
+TUNE_CPU_ALLOCATOR = True
+_allocator_tuned = False
+
+
+def keep_freed_memory() -> bool:
+    """Make glibc's malloc reuse freed activation buffers instead of returning them to the system.
+
+    By default glibc serves a block above its mmap threshold (128 KiB at start, raised towards
+    32 MiB as it sees such blocks freed) from a fresh ``mmap`` and unmaps it on free, and it
+    gives the heap top back to the system once twice that much of it is free. A 20-member pack's
+    activations, 1.6 MB a layer in training and 10 MB in an evaluation batch, keep crossing
+    both limits, so the next step touches new pages, and every page costs a page fault and a
+    kernel zero-fill: a quick-preset pack took 1,700-6,100 faults per training step and spent 7-20% of
+    its CPU time in the kernel (benchmarks/train_throughput.py ``--compare allocator``). Raising
+    both thresholds keeps the buffers in the heap, where the next step finds them already mapped.
+
+    Only where the memory comes from is changed: torch allocates every tensor 64-byte aligned
+    either way, and the kernels, their order of operations and so every number are the same
+    (tests/test_engine.py trains a grid both ways and compares the cubes bitwise). The price is
+    that a CPU worker keeps its peak memory until it exits. Process-wide and set once; a no-op
+    off glibc (macOS, musl) and when :data:`TUNE_CPU_ALLOCATOR` is False. Returns whether the
+    thresholds are set in this process.
+    """
+    global _allocator_tuned
+    if _allocator_tuned or not TUNE_CPU_ALLOCATOR:
+        return _allocator_tuned
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    # mallopt returns 1 on success; setting either threshold also ends glibc's own adjustment of both.
+    _allocator_tuned = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and \
+        bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
+    return _allocator_tuned
 
 
 def free_memory_bytes(device: str) -> int:

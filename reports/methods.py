@@ -20,6 +20,7 @@ from typing import Any
 from initmem import cube as C
 from initmem import optimizers
 from initmem.models.paired import EXTREME_WEIGHT, FORGETS_IUT_SHARE, PEAK_WEIGHT
+from initmem.models.sequential import parse_design, spending_label
 from initmem.plot.load import Analysis, seed_design, verdict_levels
 from initmem.plot.model import seed_caption
 
@@ -224,13 +225,18 @@ def _sequential_and_radial_sentences(a: Analysis) -> list[Sentence]:
     if s.sequential is not None:
         q = s.sequential
         levels = ", ".join(f"{x:.3g}" for x in q.levels)
-        how = (f"at the increment alpha_k of a Lan-DeMets spending function of the O'Brien-Fleming type ({levels}), "
+        try:
+            family = spending_label(parse_design(q.design)[1])
+        except ValueError:       # a design this version does not know: name it as recorded
+            family = q.design
+        how = (f"at the increment alpha_k of {family} spending ({levels}), "
                f"so that by the union bound a false verdict at any look has probability at most alpha = {q.alpha:g}"
                if "union bound" in q.design else
-               f"at the nominal level ({levels}) whose boundary spends exactly the increment of a Lan-DeMets "
-               "spending function of the O'Brien-Fleming type under the joint distribution of the looks' "
+               f"at the nominal level ({levels}) whose boundary spends exactly the increment of "
+               f"{family} spending under the joint distribution of the looks' "
                + ("paired t statistics on nested seeds (simulated)" if "paired t" in q.design else "statistics")
-               + f", so that each claim's false verdicts at all looks together spend alpha = {q.alpha:g}")
+               + f", each share of alpha spent from its own allotment, so that each claim's false verdicts at all "
+               f"looks together spend alpha = {q.alpha:g}")
         out.append(Sentence(
             f"Seeds were added only to undecided pipelines, at looks of {', '.join(map(str, q.looks))} seeds; look k "
             f"decided {how} (the same rule as a fixed analysis, with alpha_k in place of alpha). "

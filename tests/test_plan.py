@@ -3,6 +3,11 @@
 The planner evaluates the analysis's posterior by quadrature (models/plan.py); here its
 predicted P(remembers) and P(forgets) at 3 and 6 seeds are compared with the rates of the
 verdicts of real NUTS refits of experiments simulated from the same truth.
+
+The rule-level checks decide N_LEVEL tables per design through the planner's vectorised quadrature of the
+analysis's rule (``posterior_spread`` / ``decide`` / ``rule_decisions``) and fail when a false-verdict rate is
+credibly above alpha: more than the binomial 0.99 quantile at alpha, which a true rate of 6.5% exceeds with
+probability >= 0.9 at N_LEVEL tables (``test_a_level_check_of_n_level_tables_catches_six_and_a_half_percent``).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from _memory_designs import FIT, SCALES, L, P, S, fit_tables, noise_sd, rule_tab
 
 from initmem.errors import UserError
 from initmem.models import core
-from initmem.models.plan import decide, posterior_spread, power
+from initmem.models.plan import decide, posterior_spread, power, rule_decisions
 from initmem.names import ALPHA
 
 DELTA = 0.01
@@ -23,12 +28,39 @@ TRUTHS = {  # name: (level values, seed SD, residual SD)
     "null": (np.zeros(L), 0.0012, 0.0016),
 }
 COMBOS = [("remembers", 3), ("remembers", 6), ("null", 3)]
+N_LEVEL = 3200   # tables per level check: binom.sf(binom.ppf(0.99, N, 0.05), N, 0.065) >= 0.9
+LEVEL_POWER, LEVEL_RATE = 0.9, 0.065   # a level check of N_LEVEL tables catches this true rate this often
+
+
+def credibly_above(k: int, n: int, alpha: float = ALPHA) -> bool:
+    """k false verdicts of n are credibly above alpha: more than the binomial 0.99 quantile at alpha (a rule
+    exactly at alpha fails it with probability <= 0.01)."""
+    from scipy.stats import binom
+
+    return bool(k > binom.ppf(0.99, n, alpha))
+
+
+def _report(name: str, k: int, n: int) -> str:
+    """One line for the log: the count, its 95% Wilson interval and the count that would fail the check."""
+    from scipy.stats import binom
+
+    lo, hi = wilson(k, n)
+    return f"{name}: {k}/{n} = {k / n:.3f} (95% Wilson {lo:.3f}-{hi:.3f}; fails above {binom.ppf(0.99, n, ALPHA):.0f})"
 
 
 def _simulate(truth: str, n: int, n_seed: int, rng: np.random.Generator) -> np.ndarray:
     u, sd_seed, sd_res = TRUTHS[truth]
     return core.predictive_tables(np.full(n, 0.8), np.tile(u, (n, 1)), np.full(n, sd_seed), np.full(n, sd_res),
                                   n_seed, rng)
+
+
+def test_a_level_check_of_n_level_tables_catches_six_and_a_half_percent():
+    from scipy.stats import binom
+
+    c = binom.ppf(0.99, N_LEVEL, ALPHA)
+    assert binom.sf(c, N_LEVEL, LEVEL_RATE) >= LEVEL_POWER   # a true 6.5% fails with probability >= 0.9
+    assert binom.sf(c, N_LEVEL, ALPHA) <= 0.01               # a rule exactly at alpha passes with >= 0.99
+    assert credibly_above(int(c) + 1, N_LEVEL) and not credibly_above(int(c), N_LEVEL)
 
 
 def test_decide_known_answers():
@@ -55,72 +87,75 @@ def test_decide_routes():
 
 def test_near_the_ceiling_both_routes_keep_false_forgets_at_delta():
     # the external audit's held-out design (a ramp of exactly delta from 99.75% to 98.75%, 10 seeds, 10,000
-    # examples, logit seed and interaction noise): either route alone said "forgets" about 7% of the time
-    # (skewed differences); requiring both near the ceiling brings it to alpha, and a two-level design, where
-    # the model has no route, to 0. Flat accuracy at 99.5% is still "forgets" (benchmarks/ceiling_check.py).
+    # examples, logit seed and interaction noise): either route alone says "forgets" above alpha (skewed
+    # differences); requiring both near the ceiling keeps it at alpha (N_LEVEL tables), and a two-level design,
+    # where the model has no route, at 0. Flat accuracy at 99.5% is still "forgets" (benchmarks/ceiling_check.py).
     from _memory_designs import ceiling_tables, counts_scale
 
     from initmem.models.paired import CEILING
 
     rng = np.random.default_rng(7)
-    rates = {}
-    for name, means, seeds, sd in (("ramp", np.linspace(0.9975, 0.9875, 6), 10, (0.3, 0.15)),
-                                   ("two levels", np.array([0.998, 0.988]), 6, (0.4, 0.1)),
-                                   ("flat", np.full(6, 0.995), 5, (0.3, 0.15))):
-        y = ceiling_tables(means, seeds, *sd, 1500, rng)
+    rates, counts = {}, {}
+    for name, means, seeds, sd, n in (("ramp", np.linspace(0.9975, 0.9875, 6), 10, (0.3, 0.15), N_LEVEL),
+                                      ("two levels", np.array([0.998, 0.988]), 6, (0.4, 0.1), 1500),
+                                      ("flat", np.full(6, 0.995), 5, (0.3, 0.15), 1500)):
+        y = ceiling_tables(means, seeds, *sd, n, rng)
         sig = counts_scale(y)   # the analysis's scale for imported counts
         post = posterior_spread((y - y.mean(axis=(1, 2), keepdims=True)) / sig, DELTA / sig, rng,
-                                sigma_w=np.geomspace(0.25, 8.0, means.size))
+                                sigma_w=np.geomspace(0.25, 8.0, means.size), n_test=10_000, unit=sig)
         near = y.mean(axis=2).max(axis=1) >= CEILING
-        rates[name] = [float((decide({**post, "near_ceiling": c}, DELTA / sig) == -1).mean()) for c in (False, near)]
+        counts[name] = [int((decide({**post, "near_ceiling": c}, DELTA / sig) == -1).sum()) for c in (False, near)]
+        rates[name] = [k / n for k in counts[name]]
         print(f"{name}: 'forgets' either route {rates[name][0]:.3f}, both near the ceiling {rates[name][1]:.3f}")
-    k = round(rates["ramp"][1] * 1500)
-    assert wilson(k, 1500)[0] <= ALPHA and rates["ramp"][1] < rates["ramp"][0]
+    print(_report("ramp near the ceiling, both routes, false 'forgets'", counts["ramp"][1], N_LEVEL))
+    assert not credibly_above(counts["ramp"][1], N_LEVEL) and rates["ramp"][1] < rates["ramp"][0]
     assert rates["two levels"][0] > ALPHA and rates["two levels"][1] == 0.0
     assert rates["flat"][1] >= 0.95
 
 
 def test_the_skew_gate_keeps_false_forgets_at_delta_under_a_multiplicative_seed_factor():
     # logit seed SD 0.5 from 99.95% (a seed's errors scaled by a factor of CV about 0.5 at every level), a ramp
-    # of exactly delta, 12 seeds: the paired t of the intersection-union test is skewed past its level and the
-    # 0.8.0 rule (both routes) said "forgets" 6-8% of the time; the skew gate also asks the log-ratio test
-    # there (docs/memory-model.md, "The skew gate"). Flat 99.5% with logit seed SD 0.3 is still "forgets".
+    # of exactly delta, 12 seeds: the paired t of the intersection-union test is skewed past its level and both
+    # routes alone say "forgets" above alpha; the skew gate also asks the log-ratio test there
+    # (docs/memory-model.md, "The skew gate"). Flat 99.5% with logit seed SD 0.3 is still "forgets".
     from _memory_designs import ceiling_tables, counts_scale
 
     from initmem.models.paired import forgets_levels, multiplicative_ok
 
     rng = np.random.default_rng(17)
-    rates = {}
-    for name, means, seeds, sd in (("multiplicative", np.linspace(0.9995, 0.9895, 6), 12, (0.5, 0.1)),
-                                   ("flat", np.full(6, 0.995), 5, (0.3, 0.15))):
-        y = ceiling_tables(means, seeds, *sd, 1500, rng)
+    rates, counts = {}, {}
+    for name, means, seeds, sd, n in (("multiplicative", np.linspace(0.9995, 0.9895, 6), 12, (0.5, 0.1), N_LEVEL),
+                                      ("flat", np.full(6, 0.995), 5, (0.3, 0.15), 1500)):
+        y = ceiling_tables(means, seeds, *sd, n, rng)
         sig = counts_scale(y)
         post = posterior_spread((y - y.mean(axis=(1, 2), keepdims=True)) / sig, DELTA / sig, rng,
-                                sigma_w=np.geomspace(0.25, 8.0, means.size))
+                                sigma_w=np.geomspace(0.25, 8.0, means.size), n_test=10_000, unit=sig)
         gate = multiplicative_ok(y, DELTA, forgets_levels(ALPHA)[0], 10_000)
-        rates[name] = [float((decide({**post, "near_ceiling": True, **extra}, DELTA / sig) == -1).mean())
-                       for extra in ({}, {"skew_ok": gate})]
+        counts[name] = [int((decide({**post, "near_ceiling": True, **extra}, DELTA / sig) == -1).sum())
+                        for extra in ({}, {"skew_ok": gate})]
+        rates[name] = [k / n for k in counts[name]]
         print(f"{name}: 'forgets' without the gate {rates[name][0]:.3f}, with it {rates[name][1]:.3f}")
-    k = round(rates["multiplicative"][1] * 1500)
-    assert wilson(k, 1500)[0] <= ALPHA and rates["multiplicative"][1] < rates["multiplicative"][0]
+    print(_report("multiplicative seed factor, with the gate, false 'forgets'", counts["multiplicative"][1], N_LEVEL))
+    assert not credibly_above(counts["multiplicative"][1], N_LEVEL)
+    assert rates["multiplicative"][1] < rates["multiplicative"][0]
     assert rates["flat"][1] >= 0.8
 
 
-def test_full_rule_keeps_false_forgets_at_delta():
+def test_full_rule_keeps_false_verdicts_at_delta():
     # the analysis's rule with both routes to "forgets" (the model's probability by the planner's
-    # quadrature, or the intersection-union test) at a true spread of exactly delta: a ramp at 16
-    # seeds, seed slopes and 3 levels at the paper's scale (where "forgets" is reachable at all)
+    # quadrature, or the intersection-union test) and the ordered test of "remembers" at a true spread of
+    # exactly delta: a ramp at 16 seeds, seed slopes and 3 levels x 3 seeds at the paper's scale (where
+    # "forgets" is reachable at all), N_LEVEL tables each; SEs floored on the lattice of 10,000 examples
     rng = np.random.default_rng(25)
     sig = noise_sd(SCALES["paper"]["n_test"])
     for kind in ("ramp16", "slopes_at_delta", "three_levels"):
-        t = rule_tables(kind, "paper", 400, rng, delta=DELTA)
-        post = posterior_spread((t - 0.9) / sig, DELTA / sig, rng, sigma_w=np.geomspace(0.25, 8.0, t.shape[1]))
-        v = decide(post, DELTA / sig)
-        k = int((v == -1).sum())
-        lo, hi = wilson(k, v.size)
-        print(f"{kind} (paper) full rule, false 'forgets': {k}/{v.size} (95% Wilson {lo:.3f}-{hi:.3f}); "
-              f"false 'remembers': {int((v == 1).sum())}")
-        assert lo <= ALPHA and (v == 1).mean() <= ALPHA
+        t = rule_tables(kind, "paper", N_LEVEL, rng, delta=DELTA)
+        v = rule_decisions((t - 0.9) / sig, DELTA / sig, ALPHA, rng, np.geomspace(0.25, 8.0, t.shape[1]),
+                           n_test=SCALES["paper"]["n_test"], unit=sig)
+        k_f, k_r = int((v == -1).sum()), int((v == 1).sum())
+        print(_report(f"{kind} (paper) full rule, false 'forgets'", k_f, v.size))
+        print(_report(f"{kind} (paper) full rule, false 'remembers'", k_r, v.size))
+        assert not credibly_above(k_f, v.size) and not credibly_above(k_r, v.size)
 
 
 def test_plan_without_analysis_is_a_user_error(tmp_path):
@@ -168,24 +203,22 @@ def test_plan_predictions_agree_with_refits():
 
 def test_rule_forgets_at_delta_and_power_at_16_seeds():
     # "forgets" is the union of the IUT at 0.8 alpha and the model's P(spread < delta) >= 1 - alpha/2
-    # (models/paired.py, forgets_levels): with both at alpha (0.05 / 0.95) the union reached 5.9% false
-    # "forgets" at a true spread of exactly delta (slopes_at_delta, paper scale, 16 seeds); the split keeps it
-    # near 4.6% and the demo-scale null at 16 seeds still "forgets" in ~91% (0.96 before). walk_at_delta (seeds
-    # that wander along sigma_w, held out after the split was fixed) measured 4.4% at 2,000 tables.
-    from initmem.models.plan import rule_decisions
-
+    # (models/paired.py, forgets_levels), which keeps the union at alpha where the IUT is exact at its own level
+    # (a true spread of exactly delta at 16 seeds, paper scale: N_LEVEL tables per design; walk_at_delta, seeds
+    # that wander along sigma_w, was held out after the split was fixed), and the demo-scale null at 16 seeds
+    # still "forgets" in most tables.
     rng = np.random.default_rng(2027)
     sw = np.geomspace(0.25, 8.0, SCALES["paper"]["levels"])
+    sig = noise_sd(SCALES["paper"]["n_test"])
     for kind in ("slopes_at_delta", "ramp16", "walk_at_delta"):
-        sig = noise_sd(SCALES["paper"]["n_test"])
-        t = rule_tables(kind, "paper", 1000, rng, n_seed=16, delta=DELTA)
-        v = rule_decisions((t - 0.9) / sig, DELTA / sig, ALPHA, rng, sw)
+        t = rule_tables(kind, "paper", N_LEVEL, rng, n_seed=16, delta=DELTA)
+        v = rule_decisions((t - 0.9) / sig, DELTA / sig, ALPHA, rng, sw, n_test=SCALES["paper"]["n_test"], unit=sig)
         k = int((v == -1).sum())
-        lo, hi = wilson(k, v.size)
-        print(f"{kind} (paper, 16 seeds) false 'forgets': {k}/{v.size} ({lo:.3f}-{hi:.3f})")
-        assert lo < ALPHA and k / v.size <= 0.055
+        print(_report(f"{kind} (paper, 16 seeds) false 'forgets'", k, v.size))
+        assert not credibly_above(k, v.size)
     sig = noise_sd(SCALES["demo"]["n_test"])
     t = rule_tables("null16", "demo", 300, rng, n_seed=16, delta=DELTA)
-    v = rule_decisions((t - 0.9) / sig, DELTA / sig, ALPHA, rng, np.geomspace(0.25, 8.0, t.shape[1]))
+    v = rule_decisions((t - 0.9) / sig, DELTA / sig, ALPHA, rng, np.geomspace(0.25, 8.0, t.shape[1]),
+                       n_test=SCALES["demo"]["n_test"], unit=sig)
     print(f"null16 (demo, 16 seeds) 'forgets': {(v == -1).mean():.3f}")
     assert (v == -1).mean() >= 0.85

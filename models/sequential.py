@@ -203,23 +203,42 @@ def _paired_t_levels(looks: tuple[int, ...], alpha: float, n_sim: int, seed: int
 
     rng = np.random.default_rng(seed)
     inc = np.diff([0.0, *(spent(n / looks[-1], alpha, spending) for n in looks)])
-    s1, s2 = np.zeros(n_sim), np.zeros(n_sim)
+    t_all = nested_t(looks, n_sim, rng)
     open_ = np.ones(n_sim, dtype=bool)
-    levels, seen = [], 0
-    for n_k, a_k in zip(looks, inc, strict=True):
-        for _ in range(n_k - seen):     # one seed at a time: memory stays n_sim floats
-            x = rng.standard_normal(n_sim)
-            s1 += x
-            s2 += x * x
-        seen = n_k
-        mean = s1 / n_k
-        t_stat = mean * np.sqrt(n_k) / np.sqrt(np.maximum(s2 - n_k * mean * mean, 1e-300) / (n_k - 1))
+    levels = []
+    for k, (n_k, a_k) in enumerate(zip(looks, inc, strict=True)):
+        t_stat = t_all[:, k]
         m = int(round(a_k * n_sim))     # paths that first cross at this look
         live = t_stat[open_]
         c = float(np.partition(live, live.size - m)[live.size - m]) if 0 < m <= live.size else np.inf
         levels.append(float(student.sf(c, n_k - 1)))
         open_ &= t_stat < c
     return tuple(levels)
+
+
+def nested_t(looks: Sequence[int], n: int, rng: np.random.Generator) -> np.ndarray:
+    """(n, K) one-sided t statistics of N(0, 1) paired differences on nested seeds, the first ``looks[k]`` seeds at
+    look k: the boundary null of every claim's paired test. Seeds are drawn one at a time (n floats each), so
+    the same ``rng`` gives the same paths whatever the looks after them."""
+    s1, s2, out, seen = np.zeros(n), np.zeros(n), [], 0
+    for n_k in looks:
+        for _ in range(int(n_k) - seen):
+            x = rng.standard_normal(n)
+            s1 += x
+            s2 += x * x
+        seen = int(n_k)
+        mean = s1 / n_k
+        out.append(mean * np.sqrt(n_k) / np.sqrt(np.maximum(s2 - n_k * mean * mean, 1e-300) / (n_k - 1)))
+    return np.stack(out, axis=1)
+
+
+def crossings(t_stat: np.ndarray, looks: Sequence[int], levels: Sequence[float]) -> int:
+    """How many paths of :func:`nested_t` cross some look's one-sided boundary at ``levels`` (a level of 0 never
+    crosses): the false rejections of a claim tested at those levels, look by look."""
+    from scipy.stats import t as student
+
+    crit = np.where(np.asarray(levels) > 0, student.isf(np.asarray(levels), np.array(looks) - 1), np.inf)
+    return int((t_stat >= crit).any(axis=1).sum())
 
 
 def _crossing(b: float, x: np.ndarray, w: np.ndarray, sd: float, target: float) -> float:
@@ -281,5 +300,6 @@ def as_spending(alpha: float | Spending) -> Spending:
 
 
 __all__ = ["DESIGNS", "EXACT", "OBRIEN_FLEMING", "PAIRED_T", "PAIRED_T_POCOCK", "POCOCK", "SEQUENTIAL_DESIGN", "UNION",
-           "Spending", "as_spending", "design_levels", "design_name", "exact_levels", "hsd", "look_levels",
-           "obrien_fleming_spent", "paired_t_levels", "parse_design", "spending_label", "spent"]
+           "Spending", "as_spending", "crossings", "design_levels", "design_name", "exact_levels", "hsd",
+           "look_levels", "nested_t", "obrien_fleming_spent", "paired_t_levels", "parse_design", "spending_label",
+           "spent"]

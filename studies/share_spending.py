@@ -16,32 +16,12 @@ import argparse
 import time
 
 import numpy as np
-from scipy.stats import t as student
 
 from initmem.models.paired import FORGETS_IUT_SHARE, FORGETS_MODEL_SHARE, step_shares
-from initmem.models.sequential import Spending
+from initmem.models.sequential import Spending, crossings, nested_t
 from initmem.names import ALPHA
 
 CHUNK = 1_000_000
-
-
-def nested_t(looks: tuple[int, ...], n: int, rng: np.random.Generator) -> np.ndarray:
-    """(n, K) one-sided t statistics of N(0, 1) differences on nested seeds, one seed at a time."""
-    s1, s2, out, seen = np.zeros(n), np.zeros(n), [], 0
-    for n_k in looks:
-        for _ in range(n_k - seen):
-            x = rng.standard_normal(n)
-            s1 += x
-            s2 += x * x
-        seen = n_k
-        mean = s1 / n_k
-        out.append(mean * np.sqrt(n_k) / np.sqrt(np.maximum(s2 - n_k * mean * mean, 1e-300) / (n_k - 1)))
-    return np.stack(out, axis=1)
-
-
-def crossings(t_stat: np.ndarray, looks: tuple[int, ...], levels: list[float]) -> int:
-    crit = np.where(np.asarray(levels) > 0, student.isf(np.asarray(levels), np.array(looks) - 1), np.inf)
-    return int((t_stat >= crit).any(axis=1).sum())
 
 
 def main() -> None:

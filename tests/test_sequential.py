@@ -33,11 +33,13 @@ from initmem.models.sequential import (
     SEQUENTIAL_DESIGN,
     UNION,
     Spending,
+    crossings,
     design_levels,
     design_name,
     exact_levels,
     hsd,
     look_levels,
+    nested_t,
     obrien_fleming_spent,
     paired_t_levels,
     parse_design,
@@ -159,28 +161,9 @@ def test_paired_t_levels_hold_alpha_for_t_tests_on_nested_seeds_where_the_canoni
     assert spent == pytest.approx(ALPHA, abs=4 * se)
 
 
-def _nested_t(looks: tuple[int, ...], n: int, seed: int) -> np.ndarray:
-    """(n, K) one-sided t statistics of N(0, 1) paired differences on nested seeds (the boundary null of every
-    share's test), one seed at a time as paired_t_levels builds them, from another seed than its own."""
-    rng = np.random.default_rng(seed)
-    s1, s2, out, seen = np.zeros(n), np.zeros(n), [], 0
-    for n_k in looks:
-        for _ in range(n_k - seen):
-            x = rng.standard_normal(n)
-            s1 += x
-            s2 += x * x
-        seen = n_k
-        mean = s1 / n_k
-        out.append(mean * np.sqrt(n_k) / np.sqrt(np.maximum(s2 - n_k * mean * mean, 1e-300) / (n_k - 1)))
-    return np.stack(out, axis=1)
-
-
-def _crossings(t_stat: np.ndarray, looks: tuple[int, ...], levels: list[float]) -> int:
-    """How many paths cross some look's one-sided boundary at ``levels`` (a level of 0 never crosses)."""
-    from scipy.stats import t as student
-
-    crit = np.where(np.asarray(levels) > 0, student.isf(np.asarray(levels), np.array(looks) - 1), np.inf)
-    return int((t_stat >= crit).any(axis=1).sum())
+def _nested(looks: tuple[int, ...], n: int, seed: int) -> np.ndarray:
+    """Paths of nested t statistics from another seed than the levels' own (models/sequential.py, nested_t)."""
+    return nested_t(looks, n, np.random.default_rng(seed))
 
 
 def test_each_share_spends_at_most_its_own_allotment_where_multiplied_levels_overspend():
@@ -205,9 +188,9 @@ def test_each_share_spends_at_most_its_own_allotment_where_multiplied_levels_ove
     sets.update({("multiplied", s): [s * a for a in full] for s in small})
     hits = dict.fromkeys(sets, 0)
     for chunk in range(n // n_sim):
-        t_stat = _nested_t(LOOKS, n_sim, seed=20261203 + chunk)
+        t_stat = _nested(LOOKS, n_sim, seed=20261203 + chunk)
         for key, levels in sets.items():
-            hits[key] += _crossings(t_stat, LOOKS, levels)
+            hits[key] += crossings(t_stat, LOOKS, levels)
     for (design, share), k in hits.items():
         allot = share * ALPHA
         within = k / n <= allot + 3 * np.sqrt(allot / n_sim + allot / n)

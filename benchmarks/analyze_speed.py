@@ -2,8 +2,8 @@
 
 1. a quick-preset-like cube: 7 pipelines x 6 sigma_w x 3-6 seeds, 720 test examples with
    per-example predictions; goal <= 60 s for the whole command, compile included, and <= 15 s
-   once the model is compiled (issue 25, item 6);
-2. a 16-seed cube: 7 x 6 x 16, 720 examples (the issue's 66 s, 62.6 s of it compiling);
+   once the model is compiled;
+2. a 16-seed cube: 7 x 6 x 16, 720 examples (66 s before the compiled-model cache, 62.6 s of it compiling);
 3. a paper-shaped cube: 5 pipelines x 7 sigma_w x 5 seeds, 10,000 test examples; goal <= 5 min
    on 2 cores.
 

@@ -1,4 +1,4 @@
-"""Where the rule or the data is the limit: two designs the rule decides less often than issue 25 asked.
+"""Where the rule or the data is the limit: two designs the rule decides less often than the calibration targets ask.
 
     python benchmarks/data_limits.py [--study paper-null|three-seeds|multiplicity|all] [--cubes 10] [--seeds 5]
 
@@ -23,7 +23,7 @@ pair alone at alpha; and the pair that truly differs most, alone at alpha (an or
 delta = 1 point.
 
 ``multiplicity``: whether another way of spending alpha over the 15 pairs would reach the 3-seed target
-without the fourth seed. The same 3-seed triples and the other power target of issue 25 (a 2-point ramp,
+without the fourth seed. The same 3-seed triples and the other power target (a 2-point ramp,
 5 levels, 10 seeds, demo noise), under the ordered test; Bonferroni over every pair at alpha with no order;
 Simes' test over every pair (valid under positive dependence only, which shared seeds do not promise; its
 false "remembers" on the at-delta designs is printed beside); and the same two with the extreme pair

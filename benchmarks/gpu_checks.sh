@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 3, as one prepared script for a lent GPU machine (a few minutes on an
-# H200). It runs in the repository root there, on the image's python3 and torch:
+# The GPU checks: run this on your own CUDA machine, from a checkout of initmem (a few minutes on a
+# recent data-centre GPU). It needs python3 with torch (CUDA build) and initmem's dependencies; initmem
+# itself need not be installed: the checkout is put on the path as the package `initmem`.
 #
-#   here:   bash benchmarks/gpu_wheels.sh                      # the wheels that image lacks -> .whl/
-#   device: run(carry=[".whl"], timeout_s=600, command="bash benchmarks/gpu_checks.sh")
+#   bash benchmarks/gpu_checks.sh
 #
+# What it measures:
 # 1. benchmarks/train_throughput.py for resnet20 and resnet9 at G = 1, 8, 32, 64 (batch 128, the
 #    paper preset's), bf16 autocast and channels_last as the engine does on CUDA;
 # 2. benchmarks/measure_cost.py: the cost per step of the measured clocks, on vs off, same run;
 # 3. `initmem collect` of a small digits grid on CUDA, end to end (packing, bf16, the cube);
 # 4. `initmem inspect` of that cube.
-# Logs go to $OUT (the device tool brings them back) or /tmp/initmem-gpu. For a CPU dry run of
-# the script's logic: DEVICE=cpu PYTHON=.venv/bin/python WHEELS=none GPU_SECONDS=0.5 GPU_G=1,2 GPU_BATCH=8 \
-#   bash benchmarks/gpu_checks.sh
+# Each stage has a time limit, so the whole takes at most about ten minutes. The logs go to $OUT
+# (default /tmp/initmem-gpu): machine.txt, throughput_resnet20.txt, throughput_resnet9.txt,
+# measure_cost.txt, collect.txt. The exit status is 0 when every stage succeeded.
+#
+# Settings (environment variables):
+#   OUT=DIR          where the logs go
+#   PYTHON=python3   the interpreter
+#   DEVICE=cuda      the torch device
+#   GPU_G=1,8,32,64  the pack sizes; GPU_BATCH=128 the batch size; GPU_SECONDS=5 the seconds per pack size
+#   WHEELS=DIR       a folder of wheels to install into a private folder first, for a machine without
+#                    network access that lacks some of initmem's dependencies (pydantic, netCDF4, ...)
+# A quick dry run of the script's logic on a CPU:
+#   DEVICE=cpu PYTHON=.venv/bin/python GPU_SECONDS=0.5 GPU_G=1,2 GPU_BATCH=8 bash benchmarks/gpu_checks.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/initmem-gpu}
@@ -23,11 +34,12 @@ PACKS=${GPU_G:-1,8,32,64}
 BATCH=${GPU_BATCH:-128}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-# Scratch files in a private folder: two dry runs on one machine must not share them.
+# Scratch files in a private folder: two runs on one machine must not share them.
 WORK=$(mktemp -d /tmp/initmem-gpu-work.XXXXXX)
 
-WHEELS=${WHEELS:-.whl}
-if [ -d "$WHEELS" ] && ls "$WHEELS"/*.whl >/dev/null 2>&1; then
+WHEELS=${WHEELS:-}
+if [ -n "$WHEELS" ]; then
+    ls "$WHEELS"/*.whl >/dev/null 2>&1 || { echo "no wheels in $WHEELS" | tee "$OUT/error.txt"; exit 2; }
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$WORK/site" \
         "$WHEELS"/*.whl || { echo "wheel install failed" | tee "$OUT/error.txt"; exit 2; }
     export PYTHONPATH=$WORK/site${PYTHONPATH:+:$PYTHONPATH}

@@ -73,7 +73,7 @@ for _command in (cli_cubes.import_, cli_cubes.simulate, cli_cubes.collect,
     app.add_command(_command)
 
 
-# --- report and run (issue 7) --------------------------------------------------------------
+# --- report and run --------------------------------------------------------------
 
 @app.command()
 @click.argument("analysis_dir", metavar="DIR", type=click.Path(path_type=Path))

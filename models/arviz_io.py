@@ -75,7 +75,7 @@ def _numpy_kernels() -> Iterator[None]:
     """ArviZ's numpy kernels instead of its numba ones: ArviZ compiles those afresh in every
     process (no cache), 0.5-2 s of each ``analyze`` on 2 cores, more than the statistics
     themselves on posteriors of a few thousand draws; the numpy path gives the same values to
-    rounding (issue 25, item 6: compile once, or not at all)."""
+    rounding (compile once, or not at all)."""
     before = az.Numba.numba_flag
     az.Numba.numba_flag = False
     try:

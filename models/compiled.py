@@ -1,4 +1,4 @@
-"""The memory model's nutpie sampler, compiled once per model structure (issue 25, item 6).
+"""The memory model's nutpie sampler, compiled once per model structure.
 
 nutpie compiles a PyMC model in two steps: PyTensor builds and rewrites the log density and its
 gradient, and numba turns them, wrapped in two C callbacks (log density, expansion to the traced

@@ -10,7 +10,7 @@ For pipeline p, sigma_w level i and seed s, on the pipeline's noise-standardised
     e ~ N(0, residual_sd[p]^2)
 
 so the seeds' noise is not assumed compound-symmetric: a seed may respond to sigma_w in its own
-way (issue 18's audit; docs/memory-model.md, "Likelihood"). Every group effect is integrated out
+way (an audit of real grids; docs/memory-model.md, "Likelihood"). Every group effect is integrated out
 analytically (models/core.py), so NUTS samples four SDs per pipeline plus the values of cells a
 pipeline lacks inside its levels x seeds rectangle
 (imputed with a flat prior, which integrates them out exactly). With no group effect left there

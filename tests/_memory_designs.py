@@ -79,7 +79,7 @@ def wilson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return max(0.0, float(c - h)), min(1.0, float(c + h))   # clipped: rounding puts 0/n a hair below 0
 
 
-# Designs outside the model (issue 18's audit; docs/memory-model.md, "Calibration"): tables in
+# Designs outside the model (an audit of real grids; docs/memory-model.md, "Calibration"): tables in
 # outcome units with a known run-to-run noise scale, at the demo's scale (720 examples, 6 levels,
 # 3-5 seeds) and the paper's (10,000 examples, 7 levels, 5 seeds). The noise scale is 0.6 x the
 # binomial SD at 90% accuracy (the independent-errors SD of real predictions is about 0.6 of it).

@@ -1,6 +1,6 @@
 """Calibration of the memory verdict, part two (real NUTS fits; one compiled sampler per file):
 simulation-based calibration of the four SDs from the model's own priors, and a small version of the
-designs outside the model of issue 18 (seed-specific slopes, one level 10-20x noisier, plateaus
+designs outside the model found by an audit of real grids (seed-specific slopes, one level 10-20x noisier, plateaus
 exactly at delta, 3 levels x 3 seeds at delta, slopes with a linear memory at delta), whose n = 48
 studies run in benchmarks/calibration.py (docs/memory-model.md, "Calibration"). A file of its own
 so that the two halves run on different test workers.

@@ -1,4 +1,4 @@
-"""Survivorship (issue 25, item 4): runs the interpolation gate leaves out are tested for dependence on
+"""Survivorship: runs the interpolation gate leaves out are tested for dependence on
 sigma_w, and the verdict is refitted with them put back at their final accuracy; a warning when either
 should change the reading (models/summaries.py, docs/memory-model.md). The rule-level false-verdict rates
 of designs whose slow seeds are dropped at the top sigma_w ("mnar") are in docs/memory-model.md."""

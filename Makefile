@@ -15,8 +15,10 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The quick preset, sequentially: 4 seeds per cell first, then 8 and 12 only for pipelines still undecided
+# (docs/sequential.md), so that a forgetting pipeline near its edge gets the seeds it needs on any machine.
 demo: install
-	$(VENV)/bin/initmem run --preset quick --out $(OUT)
+	$(VENV)/bin/initmem run --preset quick --until-decided --looks 4,8,12 --out $(OUT)
 
 # ruff (style, unused arguments and noqa, complexity) and the layer contract (docs/architecture.md).
 lint: install

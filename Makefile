@@ -46,10 +46,11 @@ docs: install
 
 # The full calibration studies behind docs/memory-model.md (the tests keep smaller null and power controls).
 calibrate: install
-	$(PY) benchmarks/calibration.py
+	$(PY) studies/calibration.py
 
+# The speed benchmarks, small settings, one table (benchmarks/run_all.py; the statistical studies are in studies/).
 bench: install
-	@set -e; for f in benchmarks/[!_]*.py; do echo "== $$f"; $(PY) $$f; done
+	$(PY) benchmarks/run_all.py
 
 clean:
 	rm -rf runs .pytest_cache .ruff_cache

@@ -88,7 +88,7 @@ def fixed_analysis_note(analysis_dir: Path) -> str | None:
     Why (docs/sequential.md, "One design's verdicts"): the sequential design re-decides every pipeline from
     its first look at that look's own level, so its verdicts keep alpha by themselves. Keeping the fixed
     analysis's verdicts where it decided and the sequential verdicts for the rest spends alpha twice: up to
-    6.3% false verdicts on the rule-level designs at delta (benchmarks/sequential_calibration.py --mixed)."""
+    6.3% false verdicts on the rule-level designs at delta (studies/sequential_calibration.py --mixed)."""
     try:
         summary = R.load_summary(analysis_dir)
     except Exception:   # nothing there, or not an analysis: nothing to say

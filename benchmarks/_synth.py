@@ -42,6 +42,7 @@ def synthetic_cube(pipelines: list[str], sigma_w: list[float], seeds: list[int],
     data[cube.T_SGD] = (ed, np.cumsum(lr**2 * 351 / 128, axis=-1))
     data[cube.T_L2] = (ed, 5e-4 * np.cumsum(lr * 351, axis=-1))
     data[cube.T_ADAPT] = (ed, np.cumsum(lr * 351, axis=-1))
+    data[cube.T_WD] = (ed, 5e-4 * np.cumsum(lr * 351, axis=-1))  # decoupled weight decay's clock
     # Momentum-corrected clocks (eta / (1 - mu), mu = 0.9) and the measured, layer-pooled clocks.
     for plain, mom in ((cube.T_ETA, cube.T_ETA_MOM), (cube.T_SGD, cube.T_SGD_MOM), (cube.T_L2, cube.T_L2_MOM)):
         data[mom] = (ed, data[plain][1] * (10.0 if plain != cube.T_SGD else 100.0))

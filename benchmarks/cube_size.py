@@ -9,12 +9,9 @@ NetCDF size by writing a synthetic cube of that exact shape with ``initmem.cube.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _synth import PAPER_PIPELINES, PAPER_SIGMA, RESNET9_KERNELS, synthetic_cube
 

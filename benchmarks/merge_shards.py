@@ -11,12 +11,9 @@ the second run shows the rerun cost with a warm page cache.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _synth import synthetic_cube
 

@@ -73,7 +73,7 @@ FORGETS_IUT_SHARE = 0.8     # the IUT runs at alpha x 0.8
 FORGETS_MODEL_SHARE = 0.5   # the model's route needs P(spread < delta) >= 1 - alpha x 0.5
 # An accuracy from which "forgets" needs both routes (models/summaries.py, ``verdict``): within 1 point of 100%
 # a seed's errors are multiplicative, the seeds' differences skewed, and either route alone exceeded its level
-# at a spread of delta (benchmarks/ceiling_check.py; docs/memory-model.md, "Near the ceiling").
+# at a spread of delta (studies/ceiling_check.py; docs/memory-model.md, "Near the ceiling").
 CEILING = 0.99
 # Near the ceiling, where the seeds' errors are strongly multiplicative (the SD over seeds of the log of a seed's
 # mean error reaches SKEW_GATE), "forgets" also needs the log-ratio test (``multiplicative_ok``): the paired t
@@ -442,7 +442,7 @@ def log_ratio_bounds(tables: np.ndarray, alpha: float, n_test: int | None = None
     ``ratio_share``, m by the lognormal-mean bound of the seeds' pair means at the rest (Bonferroni: the pair's
     level is alpha). Valid when a run's error is its level's mean times a seed factor shared by the levels (any
     distribution: it cancels in the ratio) times run noise of one distribution at every level, with pair means no
-    heavier-tailed than lognormal; conservative where noise is additive (benchmarks/ceiling_skew.py)."""
+    heavier-tailed than lognormal; conservative where noise is additive (studies/ceiling_skew.py)."""
     rbar, rsd, lbar, lsd, n = log_error_pairs(tables, n_test)
     with np.errstate(invalid="ignore", divide="ignore"):
         theta = np.abs(rbar) + stats.t.ppf(1.0 - alpha * ratio_share, np.maximum(n - 1, 1)) * rsd / np.sqrt(n)
@@ -584,7 +584,7 @@ def forgets_bounds(tables: np.ndarray, alpha: float = ALPHA, *, n_test: int | No
 
 def bonferroni_bounds(tables: np.ndarray, alpha: float = ALPHA, *, two_sided: bool = False) -> np.ndarray:
     """The former "remembers" check (Bonferroni over all pairs, one-sided in the observed
-    direction) in bound form, kept to measure what the ordered test buys (benchmarks/calibration.py);
+    direction) in bound form, kept to measure what the ordered test buys (studies/calibration.py);
     ``two_sided`` gives it the same validity correction as :func:`_exceed_p`."""
     tables = np.asarray(tables, dtype=float)
     j, _, ad, se, df = _pair_arrays(tables)
@@ -596,7 +596,7 @@ def bonferroni_bounds(tables: np.ndarray, alpha: float = ALPHA, *, two_sided: bo
 def two_sided_ordered_bounds(tables: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
     """The ordered test with every test's p two-sided (as in 0.3.0-0.4.0, but with the current split of alpha,
     the peak contrast included), in bound form: kept to measure what the Berger-Boos p buys, beside it in one
-    run (benchmarks/calibration.py)."""
+    run (studies/calibration.py)."""
     ad, se, df, level = _ordered_pairs(tables, alpha)
     bound = ad - stats.t.ppf(1.0 - level / 2.0, df) * se
     return np.where(np.isnan(bound), -np.inf, bound).max(axis=-1)

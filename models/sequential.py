@@ -1,7 +1,7 @@
 """The error spent at each look of the sequential design (docs/sequential.md). The planner applies the
 analysis's rule look by look to simulated tables (models/plan.py, ``sequential_decisions``), which is how the
 design is calibrated and how its expected seeds are measured (studies/spending_families.py,
-benchmarks/sequential_calibration.py).
+studies/sequential_calibration.py).
 
 A design is a spending function alpha*(t), the error spent by the information fraction t_k = n_k / n_max,
 used one-sided for each claim ("remembers" and "forgets" are separate claims, each of whose false rate must

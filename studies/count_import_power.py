@@ -8,7 +8,7 @@ of 0.5 points shared by the levels, a seed x level interaction of 0.2 points (ru
 binomial counts:
 
 - ``held-out`` : the ramp centred on 97% (96-98%);
-- ``project``  : benchmarks/count_import_calibration.py's ramp2 (97-99%: the top level at the ceiling);
+- ``project``  : studies/count_import_calibration.py's ramp2 (97-99%: the top level at the ceiling);
 - ``held-out, 0.5 pt``: the held-out ramp with 0.5 points of run noise beyond the binomial.
 
 Each design's tables are decided by the rule at the analysis's level through the planner's quadrature

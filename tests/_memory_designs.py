@@ -213,7 +213,7 @@ def _logit_levels(means: np.ndarray, sd: float) -> np.ndarray:
 
 def ceiling_tables(means: np.ndarray, seeds: int, seed_sd: float, inter_sd: float, n: int,
                    rng: np.random.Generator, n_test: int = 10_000) -> np.ndarray:
-    """Near-ceiling designs (benchmarks/ceiling_check.py): (n, L, S) accuracies, binomial counts out of
+    """Near-ceiling designs (studies/ceiling_check.py): (n, L, S) accuracies, binomial counts out of
     ``n_test`` of per-run probabilities with a seed effect shared across levels and a level x seed
     interaction, both on the logit scale, whose expected accuracies are ``means``."""
     z = _logit_levels(means, float(np.hypot(seed_sd, inter_sd)))

@@ -151,7 +151,7 @@ def test_real_memory_of_5_points_is_found_at_its_measured_power_and_covered():
 
 def test_forgets_near_the_ceiling_carries_the_measured_caveat():
     # accuracy at 99.5% with tiny seed noise: "forgets" is right here, but near the ceiling the rule's error
-    # rate at delta was measured above alpha (benchmarks/ceiling_check.py), so the verdict says so
+    # rate at delta was measured above alpha (studies/ceiling_check.py), so the verdict says so
     import numpy as np
     from _memory_designs import fit_tables, table_data
 

@@ -2,7 +2,7 @@
 simulation-based calibration of the four SDs from the model's own priors, and a small version of the
 designs outside the model found by an audit of real grids (seed-specific slopes, one level 10-20x noisier, plateaus
 exactly at delta, 3 levels x 3 seeds at delta, slopes with a linear memory at delta), whose n = 48
-studies run in benchmarks/calibration.py (docs/memory-model.md, "Calibration"). A file of its own
+studies run in studies/calibration.py (docs/memory-model.md, "Calibration"). A file of its own
 so that the two halves run on different test workers.
 """
 
@@ -126,7 +126,7 @@ def outside_fits() -> dict[tuple[str, str], tuple[int, int]]:
 @pytest.mark.parametrize(("kind", "scale"), OUTSIDE)
 def test_designs_outside_the_model_do_not_give_the_false_verdict(outside_fits, kind, scale):
     # 24 pipeline fits of one design (the n = 48 studies at the default sampler settings are in
-    # benchmarks/calibration.py and docs/memory-model.md): seed-specific slopes, one level 10-20x
+    # studies/calibration.py and docs/memory-model.md): seed-specific slopes, one level 10-20x
     # noisier, plateaus tied at both extremes exactly at delta, 3 levels x 3 seeds at delta, and
     # slopes with a linear memory exactly at delta. The compound-symmetric model said "remembers"
     # 10-35% of the time on the first three, "forgets" 20% on the fourth and 23% on the last.

@@ -3,42 +3,42 @@
 Known truth: per-seed forgetting times simulated on the clocks preset's 13 L2 pipelines with
 exponents (-1, -1, 0) (T_l2) and (-2, 0, +1) (T_sgd), some seeds right-censored. One compile,
 then refits; the 90% intervals must cover the planted exponents at about the nominal rate
-(the larger study: benchmarks/exponent_calibration.py, figures in docs/reading-the-clocks.md).
+(the larger study: studies/exponent_calibration.py, figures in docs/reading-the-clocks.md).
 """
 
 from __future__ import annotations
-
-import importlib.util
-import pathlib
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from initmem.models.exponents import ExponentModel, build_data, design_matrix
+from initmem.simulate.exponents import BATCH, ETA, LAM, NAMES, TRUTHS, forgetting_times
 from initmem.stats.forgetting import censored_sd
 
-_spec = importlib.util.spec_from_file_location(
-    "exponent_calibration", pathlib.Path(__file__).parents[1] / "benchmarks" / "exponent_calibration.py")
-cal = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cal)
+
+def data_for(beta: np.ndarray, rng: np.random.Generator):
+    """The model's data from one draw of the planted-exponent generator (the study's own)."""
+    t, budget = forgetting_times(beta, rng)
+    return build_data(list(NAMES), ETA, LAM, BATCH, np.zeros(len(ETA)), ["sgd"] * len(ETA), t, budget)
+
 
 REPS = 8  # per truth: 2 x 8 x 3 = 48 intervals
 
 
 @pytest.fixture(scope="module")
 def model():
-    return ExponentModel(cal.data_for(cal.TRUTHS["T_l2"], np.random.default_rng(99))).fit(
+    return ExponentModel(data_for(TRUTHS["T_l2"], np.random.default_rng(99))).fit(
         draws=400, tune=400, seed=0)
 
 
 def test_planted_exponents_are_covered_at_the_nominal_rate(model):
     rng = np.random.default_rng(1)
     hits, n, n_cens, probs = 0, 0, 0, {}
-    for name, beta in cal.TRUTHS.items():
+    for name, beta in TRUTHS.items():
         probs[name] = []
         for r in range(REPS):
-            d = cal.data_for(beta, rng)
+            d = data_for(beta, rng)
             n_cens += int(d.censored.sum())
             s = model.refit(d, draws=400, tune=400, seed=r).summary()
             assert s["diagnostics"]["rhat_max"] < 1.1  # 2 chains x 400 draws: a loose convergence check

@@ -6,7 +6,7 @@ The tests are pure numpy, so each design runs at 4,000 vectorised tables; a fals
 credibly above alpha (k above the binomial 0.99 quantile at alpha), which at 4,000 tables catches a true
 6.5% with probability >= 0.9 (``test_the_level_rule_can_fail``); the per-table functions are checked against
 the vectorised bounds, and the rule-level figures of docs/memory-model.md come from
-benchmarks/calibration.py --rules.
+studies/calibration.py --rules.
 """
 
 from __future__ import annotations

@@ -89,7 +89,7 @@ def test_near_the_ceiling_both_routes_keep_false_forgets_at_delta():
     # the external audit's held-out design (a ramp of exactly delta from 99.75% to 98.75%, 10 seeds, 10,000
     # examples, logit seed and interaction noise): either route alone says "forgets" above alpha (skewed
     # differences); requiring both near the ceiling keeps it at alpha (N_LEVEL tables), and a two-level design,
-    # where the model has no route, at 0. Flat accuracy at 99.5% is still "forgets" (benchmarks/ceiling_check.py).
+    # where the model has no route, at 0. Flat accuracy at 99.5% is still "forgets" (studies/ceiling_check.py).
     from _memory_designs import ceiling_tables, counts_scale
 
     from initmem.models.paired import CEILING

@@ -506,7 +506,7 @@ def test_one_seed_at_a_time_finds_the_memories_three_seeds_miss():
     """The simulator's exchangeable memories of 12 points or more (6 levels, 720 examples): at a fixed 3 seeds
     the ordered test has 2 degrees of freedom per pair and finds about 2 in 3 (docs/memory-model.md); adding one
     seed at a time up to 6 finds at least 15 in 16 (measured 387/387 with 4.0 seeds on average,
-    benchmarks/sequential_calibration.py --looks 3,4,5,6 --simulator 16)."""
+    studies/sequential_calibration.py --looks 3,4,5,6 --simulator 16)."""
     from _memory_designs import simulator_memories
 
     from initmem.models.plan import sequential_decisions

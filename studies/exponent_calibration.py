@@ -5,7 +5,7 @@ log t = a + beta . (log eta, log lambda, log b) + tau z_p + sigma e_ps, right-ce
 per-pipeline budget, for planted exponents (-1, -1, 0) (T_l2) and (-2, 0, +1) (T_sgd), fits the
 model (one compile, refits with new data) and counts how often the 90% intervals cover the truth.
 
-    python benchmarks/exponent_calibration.py --reps 40
+    python studies/exponent_calibration.py --reps 40
 """
 
 from __future__ import annotations
@@ -16,29 +16,13 @@ import time
 import numpy as np
 
 from initmem.models.exponents import ExponentModel, build_data
-
-# The clocks preset's L2 pipelines (configs/clocks.yaml).
-ETA = np.array([0.4, 0.1, 0.2, 0.2, 0.1, 0.2, 0.4, 0.1, 0.4, 0.2, 0.4, 0.2, 0.4])
-LAM = np.array([0.005, 0.02, 0.01, 0.02, 0.04, 0.02, 0.01, 0.04, 0.02, 0.04, 0.02, 0.04, 0.02])
-BATCH = np.array([32, 32, 64, 16, 32, 32, 64, 64, 32, 64, 64, 128, 128.0])
-TRUTHS = {"T_l2": np.array([-1.0, -1.0, 0.0]), "T_sgd": np.array([-2.0, 0.0, 1.0])}
+from initmem.simulate.exponents import BATCH, ETA, LAM, NAMES, TRUTHS, forgetting_times
 
 
-def simulate(beta: np.ndarray, rng: np.random.Generator, *, tau: float = 0.1, sigma: float = 0.15,
-             n_seed: int = 2, censor_share: float = 0.15):
-    """Per-seed times (P, S) with +inf where censored, and the budgets (P,)."""
-    x = np.stack([np.log(ETA), np.log(LAM), np.log(BATCH)], 1)
-    mu = 7.0 + (x - x.mean(0)) @ beta + rng.normal(0, tau, len(ETA))
-    logt = mu[:, None] + rng.normal(0, sigma, (len(ETA), n_seed))
-    # Budgets: most pipelines run well past their time; about censor_share of the seeds are cut off.
-    budget = np.exp(mu + np.where(rng.random(len(ETA)) < censor_share * 2, 0.0, 1.0))
-    t = np.exp(logt)
-    return np.where(t > budget[:, None], np.inf, t), budget
-
-
-def data_for(beta, rng):
-    t, budget = simulate(beta, rng)
-    return build_data([f"p{i}" for i in range(len(ETA))], ETA, LAM, BATCH, np.zeros(len(ETA)), ["sgd"] * len(ETA),
+def data_for(beta: np.ndarray, rng: np.random.Generator):
+    """The exponent model's data from one draw of ``initmem.simulate.exponents.forgetting_times``."""
+    t, budget = forgetting_times(beta, rng)
+    return build_data(list(NAMES), ETA, LAM, BATCH, np.zeros(len(ETA)), ["sgd"] * len(ETA),
                       t, budget)
 
 

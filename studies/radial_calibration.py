@@ -1,7 +1,7 @@
 """Calibration of the radial-memory verdict (stats/radial.py): false verdicts at the margin and power, on
 simulated final log kernel norms, with 95% Wilson intervals. The table in docs/radial-verdict.md.
 
-    python benchmarks/radial_calibration.py [--reps 2000]
+    python studies/radial_calibration.py [--reps 2000]
 """
 
 from __future__ import annotations

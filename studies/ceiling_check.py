@@ -1,6 +1,6 @@
 """False "forgets" near the ceiling, before and after "forgets" needs both of its routes there.
 
-    python benchmarks/ceiling_check.py [--tables 3000] [--seed 7]
+    python studies/ceiling_check.py [--tables 3000] [--seed 7]
 
 An external audit (held-out designs, through `initmem import` and `initmem analyze`) found one design where
 false "forgets" exceeded 5%: accuracy near 100%, a ramp of exactly delta (1 point) from 99.75% to 98.75%
@@ -27,17 +27,13 @@ The rates are in docs/memory-model.md, "Near the ceiling".
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _memory_designs import ceiling_tables, counts_scale, wilson
 
 from initmem.models.paired import CEILING, forgets_bounds, forgets_levels, multiplicative_ok
 from initmem.models.plan import decide, posterior_spread
 from initmem.names import ALPHA
+from initmem.tests._memory_designs import ceiling_tables, counts_scale, wilson
 
 DELTA, N_TEST = 0.01, 10_000  # the test-set size is ceiling_tables' own
 

@@ -8,11 +8,11 @@ distribution, and those levels recomputed for the seeds' paired t tests on neste
 design). The fixed design decides once, at 16 seeds and alpha = 0.05.
 Reported: each verdict's rate with its 95% Wilson interval, the mean and largest seeds spent per pipeline.
 
-    python benchmarks/sequential_calibration.py [--n 600] [--looks 4,8,12,16] [--cases ramp:demo,null:paper]
+    python studies/sequential_calibration.py [--n 600] [--looks 4,8,12,16] [--cases ramp:demo,null:paper]
         [--designs union,exact,paired-t]
-    python benchmarks/sequential_calibration.py --tests-only 100000
-    python benchmarks/sequential_calibration.py --n 600 --looks 3,4,5,6 --designs paired-t --simulator 16
-    python benchmarks/sequential_calibration.py --n 2000 --designs paired-t --mixed --cases two_levels:paper
+    python studies/sequential_calibration.py --tests-only 100000
+    python studies/sequential_calibration.py --n 600 --looks 3,4,5,6 --designs paired-t --simulator 16
+    python studies/sequential_calibration.py --n 2000 --designs paired-t --mixed --cases two_levels:paper
 
 ``--tests-only N``: the seeds' paired tests alone (no model), on N tables per design, where they are
 nearly exact: two levels at delta (the intersection-union test is a TOST at its boundary) and a ramp
@@ -29,17 +29,14 @@ import argparse
 import sys
 import time
 import zlib
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from initmem.models.paired import forgets_bounds, remembers_at
 from initmem.models.plan import rule_decisions, sequential_decisions
 from initmem.models.sequential import DESIGNS, design_levels
 from initmem.names import ALPHA
-from tests._memory_designs import RULE_DESIGNS, SCALES, noise_sd, rule_tables, simulator_memories, wilson
+from initmem.tests._memory_designs import RULE_DESIGNS, SCALES, noise_sd, rule_tables, simulator_memories, wilson
 
 DELTA = 0.01
 # (design, scale): the nulls (the seeds the design saves), the false-verdict designs at delta it was first

@@ -1,19 +1,19 @@
 """Which noise scale where: the test set's, or the seeds' own pooled SD, for accuracies near and away from 100%.
 
-    python benchmarks/noise_scale_check.py [--tables 3000] [--seed 5]
+    python studies/noise_scale_check.py [--tables 3000] [--seed 5]
 
 The memory model's priors are in units of a pipeline's noise scale (models/data.py ``noise_scale``). For an
 accuracy the natural unit is the test set's noise: the binomial bound of counts, or the independent-errors SD
 of per-example predictions (below the binomial). Seeds that are better or worse on many examples at once vary
 more than that. This benchmark measures, at rule level (the model's probabilities by the planner's quadrature,
-as benchmarks/ceiling_check.py does), the verdict rule with the pipeline's scale taken as
+as studies/ceiling_check.py does), the verdict rule with the pipeline's scale taken as
 
 - the test set's: the binomial SD at the table's mean accuracy (for per-example predictions an upper bound on
   their scale, so the per-example rates are at least as far from nominal as these);
 - the larger of that and the pooled SD across seeds within sigma_w levels (what 0.8.0 did for counts everywhere,
   and what 0.9.0 does for both accuracy scales near the ceiling only).
 
-Near the ceiling: the at-delta designs of benchmarks/ceiling_skew.py (its study of multiplicative seed noise,
+Near the ceiling: the at-delta designs of studies/ceiling_skew.py (its study of multiplicative seed noise,
 its held-out designs included), false "forgets". Away from the ceiling (94% accuracy, 10,000 examples; and
 the demo's 719), gaussian seed and run noise 1-6 times the test set's: false verdicts at a ramp or a step of
 exactly delta, and power on nulls. The rates are in docs/memory-model.md, "Which noise scale where".
@@ -22,18 +22,13 @@ exactly delta, and power on nulls. The rates are in docs/memory-model.md, "Which
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import ceiling_skew as skew
-from _memory_designs import wilson
-
 from initmem.models.paired import CEILING, forgets_levels, multiplicative_ok
 from initmem.models.plan import decide, posterior_spread
+from initmem.studies import ceiling_skew as skew
+from initmem.tests._memory_designs import wilson
 
 DELTA = 0.01
 

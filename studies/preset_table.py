@@ -7,7 +7,7 @@ the spread across sigma_w of the seed-mean final and selected test accuracy (poi
 memory (slope of log seed-mean final kernel norm on log sigma_w), and how often the validation
 accuracy of the selected checkpoint is saturated at 1. docs/reading-the-demo.md quotes it.
 
-    python benchmarks/preset_table.py runs/quick/cube.nc
+    python studies/preset_table.py runs/quick/cube.nc
 """
 
 from __future__ import annotations

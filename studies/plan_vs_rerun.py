@@ -11,7 +11,7 @@ prediction against real seeds: from a run with many seeds (the rerun) it
    P(decisive) at S (subsets overlap, so this is a subsampling estimate, not independent reruns);
 3. runs the full analysis (NUTS) on the first S seeds for each S, the verdict a user would get.
 
-    python benchmarks/plan_vs_rerun.py RUN_DIR [--first 4] [--sizes 4,8,12,16] [--subsets 300]
+    python studies/plan_vs_rerun.py RUN_DIR [--first 4] [--sizes 4,8,12,16] [--subsets 300]
 
 Prints one markdown table per pipeline (docs/memory-model.md, "Planning", quotes its output).
 """

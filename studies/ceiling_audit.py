@@ -1,7 +1,7 @@
 """The independent audit of the skew gate (0.9.0): its own 22 designs at a spread of exactly delta near the ceiling
-and 9 where "forgets" is right, none of them from benchmarks/ceiling_skew.py.
+and 9 where "forgets" is right, none of them from studies/ceiling_skew.py.
 
-    python benchmarks/ceiling_audit.py [--tables 3000] [--seed 101] [--which both|delta|power] [--only A1,P2]
+    python studies/ceiling_audit.py [--tables 3000] [--seed 101] [--which both|delta|power] [--only A1,P2]
 
 Near the ceiling the rule says "forgets" when the model's route and the paired-t intersection-union test agree,
 and, where the seeds' log-error SD tau reaches c, also the log-ratio test (models/paired.py ``multiplicative_ok``,
@@ -16,21 +16,16 @@ Monte Carlo (ceiling_skew.true_spread). The rates are in docs/memory-model.md, "
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-import ceiling_skew as K
 import numpy as np
-from _memory_designs import counts_scale, wilson
 from scipy import optimize, special
 
 from initmem.models.paired import CEILING, SKEW_GATE, forgets_levels, multiplicative_ok
 from initmem.models.plan import decide, posterior_spread
 from initmem.names import ALPHA
+from initmem.studies import ceiling_skew as K
+from initmem.tests._memory_designs import counts_scale, wilson
 
 DELTA = K.DELTA
 CS = (0.3, 0.4, 0.5)

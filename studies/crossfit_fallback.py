@@ -1,6 +1,6 @@
 """A rejected fallback for "remembers": the cross-fitted pair, and the false verdicts that rule it out.
 
-    python benchmarks/crossfit_fallback.py [--n 20000] [--seeds 3,5,10]
+    python studies/crossfit_fallback.py [--n 20000] [--seeds 3,5,10]
 
 At 3 seeds the ordered test finds exchangeable memory (peaks between the extreme sigma_w levels) only about
 2 times in 3, because its fallback over 14 pairs at 2 degrees of freedom needs t > 30 (docs/memory-model.md,
@@ -16,15 +16,11 @@ delta (those with runs missing not at random excepted), at both scales, and prin
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests._memory_designs import RULE_DESIGNS, SCALES, rule_tables
+from initmem.tests._memory_designs import RULE_DESIGNS, SCALES, rule_tables
 
 DELTA = 0.01
 

@@ -1,6 +1,6 @@
 """Verdicts on held-out count imports, through the user's own path: CSV -> ``initmem import`` -> ``initmem analyze``.
 
-The rule-level and model-level calibration (benchmarks/calibration.py) works on tables in outcome units.
+The rule-level and model-level calibration (studies/calibration.py) works on tables in outcome units.
 A user who brings runs from elsewhere brings counts: test accuracies that are whole counts out of
 n_test, which make the analysis use the binomial likelihood and noise bound. This benchmark draws such
 tables from designs the rules were not built on -- a binomial test set (``--n-test``, 719 like the
@@ -13,7 +13,7 @@ defaults, ``--batches`` analyses of ``--pipelines`` pipelines per design:
 - ``ramp16``: a linear ramp of exactly delta, 16 seeds (both verdicts are false);
 - ``null_large``: no memory, 10,000 test examples, 5 seeds ("forgets" is right).
 
-    python benchmarks/count_import_calibration.py [--designs ramp2,null16,ramp16,null_large] [--batches 2]
+    python studies/count_import_calibration.py [--designs ramp2,null16,ramp16,null_large] [--batches 2]
         [--accuracy 0.97] [--interaction 0.002]
 
 Prints the verdict counts per design with 95% Wilson intervals (docs/memory-model.md, "Calibration").
@@ -31,8 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests._memory_designs import wilson
+from initmem.tests._memory_designs import wilson
 
 DESIGNS = {  # spread in points, levels, seeds, n_test
     "ramp2": (2.0, 5, 10, 719),

@@ -22,25 +22,20 @@ correction), an IUT with residual degrees of freedom pooled over the table (vali
 sphericity), and the full rule with the model's probabilities evaluated by the planner's quadrature
 (models/plan.py, the analysis's own posterior for complete tables; MNAR tables are skipped there).
 
-    python benchmarks/calibration.py [--fits 2] [--designs slopes,step] [--scales demo,paper]
-    python benchmarks/calibration.py --rules 4000 [--quadrature 1000] [--rule-designs late|hetero,walk] [--simulator 0]
-    python benchmarks/calibration.py --simulator-only [--simulator 8] [--simulator-looks 3,4,5,6]
+    python studies/calibration.py [--fits 2] [--designs slopes,step] [--scales demo,paper]
+    python studies/calibration.py --rules 4000 [--quadrature 1000] [--rule-designs late|hetero,walk] [--simulator 0]
+    python studies/calibration.py --simulator-only [--simulator 8] [--simulator-looks 3,4,5,6]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 import zlib
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from scipy import stats
 
 from initmem.models.paired import (
@@ -52,7 +47,7 @@ from initmem.models.paired import (
 )
 from initmem.models.summaries import DECISION, attach_checks
 from initmem.names import ALPHA, ESS_MIN, RHAT_MAX
-from tests._memory_designs import (
+from initmem.tests._memory_designs import (
     DESIGNS,
     LATE_HELD_OUT,
     RULE_DESIGNS,
@@ -196,7 +191,7 @@ def simulator_memory(n_cubes: int, delta: float = 0.01, looks: tuple[int, ...] =
     each with ``looks[-1]`` seeds: at its first 3 the ordered test against the former Bonferroni check
     (paired tests alone), and the full rule (planner's quadrature) at a fixed 3 and 4 seeds and under the
     sequential design at ``looks`` (docs/sequential.md: the paired-t levels), with the seeds it spent. The
-    false verdicts of the same looks at delta: benchmarks/sequential_calibration.py --looks 3,4,5,6."""
+    false verdicts of the same looks at delta: studies/sequential_calibration.py --looks 3,4,5,6."""
     from initmem.models.paired import paired_check
     from initmem.models.plan import rule_decisions, sequential_decisions
 

@@ -1,6 +1,6 @@
 """A pair test for the intersection-union test near the ceiling under multiplicative seed noise.
 
-    python benchmarks/ceiling_skew.py [--tables 3000] [--seed 11] [--held-out]
+    python studies/ceiling_skew.py [--tables 3000] [--seed 11] [--held-out]
 
 Near 100% accuracy a seed's errors are multiplicative (a seed factor F_s scales its errors at every sigma_w
 level), so the paired differences of two levels are skewed like F_s, and the paired t of the intersection-
@@ -26,7 +26,7 @@ the level with more errors also has a wider spread of log errors (level-specific
 logit scale with the noisier level the worse one): E log e then falls short of log E e by more at that level.
 
 This benchmark measures, at rule level (the model's probabilities by the planner's quadrature at the noise
-scale of imported counts, as benchmarks/ceiling_check.py does), the share of tables called "forgets" by
+scale of imported counts, as studies/ceiling_check.py does), the share of tables called "forgets" by
 
 - the rule (0.8.0): near the ceiling the model's route AND the paired-t IUT;
 - candidate A: the model's route AND the log-ratio IUT;
@@ -44,20 +44,16 @@ and held out (reported separately). Each design: ``--tables`` tables, Wilson 95%
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from scipy import optimize, special, stats
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _memory_designs import ceiling_tables, counts_scale, wilson
 
 from initmem.models.paired import CEILING, _log_mean_ucb, forgets_levels, log_error_pairs, multiplicative_ok
 from initmem.models.paired import log_ratio_bounds as paired_log_ratio_bounds
 from initmem.models.plan import decide, posterior_spread
 from initmem.names import ALPHA
+from initmem.tests._memory_designs import ceiling_tables, counts_scale, wilson
 
 DELTA = 0.01
 RATIO_SHARE = 0.5   # the share of the pair's level spent on theta's bound; the rest bounds the pair's error level

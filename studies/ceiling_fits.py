@@ -1,8 +1,8 @@
 """False "forgets" near the ceiling with real fits of the memory model, under the rule and the former one.
 
-    python benchmarks/ceiling_fits.py [--fits 80] [--seed 7]
+    python studies/ceiling_fits.py [--fits 80] [--seed 7]
 
-benchmarks/ceiling_check.py measures the rule at rule level (the model's probabilities by quadrature): on the
+studies/ceiling_check.py measures the rule at rule level (the model's probabilities by quadrature): on the
 external audit's ceiling design (a ramp of exactly delta, 99.75% -> 98.75% over 6 sigma_w levels, 10 seeds,
 10,000 test examples, seed SD 0.3 and level x seed SD 0.15 on the logit scale) false "forgets" fell from 7.6%
 (either route) to 4.4% (both routes near the ceiling). The audit's own real fits (nutpie, 2 chains x 500
@@ -19,18 +19,14 @@ noise scale `initmem analyze` gives imported counts (models/data.py ``noise_scal
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _memory_designs import L, P, ceiling_tables, compiled_model, table_data, wilson
 
 from initmem import cube, names
 from initmem.models import arviz_io
 from initmem.models.data import noise_scale
+from initmem.tests._memory_designs import L, P, ceiling_tables, compiled_model, table_data, wilson
 
 DELTA, N_TEST, N_SEED = 0.01, 10_000, 10
 # name: (level means, seeds used, true spread is delta); seed SD 0.3 and interaction SD 0.15 (logit) in both

@@ -1,6 +1,6 @@
 """Where the rule or the data is the limit: two designs the rule decides less often than the calibration targets ask.
 
-    python benchmarks/data_limits.py [--study paper-null|three-seeds|multiplicity|all] [--cubes 10] [--seeds 5]
+    python studies/data_limits.py [--study paper-null|three-seeds|multiplicity|all] [--cubes 10] [--seeds 5]
 
 Each study runs the rule's design-based test beside the same test given what no analysis has: every SD
 known, or the pair of levels that carries the memory. What the gap is made of then says whether a better
@@ -34,8 +34,6 @@ weighted as the ordered test weights it. Each pair's p is the rule's Berger-Boos
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -44,10 +42,7 @@ from initmem.models.data import prepare_data
 from initmem.models.paired import _exceed_p, extreme_weight, forgets_levels, remembers_at
 from initmem.names import ALPHA
 from initmem.simulate import SimPipeline, read_truth, simulate_cube
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests._memory_designs import RULE_DESIGNS, pooled_pair_se, rule_tables, simulator_memories
+from initmem.tests._memory_designs import RULE_DESIGNS, pooled_pair_se, rule_tables, simulator_memories
 
 DELTA_POINTS = 1.0
 

@@ -31,6 +31,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is i
     from initmem.cube import write_cube as write_cube
     from initmem.errors import UserError as UserError
     from initmem.grid import load_grid as load_grid
+    from initmem.models.plan import plan as plan
+    from initmem.reports.export import export_analysis as export
     from initmem.reports.html import build_report as report
     from initmem.results import AnalysisSpec as AnalysisSpec
     from initmem.simulate import SimPipeline as SimPipeline
@@ -45,6 +47,8 @@ _API: dict[str, tuple[str, str]] = {
     "AnalysisSpec": ("initmem.results", "AnalysisSpec"),
     "analyze": ("initmem.analysis", "analyze_cube"),
     "report": ("initmem.reports.html", "build_report"),
+    "export": ("initmem.reports.export", "export_analysis"),
+    "plan": ("initmem.models.plan", "plan"),
     "simulate_cube": ("initmem.simulate", "simulate_cube"),
     "SimPipeline": ("initmem.simulate", "SimPipeline"),
     "UserError": ("initmem.errors", "UserError"),
@@ -55,5 +59,5 @@ __getattr__ = lazy_getattr(__name__, _API)
 __dir__ = lazy_dir(__name__, _API)
 
 
-__all__ = ["AnalysisSpec", "SimPipeline", "UserError", "__version__", "analyze", "load_grid", "open_cube", "report",
-           "simulate_cube", "write_cube"]
+__all__ = ["AnalysisSpec", "SimPipeline", "UserError", "__version__", "analyze", "export", "load_grid", "open_cube",
+           "plan", "report", "simulate_cube", "write_cube"]

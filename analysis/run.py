@@ -165,14 +165,40 @@ def analyze_cube(
     command: list[str] | None = None,
     **options: Any,
 ) -> R.Summary:
-    """Analyze one metric of a cube; writes DIR/posterior.nc and DIR/summary.json (and the
-    curve outputs when present) and returns the summary record.
+    """Analyze one metric of a cube into an analysis folder: the memory model and its verdicts, the
+    design-based cross-checks, the radial verdict, the memory curves and the collapse test.
 
-    The options are an :class:`~initmem.results.spec.AnalysisSpec` (``spec``), or its fields as keywords
-    (``delta=0.02``), or both (keywords replace the spec's fields); they are validated once, here.
-    ``gate="interpolated"`` fits only runs that reached the interpolation threshold (a run that
-    never fit its training set says nothing about what it remembers); ``"all"`` fits every run.
-    ``delta`` defaults to one point for accuracies and is required for any other metric."""
+    Parameters
+    ----------
+    cube_path : str or os.PathLike
+        The cube (``initmem collect``, ``import`` or ``simulate``).
+    out_dir : str or os.PathLike
+        The analysis folder to write: ``posterior.nc``, ``summary.json`` and, when the cube has curves,
+        ``curves.nc`` and ``collapse.json`` (docs/analysis-folder.md).
+    spec : AnalysisSpec, optional
+        Every option at once (docs/analysis.md); None: the defaults.
+    progress : bool, default True
+        Show the sampler's progress bar.
+    command : list of str, optional
+        The command line recorded in summary.json (the CLI passes its own).
+    **options
+        Fields of :class:`AnalysisSpec` as keywords (``delta=0.02``), replacing the spec's; each is validated
+        once, here. ``gate="interpolated"`` fits only runs that reached the interpolation threshold (a run that
+        never fit its training set says nothing about what it remembers); ``delta`` defaults to one point for
+        accuracies and is required for any other metric.
+
+    Returns
+    -------
+    Summary
+        The summary record (``summary.pipelines[name].verdict`` and everything in summary.json).
+
+    Raises
+    ------
+    UserError
+        The cube cannot be read or has nothing to analyze, or ``out_dir`` cannot hold an analysis.
+    OptionError
+        An option is invalid (the message names it).
+    """
     spec = AnalysisSpec.of(spec, **options)
     seed = spec.seed
     out = check_out_dir(out_dir, "analysis")

@@ -268,7 +268,37 @@ def sequential_plan(simulate, scale: float, delta: float, looks: Sequence[int], 
 def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: int = 200, seed: int = 0,
          ladder: tuple[int, ...] = SEED_LADDER, looks: tuple[int, ...] = (4, 8, 12, 16)) -> dict[str, Any]:
     """Seeds per cell needed for a decisive verdict with probability >= 0.8, per pipeline, and what the
-    sequential design with ``looks`` would spend."""
+    sequential design with ``looks`` would spend, by the analysis's own rule on experiments simulated from its
+    posterior (docs/memory-model.md, "Planning").
+
+    Parameters
+    ----------
+    analysis_dir : str or os.PathLike
+        A folder written by ``initmem analyze``.
+    delta : float, optional
+        The smallest spread that matters; None: the analysis's own.
+    n_sim : int, default 200
+        Simulated experiments per seed count (at least 10).
+    seed : int, default 0
+        The random seed of the simulations.
+    ladder : tuple of int
+        The seed counts to try.
+    looks : tuple of int, default (4, 8, 12, 16)
+        The sequential design to price (``initmem run --until-decided --looks``).
+
+    Returns
+    -------
+    dict
+        Per pipeline the seeds needed, P(decisive) per seed count, the deltas that would decide now, and the
+        sequential design's expected and largest seeds.
+
+    Raises
+    ------
+    UserError
+        Not an analysis folder, or one written without the posterior the plan needs.
+    OptionError
+        ``delta`` not positive or ``n_sim`` below 10.
+    """
     folder = Path(analysis_dir)
     summary = load_summary(folder)
     delta = summary.delta if delta is None else float(delta)

@@ -335,10 +335,33 @@ def python_call(analysis_dir: Path, out: Path, formats: tuple[str, ...], width: 
 def export_analysis(analysis_dir: str | os.PathLike, out_dir: str | os.PathLike, *,
                     formats: str | tuple[str, ...] = FORMATS, width: str | float = "single",
                     command: str | None = None) -> ExportResult:
-    """Write the paper's parts of ``analysis_dir`` into ``out_dir`` (docs/export.md); bad input
-    (not an analysis folder, an unknown format or width) is a ``UserError`` before anything is written.
-    ``command`` is the command line that repeats this export (the CLI passes it; reproduce.md
-    shows the Python call otherwise)."""
+    """Write the paper's parts of an analysis folder: every report figure, the tables (LaTeX, CSV, Markdown),
+    the methods text with references.bib, and a reproduction block (docs/export.md).
+
+    Parameters
+    ----------
+    analysis_dir : str or os.PathLike
+        A folder written by ``initmem analyze`` or ``initmem run``.
+    out_dir : str or os.PathLike
+        The export folder.
+    formats : str or tuple of str, default ("pdf", "svg", "png")
+        Figure formats (a comma-separated string works too).
+    width : {"single", "double"} or float, default "single"
+        Figure width: a journal column, two columns, or inches.
+    command : str, optional
+        The command line that repeats this export (the CLI passes it; reproduce.md shows the Python call
+        otherwise).
+
+    Returns
+    -------
+    ExportResult
+        What was written, and which figures were skipped and why.
+
+    Raises
+    ------
+    UserError
+        Not an analysis folder, an unknown format or width; raised before anything is written.
+    """
     fmts = parse_formats(formats)
     inches = parse_width(width)
     a = load_analysis(analysis_dir)

@@ -192,7 +192,27 @@ def default_command() -> str:
 
 def build_report(analysis_dir: str | os.PathLike, out_file: str | os.PathLike | None = None, *,
                  command: str | None = None) -> Path:
-    """Write the HTML report of ``analysis_dir`` to ``out_file`` (default ``DIR/report.html``)."""
+    """Write the self-contained HTML report of an analysis folder.
+
+    Parameters
+    ----------
+    analysis_dir : str or os.PathLike
+        A folder written by ``initmem analyze`` or ``initmem run``.
+    out_file : str or os.PathLike, optional
+        Where to write the report; None: ``analysis_dir/report.html``.
+    command : str, optional
+        The command line that made the analysis, shown in the report's reproduction block.
+
+    Returns
+    -------
+    pathlib.Path
+        The report's path.
+
+    Raises
+    ------
+    UserError
+        ``analysis_dir`` is not an analysis folder, or ``out_file`` is a folder or a file that is not HTML.
+    """
     a = load_analysis(analysis_dir)
     out = Path(out_file) if out_file is not None else Path(analysis_dir) / results.REPORT_HTML
     if out.is_dir():

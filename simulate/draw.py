@@ -219,11 +219,42 @@ def simulate_cube(
     decay_scale: float | None = None,
     noise: float = 0.02,
 ) -> xr.Dataset:
-    """Draw a cube with known truth.
+    """Draw a cube with a known truth, stored in its ``truth`` attribute.
 
     Every pipeline shares one sigma_w grid (log-spaced, the largest ``n_sigma`` asked for); a
     pipeline with fewer levels or seeds gets the rest as status 3 (missing). One seed draws one
     seed effect shared by every sigma_w level: seeds are paired, as in collected grids.
+
+    Parameters
+    ----------
+    pipelines : list of SimPipeline
+        The pipelines: variance components, design size and training settings.
+    n_test : int, default 450
+        Test-set size of the binomial counts.
+    curves : bool, default False
+        Add training curves whose radial memory decays along ``truth_axis``.
+    truth_axis : str, default "T_sgd"
+        The clock along which the simulated memory decays.
+    epochs : int, default 30
+        Epochs of the simulated curves.
+    seed : int, default 0
+        The random seed: the same arguments give the same cube.
+    n_train : int, default 1024
+        Training-set size (sets the steps per epoch of the clocks).
+    decay_scale : float, optional
+        The memory's decay scale on ``truth_axis``; None: half the median of the pipelines' final clock values.
+    noise : float, default 0.02
+        Noise of the simulated curves.
+
+    Returns
+    -------
+    xarray.Dataset
+        A valid cube (docs/cube.md).
+
+    Raises
+    ------
+    UserError
+        No pipelines, names that repeat, or an unknown ``truth_axis``.
     """
     if not pipelines:
         raise UserError("simulate needs at least one pipeline")

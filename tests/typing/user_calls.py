@@ -18,6 +18,8 @@ grid = initmem.load_grid("configs/quick.yaml")
 spec = initmem.AnalysisSpec(delta=0.01)
 summary = initmem.analyze("runs/quick/cube.nc", "runs/quick/analysis", spec)
 html: Path = initmem.report("runs/quick/analysis")
+exported = initmem.export("runs/quick/analysis", "paper", formats=("pdf",), width="double")
+seeds: dict = initmem.plan("runs/quick/analysis", 0.01, n_sim=100, looks=(4, 8))
 sim: xr.Dataset = initmem.simulate_cube([initmem.SimPipeline(name="sgd")], n_test=600)
 err: Exception = initmem.UserError("bad input")
 version: str = initmem.__version__

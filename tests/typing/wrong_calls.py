@@ -14,6 +14,8 @@ initmem.load_grid(configs="configs/quick.yaml")  # wrong
 initmem.AnalysisSpec(delta="one point")  # wrong
 initmem.analyze("cube.nc")  # wrong
 initmem.report("runs/quick/analysis", formats="pdf")  # wrong
+initmem.export("runs/quick/analysis")  # wrong
+initmem.plan("runs/quick/analysis", n_sims=100)  # wrong
 initmem.simulate_cube(["sgd"])  # wrong
 initmem.SimPipeline(nme="sgd")  # wrong
 initmem.UserError(1, 2, 3).add_note(4)  # wrong

@@ -1,4 +1,5 @@
-"""End-to-end time of ``initmem run --preset quick`` from a cold start, per stage, over fresh runs.
+"""End-to-end time of ``make demo`` (``initmem run --preset quick --until-decided --looks 4,8,12``) from a cold
+start, per stage, over fresh runs.
 
 Cold start: a fresh interpreter (imports are counted), an empty run folder (nothing to resume, no
 analysis to reuse) and, unless ``--warm-caches``, empty caches: the generated data set and the
@@ -8,6 +9,7 @@ point into the run's temporary folder, as on a fresh clone. Prints the seconds o
 minimum / median / maximum over ``--repeat`` runs and their ratio to the 5-minute goal.
 
     python benchmarks/end_to_end.py [--repeat 3] [--jobs N] [--keep DIR] [--preset quick | --grid GRID.yaml]
+                                    [--looks 4,8,12 | none]
 """
 
 from __future__ import annotations
@@ -65,9 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="fresh runs, one after another")
     ap.add_argument("--warm-caches", action="store_true", help="keep the user's data and compile caches")
     ap.add_argument("--keep", default=None, help="run into this folder and keep it (default: a temp folder)")
+    ap.add_argument("--looks", default="4,8,12",
+                    help="the sequential looks of make demo (--until-decided); 'none' for a fixed design")
     args = ap.parse_args(argv)
 
     target = [args.grid] if args.grid else ["--preset", args.preset]
+    if args.looks != "none":
+        target += ["--until-decided", "--looks", args.looks]
     print(f"cpus: {os.cpu_count()}, load average at start: {os.getloadavg()[0]:.2f}", flush=True)
     walls: list[float] = []
     for i in range(args.repeat):

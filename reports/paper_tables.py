@@ -210,7 +210,8 @@ def verdict_table(a: Analysis) -> Table:
               f"posterior median and 90% interval) against delta = {a.delta * a.scale:g} "
               f"{'point' if a.is_accuracy and a.delta * a.scale == 1 else unit}, the posterior "
               "probabilities that it exceeds or stays below delta, and the paired check of 'remembers' (the ordered "
-              "test of the seeds' paired differences: the extreme sigma_w pair first, then the other pairs), the "
+              "test of the seeds' paired differences: the extreme sigma_w pair first, then the peak contrast of the "
+              "grid's middle level, then the other pairs), the "
               "p-value of the intersection-union test of 'forgets' (every pair of levels within +-delta), and the "
               "route that decided the verdict (the model, the ordered paired test, the intersection-union test).",
               [Column("pipeline", "Pipeline"), Column("verdict", "Verdict"),

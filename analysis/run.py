@@ -60,7 +60,7 @@ def verdict_rule(alpha: float | Spending, draws: int | None = None) -> str:
     allotment. ``draws``: the posterior draws, which set the finest threshold the model can resolve."""
     spend = as_spending(alpha)
     full = spend.level(1.0)
-    t_gt, t_lt = model_thresholds(spend, draws) if draws else model_thresholds(spend)
+    t_gt, t_lt = model_thresholds(spend, draws)
     iut_alpha = forgets_levels(spend)[0]
     p = f"{t_gt:.4g}"
     if spend.looks:

@@ -33,7 +33,7 @@ from initmem.models import arviz_io, core
 from initmem.models.paired import forgets_bounds, forgets_levels, remembers_at, remembers_bounds
 from initmem.models.priors import Priors, default_priors
 from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, as_spending
-from initmem.models.summaries import MIN_LEVELS_MODEL_FORGETS, model_thresholds
+from initmem.models.summaries import MIN_LEVELS_MODEL_FORGETS, binomial_mcse, model_thresholds
 from initmem.names import ALPHA
 from initmem.results import POSTERIOR_NC, SUMMARY_JSON, load_summary
 
@@ -140,8 +140,7 @@ def _clears(p: np.ndarray, threshold: float, n_eff: float) -> np.ndarray:
     """Whether a probability reaches its threshold and clears the borderline band of an analysis with ``n_eff``
     effective draws: more than 2 binomial MCSE at ``p`` itself above it, the MCSE floored as
     models/summaries.py's ``probability_with_mcse`` floors it (q within [1/(n+1), n/(n+1)])."""
-    q = np.clip(p, 1.0 / (n_eff + 1.0), n_eff / (n_eff + 1.0))
-    return (p >= threshold) & (p - threshold > 2.0 * np.sqrt(q * (1.0 - q) / n_eff))
+    return (p >= threshold) & (p - threshold > 2.0 * binomial_mcse(p, n_eff))
 
 
 def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF,

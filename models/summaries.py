@@ -2,8 +2,9 @@
 
 The verdict rule (docs/memory-model.md, "Verdict"), with the route that decided it in ``rule``:
 "remembers" when P(spread > delta) >= 1 - alpha (0.95) AND the seeds' own paired differences carry
-it (the ordered test of models/paired.py: the extreme sigma_w pair first, then the other pairs,
-family-wise error <= alpha with no assumption on how the levels co-vary); "forgets" when
+it (the ordered test of models/paired.py: the extreme sigma_w pair first, then the peak contrast of
+the grid's middle level, then the other pairs, family-wise error <= alpha with no assumption on how
+the levels co-vary); "forgets" when
 P(spread < delta) >= 1 - alpha/2 (0.975; the model's route, with at least 3 levels) OR the
 intersection-union test at alpha x 0.8 (0.04) shows every pair of levels inside +-delta (the
 design-based route, valid at its level on its own for any covariance of the levels; the split of
@@ -63,16 +64,23 @@ N_DRAWS = 4000     # posterior draws of a default analysis (4 chains x 1000): th
 RESOLVE = 4.0      # a model threshold sits at least this many MCSE floors inside 1 (model_thresholds)
 
 
+def binomial_mcse(p: float | np.ndarray, draws: float) -> float | np.ndarray:
+    """The binomial Monte Carlo standard error of a probability ``p`` from ``draws`` independent draws, with p
+    floored within [1/(draws + 1), draws/(draws + 1)] so that a probability every draw agrees on still has one."""
+    q = np.clip(p, 1.0 / (draws + 1.0), draws / (draws + 1.0))
+    return np.sqrt(q * (1.0 - q) / draws)
+
+
 def mcse_floor(draws: int) -> float:
     """The Monte Carlo standard error of a posterior probability every one of ``draws`` draws agrees on
     (:func:`probability_with_mcse`'s floor): the finest resolution of a probability near 0 or 1."""
-    q = 1.0 / (draws + 1.0)
-    return float(np.sqrt(q * (1.0 - q) / draws))
+    return float(binomial_mcse(0.0, draws))
 
 
-def model_thresholds(alpha: float | Spending = ALPHA, draws: int = N_DRAWS) -> tuple[float, float | None]:
-    """The model's thresholds at an analysis spending ``alpha`` with ``draws`` posterior draws: (on P(spread >
-    delta) for "remembers", on P(spread < delta) for "forgets", None where that route is closed).
+def model_thresholds(alpha: float | Spending = ALPHA, draws: int | None = N_DRAWS) -> tuple[float, float | None]:
+    """The model's thresholds at an analysis spending ``alpha`` with ``draws`` posterior draws (None: a default
+    analysis's N_DRAWS): (on P(spread > delta) for "remembers", on P(spread < delta) for "forgets", None where
+    that route is closed).
 
     Why: a look of a sequential design may spend 1e-4 or less, and a probability from 4,000 draws cannot be
     shown to exceed 1 - 1e-4: its MCSE floor is 2.5e-4, so even P = 1.000 would sit within 2 MCSE of the
@@ -91,7 +99,7 @@ def model_thresholds(alpha: float | Spending = ALPHA, draws: int = N_DRAWS) -> t
 
     At alpha = 0.05 and 4,000 draws neither rule binds (the floor x RESOLVE is 0.001)."""
     spend = as_spending(alpha)
-    room = RESOLVE * mcse_floor(draws)
+    room = RESOLVE * mcse_floor(draws or N_DRAWS)
     a_forgets = spend.level(FORGETS_MODEL_SHARE)
     return 1.0 - max(spend.level(1.0), room), (1.0 - a_forgets if a_forgets >= room else None)
 
@@ -176,9 +184,7 @@ def probability_with_mcse(indicator: np.ndarray) -> tuple[float, float]:
     p = float(indicator.mean())
     m = arviz_io.mcse_mean(indicator.astype(float))
     if not np.isfinite(m) or m == 0.0:
-        n = indicator.size
-        q = min(max(p, 1.0 / (n + 1)), n / (n + 1))
-        m = float(np.sqrt(q * (1 - q) / n))
+        m = float(binomial_mcse(p, indicator.size))
     return p, m
 
 
@@ -373,6 +379,7 @@ def _missingness(model: FittedModel, a: int, pipe: str, vd: str, sensitivity: di
 def _p(p: float | None) -> str:
     return "n/a" if p is None else f"p = {p:.3g}"
 
+
 def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = ALPHA) -> dict[str, dict[str, Any]]:
     """The per-pipeline entries of summary.json (schema initmem.summary/2) that models/ owns. ``alpha`` is
     each false verdict's rate: "remembers" needs P >= 1 - alpha and the ordered test at alpha, "forgets" comes
@@ -495,5 +502,6 @@ def attach_checks(pipelines: dict[str, dict[str, Any]], ppc: dict[str, dict[str,
 
 
 __all__ = ["DECISION", "MIN_LEVELS_MODEL_FORGETS", "N_DRAWS", "RESOLVE", "RULES", "VERDICTS", "attach_checks",
+           "binomial_mcse",
            "decision_rule", "estimand", "mcse_floor", "model_thresholds", "probability_with_mcse", "quantiles",
            "summarize_model", "verdict"]

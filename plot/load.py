@@ -235,7 +235,7 @@ def verdict_levels(a: Analysis) -> VerdictLevels:
     sp = getattr(a.summary, "spending", None)
     if sp is not None and sp.looks:        # a sequential look: each share spent from its own allotment
         spend = Spending(sp.alpha, tuple(sp.looks), sp.look - 1, sp.design)
-        rem, fgt = model_thresholds(spend, sp.draws) if sp.draws else model_thresholds(spend)
+        rem, fgt = model_thresholds(spend, sp.draws)
         return VerdictLevels(spend.level(1.0), rem, fgt, forgets_levels(spend)[0])
     if a.summary.alpha is not None:
         iut, fgt = forgets_levels(a.summary.alpha)

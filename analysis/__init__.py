@@ -1,7 +1,10 @@
 """Where the parts meet: ``analyze`` (a cube into an analysis folder: the memory model, the frequentist
 cross-checks, the curves and the collapse test) and ``run`` (collect, analyze and report in one go).
 
-The one layer that may call models, stats and reports together (docs/architecture.md).
+The one layer that may call models, stats and reports together (docs/architecture.md). The public faces are
+:func:`initmem.analysis.api.analyze` (``initmem.analyze``, every option typed) and
+:func:`initmem.analysis.run_all.run` (``initmem.run``); :func:`analyze_cube` and :func:`run_all` are the
+functions behind them. ``run`` is not bound here: ``initmem.analysis.run`` is the module of ``analyze_cube``.
 """
 
 from __future__ import annotations

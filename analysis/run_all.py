@@ -1,5 +1,9 @@
 """``initmem run``: collect, analyze and report in one go, with a progress line per stage.
 
+:func:`run` is the public face (``initmem.run``, the command line's ``initmem run``); :func:`run_all` takes the
+resolved grid and the stand-ins tests use, and calls one function per step: collect (:func:`_collect`), analyze
+(:func:`_analyze`) or both look by look (:func:`_collect_and_analyze_by_looks`), then report (:func:`_report`).
+
 The three stages write into one folder: ``DIR/cube.nc`` (collect, resumable: rerunning the
 command trains only unfinished cells), ``DIR/analysis/`` (analyze; reused while the cube's contents
 and the analysis options are unchanged) and ``DIR/report.html``. Stage timings go to ``DIR/timings.json`` so
@@ -10,19 +14,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from initmem import cube as C
 from initmem import results as R
 from initmem.analysis.sequential import check_looks, fixed_analysis_note, run_until_decided
-from initmem.errors import UserError, option
+from initmem.collect.run.options import CollectOptions
+from initmem.errors import OptionError, UserError, option
 from initmem.jsonio import write_json
+from initmem.results.spec import AnalysisSpec
 
 STAGES = ("collect", "analyze", "report")
 
@@ -98,11 +105,106 @@ def analysis_is_current(out_dir: Path, cube_path: Path, options: dict[str, Any])
             and state.get("initmem") == __version__)
 
 
+def run(grid: str | os.PathLike | None = None, out_dir: str | os.PathLike | None = None, *,
+        preset: str | None = None, jobs: int | Literal["auto"] = "auto", device: str = "auto",
+        reanalyze: bool = False, spec: AnalysisSpec | None = None, looks: Sequence[int] | None = None,
+        max_seeds: int | None = None, quiet: bool = False, say: Callable[[str], None] | None = None,
+        command: str | None = None) -> RunResult:
+    """Collect (resumably), analyze and report a grid in one go: what ``initmem run`` does.
+
+    Everything goes into one run folder: ``cube.nc`` (rerunning trains only the unfinished cells),
+    ``analysis/`` (reused while the cube's contents, the analysis options and initmem's version are unchanged)
+    and ``report.html``; the stage timings go to ``timings.json``.
+
+    Parameters
+    ----------
+    grid : str or os.PathLike, optional
+        A grid YAML file (docs/collect.md). Give ``grid`` or ``preset``, not both; neither: the quick preset.
+    out_dir : str or os.PathLike, optional
+        The run folder; None: ``runs/<grid name>``.
+    preset : str, optional
+        A packaged grid instead of a file: ``quick``, ``digits``, ``paper``, ``clocks`` or ``arms``.
+    jobs : int or "auto", default "auto"
+        Worker processes for the training (``auto``: one per ``engine.cpu_threads`` cores).
+    device : str, default "auto"
+        ``auto``, ``cpu``, ``cuda`` or ``mps``.
+    reanalyze : bool, default False
+        Redo the analysis even when the one in the folder was made from this cube with these options.
+    spec : AnalysisSpec, optional
+        The analysis options (only those set are recorded, to decide whether the analysis is current); None: the
+        defaults. The sequential design's seed counts are ``looks`` below, not the spec's (which name one look).
+    looks : sequence of int, optional
+        Seed counts (e.g. 4, 8, 12, 16) at which to analyze: the run is then sequential (docs/sequential.md), and
+        seeds are added only to the pipelines still undecided. None: a fixed design on the grid's seeds.
+    max_seeds : int, optional
+        With ``looks``, the cap on seeds per pipeline (looks above it are dropped).
+    quiet : bool, default False
+        No progress lines, bars or tables.
+    say : callable, optional
+        Receives each progress line; None: they are printed (unless ``quiet``).
+    command : str, optional
+        The command line shown in the report's reproduction block; None: this program's own command line.
+
+    Returns
+    -------
+    RunResult
+        Where the cube, the analysis folder and the report went, with each stage's seconds.
+
+    Raises
+    ------
+    OptionError
+        An option is invalid (``looks`` not increasing, ``max_seeds`` without ``looks``, ``jobs`` below 1, ...).
+    UserError
+        Both ``grid`` and ``preset`` are given, the grid file is missing or invalid, or the run folder holds a run
+        that this one may not continue (another grid, or another sequential design).
+    """
+    from initmem.reports.html import default_command
+
+    if max_seeds is not None and looks is None:
+        raise OptionError("max_seeds", f"{{option}} caps a sequential run: give {option('looks')} too")
+    if say is None:
+        say = (lambda _msg: None) if quiet else (lambda msg: print(msg, flush=True))
+    options = spec.model_dump(mode="json", exclude_unset=True) if spec is not None else {}
+    return run_all(resolve_grid(None if grid is None else str(grid), preset), out_dir, jobs=jobs, device=device,
+                   reanalyze=reanalyze, analyze_options=options, quiet=quiet, say=say,
+                   command=command if command is not None else default_command(), looks=looks,
+                   max_seeds=max_seeds)
+
+
+@dataclass
+class _Stages:
+    """One run's folder and its progress: what every step of :func:`run_all` reads and adds to."""
+
+    grid: Any
+    out: Path
+    say: Callable[[str], None]
+    quiet: bool
+    seconds: dict[str, float] = field(default_factory=dict)
+    reused: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def analysis_dir(self) -> Path:
+        return self.out / R.RUN_ANALYSIS_DIR
+
+    @property
+    def report_path(self) -> Path:
+        return self.out / R.REPORT_HTML
+
+    def start(self, i: int, name: str, what: str) -> float:
+        """Say that stage ``i`` of 3 starts; its start time."""
+        self.say(f"[{i}/3] {name}: {what}")
+        return time.perf_counter()
+
+    def collect_options(self, device: str, jobs: int | Literal["auto"]) -> CollectOptions:
+        """The collect options of every stage that trains: always resumable, quiet with the run."""
+        return CollectOptions(resume=True, device=device, jobs=jobs, quiet=self.quiet, progress=not self.quiet)
+
+
 def run_all(
     grid_path: Path,
     out_dir: Path | None = None,
     *,
-    jobs: int | str = 1,
+    jobs: int | Literal["auto"] = 1,
     device: str = "auto",
     reanalyze: bool = False,
     analyze_options: dict[str, Any] | None = None,
@@ -114,96 +216,112 @@ def run_all(
     looks: Sequence[int] | None = None,
     max_seeds: int | None = None,
 ) -> RunResult:
-    """Collect (resumably), analyze and report ``grid_path`` into ``out_dir`` (default runs/NAME).
+    """Collect (resumably), analyze and report ``grid_path`` into ``out_dir`` (default runs/NAME): the steps of
+    :func:`run`, with the stand-ins tests need.
 
     ``train_fn`` replaces the training engine and ``analyze_fn`` the analysis (default
     :func:`initmem.analysis.analyze_cube`): tests use fast deterministic stand-ins. With ``looks`` (seed
     counts, e.g. 4, 8, 12, 16) the run is sequential (analysis/sequential.py, docs/sequential.md): seeds
-    are added only to pipelines still undecided, up to ``max_seeds``.
+    are added only to pipelines still undecided, up to ``max_seeds``. ``analyze_options`` are
+    :class:`AnalysisSpec` fields, recorded as given to decide whether a later run may reuse the analysis.
     """
     from initmem.grid import load_grid
-    from initmem.results.spec import AnalysisSpec
 
     AnalysisSpec.of(**(analyze_options or {}))  # a bad analysis option fails now, not after the training
     grid = load_grid(grid_path)
     if looks is not None:
         looks = check_looks(looks, max_seeds)
     out = Path(out_dir) if out_dir is not None else Path("runs") / grid.name
-    analysis_dir = out / R.RUN_ANALYSIS_DIR
-    report_path = out / R.REPORT_HTML
-    say = say or (lambda _msg: None)
-    seconds: dict[str, float] = {}
-    reused: dict[str, bool] = {}
-
-    def stage(i: int, name: str, what: str) -> float:
-        say(f"[{i}/3] {name}: {what}")
-        return time.perf_counter()
-
-    from initmem.collect.run.runner import collect as _collect
-
-    def collect(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return _collect(*args, **kwargs)
-        except UserError as exc:
-            raise _for_run(exc, out) from None
-
+    run_ = _Stages(grid, out, say or (lambda _msg: None), quiet)
     if analyze_fn is None:
         from initmem.analysis.run import analyze_cube as analyze_fn
-    if looks is not None:
-        note = fixed_analysis_note(analysis_dir)
-        if note:
-            say(note)
-        t0 = stage(1, "collect + analyze", f"looks at {', '.join(map(str, looks))} seeds into {out} (resumable)")
-
-        def collect_look(g: Any, folder: Path, only: set) -> Path:
-            return Path(collect(g, folder, resume=True, device=device, jobs=jobs, quiet=quiet, progress=not quiet,
-                                train_fn=train_fn, only=only))
-
-        def analyze_look(cube_path: Path, folder: Path, **opts: Any) -> Any:
-            return analyze_fn(cube_path, folder, progress=not quiet, **opts)
-
-        cube_path, analysis_dir, record = run_until_decided(
-            grid, out, looks=looks, collect_fn=collect_look, analyze_fn=analyze_look,
-            analyze_options=dict(analyze_options or {}), say=say, max_seeds=max_seeds)
-        (out / STATE_FILE).unlink(missing_ok=True)  # it vouched for a fixed analysis, which this one replaced
-        seconds["collect + analyze"] = time.perf_counter() - t0
-        say(f"      decided {len(record['decided'])} of {len(grid.pipelines)} pipelines with "
-            f"{record['runs_used']} runs (a fixed design: {record['runs_fixed']})")
-        return _report(analysis_dir, report_path, out, cube_path, seconds, reused, stage, say, command)
-
-    _refuse_fewer_seeds_than_a_sequential_run(grid, out, analysis_dir)
-    t0 = stage(1, "collect", f"training grid '{grid.name}' into {out} (resumable)")
-
-    cube_path = Path(collect(grid, out, resume=True, device=device, jobs=jobs, quiet=quiet, progress=not quiet,
-                             train_fn=train_fn))
-    seconds["collect"] = time.perf_counter() - t0
-    say(f"      collect done in {seconds['collect']:.1f} s: {cube_path}")
-
     options = dict(analyze_options or {})
+    if looks is not None:
+        cube_path, analysis_dir = _collect_and_analyze_by_looks(
+            run_, run_.collect_options(device, jobs), train_fn, analyze_fn, options, looks, max_seeds)
+    else:
+        cube_path = _collect(run_, run_.collect_options(device, jobs), train_fn)
+        analysis_dir = _analyze(run_, cube_path, analyze_fn, options, reanalyze=reanalyze)
+    return _report(run_, analysis_dir, cube_path, command)
+
+
+def _collect(run_: _Stages, options: CollectOptions, train_fn: Callable[..., Any] | None) -> Path:
+    """Stage 1 of a fixed design: train the grid's unfinished cells into the run folder's cube."""
+    _refuse_fewer_seeds_than_a_sequential_run(run_.grid, run_.out, run_.analysis_dir)
+    t0 = run_.start(1, "collect", f"training grid '{run_.grid.name}' into {run_.out} (resumable)")
+    cube_path = _collect_for_run(run_.grid, run_.out, options, train_fn)
+    run_.seconds["collect"] = time.perf_counter() - t0
+    run_.say(f"      collect done in {run_.seconds['collect']:.1f} s: {cube_path}")
+    return cube_path
+
+
+def _analyze(run_: _Stages, cube_path: Path, analyze_fn: Callable[..., Any], options: dict[str, Any], *,
+             reanalyze: bool) -> Path:
+    """Stage 2 of a fixed design: analyze the cube, or reuse the analysis made from this very cube with these
+    options. A sequential analysis in the folder is replaced, its looks set aside."""
+    analysis_dir = run_.analysis_dir
     sequential = sequential_files(analysis_dir)
     if sequential:
-        say(f"note: {analysis_dir} holds a sequential analysis ({option('until_decided', True)}); this fixed "
-            f"design re-decides every pipeline at alpha 0.05 and replaces it, and its looks move to "
-            f"{out / SEQUENTIAL_ASIDE}. Report one design's verdicts, not a mix (docs/sequential.md, "
-            "\"One design's verdicts\").")
-    if not sequential and not reanalyze and analysis_is_current(out, cube_path, options):
-        say(f"[2/3] analyze: {analysis_dir} was made from this cube; reusing it ({option('reanalyze', True)} to redo)")
-        seconds["analyze"] = 0.0
-        reused["analyze"] = True
-    else:
-        t0 = stage(2, "analyze", f"fitting the memory model and the collapse test into {analysis_dir}")
-        analyze_fn(cube_path, analysis_dir, progress=not quiet, **options)
-        from initmem import __version__
+        run_.say(f"note: {analysis_dir} holds a sequential analysis ({option('until_decided', True)}); this fixed "
+                 f"design re-decides every pipeline at alpha 0.05 and replaces it, and its looks move to "
+                 f"{run_.out / SEQUENTIAL_ASIDE}. Report one design's verdicts, not a mix (docs/sequential.md, "
+                 "\"One design's verdicts\").")
+    if not sequential and not reanalyze and analysis_is_current(run_.out, cube_path, options):
+        run_.say(f"[2/3] analyze: {analysis_dir} was made from this cube; reusing it "
+                 f"({option('reanalyze', True)} to redo)")
+        run_.seconds["analyze"] = 0.0
+        run_.reused["analyze"] = True
+        return analysis_dir
+    t0 = run_.start(2, "analyze", f"fitting the memory model and the collapse test into {analysis_dir}")
+    analyze_fn(cube_path, analysis_dir, progress=not run_.quiet, **options)
+    from initmem import __version__
 
-        write_json(out / STATE_FILE, {"cube_sha256": cube_digest(cube_path), "analyze_options": options,
-                                      "initmem": __version__})
-        seconds["analyze"] = time.perf_counter() - t0
-        reused["analyze"] = False
-        if sequential:
-            set_sequential_aside(out, sequential)
-        say(f"      analyze done in {seconds['analyze']:.1f} s")
+    write_json(run_.out / STATE_FILE, {"cube_sha256": cube_digest(cube_path), "analyze_options": options,
+                                       "initmem": __version__})
+    run_.seconds["analyze"] = time.perf_counter() - t0
+    run_.reused["analyze"] = False
+    if sequential:
+        set_sequential_aside(run_.out, sequential)
+    run_.say(f"      analyze done in {run_.seconds['analyze']:.1f} s")
+    return analysis_dir
 
-    return _report(analysis_dir, report_path, out, cube_path, seconds, reused, stage, say, command)
+
+def _collect_and_analyze_by_looks(run_: _Stages, collect_options: CollectOptions,
+                                  train_fn: Callable[..., Any] | None, analyze_fn: Callable[..., Any],
+                                  options: dict[str, Any], looks: list[int],
+                                  max_seeds: int | None) -> tuple[Path, Path]:
+    """Stages 1 and 2 of a sequential design, look by look (analysis/sequential.py); (cube, analysis folder)."""
+    note = fixed_analysis_note(run_.analysis_dir)
+    if note:
+        run_.say(note)
+    t0 = run_.start(1, "collect + analyze",
+                    f"looks at {', '.join(map(str, looks))} seeds into {run_.out} (resumable)")
+
+    def collect_look(g: Any, folder: Path, only: set) -> Path:
+        return _collect_for_run(g, folder, collect_options, train_fn, only=only)
+
+    def analyze_look(cube_path: Path, folder: Path, **opts: Any) -> Any:
+        return analyze_fn(cube_path, folder, progress=not run_.quiet, **opts)
+
+    cube_path, analysis_dir, record = run_until_decided(
+        run_.grid, run_.out, looks=looks, collect_fn=collect_look, analyze_fn=analyze_look,
+        analyze_options=options, say=run_.say, max_seeds=max_seeds)
+    (run_.out / STATE_FILE).unlink(missing_ok=True)  # it vouched for a fixed analysis, which this one replaced
+    run_.seconds["collect + analyze"] = time.perf_counter() - t0
+    run_.say(f"      decided {len(record['decided'])} of {len(run_.grid.pipelines)} pipelines with "
+             f"{record['runs_used']} runs (a fixed design: {record['runs_fixed']})")
+    return cube_path, analysis_dir
+
+
+def _collect_for_run(grid: Any, out: Path, options: CollectOptions, train_fn: Callable[..., Any] | None, *,
+                     only: set | None = None) -> Path:
+    """The collector, its errors worded for ``initmem run`` (:func:`_for_run`)."""
+    from initmem.collect.run.runner import collect
+
+    try:
+        return Path(collect(grid, out, options, train_fn=train_fn, only=only))
+    except UserError as exc:
+        raise _for_run(exc, out) from None
 
 
 def _refuse_fewer_seeds_than_a_sequential_run(grid: Any, out: Path, analysis_dir: Path) -> None:
@@ -265,16 +383,14 @@ def _for_run(exc: UserError, out: Path) -> UserError:
     return type(exc)(msg) if type(exc) is UserError else UserError(msg)
 
 
-def _report(analysis_dir: Path, report_path: Path, out: Path, cube_path: Path, seconds: dict[str, float],
-            reused: dict[str, bool], stage: Callable[[int, str, str], float], say: Callable[[str], None],
-            command: str | None) -> RunResult:
-    """The last stage: the report, and the timings of every stage."""
-    t0 = stage(3, "report", f"writing {report_path}")
+def _report(run_: _Stages, analysis_dir: Path, cube_path: Path, command: str | None) -> RunResult:
+    """Stage 3: the report, and the timings of every stage."""
+    t0 = run_.start(3, "report", f"writing {run_.report_path}")
     from initmem.reports.html import build_report
 
-    build_report(analysis_dir, report_path, command=command)
-    seconds["report"] = time.perf_counter() - t0
-    say(f"      report done in {seconds['report']:.1f} s")
-    write_json(out / "timings.json", {"seconds": seconds, "reused": reused})
-    return RunResult(out_dir=out, cube=cube_path, analysis_dir=analysis_dir, report=report_path,
-                     seconds=seconds, reused=reused)
+    build_report(analysis_dir, run_.report_path, command=command)
+    run_.seconds["report"] = time.perf_counter() - t0
+    run_.say(f"      report done in {run_.seconds['report']:.1f} s")
+    write_json(run_.out / "timings.json", {"seconds": run_.seconds, "reused": run_.reused})
+    return RunResult(out_dir=run_.out, cube=cube_path, analysis_dir=analysis_dir, report=run_.report_path,
+                     seconds=run_.seconds, reused=run_.reused)

@@ -5,12 +5,16 @@ known truth) and ``initmem collect`` (train a grid). Registered on the group by 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from initmem.cli.output import Verbosity, echo, is_quiet, shape
 from initmem.cli.params import JOBS, SEED, CubeNameChoice, FiniteFloatRange, SpecChoice, TruthAxisChoice
 from initmem.errors import UserError
+
+if TYPE_CHECKING:
+    from initmem.importers.source import Scale, SeedDesign, SourceFormat
 
 # --- import ------------------------------------------------------------------------------
 
@@ -39,26 +43,22 @@ from initmem.errors import UserError
 @click.option("--nan-as-missing", is_flag=True, help="Import runs whose results are NaN or infinite as missing.")
 @click.option("--n-train", type=click.IntRange(min=1), default=None,
               help="Training examples, for steps per epoch of the clocks (without a step column).")
-def import_(source: Path, out: Path, seeds: str | None, fmt: str, n_test: int | None, scale: str,
+def import_(source: Path, out: Path, seeds: SeedDesign | None, fmt: SourceFormat, n_test: int | None, scale: Scale,
             metric_col: tuple[str, ...], ignore_col: tuple[str, ...], pipeline_col: str | None,
             sigma_col: str | None, seed_col: str | None, mapping: Path | None, nan_as_missing: bool,
             n_train: int | None) -> None:
     """Turn runs made elsewhere into a cube: a long table (pipeline, sigma_w, seed, [epoch], metrics)
     or a tracker export (docs/import.md)."""
-    from initmem import cube
-    from initmem.importers.table import frame_to_cube
-    from initmem.importers.trackers import Mapping, read_source
+    from initmem.importers.source import import_table
 
-    cols = Mapping.load(mapping).override(pipeline=pipeline_col, sigma_w=sigma_col, seed=seed_col,
-                                          metrics=metric_col, ignore=ignore_col)
-    notes: list[str] = []
-    df, label = read_source(source, fmt, cols, notes)
-    ds = frame_to_cube(df, seeds=seeds, n_test=n_test, source=label, scale=scale, metric_cols=cols.metrics,
-                       ignore_cols=cols.ignore, nan_as_missing=nan_as_missing, n_train=n_train, notes=notes)
-    cube.write_cube(ds, out)
-    for note in notes:
+    # No --seeds: import_table reads the source first, then says what each design means (seeds_help).
+    result = import_table(source, out, seeds=seeds, format=fmt, n_test=n_test,  # type: ignore[arg-type]
+                          scale=scale, metric_cols=metric_col, ignore_cols=ignore_col, pipeline_col=pipeline_col,
+                          sigma_col=sigma_col, seed_col=seed_col, mapping=mapping, nan_as_missing=nan_as_missing,
+                          n_train=n_train)
+    for note in result.notes:
         echo(f"  {note}")
-    echo(f"wrote {out}: {shape(ds)}")
+    echo(f"wrote {out}: {shape(result.dataset)}")
 
 
 # --- simulate ----------------------------------------------------------------------------
@@ -123,7 +123,7 @@ def simulate(out: Path | None, preset: str | None, list_presets: bool, pipelines
     echo(f"wrote {out}: {shape(ds)}; the truth is in its '{cube.A_TRUTH}' attribute")
 
 
-# --- collect (issues 3-4) ------------------------------------------------------------------
+# --- collect -----------------------------------------------------------------------------
 
 @click.command()
 @click.argument("grid_file", metavar="GRID.yaml", required=False)
@@ -195,11 +195,13 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
         return
     if grid_file is None or out is None:
         raise UserError("collect needs GRID.yaml and --out DIR (or --status DIR / --merge DIR)")
+    from initmem.collect.run.options import CollectOptions
     from initmem.collect.run.runner import collect as run_collect
 
     slurm = {"partition": partition, "gpus_per_job": gpus_per_job, "time_min": time_min, "mem_gb": mem_gb,
              "cpus_per_task": cpus_per_task, "array_parallelism": array_parallelism}
-    run_collect(grid_file, out, resume=resume, force_new=force_new, retry_failed=retry_failed,
-                executor=executor, device=device, jobs=jobs, pack_size=pack_size, quiet=is_quiet(),
-                checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, slurm=slurm,
-                wait=not no_wait)
+    options = CollectOptions(resume=resume, force_new=force_new, retry_failed=retry_failed, executor=executor,
+                             device=device, jobs=jobs, pack_size=pack_size, quiet=is_quiet(),
+                             checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, slurm=slurm,
+                             wait=not no_wait)
+    run_collect(grid_file, out, options)

@@ -6,8 +6,10 @@ import their heavy modules lazily so ``initmem --help`` stays fast.
 
 This module holds the group, ``inspect``, ``report``, ``run`` and :func:`main` (which turns errors
 into exit codes and a library option's name into its flag). The commands that make a cube are in
-cli_cubes.py, those that analyze one in cli_analyze.py; parameter types and the option -> flag map
-in cli_params.py; verbosity and ``echo`` in cli_output.py.
+cli/cubes.py, those that analyze one in cli/analyze.py; parameter types and the option -> flag map
+in cli/params.py; verbosity and ``echo`` in cli/output.py. ``run`` and ``import`` call the public functions
+``initmem.run`` and ``initmem.import_table``, and ``collect`` the entry point behind ``initmem.collect_cube`` with
+one ``CollectOptions`` record, so a script and the command do the same thing.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Literal
 
 import click
 
@@ -66,7 +69,7 @@ def inspect(cube_path: Path, as_json: bool) -> None:
         raise UserError(f"{cube_path} is not a valid cube: {errs[0]['message']}{more}")
 
 
-# --- the commands that make a cube (cli_cubes.py) and read it (cli_analyze.py) -------------------
+# --- the commands that make a cube (cli/cubes.py) and read it (cli/analyze.py) -------------------
 
 for _command in (cli_cubes.import_, cli_cubes.simulate, cli_cubes.collect,
                  cli_analyze.analyze, cli_analyze.collapse, cli_analyze.plan, cli_export.export):
@@ -111,8 +114,9 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
                    "folder keeps the looks and cap it started with.")
 @click.option("--max-seeds", type=click.IntRange(min=2), default=None, metavar="N",
               help="Cap on seeds per pipeline for --until-decided (looks above it are dropped).")
-def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int | str, device: str, reanalyze: bool,
-         draws: int | None, chains: int | None, until_decided: bool, looks: list[int], max_seeds: int | None) -> None:
+def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int | Literal["auto"], device: str,
+         reanalyze: bool, draws: int | None, chains: int | None, until_decided: bool, looks: list[int],
+         max_seeds: int | None) -> None:
     """Collect (resumably), analyze and report in one go; print where the report is.
 
     \b
@@ -122,8 +126,9 @@ def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int 
     """
     from rich.console import Console
 
-    from initmem.analysis.run_all import resolve_grid, run_all
+    from initmem.analysis.run_all import run
     from initmem.reports.html import default_command
+    from initmem.results.spec import AnalysisSpec
 
     console = Console(highlight=False, soft_wrap=True)
 
@@ -131,16 +136,15 @@ def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int 
         if not is_quiet():
             console.print(msg, style="bold" if msg.startswith("[") else None, markup=False)
 
-    options = {k: v for k, v in (("draws", draws), ("chains", chains)) if v is not None}
-    seed_looks = looks if until_decided else None
     if max_seeds is not None and not until_decided:
         raise click.BadParameter("only with --until-decided", param_hint="--max-seeds")
     looks_given = click.get_current_context().get_parameter_source("looks") != click.core.ParameterSource.DEFAULT
     if looks_given and not until_decided:
         raise click.BadParameter("only with --until-decided", param_hint="--looks")
-    result = run_all(resolve_grid(grid_file, preset), out, jobs=jobs, device=device, reanalyze=reanalyze,
-                     analyze_options=options, quiet=is_quiet(), say=say, command=default_command(),
-                     looks=seed_looks, max_seeds=max_seeds)
+    spec = AnalysisSpec.of(**{k: v for k, v in (("draws", draws), ("chains", chains)) if v is not None})
+    result = run(grid_file, out, preset=preset, jobs=jobs, device=device,
+                 reanalyze=reanalyze, spec=spec, looks=looks if until_decided else None, max_seeds=max_seeds,
+                 quiet=is_quiet(), say=say, command=default_command())
     total = sum(result.seconds.values())
     echo("stage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in result.seconds.items()) + f"; total {total:.1f}")
     click.echo(str(result.report))

@@ -1,5 +1,7 @@
 """The public API as tools see it: the lazy names of ``initmem`` and ``initmem.plot`` are visible to type
-checkers with their real signatures, listed by ``dir()``, and the same objects at run time.
+checkers with their real signatures, listed by ``dir()``, and the same objects at run time; every public function
+spells out its keywords and documents them; each function does what its command does, with the same options; a
+renamed name still works with a DeprecationWarning.
 
 mypy runs against a plain (non-editable) install of the package, as a user has it: an editable install of a
 root-as-package layout is an import hook that static tools cannot follow."""
@@ -7,16 +9,24 @@ root-as-package layout is an import hook that static tools cannot follow."""
 from __future__ import annotations
 
 import ast
+import dataclasses
+import inspect
 import re
 import subprocess
 import sys
+import typing
+import warnings
 from importlib import import_module
 from pathlib import Path
 
+import pandas as pd
 import pytest
+import xarray as xr
+from _cli import invoke
 
 import initmem
 import initmem.plot
+from initmem.errors import OptionError, UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 TYPING = Path(__file__).resolve().parent / "typing"
@@ -84,3 +94,217 @@ def test_mypy_reports_every_wrong_call(installed):
     called = {m for m in re.findall(r"^(?:initmem|ip)\.(\w+)\(", script.read_text(), re.M)}
     assert called == set(initmem._API) | set(initmem.plot._API) - {"Analysis", "Skip", "Description", "WIDTHS",
                                                                    "PALETTE"}
+
+
+# --- one name per thing, every keyword spelled out and documented ---------------------------------------------
+
+def _public_functions() -> dict[str, typing.Callable]:
+    return {name: getattr(initmem, name) for name in initmem._API if inspect.isfunction(getattr(initmem, name))}
+
+
+def test_the_public_functions_are_one_per_command():
+    assert set(_public_functions()) == {"open_cube", "write_cube", "load_grid", "analyze", "run", "collect_cube",
+                                        "import_table", "report", "export", "plan", "simulate_cube"}
+
+
+@pytest.mark.parametrize("name", sorted(_public_functions()))
+def test_a_public_function_spells_out_its_keywords_and_documents_them(name):
+    fn = _public_functions()[name]
+    for param in inspect.signature(fn).parameters.values():
+        # **options only where a TypedDict types every keyword (PEP 692): a misspelt one is a type error
+        assert param.kind is not param.VAR_KEYWORD or str(param.annotation).startswith("Unpack["), param
+    doc = inspect.getdoc(fn) or ""
+    for section in ("Parameters", "Returns", "Raises"):
+        assert f"\n{section}\n{'-' * len(section)}\n" in doc, (name, section)
+    documented = set(re.findall(r"^(\w+(?:, \w+)*) :", doc, re.M))
+    names = {n for line in documented for n in line.split(", ")}
+    wanted = {p.name for p in inspect.signature(fn).parameters.values() if p.kind is not p.VAR_KEYWORD}
+    assert wanted <= names, (name, wanted - names)
+
+
+def _literal_choices(hint: object) -> set[str]:
+    return {a for arg in typing.get_args(hint) for a in (typing.get_args(arg) if typing.get_origin(arg) is
+                                                           typing.Literal else (arg,)) if isinstance(a, str)}
+
+
+def test_the_typed_analysis_keywords_are_the_spec_fields():
+    from initmem.analysis.api import AnalysisOptions
+    from initmem.results import spec
+
+    hints = typing.get_type_hints(AnalysisOptions)
+    assert list(hints) == list(spec.AnalysisSpec.model_fields)
+    assert _literal_choices(hints["family"]) == set(spec.FAMILIES)
+    assert _literal_choices(hints["sampler"]) == set(spec.SAMPLERS)
+    assert _literal_choices(hints["memory"]) == set(spec.MEMORY_KINDS)
+    assert _literal_choices(hints["gate"]) == set(initmem.results.GATES)
+
+
+def test_collect_cube_keywords_and_the_typed_fields_are_the_collect_options():
+    from initmem.collect.run.options import EXECUTORS, CollectFields, CollectOptions
+    from initmem.collect.run.runner import collect_cube
+
+    fields = dataclasses.fields(CollectOptions)
+    hints = typing.get_type_hints(CollectOptions)
+    assert typing.get_type_hints(CollectFields) == hints
+    keywords = [p for p in inspect.signature(collect_cube).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    assert [(p.name, p.default) for p in keywords] == [(f.name, f.default) for f in fields]
+    assert typing.get_type_hints(collect_cube) == {**hints, "grid": typing.get_type_hints(collect_cube)["grid"],
+                                                   "out_dir": typing.get_type_hints(collect_cube)["out_dir"],
+                                                   "return": Path}
+    assert _literal_choices(hints["executor"]) == set(EXECUTORS)
+
+
+# --- CollectOptions: one record, validated once ------------------------------------------------------------
+
+@pytest.mark.parametrize("fields,message", [
+    ({"executor": "ssh"}, "executor must be one of local, slurm (got 'ssh')"),
+    ({"jobs": 0}, "jobs must be 'auto' or at least 1 (got 0)"),
+    ({"jobs": "many"}, "jobs must be 'auto' or at least 1 (got 'many')"),
+    ({"pack_size": 0}, "pack_size must be at least 1 (got 0)"),
+    ({"checkpoint_every": 0}, "checkpoint_every must be at least 1 epoch (got 0)"),
+    ({"checkpoint_minutes": 0.0}, "checkpoint_minutes must be positive (got 0.0)"),
+    ({"force_new": True, "retry_failed": True}, "force_new starts a new run folder and retry_failed=True continues"),
+    ({"pack_siz": 2}, "pack_siz is not a collect option"),
+])
+def test_collect_options_refuse_a_bad_value_naming_the_option(fields, message):
+    from initmem.collect.run.options import CollectOptions
+
+    with pytest.raises(OptionError) as exc:
+        CollectOptions.of(**fields)
+    assert str(exc.value).startswith(message) and exc.value.option == next(iter(fields))
+
+
+def test_collect_options_replace_fields_and_convert_units():
+    from initmem.collect.run.options import CollectOptions
+
+    base = CollectOptions(pack_size=2, checkpoint_minutes=1.5)
+    opts = CollectOptions.of(base, retry_failed=True, quiet=True)
+    assert opts == CollectOptions(pack_size=2, checkpoint_minutes=1.5, retry_failed=True, quiet=True)
+    assert opts.checkpoint_seconds == 90.0 and opts.continues and not base.continues
+    assert CollectOptions.of() == CollectOptions() and CollectOptions().checkpoint_seconds is None
+
+
+def _capture(monkeypatch, module, name: str, result: object) -> list:
+    calls: list = []
+
+    def fake(*args, **kwargs):
+        calls.append((args, kwargs))
+        return result
+
+    monkeypatch.setattr(module, name, fake)
+    return calls
+
+
+def test_collect_cube_and_the_command_hand_the_collector_the_same_record(monkeypatch, tmp_path):
+    from initmem.collect.run import runner
+    from initmem.collect.run.options import CollectOptions
+
+    calls = _capture(monkeypatch, runner, "collect", tmp_path / "cube.nc")
+    assert initmem.collect_cube("g.yaml", tmp_path, resume=True, jobs=2, pack_size=3,
+                                checkpoint_minutes=0.5) == tmp_path / "cube.nc"
+    proc = invoke("collect", "g.yaml", "--out", tmp_path, "--resume", "--jobs", "2", "--pack-size", "3",
+                  "--checkpoint-minutes", "0.5")
+    assert proc.returncode == 0, proc.stderr
+    want = CollectOptions(resume=True, jobs=2, pack_size=3, checkpoint_minutes=0.5)
+    slurm = dict.fromkeys(("partition", "gpus_per_job", "time_min", "mem_gb", "cpus_per_task", "array_parallelism"))
+    assert calls == [(("g.yaml", tmp_path, want), {}),
+                     (("g.yaml", tmp_path, dataclasses.replace(want, slurm=slurm)), {})]
+
+
+# --- run: what `initmem run` does ---------------------------------------------------------------------------
+
+def test_run_and_the_command_call_the_same_steps(monkeypatch, tmp_path):
+    from initmem.grid import resolve_preset
+
+    module = import_module("initmem.analysis.run_all")   # the package binds run_all to the function
+
+    result = module.RunResult(out_dir=tmp_path, cube=tmp_path / "cube.nc", analysis_dir=tmp_path / "analysis",
+                              report=tmp_path / "report.html", seconds={"collect": 1.0})
+    calls = _capture(monkeypatch, module, "run_all", result)
+    assert initmem.run(preset="quick", out_dir=tmp_path, spec=initmem.AnalysisSpec(draws=200, chains=2),
+                       looks=[2, 4], quiet=True, command="initmem run") is result
+    proc = invoke("--quiet", "run", "--preset", "quick", "--out", tmp_path, "--draws", "200", "--chains", "2",
+                  "--until-decided", "--looks", "2,4")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(tmp_path / "report.html")
+    (args, kw), (cli_args, cli_kw) = calls
+    assert args == cli_args == (resolve_preset("quick"), tmp_path)
+    # the options set, as they were given: what run_state.json records to decide whether to reanalyze
+    assert kw["analyze_options"] == cli_kw["analyze_options"] == {"draws": 200, "chains": 2}
+    same = ("jobs", "device", "reanalyze", "quiet", "looks", "max_seeds")
+    assert {k: kw[k] for k in same} == {k: cli_kw[k] for k in same} == {
+        "jobs": "auto", "device": "auto", "reanalyze": False, "quiet": True, "looks": [2, 4], "max_seeds": None}
+    assert kw["command"] == "initmem run"
+
+
+def test_run_refuses_what_no_run_can_do(tmp_path):
+    (tmp_path / "g.yaml").write_text("name: g\n")
+    with pytest.raises(UserError, match="give either GRID.yaml or preset='NAME', not both"):
+        initmem.run(tmp_path / "g.yaml", preset="quick", quiet=True)
+    with pytest.raises(OptionError, match="max_seeds caps a sequential run: give looks too"):
+        initmem.run(preset="quick", max_seeds=8, quiet=True)
+    with pytest.raises(UserError, match="no such grid file"):
+        initmem.run(tmp_path / "none.yaml", quiet=True)
+
+
+# --- import_table: what `initmem import` does ----------------------------------------------------------------
+
+def _long_csv(path: Path) -> Path:
+    rows = [{"pipeline": p, "sigma_w": s, "seed": k, "selected_test_acc": (100 + 7 * i) / 200, "lr": lr}
+            for i, (p, lr, s, k) in enumerate((p, lr, s, k) for p, lr in (("sgd", 0.1), ("adam", 0.01))
+                                              for s in (0.5, 1.0, 2.0) for k in (0, 1))]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_import_table_makes_the_cube_the_command_makes(tmp_path):
+    source = _long_csv(tmp_path / "runs.csv")
+    result = initmem.import_table(source, tmp_path / "api.nc", seeds="paired", n_test=200, metric_cols=["lr"])
+    proc = invoke("import", source, "--out", tmp_path / "cli.nc", "--seeds", "paired", "--n-test", "200",
+                  "--metric-col", "lr")
+    assert proc.returncode == 0, proc.stderr
+    assert result.cube == tmp_path / "api.nc"
+    api, cli = initmem.open_cube(result.cube), initmem.open_cube(tmp_path / "cli.nc")
+    api.attrs.pop("created", None)
+    cli.attrs.pop("created", None)
+    xr.testing.assert_identical(api, cli)
+    xr.testing.assert_identical(result.dataset.drop_attrs(), api.drop_attrs())
+    assert [f"  {n}" for n in result.notes] == proc.stdout.splitlines()[:-1]
+    assert int(api["selected_test_correct"].sel(pipeline="adam", sigma_w=2.0, seed=1)) == 100 + 7 * 11
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"format": "excel"}, "format must be one of auto, csv, wandb, mlflow, tensorboard (got 'excel')"),
+    ({"metric_cols": "lr"}, "metric_cols takes a list of column names (got the string 'lr')"),
+    ({"seeds": "shared"}, "seeds must be paired or independent, not 'shared'"),
+])
+def test_import_table_refuses_a_bad_option_naming_it(tmp_path, options, message):
+    source = _long_csv(tmp_path / "runs.csv")
+    with pytest.raises(UserError, match=re.escape(message)):
+        initmem.import_table(source, tmp_path / "c.nc", **{"seeds": "paired", **options})
+    assert not (tmp_path / "c.nc").exists()
+
+
+# --- a renamed public name keeps working for one release ------------------------------------------------------
+
+def test_the_old_collect_name_still_works_with_a_deprecation_warning(tmp_path):
+    from _collect_fake import fake_train_pack
+    from _collect_util import FAKE_GRID
+
+    import initmem.collect
+    from initmem.collect.run import runner
+
+    with pytest.warns(DeprecationWarning, match=r"initmem\.collect\.collect is deprecated .* use "
+                                                r"initmem\.collect_cube"):
+        old = initmem.collect.collect
+    assert old is runner.collect and "collect" not in dir(initmem.collect)
+    assert initmem.collect.collect_cube is initmem.collect_cube
+    with pytest.warns(DeprecationWarning):                       # every use warns, not only the first
+        from initmem.collect import collect
+    (tmp_path / "fake.yaml").write_text(FAKE_GRID)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                           # the call itself: the old keywords, no warning
+        path = collect(tmp_path / "fake.yaml", tmp_path / "run", device="cpu", progress=False, quiet=True,
+                       pack_size=3, train_fn=fake_train_pack)
+    assert path == tmp_path / "run" / "cube.nc"
+    assert initmem.open_cube(path).sizes["seed"] == 2

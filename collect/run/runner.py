@@ -1,5 +1,11 @@
 """``initmem collect``: train a grid into shards, resumably, and merge them into ``DIR/cube.nc``.
 
+:func:`collect_cube` is the public face (``initmem.collect_cube``): every option a keyword, gathered into one
+:class:`~initmem.collect.run.options.CollectOptions` record. It is named for what it makes because
+``initmem.collect`` is the training subpackage, whose name any import of its modules rebinds. :func:`collect` is
+the entry point behind it and behind the command line: the record, plus the stand-ins tests and the sequential
+design need (``train_fn``, ``only``).
+
 The flow of one call:
 
 1. prepare the run folder: a new run, or (``resume``) the same run, refusing a changed grid
@@ -16,8 +22,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Unpack
 
 from initmem import cube
 from initmem.atomic import write_text
@@ -26,6 +33,7 @@ from initmem.collect.run.assemble import corrupt_error, merge_run, print_summary
 from initmem.collect.run.budgets import training_grid
 from initmem.collect.run.events import EventLog, cell_dict, now_iso
 from initmem.collect.run.local_executor import auto_jobs, run_local, worker_plan
+from initmem.collect.run.options import EXECUTORS, CollectFields, CollectOptions, Executor
 from initmem.collect.run.pack_job import PackTask, TrainFn, default_train_fn
 from initmem.collect.run.progress import ProgressView
 from initmem.collect.run.run_folder import (
@@ -38,10 +46,10 @@ from initmem.collect.run.run_folder import (
     undo_fresh_start,
 )
 from initmem.collect.run.shards import Cell, CorruptShard, all_cells, read_shard, scan_shards, shard_files
-from initmem.errors import OptionError, UserError, option
-from initmem.grid import grid_hash
+from initmem.errors import UserError, option
+from initmem.grid import Grid, grid_hash
 
-EXECUTORS = ("local", "slurm")
+__all__ = ["EXECUTORS", "CollectOptions", "collect", "collect_cube"]
 
 
 def _say(msg: str, quiet: bool) -> None:
@@ -186,75 +194,138 @@ def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_siz
 
 # The entry point ---------------------------------------------------------------------------
 
-def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool = False, force_new: bool = False,
-            retry_failed: bool = False, executor: str = "local", device: str = "auto", jobs: int | str = 1,
-            pack_size: int | None = None, quiet: bool = False, progress: bool = True,
-            checkpoint_every: int = 1, checkpoint_minutes: float | None = None,
-            slurm: dict[str, Any] | None = None, slurm_cluster: str | None = None, wait: bool = True,
-            train_fn: TrainFn | None = None, only: set[Cell] | None = None) -> Path:
+def collect_cube(grid: Grid | str | os.PathLike, out_dir: str | os.PathLike, *, resume: bool = False,
+                 force_new: bool = False, retry_failed: bool = False, executor: Executor = "local",
+                 device: str = "auto", jobs: int | Literal["auto"] = 1, pack_size: int | None = None,
+                 quiet: bool = False, progress: bool = True, checkpoint_every: int = 1,
+                 checkpoint_minutes: float | None = None, slurm: Mapping[str, Any] | None = None,
+                 slurm_cluster: str | None = None, wait: bool = True) -> Path:
+    """Train a grid into a cube, resumably: what ``initmem collect GRID.yaml --out DIR`` does.
+
+    Named for what it makes: ``initmem.collect`` is the training subpackage (importing any of its modules binds
+    that name to the package), so the function cannot be called ``collect`` at the top level.
+
+    Parameters
+    ----------
+    grid : Grid, str or os.PathLike
+        A grid (:func:`initmem.load_grid`), a grid YAML file or a preset's name (``"quick"``).
+    out_dir : str or os.PathLike
+        The run folder: shards, checkpoints, ``events.jsonl`` and ``cube.nc`` go here.
+    resume : bool, default False
+        Continue the run already in ``out_dir``: train only its unfinished cells. A resumed grid may add
+        pipelines, sigma_w levels or seeds, nothing else.
+    force_new : bool, default False
+        When ``out_dir`` holds a run, start a new run folder ``out_dir-N`` instead.
+    retry_failed : bool, default False
+        Resume, and train the cells that failed again.
+    executor : {"local", "slurm"}, default "local"
+        Worker processes on this machine, or a Slurm job array (submitit).
+    device : str, default "auto"
+        ``auto``, ``cpu``, ``cuda`` or ``mps``.
+    jobs : int or "auto", default 1
+        Worker processes (``auto``: one per ``engine.cpu_threads`` cores, one per GPU with GPUs).
+    pack_size : int, optional
+        Cells per packed model; None: sized by the engine's planner (or ``engine.pack_size``).
+    quiet : bool, default False
+        Print nothing but errors.
+    progress : bool, default True
+        Show the progress bar.
+    checkpoint_every : int, default 1
+        Checkpoint each pack every this many epochs.
+    checkpoint_minutes : float, optional
+        Also checkpoint when this many minutes passed since the last checkpoint.
+    slurm : mapping, optional
+        Slurm settings overriding the grid's ``slurm:`` block (``partition``, ``gpus_per_job``, ``time_min``,
+        ``mem_gb``, ``cpus_per_task``, ``array_parallelism``).
+    slurm_cluster : str, optional
+        submitit's cluster (``local`` runs the array on this machine).
+    wait : bool, default True
+        With Slurm, wait for the array and merge; False returns right after submission (the last array task
+        merges, or ``initmem collect --merge DIR``).
+
+    Returns
+    -------
+    pathlib.Path
+        ``DIR/cube.nc``; with ``force_new`` and an existing run, DIR is the new folder ``out_dir-N``.
+
+    Raises
+    ------
+    OptionError
+        An option is out of range, or ``force_new`` is combined with ``resume`` or ``retry_failed``.
+    UserError
+        The grid is invalid, the folder holds another run (or a run of another grid or data set), or a shard is
+        corrupt after the merge.
+    """
+    options = CollectOptions(resume=resume, force_new=force_new, retry_failed=retry_failed, executor=executor,
+                             device=device, jobs=jobs, pack_size=pack_size, quiet=quiet, progress=progress,
+                             checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, slurm=slurm,
+                             slurm_cluster=slurm_cluster, wait=wait)
+    return collect(grid, out_dir, options)
+
+
+def collect(grid_path_or_grid: Grid | str | os.PathLike, out_dir: str | os.PathLike,
+            options: CollectOptions | None = None, *, train_fn: TrainFn | None = None, only: set[Cell] | None = None,
+            **fields: Unpack[CollectFields]) -> Path:
     """Train every unfinished cell of a grid into shards under ``out_dir`` and merge them.
 
-    Returns the path of ``DIR/cube.nc``; with ``force_new`` and an existing run, DIR is the new
-    folder ``out_dir-N``. With the Slurm executor and ``wait=False`` it returns right after
-    submission (the last array task merges; or ``initmem collect --merge DIR``). ``only`` restricts the
-    training to those cells (the sequential design adds seeds to undecided pipelines only); the cube still
-    spans the whole grid, the cells never trained being missing.
+    The entry point of ``initmem collect`` and ``initmem run``; :func:`collect_cube` is its public face.
+
+    Parameters
+    ----------
+    grid_path_or_grid : Grid, str or os.PathLike
+        A grid, a grid file or a preset's name.
+    out_dir : str or os.PathLike
+        The run folder.
+    options : CollectOptions, optional
+        Every option at once; None: the defaults.
+    train_fn : callable, optional
+        Replaces the training engine (tests use a fast deterministic stand-in).
+    only : set of cells, optional
+        Train only these (pipeline, sigma_w, seed) cells: the sequential design adds seeds to undecided
+        pipelines only. The cube still spans the whole grid, the cells never trained being missing.
+    **fields
+        Fields of :class:`CollectOptions` as keywords, replacing those of ``options``.
+
+    Returns
+    -------
+    pathlib.Path
+        ``DIR/cube.nc`` (DIR the new folder ``out_dir-N`` with ``force_new`` and an existing run); with the Slurm
+        executor and ``wait=False``, right after submission.
+
+    Raises
+    ------
+    OptionError
+        An option is invalid or unknown.
+    UserError
+        The grid, the data or the run folder refuses the start, or a shard is corrupt after the merge.
     """
     from initmem.collect.train.devices import resolve_device  # imports torch: not at CLI start-up
 
-    if executor not in EXECUTORS:
-        raise OptionError("executor", f"{{option}} must be one of {', '.join(EXECUTORS)} (got {executor!r})")
-    if jobs != "auto" and (not isinstance(jobs, int) or jobs < 1):
-        raise OptionError("jobs", f"{{option}} must be 'auto' or at least 1 (got {jobs!r})")
-    if pack_size is not None and pack_size < 1:
-        raise OptionError("pack_size", f"{{option}} must be at least 1 (got {pack_size})")
-    if checkpoint_every < 1:
-        raise OptionError("checkpoint_every", f"{{option}} must be at least 1 epoch (got {checkpoint_every})")
-    if checkpoint_minutes is not None and checkpoint_minutes <= 0:
-        raise OptionError("checkpoint_minutes", f"{{option}} must be positive (got {checkpoint_minutes})")
-    if force_new and (resume or retry_failed):
-        other = option("resume", True) if resume else option("retry_failed", True)
-        raise OptionError("force_new", f"{{option}} starts a new run folder and {other} continues the run in it: "
-                                       "give one of them")
+    opts = CollectOptions.of(options, **fields)
     grid = training_grid(grid_path_or_grid)
     root = Path(out_dir)
     check_out_folder(root)
-    resume = resume or retry_failed  # retrying failed cells only makes sense on an existing run
     # Everything that can refuse the start is checked before the run folder is written: the device,
     # the data and the batch sizes.
-    if executor == "slurm":
-        plan_device = "cuda" if device in ("auto", "cuda") and _slurm_gpus(grid, slurm) > 0 else "cpu"
-        if device == "cpu":
-            plan_device = "cpu"
-        if plan_device == "cuda" and pack_size is None and grid.engine.pack_size is None:
-            import torch  # only to ask whether this machine has a GPU
-
-            if not torch.cuda.is_available():
-                raise UserError(f"{option('executor', 'slurm')} on GPUs needs {option('pack_size')} (or "
-                                "engine.pack_size "
-                                "in the grid file): this machine has no GPU to size the packs by")
+    if opts.executor == "slurm":
+        plan_device = _slurm_plan_device(grid, opts)
     else:
-        plan_device = resolve_device(device)
+        plan_device = resolve_device(opts.device)
     fingerprint = check_data(grid)
-    if force_new:
+    if opts.force_new:
         new_root = fresh_folder(root)
         if new_root != root:
-            _say(f"{root} holds a run; starting a new run folder {new_root}", quiet)
-        root, resume = new_root, False
+            _say(f"{root} holds a run; starting a new run folder {new_root}", opts.quiet)
+        root = new_root
     run = RunDir(root)
     made_root = not root.exists()
     train_fn = train_fn or default_train_fn()
     h = grid_hash(grid)
-    checkpoint_seconds = checkpoint_minutes * 60 if checkpoint_minutes is not None else None
 
     with run_lock(run):
         fresh = not run.exists()
         try:
-            lost = _prepare_and_train(run, grid, h, resume=resume, retry_failed=retry_failed, executor=executor,
-                                      device=device, plan_device=plan_device, jobs=jobs, pack_size=pack_size,
-                                      quiet=quiet, progress=progress, checkpoint_every=checkpoint_every,
-                                      checkpoint_seconds=checkpoint_seconds, slurm=slurm,
-                                      slurm_cluster=slurm_cluster, wait=wait, train_fn=train_fn, only=only,
+            lost = _prepare_and_train(run, grid, h, opts, plan_device=plan_device, train_fn=train_fn, only=only,
                                       fingerprint=fingerprint)
         except Exception:
             if fresh:  # a refused start (Slurm refused the array, ...): leave no half-made run behind
@@ -265,46 +336,60 @@ def collect(grid_path_or_grid: Any, out_dir: str | os.PathLike, *, resume: bool 
         cells = all_cells(grid)
         report = merge_run(run.root, grid=grid)
         EventLog(run.events).emit("run_end", cells=len(cells), missing=len(report.missing), lost=lost)
-        print_summary(report, run, quiet)
+        print_summary(report, run, opts.quiet)
         for line in lost:
-            _say(f"warning: {line}; rerun with {option('resume', True)}", quiet)
+            _say(f"warning: {line}; rerun with {option('resume', True)}", opts.quiet)
         if report.corrupt:
             raise corrupt_error(report, run)
     return run.cube
 
 
-def _prepare_and_train(run: RunDir, grid: Any, h: str, *, resume: bool, retry_failed: bool, executor: str,
-                       device: str, plan_device: str, jobs: int | str, pack_size: int | None, quiet: bool,
-                       progress: bool, checkpoint_every: int, checkpoint_seconds: float | None,
-                       slurm: dict[str, Any] | None, slurm_cluster: str | None, wait: bool, train_fn: TrainFn,
-                       only: set[Cell] | None, fingerprint: str | None) -> list[str] | None:
+def _slurm_plan_device(grid: Any, opts: CollectOptions) -> str:
+    """The device the packs of a Slurm run are sized for: a GPU when the array tasks get one (and the device
+    allows it), else the CPU. Sizing GPU packs needs a GPU here, or a pack size."""
+    plan_device = "cuda" if opts.device in ("auto", "cuda") and _slurm_gpus(grid, opts.slurm) > 0 else "cpu"
+    if opts.device == "cpu":
+        plan_device = "cpu"
+    if plan_device == "cuda" and opts.pack_size is None and grid.engine.pack_size is None:
+        import torch  # only to ask whether this machine has a GPU
+
+        if not torch.cuda.is_available():
+            raise UserError(f"{option('executor', 'slurm')} on GPUs needs {option('pack_size')} (or "
+                            "engine.pack_size "
+                            "in the grid file): this machine has no GPU to size the packs by")
+    return plan_device
+
+
+def _prepare_and_train(run: RunDir, grid: Any, h: str, opts: CollectOptions, *, plan_device: str,
+                       train_fn: TrainFn, only: set[Cell] | None, fingerprint: str | None) -> list[str] | None:
     """Prepare the run folder and train what is left; the lines of lost packs, or None when the
     Slurm array was submitted without waiting."""
-    prepare_run(run, grid, resume=resume, executor=executor, quiet=quiet, fingerprint=fingerprint)
-    done = finished_cells(run, grid, retry_failed=retry_failed, quiet=quiet)
+    prepare_run(run, grid, resume=opts.continues, executor=opts.executor, quiet=opts.quiet, fingerprint=fingerprint)
+    done = finished_cells(run, grid, retry_failed=opts.retry_failed, quiet=opts.quiet)
     cells = all_cells(grid)
     todo = {c for c in cells if c not in done and (only is None or c in only)}
     events = EventLog(run.events)
-    if executor == "slurm":
+    show = opts.progress and not opts.quiet
+    if opts.executor == "slurm":
         from initmem.collect.run.slurm_executor import submit_and_wait  # submitit: only for this executor
         from initmem.collect.train.data import load_split
 
         load_split.cache_clear()  # the array tasks load the data; the submitting process needs it no more
-        tasks = plan_tasks(run, grid, todo, device=plan_device, pack_size=pack_size)
+        tasks = plan_tasks(run, grid, todo, device=plan_device, pack_size=opts.pack_size)
         events.emit("plan", executor="slurm", packs=len(tasks), cells_todo=len(todo), cells_done=len(done))
-        finished = submit_and_wait(tasks, run, grid=grid, grid_hash=h, device=device, train_fn=train_fn,
-                                   checkpoint_every=checkpoint_every, checkpoint_seconds=checkpoint_seconds,
-                                   slurm=slurm or {}, cluster=slurm_cluster, wait=wait, quiet=quiet,
-                                   progress=progress and not quiet, total=len(cells), done=len(done))
+        finished = submit_and_wait(tasks, run, grid=grid, grid_hash=h, device=opts.device, train_fn=train_fn,
+                                   checkpoint_every=opts.checkpoint_every,
+                                   checkpoint_seconds=opts.checkpoint_seconds, slurm=dict(opts.slurm or {}),
+                                   cluster=opts.slurm_cluster, wait=opts.wait, quiet=opts.quiet, progress=show,
+                                   total=len(cells), done=len(done))
         if not finished:
             _say(f"submitted; follow it with {option('status', str(run.root))}, merge it with "
-                 f"{option('merge', str(run.root))}", quiet)
+                 f"{option('merge', str(run.root))}", opts.quiet)
             return None
         return []
     dev = plan_device
-    tasks = plan_tasks(run, grid, todo, device=dev, pack_size=pack_size)
-    if jobs == "auto":
-        jobs = auto_jobs(grid, dev, len(tasks))
+    tasks = plan_tasks(run, grid, todo, device=dev, pack_size=opts.pack_size)
+    jobs = auto_jobs(grid, dev, len(tasks)) if opts.jobs == "auto" else opts.jobs
     plan = worker_plan(dev, int(jobs))
     if not (len(plan) == 1 and not plan[0]):
         from initmem.collect.train.data import load_split
@@ -312,12 +397,14 @@ def _prepare_and_train(run: RunDir, grid: Any, h: str, *, resume: bool, retry_fa
         load_split.cache_clear()  # worker processes load the data; this one needs it no more
     events.emit("plan", executor="local", device=dev, packs=len(tasks), cells_todo=len(todo),
                 cells_done=len(done), jobs=jobs)
-    with ProgressView(len(cells), len(done), enabled=progress and not quiet) as view:
+    with ProgressView(len(cells), len(done), enabled=show) as view:
         return run_local(tasks, run, grid=grid, grid_hash=h, device=dev, jobs=int(jobs), train_fn=train_fn,
-                         checkpoint_every=checkpoint_every, checkpoint_seconds=checkpoint_seconds, view=view)
+                         checkpoint_every=opts.checkpoint_every, checkpoint_seconds=opts.checkpoint_seconds,
+                         view=view)
 
 
-def _slurm_gpus(grid: Any, slurm: dict[str, Any] | None) -> int:
+def _slurm_gpus(grid: Any, slurm: Mapping[str, Any] | None) -> int:
+    """GPUs per array task: the override's, else the grid's ``slurm:`` block's, else one."""
     opts = dict(slurm or {})
     if opts.get("gpus_per_job") is not None:
         return int(opts["gpus_per_job"])

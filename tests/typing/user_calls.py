@@ -17,6 +17,12 @@ written: Path = initmem.write_cube(ds, "copy.nc")
 grid = initmem.load_grid("configs/quick.yaml")
 spec = initmem.AnalysisSpec(delta=0.01)
 summary = initmem.analyze("runs/quick/cube.nc", "runs/quick/analysis", spec)
+summary = initmem.analyze("runs/quick/cube.nc", "runs/quick/analysis", delta=0.01, gate="all", looks=[4, 8], look=1)
+result = initmem.run(preset="quick", out_dir=Path("runs/quick"), jobs="auto", spec=spec, looks=(4, 8, 12))
+report_path: Path = result.report
+cube_path: Path = initmem.collect_cube(grid, "runs/quick", resume=True, jobs=2, pack_size=4, slurm={"mem_gb": 8})
+imported = initmem.import_table("runs.csv", "cube.nc", seeds="paired", format="csv", metric_cols=["val_acc"])
+imported_ds: xr.Dataset = imported.dataset
 html: Path = initmem.report("runs/quick/analysis")
 exported = initmem.export("runs/quick/analysis", "paper", formats=("pdf",), width="double")
 seeds: dict = initmem.plan("runs/quick/analysis", 0.01, n_sim=100, looks=(4, 8))

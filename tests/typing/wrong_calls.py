@@ -12,7 +12,10 @@ initmem.open_cube(42)  # wrong
 initmem.write_cube("not a dataset", "copy.nc")  # wrong
 initmem.load_grid(configs="configs/quick.yaml")  # wrong
 initmem.AnalysisSpec(delta="one point")  # wrong
-initmem.analyze("cube.nc")  # wrong
+initmem.analyze("cube.nc", "analysis", delt=0.01)  # wrong
+initmem.run(preset="quick", jobs="many")  # wrong
+initmem.collect_cube("configs/quick.yaml", "runs/quick", resum=True)  # wrong
+initmem.import_table("runs.csv", "cube.nc")  # wrong
 initmem.report("runs/quick/analysis", formats="pdf")  # wrong
 initmem.export("runs/quick/analysis")  # wrong
 initmem.plan("runs/quick/analysis", n_sims=100)  # wrong

@@ -395,43 +395,56 @@ def _thin_with_holes(good: np.ndarray) -> bool:
     return (not rect.all()) and int(rect.sum()) - int(lev.sum()) - int(sd.sum()) + 1 < 2
 
 
-def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None = None, *,
-                 gate: str = "interpolated", seed: int = 0) -> MemoryData:
-    """The analyzable table of one metric (docs/memory-model.md, "Data").
+@dataclass(frozen=True)
+class _Values:
+    """One metric's value per cell, and how the likelihood reads it."""
 
-    Cells enter when the run finished ok with a finite value and, with ``gate="interpolated"``,
-    reached the interpolation threshold (``tau_interp`` finite). A cube without ``tau_interp``
-    (imported tables) is analyzed as gate "all" and the notes say so. Pipelines with fewer than
-    two sigma_w levels or two seeds left are skipped with the reason; if none remains, UserError.
-    """
-    if gate not in GATES:
-        raise OptionError("gate", f"{{option}} must be one of {', '.join(GATES)}, not {gate!r}")
-    metric = choose_metric(ds, metric)
-    family = choose_family(ds, metric, family)
-    pipes = [str(p) for p in ds[cube.PIPELINE].values.tolist()]
-    sigma_w = ds[cube.SIGMA].values.astype(float)
-    notes: list[str] = []
+    likelihood: str
+    vals: np.ndarray           # (pipeline, sigma_w, seed), a fraction for the binomial family
+    finite: np.ndarray         # the cell has a value
+    n_test: int | None
+    correct: np.ndarray | None  # per-example 0/1 (pipeline, sigma_w, seed, example), where the cube has predictions
+
+
+def _read_values(ds: xr.Dataset, metric: str, family: str) -> _Values:
+    """The metric per cell: per-example predictions where the cube has them (binomial), else the counts of
+    correct answers (binomial), else the metric itself (gaussian)."""
     n_test = int(ds.attrs[cube.A_N_TEST]) if family == "binomial" else None
-    correct = None
     if family == "binomial" and _has_predictions(ds):
-        likelihood = "per_example"
         correct = _correct_from_predictions(ds)
-        vals = correct.sum(axis=-1) / n_test
         finite = (ds[cube.TEST_PRED].transpose(*cube.CELL_DIMS, cube.EXAMPLE).values >= 0).all(axis=-1)
-    elif family == "binomial":
-        likelihood = "counts"
+        return _Values("per_example", correct.sum(axis=-1) / n_test, finite, n_test, correct)
+    if family == "binomial":
         counts = ds[cube.SELECTED_TEST_CORRECT].transpose(*cube.CELL_DIMS).values.astype(float)
-        finite = counts >= 0
-        vals = counts / n_test
-    else:
-        likelihood = "gaussian"
-        vals = ds[metric].transpose(*cube.CELL_DIMS).values.astype(float)
-        finite = np.isfinite(vals)
+        return _Values("counts", counts / n_test, counts >= 0, n_test, None)
+    vals = ds[metric].transpose(*cube.CELL_DIMS).values.astype(float)
+    return _Values("gaussian", vals, np.isfinite(vals), None, None)
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """Which cells enter the fit, which were lost, and why (every mask is (pipeline, sigma_w, seed))."""
+
+    gate: str                 # the gate actually used ("all" for a cube without tau_interp)
+    ok: np.ndarray            # finished ok with a value
+    interp: np.ndarray        # reached the interpolation threshold
+    usable: np.ndarray        # enters the fit
+    gated: np.ndarray         # ok but gated out (never interpolated)
+    status: np.ndarray
+    diverged: np.ndarray
+    observed: np.ndarray      # ok or diverged: the cells the divergence test counts
+    lost: np.ndarray          # planned but failed, missing or gated out
+    ran: np.ndarray           # the pipeline ran this seed at some level
+    notes: list[str]
+
+
+def _cell_masks(ds: xr.Dataset, finite: np.ndarray, gate: str) -> _Cells:
+    """The cells each step uses. A cube without ``tau_interp`` (an imported table) is analyzed as gate "all"."""
     ok = cube.ok_cells(ds).values & finite
     status = (ds[cube.STATUS].transpose(*cube.CELL_DIMS).values if cube.STATUS in ds.data_vars
               else np.where(finite, cube.OK, cube.MISSING))
     diverged = status == cube.DIVERGED
-    observed = ok | diverged
+    notes: list[str] = []
     if cube.TAU_INTERP in ds.data_vars:
         interp = np.isfinite(ds[cube.TAU_INTERP].transpose(*cube.CELL_DIMS).values.astype(float))
         gate_used = gate
@@ -442,82 +455,116 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
             notes.append(f"the cube has no {cube.TAU_INTERP!r} (imported table): every ok run is used (gate 'all')")
     usable = ok & interp if gate_used == "interpolated" else ok
     gated = ok & ~interp if gate_used == "interpolated" else np.zeros_like(ok)
-    put_back = _put_back_values(ds, metric, vals, gated)
     # Runs the design planned but that did not finish (failed, missing) or were gated out, among the seeds
     # the pipeline actually ran (a sequential design's unrun seeds are not survivorship).
     lost = (status == cube.FAILED) | (status == cube.MISSING) | ((status == cube.OK) & ~finite) | gated
     ran = (status != cube.MISSING).any(axis=1, keepdims=True) & np.ones_like(ok)
+    return _Cells(gate_used, ok, interp, usable, gated, status, diverged, ok | diverged, lost, ran, notes)
 
-    rng = np.random.default_rng(seed)
-    n_excluded: dict[str, dict[str, int]] = {}
-    interpolation: dict[str, dict[str, Any]] = {}
+
+def _interpolation_record(cells: _Cells, a: int, sigma_w: np.ndarray) -> dict[str, Any]:
+    """How many of pipeline ``a``'s cells interpolated, by sigma_w (the report's first table)."""
+    ok, interp = cells.ok[a], cells.interp[a]
+    by_level = (ok & interp).sum(axis=1)
+    without = [float(s) for s, n_ok, n_i in zip(sigma_w, ok.sum(axis=1), by_level, strict=True)
+               if n_ok > 0 and n_i == 0] if cells.gate == "interpolated" else []
+    return {"n_cells": int(ok.sum()), "n_interpolated": int((ok & interp).sum()),
+            "by_sigma_w": {sigma_key(s): int(n) for s, n in zip(sigma_w, by_level, strict=True)},
+            "levels_without_interpolation": without, "gate": cells.gate}
+
+
+def _exclusion_counts(cells: _Cells, finite: np.ndarray, a: int) -> dict[str, int]:
+    """Pipeline ``a``'s runs left out of the fit, by reason."""
+    st = cells.status[a]
+    return {"diverged": int(cells.diverged[a].sum()), "failed": int((st == cube.FAILED).sum()),
+            "missing": int((st == cube.MISSING).sum() + ((st == cube.OK) & ~finite[a]).sum()),
+            "not_interpolated": int((cells.ok[a] & ~cells.usable[a]).sum())}
+
+
+def _skip_reason(good: np.ndarray, vals: np.ndarray, paired: bool) -> str | None:
+    """Why a pipeline's (sigma_w, seed) table of usable cells cannot be fitted; None when it can."""
+    n_lev, n_sd = int(good.any(axis=1).sum()), int(good.any(axis=0).sum())
+    if n_lev < 2:
+        return f"only {n_lev} sigma_w level(s) with usable runs: the level effect needs at least 2"
+    if n_sd < 2:
+        return (f"only {n_sd} seed(s) with usable runs: seed and level effects cannot be separated "
+                "with fewer than 2 seeds")
+    if paired and _thin_with_holes(good):
+        # Missing cells are imputed; with under 2 residual degrees of freedom among the observed
+        # cells the imputed ones fit any value as the residual SD vanishes (a funnel NUTS
+        # diverges in: the clocks preset's 3 x 2 tables). Such a table cannot support a verdict.
+        return ("missing runs leave fewer than 2 residual degrees of freedom (observed cells minus "
+                "levels minus seeds plus 1): too few runs to separate seeds, levels and noise")
+    if np.ptp(vals[good]) == 0:
+        return "the metric is constant in this pipeline: nothing to decompose"
+    return None
+
+
+def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None = None, *,
+                 gate: str = "interpolated", seed: int = 0) -> MemoryData:
+    """The analyzable table of one metric (docs/memory-model.md, "Data").
+
+    Cells enter when the run finished ok with a finite value and, with ``gate="interpolated"``,
+    reached the interpolation threshold (``tau_interp`` finite). A cube without ``tau_interp``
+    (imported tables) is analyzed as gate "all" and the notes say so. Pipelines with fewer than
+    two sigma_w levels or two seeds left are skipped with the reason; if none remains, UserError.
+    The steps: read the values (:func:`_read_values`), mark the cells (:func:`_cell_masks`), keep the
+    pipelines that can be fitted (:func:`_skip_reason`), then the per-pipeline scales and tests.
+    """
+    if gate not in GATES:
+        raise OptionError("gate", f"{{option}} must be one of {', '.join(GATES)}, not {gate!r}")
+    metric = choose_metric(ds, metric)
+    family = choose_family(ds, metric, family)
+    pipes = [str(p) for p in ds[cube.PIPELINE].values.tolist()]
+    sigma_w = ds[cube.SIGMA].values.astype(float)
+    v = _read_values(ds, metric, family)
+    cells = _cell_masks(ds, v.finite, gate)
+    put_back = _put_back_values(ds, metric, v.vals, cells.gated)
+
+    paired = cube.seed_design(ds) == cube.SEED_PAIRED
     skipped: dict[str, str] = {}
     keep: list[int] = []
-    paired = cube.seed_design(ds) == cube.SEED_PAIRED
     for a, pipe in enumerate(pipes):
-        st = status[a]
-        by_level = (ok[a] & interp[a]).sum(axis=1)
-        without = [float(s) for s, n_ok, n_i in zip(sigma_w, ok[a].sum(axis=1), by_level, strict=True)
-                   if n_ok > 0 and n_i == 0] if gate_used == "interpolated" else []
-        interpolation[pipe] = {
-            "n_cells": int(ok[a].sum()), "n_interpolated": int((ok[a] & interp[a]).sum()),
-            "by_sigma_w": {sigma_key(s): int(n) for s, n in zip(sigma_w, by_level, strict=True)},
-            "levels_without_interpolation": without, "gate": gate_used,
-        }
-        n_excluded[pipe] = {
-            "diverged": int(diverged[a].sum()),
-            "failed": int((st == cube.FAILED).sum()),
-            "missing": int((st == cube.MISSING).sum() + ((st == cube.OK) & ~finite[a]).sum()),
-            "not_interpolated": int((ok[a] & ~usable[a]).sum()),
-        }
-        good = usable[a]
-        n_lev, n_sd = int(good.any(axis=1).sum()), int(good.any(axis=0).sum())
-        if n_lev < 2:
-            skipped[pipe] = f"only {n_lev} sigma_w level(s) with usable runs: the level effect needs at least 2"
-        elif n_sd < 2:
-            skipped[pipe] = (f"only {n_sd} seed(s) with usable runs: seed and level effects cannot be separated "
-                             "with fewer than 2 seeds")
-        elif paired and _thin_with_holes(good):
-            # Missing cells are imputed; with under 2 residual degrees of freedom among the observed
-            # cells the imputed ones fit any value as the residual SD vanishes (a funnel NUTS
-            # diverges in: the clocks preset's 3 x 2 tables). Such a table cannot support a verdict.
-            skipped[pipe] = ("missing runs leave fewer than 2 residual degrees of freedom (observed cells minus "
-                             "levels minus seeds plus 1): too few runs to separate seeds, levels and noise")
-        elif np.ptp(vals[a][good]) == 0:
-            skipped[pipe] = "the metric is constant in this pipeline: nothing to decompose"
-        else:
+        reason = _skip_reason(cells.usable[a], v.vals[a], paired)
+        if reason is None:
             keep.append(a)
+        else:
+            skipped[pipe] = reason
     if not keep:
         reasons = "; ".join(f"{p}: {r}" for p, r in skipped.items())
         raise UserError(f"no pipeline can be analyzed ({reasons}); the memory model needs >= 2 sigma_w levels "
                         "and >= 2 seeds with usable runs per pipeline")
 
-    used = usable[keep]
-    y = np.where(used, vals[keep], np.nan)
-    scale = np.array([noise_scale(likelihood, y[k], used[k], None if correct is None else correct[a], n_test)
-                      for k, a in enumerate(keep)])
+    rng = np.random.default_rng(seed)
+    used = cells.usable[keep]
+    y = np.where(used, v.vals[keep], np.nan)
+    scale = np.array([noise_scale(v.likelihood, y[k], used[k], None if v.correct is None else v.correct[a],
+                                  v.n_test) for k, a in enumerate(keep)])
     center = np.array([float(np.mean(y[k][used[k]])) for k in range(len(keep))])
-    divergence_p = {a: _dependence_test(diverged[a], observed[a], rng) for a in keep}
-    miss = {a: _missingness_tests(lost[a], ran[a], rng) for a in keep}
+    divergence_p = {a: _dependence_test(cells.diverged[a], cells.observed[a], rng) for a in keep}
+    miss = {a: _missingness_tests(cells.lost[a], cells.ran[a], rng) for a in keep}
     chance = None
-    if family == "binomial" and _has_predictions(ds):
-        chance = 1.0 / max(int(np.unique(ds[cube.TEST_LABEL].values[ds[cube.TEST_LABEL].values >= 0]).size), 2)
-    data = MemoryData(
-        metric=metric, family=family, likelihood=likelihood, gate=gate_used,
-        pipelines=[pipes[a] for a in keep], sigma_w=sigma_w, seeds=ds[cube.SEED].values,
-        y=y, used=used, scale=scale, center=center, n_test=n_test, chance=chance,
-        diverged=diverged[keep], n_excluded={p: n_excluded[p] for p in pipes}, skipped=skipped,
-        interpolation={pipes[a]: interpolation[pipes[a]] for a in keep}, notes=notes,
-        divergence_p={pipes[a]: divergence_p[a] for a in keep},
-        gated=gated[keep], put_back=put_back[keep],
+    if v.likelihood == "per_example":
+        labels = ds[cube.TEST_LABEL].values
+        chance = 1.0 / max(int(np.unique(labels[labels >= 0]).size), 2)
+    kept = [pipes[a] for a in keep]
+    n_excluded = {p: _exclusion_counts(cells, v.finite, a) for a, p in enumerate(pipes)}
+    interpolation = {p: _interpolation_record(cells, a, sigma_w) for p, a in zip(kept, keep, strict=True)}
+    return MemoryData(
+        metric=metric, family=family, likelihood=v.likelihood, gate=cells.gate,
+        pipelines=kept, sigma_w=sigma_w, seeds=ds[cube.SEED].values,
+        y=y, used=used, scale=scale, center=center, n_test=v.n_test, chance=chance,
+        diverged=cells.diverged[keep], n_excluded=n_excluded, skipped=skipped, interpolation=interpolation,
+        notes=cells.notes, divergence_p={pipes[a]: divergence_p[a] for a in keep},
+        gated=cells.gated[keep], put_back=put_back[keep],
         missingness_p={pipes[a]: miss[a]["combined"] for a in keep},
         missingness_omnibus_p={pipes[a]: miss[a]["omnibus"] for a in keep},
         missingness_trend_p={pipes[a]: miss[a]["trend"] for a in keep},
-        lost=(lost & ran)[keep],
-        test_set_se={pipes[a]: None if correct is None else _paired_test_set_se(correct[a], usable[a]) for a in keep},
+        lost=(cells.lost & cells.ran)[keep],
+        test_set_se={pipes[a]: None if v.correct is None else _paired_test_set_se(v.correct[a], cells.usable[a])
+                     for a in keep},
         seed_design=cube.seed_design(ds),
     )
-    return data
 
 
 __all__ = ["FAMILIES", "MemoryData", "choose_family", "choose_metric", "near_ceiling_data", "noise_scale",

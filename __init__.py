@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from initmem.lazy import lazy_dir, lazy_getattr
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is imported on first use
-    from initmem.analysis.api import analyze as analyze
+    from initmem.analysis.run import analyze_cube as analyze
     from initmem.analysis.run_all import run as run
     from initmem.collect.run.runner import collect_cube as collect_cube
     from initmem.cube import open_cube as open_cube
@@ -54,7 +54,7 @@ _API: dict[str, tuple[str, str]] = {
     "write_cube": ("initmem.cube", "write_cube"),
     "load_grid": ("initmem.grid", "load_grid"),
     "AnalysisSpec": ("initmem.results", "AnalysisSpec"),
-    "analyze": ("initmem.analysis.api", "analyze"),
+    "analyze": ("initmem.analysis.run", "analyze_cube"),
     "run": ("initmem.analysis.run_all", "run"),
     "collect_cube": ("initmem.collect.run.runner", "collect_cube"),
     "import_table": ("initmem.importers.source", "import_table"),

@@ -2,9 +2,9 @@
 cross-checks, the curves and the collapse test) and ``run`` (collect, analyze and report in one go).
 
 The one layer that may call models, stats and reports together (docs/architecture.md). The public faces are
-:func:`initmem.analysis.api.analyze` (``initmem.analyze``, every option typed) and
-:func:`initmem.analysis.run_all.run` (``initmem.run``); :func:`analyze_cube` and :func:`run_all` are the
-functions behind them. ``run`` is not bound here: ``initmem.analysis.run`` is the module of ``analyze_cube``.
+:func:`analyze_cube` (``initmem.analyze``, every option typed) and :func:`initmem.analysis.run_all.run`
+(``initmem.run``, over :func:`run_all`). ``run`` is not bound here: ``initmem.analysis.run`` is the module of
+``analyze_cube``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from initmem import cube
 from initmem import results as R
@@ -38,7 +38,7 @@ from initmem.models.paired import (
 )
 from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, as_spending, parse_design, spending_label
 from initmem.models.summaries import RESOLVE, attach_checks, estimand, model_thresholds
-from initmem.results.spec import AnalysisSpec
+from initmem.results.spec import AnalysisOptions, AnalysisSpec
 
 
 def spending_of(spec: AnalysisSpec) -> Spending:
@@ -164,7 +164,7 @@ def analyze_cube(
     *,
     progress: bool = True,
     command: list[str] | None = None,
-    **options: Any,
+    **options: Unpack[AnalysisOptions],
 ) -> R.Summary:
     """Analyze one metric of a cube into an analysis folder: the memory model and its verdicts, the
     design-based cross-checks, the radial verdict, the memory curves and the collapse test.
@@ -183,10 +183,11 @@ def analyze_cube(
     command : list of str, optional
         The command line recorded in summary.json (the CLI passes its own).
     **options
-        Fields of :class:`AnalysisSpec` as keywords (``delta=0.02``), replacing the spec's; each is validated
-        once, here. ``gate="interpolated"`` fits only runs that reached the interpolation threshold (a run that
-        never fit its training set says nothing about what it remembers); ``delta`` defaults to one point for
-        accuracies and is required for any other metric.
+        Fields of :class:`AnalysisSpec` as keywords (``delta=0.02``), replacing the spec's, typed by
+        :class:`~initmem.results.spec.AnalysisOptions`; each is validated once, here. ``gate="interpolated"``
+        fits only runs that reached the interpolation threshold (a run that never fit its training set says
+        nothing about what it remembers); ``delta`` defaults to one point for accuracies and is required for
+        any other metric.
 
     Returns
     -------

@@ -17,7 +17,8 @@ modules keep owning the numbers and this one stays free of numpy.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -149,4 +150,34 @@ def _option_error(err: dict[str, Any]) -> OptionError:
     return OptionError(option, f"{{option}}: {msg[0].lower() + msg[1:]} (got {got!r})")
 
 
-__all__ = ["FAMILIES", "MEMORY_KINDS", "N_BOOT", "SAMPLERS", "AnalysisSpec"]
+class AnalysisOptions(TypedDict, total=False):
+    """The fields of :class:`AnalysisSpec` as keyword arguments (docs/analysis.md, "Options").
+
+    So that :func:`initmem.analyze` types every option: a misspelt one (``delt=0.01``) or a value of the
+    wrong kind (``delta="one point"``) is an error in the editor, before anything is fitted. The test of the
+    public API checks that it lists exactly the fields of :class:`AnalysisSpec`, with the same vocabularies."""
+
+    metric: str | None
+    family: Literal["binomial", "gaussian"] | None
+    delta: float | None
+    alpha: float
+    looks: Sequence[int] | None
+    look: int | None
+    design: str | None
+    gate: Literal["interpolated", "all"]
+    sampler: Literal["nutpie", "pymc"]
+    draws: int
+    tune: int
+    chains: int
+    seed: int
+    memory: Literal["radial", "radial_above", "radial_below", "functional"]
+    n_boot: int
+    fraction: float | None
+    rope: float | None
+    axes: Sequence[str] | None
+    exponents: bool
+    tolerance: float | None
+    compile_shape: tuple[int, int, int] | None
+
+
+__all__ = ["FAMILIES", "MEMORY_KINDS", "N_BOOT", "SAMPLERS", "AnalysisOptions", "AnalysisSpec"]

@@ -128,8 +128,8 @@ def _literal_choices(hint: object) -> set[str]:
 
 
 def test_the_typed_analysis_keywords_are_the_spec_fields():
-    from initmem.analysis.api import AnalysisOptions
     from initmem.results import spec
+    from initmem.results.spec import AnalysisOptions
 
     hints = typing.get_type_hints(AnalysisOptions)
     assert list(hints) == list(spec.AnalysisSpec.model_fields)

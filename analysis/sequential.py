@@ -125,7 +125,7 @@ def run_until_decided(
     """
     design = design_name(*parse_design(design))
     looks = [int(n) for n in looks]
-    check_same_design(out, looks, max_seeds, design, alpha)
+    check_same_design(out, looks, max_seeds, design, alpha, analyze_options.get("delta"))
     levels = design_levels(looks, alpha, design)
     # Every look's model is compiled for the last look's seeds, so one compiled sampler serves them all.
     asked = analyze_options.get("compile_shape") or (0, 0, 0)
@@ -176,7 +176,7 @@ def run_until_decided(
         "decided": decided, "undecided": undecided, "seeds_used": seeds_used,
         "runs_used": sum(seeds_used.values()) * n_levels,
         "runs_fixed": looks[-1] * n_levels * len(grid.pipelines),
-        "max_seeds": max_seeds,
+        "max_seeds": max_seeds, "delta": analyze_options.get("delta"),
         "history": history,
     }
     final_dir = out / R.RUN_ANALYSIS_DIR
@@ -238,10 +238,11 @@ def _final_summary(last: R.Summary, deciding: dict[str, Any], decided: dict[str,
     return last
 
 
-def check_same_design(out: Path, looks: Sequence[int], max_seeds: int | None, design: str, alpha: float) -> None:
+def check_same_design(out: Path, looks: Sequence[int], max_seeds: int | None, design: str, alpha: float,
+                      delta: float | None = None) -> None:
     """Refuse a sequential run in a folder that holds another sequential design's looks (OptionError, exit 2).
 
-    Why: the looks, the cap, the spending function and alpha fix every look's level before any seed is seen. A
+    Why: the looks, the cap, the spending function, alpha and delta fix every look's test before any seed is seen. A
     rerun with other looks re-decides every pipeline on seeds whose verdicts were already seen, at levels that
     were never planned: a change of design after seeing results, whose false-verdict rate nothing bounds. So a
     rerun must repeat the design (a killed run resumes at its first unfinished look); a new design belongs in
@@ -254,9 +255,11 @@ def check_same_design(out: Path, looks: Sequence[int], max_seeds: int | None, de
             held.append(json.loads(path.read_text()))
         except (OSError, ValueError):
             continue
-    want = {"looks": [int(n) for n in looks], "max_seeds": max_seeds, "design": design, "alpha": float(alpha)}
+    want = {"looks": [int(n) for n in looks], "max_seeds": max_seeds, "design": design, "alpha": float(alpha),
+            "delta": None if delta is None else float(delta)}
     for rec in held:
         got = {k: rec.get(k, want[k] if k in ("max_seeds", "alpha") else None) for k in want}
+        got["delta"] = rec.get("delta", (rec.get("analyze_options") or {}).get("delta"))
         try:
             got["design"] = design_name(*parse_design(str(got["design"])))
         except ValueError:
@@ -266,7 +269,8 @@ def check_same_design(out: Path, looks: Sequence[int], max_seeds: int | None, de
         differ = [k for k in want if got[k] != want[k]]
         if differ:
             shown = {"looks": lambda v: ",".join(map(str, v or [])), "max_seeds": lambda v: "none" if v is None else v,
-                     "design": str, "alpha": lambda v: f"{v:g}"}
+                     "design": str, "alpha": lambda v: f"{v:g}",
+                     "delta": lambda v: "the default" if v is None else f"{v:g}"}
             what = "; ".join(f"{k.replace('_', '-')} {shown[k](got[k])} (now {shown[k](want[k])})" for k in differ)
             resumable = {"looks", "max_seeds"} >= set(differ)
             again = option("looks", shown["looks"](got["looks"])) + (

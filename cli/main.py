@@ -25,7 +25,7 @@ from initmem.cli import analyze as cli_analyze
 from initmem.cli import cubes as cli_cubes
 from initmem.cli import export as cli_export
 from initmem.cli.output import Verbosity, check_not_run_folder, echo, is_quiet, output_error
-from initmem.cli.params import JOBS, LOOKS, option_flag
+from initmem.cli.params import JOBS, LOOKS, FiniteFloatRange, option_flag
 from initmem.errors import OptionError, UserError, options_as_flags
 
 log = logging.getLogger("initmem")
@@ -105,6 +105,8 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
               help="CPU worker processes, or auto: one per engine.cpu_threads cores.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True)
 @click.option("--reanalyze", is_flag=True, help="Redo the analysis even if it is newer than the cube.")
+@click.option("--delta", type=FiniteFloatRange(min=0, min_open=True), default=None,
+              help="Smallest spread that matters, in outcome units (default 0.01 = 1 point for accuracies).")
 @click.option("--draws", type=click.IntRange(min=50), default=None, help="Posterior draws per chain.")
 @click.option("--chains", type=click.IntRange(min=1), default=None, help="Sampler chains.")
 @click.option("--until-decided", is_flag=True,
@@ -115,14 +117,14 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
 @click.option("--max-seeds", type=click.IntRange(min=2), default=None, metavar="N",
               help="Cap on seeds per pipeline for --until-decided (looks above it are dropped).")
 def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int | Literal["auto"], device: str,
-         reanalyze: bool, draws: int | None, chains: int | None, until_decided: bool, looks: list[int],
-         max_seeds: int | None) -> None:
+         reanalyze: bool, delta: float | None, draws: int | None, chains: int | None, until_decided: bool,
+         looks: list[int], max_seeds: int | None) -> None:
     """Collect (resumably), analyze and report in one go; print where the report is.
 
     \b
     initmem run --preset quick
     initmem run GRID.yaml --out runs/mine
-    initmem run --preset quick --until-decided --looks 4,8,12,16
+    initmem run --preset quick --until-decided --looks 4,8,12,16 --delta 0.02
     """
     from rich.console import Console
 
@@ -141,7 +143,8 @@ def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int 
     looks_given = click.get_current_context().get_parameter_source("looks") != click.core.ParameterSource.DEFAULT
     if looks_given and not until_decided:
         raise click.BadParameter("only with --until-decided", param_hint="--looks")
-    spec = AnalysisSpec.of(**{k: v for k, v in (("draws", draws), ("chains", chains)) if v is not None})
+    spec = AnalysisSpec.of(**{k: v for k, v in (("delta", delta), ("draws", draws), ("chains", chains))
+                              if v is not None})
     result = run(grid_file, out, preset=preset, jobs=jobs, device=device,
                  reanalyze=reanalyze, spec=spec, looks=looks if until_decided else None, max_seeds=max_seeds,
                  quiet=is_quiet(), say=say, command=default_command())

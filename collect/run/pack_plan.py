@@ -50,3 +50,29 @@ def plan_packs(grid: Grid, *, device: str, pack_size: int | None = None) -> list
         for i in range(0, len(cells), size):
             plans.append((pipeline, cells[i:i + size]))
     return plans
+
+
+def pack_cost(grid: Grid, pipeline: str, n_cells: int) -> float:
+    """A pack's relative training cost: optimizer steps times members (evaluation and per-step overhead are
+    taken as proportional). Only the order of packs uses it."""
+    spec = grid.pipelines[pipeline]
+    n_train = getattr(grid.dataset, "n_train", None) or spec.batch_size
+    return float(spec.epochs or 1) * math.ceil(n_train / spec.batch_size) * n_cells
+
+
+def spread_over_workers(packs: list[tuple[str, list[tuple[float, int]]]], workers: int,
+                        ) -> list[tuple[str, list[tuple[float, int]]]]:
+    """Split the largest packs in halves until every CPU worker has one (or each is a single cell).
+
+    Why: a pack trains on one worker, so a run with fewer packs than workers leaves cores idle; a sequential
+    look that adds seeds to one undecided pipeline would train on one core of two. On CPU a cell's numbers do
+    not depend on its pack (the packed engine's invariance), so the split changes no cube."""
+    out = list(packs)
+    while len(out) < workers:
+        i = max(range(len(out)), key=lambda j: len(out[j][1]), default=None)
+        if i is None or len(out[i][1]) < 2:
+            break
+        pipe, cells = out.pop(i)
+        half = math.ceil(len(cells) / 2)
+        out[i:i] = [(pipe, cells[:half]), (pipe, cells[half:])]
+    return out

@@ -164,9 +164,11 @@ def finished_cells(run: RunDir, grid: Any, *, retry_failed: bool, quiet: bool) -
     return done
 
 
-def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_size: int | None) -> list[PackTask]:
-    """Started packs (manifests) first, in their original composition; then the rest, packed anew."""
-    from initmem.collect.run.pack_plan import plan_packs  # imports torch: not at CLI start-up
+def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_size: int | None,
+               workers: int = 1) -> list[PackTask]:
+    """Started packs (manifests) first, in their original composition; then the rest, packed anew, longest
+    first, and with an automatic pack size split so that each of ``workers`` CPU workers has a pack."""
+    from initmem.collect.run.pack_plan import pack_cost, plan_packs, spread_over_workers  # torch: not at start-up
 
     tasks: list[PackTask] = []
     covered: set[Cell] = set()
@@ -184,11 +186,18 @@ def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_siz
         tasks.append(PackTask(pipe, tuple((s, k) for _, s, k in cells), tuple((s, k) for _, s, k in pending)))
         covered.update(pending)
     rest = todo - covered
+    n_started = len(tasks)
     if rest:
-        for pipe, cells in plan_packs(grid, device=device, pack_size=pack_size):
-            sub = tuple((float(s), int(k)) for s, k in cells if (pipe, float(s), int(k)) in rest)
-            if sub:
-                tasks.append(PackTask(pipe, sub))
+        fresh = [(pipe, [(float(s), int(k)) for s, k in cells if (pipe, float(s), int(k)) in rest])
+                 for pipe, cells in plan_packs(grid, device=device, pack_size=pack_size)]
+        fresh = [(pipe, cells) for pipe, cells in fresh if cells]
+        if workers > 1 and pack_size is None and grid.engine.pack_size is None:
+            fresh = spread_over_workers(fresh, workers - n_started)
+        if workers > 1:
+            # Longest first: workers take packs in this order, and a long pack started last would leave the
+            # others idle at the end (started packs keep their place at the front: they resume).
+            fresh.sort(key=lambda pc: -pack_cost(grid, pc[0], len(pc[1])))
+        tasks += [PackTask(pipe, tuple(cells)) for pipe, cells in fresh]
     return tasks
 
 
@@ -388,7 +397,8 @@ def _prepare_and_train(run: RunDir, grid: Any, h: str, opts: CollectOptions, *, 
             return None
         return []
     dev = plan_device
-    tasks = plan_tasks(run, grid, todo, device=dev, pack_size=opts.pack_size)
+    workers = len(worker_plan(dev, auto_jobs(grid, dev, len(todo)) if opts.jobs == "auto" else int(opts.jobs)))
+    tasks = plan_tasks(run, grid, todo, device=dev, pack_size=opts.pack_size, workers=workers)
     jobs = auto_jobs(grid, dev, len(tasks)) if opts.jobs == "auto" else opts.jobs
     plan = worker_plan(dev, int(jobs))
     if not (len(plan) == 1 and not plan[0]):

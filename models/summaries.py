@@ -21,6 +21,7 @@ counted at chance accuracy.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -178,6 +179,81 @@ def decision_rule(final: str, model_verdict: str, paired: dict[str, Any], equiva
     return RULE_NONE
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """One pipeline's decision and what it rests on: a pure function (:func:`decide`) of the posterior's two
+    probabilities and the seeds' design-based tests, so that every place that decides (the fit, the
+    sensitivity refits, the second prior) applies the same rule.
+
+    Attributes
+    ----------
+    label : str
+        "remembers", "forgets", "inconclusive" or "borderline" (:func:`verdict`).
+    model_label : str
+        What the model's probabilities alone say, without the seeds' tests.
+    rule : str
+        The route that decided ``label`` (one of ``names.RULES``).
+    paired_ok, iut_ok : bool
+        The ordered paired test supports "remembers"; the intersection-union test supports "forgets" (after
+        the skew gate near the ceiling).
+    model_forgets_ok : bool
+        The model's route to "forgets" is open (at least ``MIN_LEVELS_MODEL_FORGETS`` levels).
+    near_ceiling : bool
+        An accuracy within one point of 100% at some level: "forgets" needs both routes.
+    """
+
+    label: str
+    model_label: str
+    rule: str
+    paired_ok: bool
+    iut_ok: bool
+    model_forgets_ok: bool
+    near_ceiling: bool
+    level: Spending
+    draws: int
+
+    def again(self, p_gt: float, p_lt: float, mcse: tuple[float, float] | None = None) -> str:
+        """The label the same tests give with other probabilities (a reweighted posterior, another prior)."""
+        return verdict(p_gt, p_lt, self.level, mcse, paired_ok=self.paired_ok, iut_ok=self.iut_ok,
+                       model_forgets_ok=self.model_forgets_ok, near_ceiling=self.near_ceiling, draws=self.draws)
+
+
+def decide(p_gt: float, p_lt: float, *, level: float | Spending, mcse: tuple[float, float] | None,
+           check: dict[str, Any], equivalence: dict[str, Any], near: bool, n_levels: int, draws: int) -> Verdict:
+    """The verdict of one pipeline from P(spread > delta), P(spread < delta), their Monte Carlo errors and the
+    seeds' tests (``check``: models/paired.py ``paired_check``; ``equivalence``: ``equivalence_check``).
+
+    Parameters
+    ----------
+    p_gt, p_lt : float
+        The posterior probabilities of a spread above and below delta.
+    level : float or Spending
+        1 - alpha of a fixed design, or a sequential look's spending.
+    mcse : tuple of float, optional
+        Their Monte Carlo standard errors (None: no borderline band).
+    check, equivalence : dict
+        The ordered paired test and the intersection-union test.
+    near : bool
+        The pipeline is near the ceiling (:func:`near_ceiling`).
+    n_levels : int
+        sigma_w levels with usable runs.
+    draws : int
+        Posterior draws behind the probabilities (the thresholds they can resolve).
+
+    Returns
+    -------
+    Verdict
+    """
+    spend = as_spending(level)
+    model_forgets_ok = n_levels >= MIN_LEVELS_MODEL_FORGETS
+    paired_ok, iut_ok = bool(check["supports_remembers"]), forgets_iut_ok(equivalence, near)
+    label = verdict(p_gt, p_lt, spend, mcse, paired_ok=paired_ok, iut_ok=iut_ok, model_forgets_ok=model_forgets_ok,
+                    near_ceiling=near, draws=draws)
+    model_label = verdict(p_gt, p_lt, spend, mcse, draws=draws)
+    rule = decision_rule(label, model_label if model_forgets_ok else N.INCONCLUSIVE, check, equivalence)
+    return Verdict(label, model_label, rule, paired_ok, iut_ok, model_forgets_ok, near, spend, draws)
+
+
 def probability_with_mcse(indicator: np.ndarray) -> tuple[float, float]:
     """Mean of a (chain, draw) 0/1 array and its Monte Carlo standard error (ESS-based; the
     binomial formula with a 1/(N+1) floor when every draw agrees)."""
@@ -199,9 +275,8 @@ def estimand(model: FittedModel) -> str:
     return f"max - min over the sigma_w grid of the expected {d.metric}, expected over new seeds, in its units"
 
 
-def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: float,
-                       paired_ok: bool, iut_ok: bool, level: float | Spending = DECISION,
-                       near: bool = False) -> dict[str, Any]:
+def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: float, decided: Verdict,
+                       ) -> dict[str, Any]:
     pr = model.priors
     scale = float(model._arrays()["sigma_scale"][a])
     post = model.idata.posterior
@@ -211,11 +286,8 @@ def _prior_sensitivity(model: FittedModel, a: int, spread: np.ndarray, delta: fl
     w /= w.sum()
     p_gt = float(np.sum(w * (spread > delta)))
     p_lt = float(np.sum(w * (spread < delta)))
-    n_lev = int(model.data.level_mask[a].sum())
     return {"prior": pr.alt_description(), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
-            "verdict": verdict(p_gt, p_lt, level, paired_ok=paired_ok, iut_ok=iut_ok,
-                               model_forgets_ok=n_lev >= MIN_LEVELS_MODEL_FORGETS, near_ceiling=near,
-                               draws=spread.size),
+            "verdict": decided.again(p_gt, p_lt),
             "ess_weights": float(1.0 / np.sum(w**2))}
 
 
@@ -296,11 +368,9 @@ def _refit_with(model: FittedModel, cells: np.ndarray, values: np.ndarray, delta
         p_gt, m_gt = probability_with_mcse(s > delta)
         p_lt, m_lt = probability_with_mcse(s < delta)
         chk, eq = _tests(alt, a, delta, alpha=alpha)
-        near = near_ceiling(alt, a)
-        out[pipe] = {"verdict": verdict(p_gt, p_lt, as_spending(alpha), mcse=(m_gt, m_lt),
-                                        paired_ok=chk["supports_remembers"], iut_ok=forgets_iut_ok(eq, near),
-                                        near_ceiling=near, draws=s.size,
-                                        model_forgets_ok=int(alt.data.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS),
+        vd = decide(p_gt, p_lt, level=alpha, mcse=(m_gt, m_lt), check=chk, equivalence=eq,
+                    near=near_ceiling(alt, a), n_levels=int(alt.data.level_mask[a].sum()), draws=s.size)
+        out[pipe] = {"verdict": vd.label,
                      "spread": quantiles(s), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt, "note": note(a)}
     return out
 
@@ -400,16 +470,14 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
         spread = post["spread"].values[..., a]
         p_gt, m_gt = probability_with_mcse(spread > delta)
         p_lt, m_lt = probability_with_mcse(spread < delta)
-        model_vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt), draws=spread.size)
         check, equiv = _tests(model, a, delta, alpha=level)
-        model_for = int(d.level_mask[a].sum()) >= MIN_LEVELS_MODEL_FORGETS
         lev = d.level_mask[a]
         exp_ = expected_levels(model, a)
         med = np.median(exp_, axis=0)
         near = near_ceiling(model, a, med)
-        ok_rem, ok_for = check["supports_remembers"], forgets_iut_ok(equiv, near)
-        vd = verdict(p_gt, p_lt, level, mcse=(m_gt, m_lt), paired_ok=ok_rem, iut_ok=ok_for,
-                     model_forgets_ok=model_for, near_ceiling=near, draws=spread.size)
+        decided = decide(p_gt, p_lt, level=level, mcse=(m_gt, m_lt), check=check, equivalence=equiv, near=near,
+                         n_levels=int(lev.sum()), draws=spread.size)
+        vd, model_vd, model_for, ok_for = decided.label, decided.model_label, decided.model_forgets_ok, decided.iut_ok
         flat = spread.ravel()
         out[pipe] = {
             "n_sigma": int(lev.sum()), "n_seed": int(d.seed_mask[a].sum()), "n_cells": int(d.used[a].sum()),
@@ -419,7 +487,7 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
             "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
             "mcse": {"p_spread_gt_delta": m_gt, "p_spread_lt_delta": m_lt},
             "borderline": vd == N.BORDERLINE, "verdict": vd, "model_verdict": model_vd,
-            "rule": decision_rule(vd, model_vd if model_for else N.INCONCLUSIVE, check, equiv),
+            "rule": decided.rule,
             "paired_check": check, "equivalence_check": equiv, "prior": _prior_only(model, a, delta),
             "estimand": estimand(model), "likelihood": d.likelihood, "near_ceiling": near,
             "noise_scale": float(d.scale[a]),
@@ -430,7 +498,7 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
             "shares": {"sigma": q("memory_share"), "seed": q("seed_share"), "slope": q("slope_share"),
                        "residual": q("residual_share")},
             "n_excluded": d.n_excluded[pipe],
-            "prior_sensitivity": _prior_sensitivity(model, a, flat, delta, ok_rem, ok_for, level, near),
+            "prior_sensitivity": _prior_sensitivity(model, a, flat, delta, decided),
             "interpolation": d.interpolation[pipe],
             "divergence": _divergence(model, a, pipe, sens.get(pipe)),
             "missingness": _missingness(model, a, pipe, vd, put_back.get(pipe)),

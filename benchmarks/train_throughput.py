@@ -30,16 +30,32 @@ faults per training step, the ratio, and whether the cubes are bitwise equal.
 - ``--compare channels-last``: the preset's NCHW activations against ``engine.channels_last:
   true`` (both with the engine's allocator setting). Faster on CPU, but other oneDNN kernels round
   differently, so the cubes differ: a grid decision, measured here for it.
+- ``--compare fast-eval``: evaluations over whole ``engine.eval_batch_size`` batches under
+  ``no_grad`` against the engine's ``FAST_EVAL`` (a convolutional pack's features in sub-batches
+  of the training batch size, under ``inference_mode``). The cubes must be equal.
+- ``--compare meter``: the clock meter's unit vectors with the per-column gather it used before
+  against its per-layer scaling. The cubes must be equal.
+- ``--compare engine``: the last two together, before against after.
+
+Run it with ``ATEN_CPU_CAPABILITY=avx2`` (the children inherit it) to measure torch's AVX2
+kernels on an AVX-512 machine; the cubes record it as ``cpu_capability`` and it is printed.
 
 ::
 
     python benchmarks/train_throughput.py --compare allocator                  # sgd_low_lr, 10 epochs, 3 rounds
     python benchmarks/train_throughput.py --compare allocator --pipeline adam --epochs 20 --repeats 5
     python benchmarks/train_throughput.py --compare channels-last --repeats 2
+    python benchmarks/train_throughput.py --compare engine --epochs 10 --repeats 3
+    ATEN_CPU_CAPABILITY=avx2 python benchmarks/train_throughput.py --compare engine
 
-``--profile`` prints where a training step of such a pack spends its time: the ops of 20 steps
-by self CPU time (torch.profiler; convolutions, BatchNorm, the rest), then the oneDNN primitives
-of one step from its verbose log (convolutions against layout conversions).
+``--profile`` prints where the CPU time of such a pack goes, then where a training step spends
+its time. First the exclusive CPU seconds of each phase of ``train_pack`` over ``--epochs``
+epochs (evaluated as the preset, a checkpoint's state taken and serialised every epoch as the
+runner does by default): the training step's forward, its loss, backward and the rest, the
+optimizer, the clock meter, the batch gather; the evaluations; recording; checkpointing; set-up
+(``--no-fast-eval`` profiles the evaluation without ``FAST_EVAL``). Then the ops of 20 steps by
+self CPU time (torch.profiler; convolutions, BatchNorm, the rest), and the oneDNN primitives of
+one step from its verbose log (convolutions against layout conversions).
 ``--eval-share`` prints the CPU cost of one training epoch and of one evaluation of such a pack
 (best of ``--repeats``) and the evaluations' share of the whole pipeline.
 
@@ -62,12 +78,13 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from initmem.collect.train import devices
+from initmem.collect.train import devices, engine
 from initmem.collect.train.data import Split, load_split
 from initmem.collect.train.devices import deterministic, device_kind, resolve_device
 from initmem.collect.train.engine import PackTrainer, train_pack
+from initmem.collect.train.measure import StepMeter
 from initmem.collect.train.nets import count_train_flops_per_image
-from initmem.collect.train.packed import PConv
+from initmem.collect.train.packed import PackedNet, PConv
 from initmem.grid import Grid, load_grid, parse_grid
 
 
@@ -148,23 +165,26 @@ def main() -> None:
     ap.add_argument("--compare", choices=tuple(COMPARISONS),
                     help="time train_pack of a quick-preset pack, before vs after (see the module docstring)")
     ap.add_argument("--pipeline", default="sgd_low_lr", help="--compare: the quick preset pipeline")
-    ap.add_argument("--epochs", type=int, default=10, help="--compare: epochs per pack")
+    ap.add_argument("--epochs", type=int, default=10, help="--compare, --profile: epochs per pack")
     ap.add_argument("--repeats", type=int, default=3, help="--compare: alternating rounds")
     ap.add_argument("--eval-share", action="store_true",
                     help="CPU cost of a training epoch and of an evaluation of a quick-preset pack")
     ap.add_argument("--profile", action="store_true",
                     help="where a training step of a quick-preset pack spends its time (torch.profiler, oneDNN log)")
-    ap.add_argument("--child", choices=("default", "tuned"), help=argparse.SUPPRESS)
+    ap.add_argument("--fast-eval", action=argparse.BooleanOptionalAction, default=True,
+                    help="--profile: the engine's FAST_EVAL (evaluation sub-batches, inference_mode)")
+    ap.add_argument("--child", help=argparse.SUPPRESS)  # JSON settings of one --compare side
     args = ap.parse_args()
     if args.eval_share:
         eval_share(args.pipeline, args.repeats)
         return
     if args.profile:
+        engine.FAST_EVAL = args.fast_eval
+        profile_pack(args.pipeline, args.epochs)
         profile_steps(args.pipeline)
         return
     if args.child:
-        print(json.dumps(time_quick_pack(args.pipeline, args.epochs, tuned=args.child == "tuned",
-                                         channels_last=args.channels_last)))
+        print(json.dumps(time_quick_pack(args.pipeline, args.epochs, **json.loads(args.child))))
         return
     if args.compare:
         compare(args.compare, args.pipeline, args.epochs, args.repeats)
@@ -277,17 +297,41 @@ def cube_digest(ds: object) -> str:
     return h.hexdigest()
 
 
-# --compare: (label, allocator setting on, engine.channels_last) of the "before" and "after" sides.
-COMPARISONS = {
-    "allocator": {"before": ("glibc default malloc", False, None), "after": ("keep_freed_memory", True, None)},
-    "channels-last": {"before": ("NCHW (the preset)", True, None), "after": ("channels_last", True, True)},
+# --compare: (label, settings) of the "before" and "after" sides; settings are time_quick_pack's
+# keywords, the engine's defaults where not given.
+COMPARISONS: dict[str, dict[str, tuple[str, dict[str, bool | None]]]] = {
+    "allocator": {"before": ("glibc default malloc", {"tuned": False}), "after": ("keep_freed_memory", {})},
+    "channels-last": {"before": ("NCHW (the preset)", {}), "after": ("channels_last", {"channels_last": True})},
+    "fast-eval": {"before": ("whole-batch eval, no_grad", {"fast_eval": False}),
+                  "after": ("sub-batches, inference", {})},
+    "meter": {"before": ("gathered unit scaling", {"gather_meter": True}), "after": ("per-layer scaling", {})},
+    "engine": {"before": ("engine before the two", {"fast_eval": False, "gather_meter": True}),
+               "after": ("engine with the two", {})},
 }
+# The comparisons whose two sides must give bitwise equal cubes (channels-last changes the rounding).
+EXACT = ("allocator", "fast-eval", "meter", "engine")
 
 
-def time_quick_pack(pipeline: str, epochs: int, *, tuned: bool, channels_last: bool | None
-                    ) -> dict[str, float | str | bool]:
-    """In this (fresh) process: CPU and wall seconds, page faults and cube digest of one pack."""
+def _gathered_set_prev(self: StepMeter, flat: torch.Tensor) -> None:
+    """The clock meter's unit vectors as computed before per-layer scaling: each layer's reciprocal
+    norm gathered to every column with ``index_select``, then one multiply."""
+    self.prev = flat
+    self.prev_norm = self._norms(flat)
+    column_layer = torch.repeat_interleave(torch.arange(len(self.sizes), device=flat.device),
+                                           torch.tensor(self.sizes, device=flat.device))
+    self.prev_unit = flat * (1.0 / self.prev_norm).index_select(1, column_layer)
+
+
+def time_quick_pack(pipeline: str, epochs: int, *, tuned: bool = True, channels_last: bool | None = None,
+                    fast_eval: bool = True, gather_meter: bool = False) -> dict[str, float | str | bool]:
+    """In this (fresh) process: CPU and wall seconds, page faults and cube digest of one pack.
+
+    ``tuned``: the allocator setting (devices.keep_freed_memory); ``fast_eval``: the engine's
+    FAST_EVAL; ``gather_meter``: the meter's former unit scaling."""
     devices.TUNE_CPU_ALLOCATOR = tuned
+    engine.FAST_EVAL = fast_eval
+    if gather_meter:
+        StepMeter._set_prev = _gathered_set_prev  # type: ignore[method-assign]
     grid = quick_pack_grid(pipeline, epochs, channels_last)
     load_split(grid.dataset)   # generating or reading the data is not timed
     cells = grid.cells(pipeline)
@@ -299,7 +343,8 @@ def time_quick_pack(pipeline: str, epochs: int, *, tuned: bool, channels_last: b
     steps = epochs * (n_train // spec.batch_size)
     return {"cpu": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), "sys": r1.ru_stime - r0.ru_stime,
             "wall": wall, "faults_per_step": (r1.ru_minflt - r0.ru_minflt) / steps, "cells": len(cells),
-            "digest": cube_digest(ds), "tuned": devices.keep_freed_memory() if tuned else False}
+            "digest": cube_digest(ds), "tuned": devices.keep_freed_memory() if tuned else False,
+            "cpu_capability": str(ds.attrs.get("cpu_capability"))}
 
 
 def compare(what: str, pipeline: str, epochs: int, repeats: int) -> None:
@@ -308,60 +353,167 @@ def compare(what: str, pipeline: str, epochs: int, repeats: int) -> None:
     results: dict[str, list[dict]] = {"before": [], "after": []}
     for r in range(repeats):
         for side in (("before", "after") if r % 2 == 0 else ("after", "before")):
-            _label, tuned, cl = sides[side]
-            cmd = [sys.executable, __file__, "--child", "tuned" if tuned else "default", "--pipeline", pipeline,
+            cmd = [sys.executable, __file__, "--child", json.dumps(sides[side][1]), "--pipeline", pipeline,
                    "--epochs", str(epochs)]
-            if cl is not None:
-                cmd.append("--channels-last" if cl else "--no-channels-last")
             out = subprocess.run(cmd, check=True, capture_output=True, text=True)
             results[side].append(json.loads(out.stdout.strip().splitlines()[-1]))
             x = results[side][-1]
-            print(f"round {r + 1} {sides[side][0]:22s}: {x['cpu']:7.2f} CPU-s ({x['sys']:5.2f} system)  "
+            print(f"round {r + 1} {sides[side][0]:26s}: {x['cpu']:7.2f} CPU-s ({x['sys']:5.2f} system)  "
                   f"{x['wall']:7.2f} s wall  {x['faults_per_step']:7.0f} page faults/step", flush=True)
     if what == "allocator" and not results["after"][0]["tuned"]:
         print("the allocator setting is not available here (not glibc): both sides ran the default")
     n = results["before"][0]["cells"]
-    print(f"quick preset, pipeline {pipeline}, {n} cells in one pack, {epochs} epochs, best of {repeats}:")
+    print(f"quick preset, pipeline {pipeline}, {n} cells in one pack, {epochs} epochs, best of {repeats} "
+          f"(cpu_capability {results['before'][0]['cpu_capability']}):")
     best = {}
     for side in ("before", "after"):
         cpu = min(x["cpu"] for x in results[side])
         wall = min(x["wall"] for x in results[side])
         best[side] = cpu
-        print(f"  {side:6s} {sides[side][0]:22s} {cpu:7.2f} CPU-s {wall:7.2f} s wall  {n / cpu:.3f} runs per CPU-s "
+        print(f"  {side:6s} {sides[side][0]:26s} {cpu:7.2f} CPU-s {wall:7.2f} s wall  {cpu / n:.3f} CPU-s per run "
               f"({n * epochs / cpu:.1f} run-epochs per CPU-s)")
     print(f"  speed-up (CPU-s before / after): {best['before'] / best['after']:.2f}x")
     digests = {side: {x["digest"] for x in results[side]} for side in results}
     same = len(digests["before"] | digests["after"]) == 1
     print(f"  cubes bitwise equal across all {2 * repeats} runs: {same}"
-          + ("" if what == "allocator" else " (expected False: other kernels, other rounding)"))
+          + ("" if what in EXACT else " (expected False: other kernels, other rounding)"))
 
 
 def eval_share(pipeline: str, repeats: int) -> None:
     """Best CPU seconds of one training epoch and of one evaluation (train, validation and test
-    splits) of a quick-preset pack, alternated, and the evaluations' share of the whole pipeline."""
+    splits) of a quick-preset pack, the evaluation with and without the engine's ``FAST_EVAL``
+    (alternated in this process), and the evaluations' share of the whole pipeline."""
     devices.keep_freed_memory()
     grid = quick_pack_grid(pipeline, load_grid("quick").pipelines[pipeline].epochs)
     spec, split = grid.pipelines[pipeline], load_split(grid.dataset)
     b = spec.batch_size
+    splits = ((split.x_train, split.y_train), (split.x_val, split.y_val), (split.x_test, split.y_test))
     with deterministic("cpu", grid.engine.cpu_threads):
         tr = PackTrainer(grid, pipeline, grid.cells(pipeline), split, "cpu")
-        epoch = evaluation = float("inf")
-        for _ in range(repeats):
+        epoch = float("inf")
+        evaluation = {False: float("inf"), True: float("inf")}
+        for r in range(repeats):
             order, t = tr.epoch_order(), time.process_time()
             for i in range(tr.steps_per_epoch):
                 tr.train_step(order[:, i * b:(i + 1) * b])
             epoch = min(epoch, time.process_time() - t)
-            t = time.process_time()
-            for x, y in ((split.x_train, split.y_train), (split.x_val, split.y_val), (split.x_test, split.y_test)):
-                tr.evaluate(x, y)
-            evaluation = min(evaluation, time.process_time() - t)
+            for fast in ((False, True) if r % 2 == 0 else (True, False)):
+                engine.FAST_EVAL = fast
+                tr.eval_chunk = tr._eval_chunk()
+                t = time.process_time()
+                for x, y in splits:
+                    tr.evaluate(x, y, want_pred=True)
+                evaluation[fast] = min(evaluation[fast], time.process_time() - t)
+        engine.FAST_EVAL = True
     every = spec.eval_every or grid.eval.every
-    n_eval = spec.epochs // every + 1 + (spec.epochs % every != 0)   # epoch 0, every `every`, the last
-    total = spec.epochs * epoch + n_eval * evaluation
+    n_eval = len({0, *range(every, spec.epochs + 1, every), spec.epochs})
     print(f"quick preset, pipeline {pipeline}, {tr.G} cells, best of {repeats}: a training epoch "
-          f"{epoch:.2f} CPU-s ({epoch / tr.steps_per_epoch * 1e3:.1f} ms a step), an evaluation {evaluation:.2f} "
-          f"CPU-s; {spec.epochs} epochs and {n_eval} evaluations: {total:.0f} CPU-s, evaluations "
-          f"{100 * n_eval * evaluation / total:.0f}%")
+          f"{epoch:.2f} CPU-s ({epoch / tr.steps_per_epoch * 1e3:.1f} ms a step)")
+    for fast in (False, True):
+        total = spec.epochs * epoch + n_eval * evaluation[fast]
+        print(f"  FAST_EVAL {fast!s:5s}: an evaluation {evaluation[fast]:.2f} CPU-s; {spec.epochs} epochs and "
+              f"{n_eval} evaluations: {total:.0f} CPU-s, evaluations {100 * n_eval * evaluation[fast] / total:.0f}%")
+    print(f"  evaluation speed-up {evaluation[False] / evaluation[True]:.2f}x (sub-batches of {tr._eval_chunk()} "
+          f"images)")
+
+
+class PhaseClock:
+    """Exclusive CPU seconds per phase: a wrapped call charges its time to its own phase, minus what
+    the phases it calls charge to theirs. Everything inside an evaluation stays the evaluation's."""
+
+    OUTSIDE = "outside the phases"
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.stack = [self.OUTSIDE]
+        self.mark = time.process_time()
+        self.wrapped: list[tuple[object, str, object]] = []
+
+    def _switch(self, to: str | None) -> None:
+        now = time.process_time()
+        top = self.stack[-1]
+        self.seconds[top] = self.seconds.get(top, 0.0) + now - self.mark
+        self.mark = now
+        if to is None:
+            self.stack.pop()
+        else:
+            self.stack.append(to)
+
+    def wrap(self, owner: object, name: str, phase: str) -> None:
+        """Replace ``owner.name`` (a class's method or a module's function) by a timed version."""
+        fn = getattr(owner, name)
+        self.wrapped.append((owner, name, owner.__dict__[name] if isinstance(owner, type) else fn))
+
+        def timed(*a: object, **k: object) -> object:
+            if self.stack[-1] == "evaluation":
+                return fn(*a, **k)
+            self._switch(phase)
+            try:
+                return fn(*a, **k)
+            finally:
+                self._switch(None)
+
+        setattr(owner, name, timed)
+
+    def unwrap(self) -> None:
+        """Put every wrapped function back."""
+        for owner, name, fn in reversed(self.wrapped):
+            setattr(owner, name, fn)
+        self.wrapped.clear()
+
+
+def profile_pack(pipeline: str, epochs: int) -> None:
+    """Exclusive CPU time of the phases of ``train_pack`` over one quick-preset pack of ``epochs``
+    epochs (evaluated as the preset: epoch 0, every ``eval.every`` and the last), with the state
+    a checkpoint holds taken and serialised every epoch as the runner does by default."""
+    import io
+
+    from initmem.collect.train import measure, optim
+
+    devices.keep_freed_memory()
+    clock = PhaseClock()
+    PT = engine.PackTrainer
+    clock.wrap(PT, "train_step", "train step: loss, backward, rest")
+    clock.wrap(PT, "batch", "train step: batch gather")
+    clock.wrap(optim.PackedOptimizer, "step", "train step: optimizer")
+    clock.wrap(measure.StepMeter, "before_step", "train step: clock meter")
+    clock.wrap(measure.StepMeter, "after_step", "train step: clock meter")
+    clock.wrap(PT, "epoch_order", "data order")
+    clock.wrap(PT, "evaluate", "evaluation")
+    clock.wrap(engine, "_record_epoch", "record: norms, curves, selection")
+    clock.wrap(engine, "_state", "checkpoint: state")
+    # torch.use_deterministic_algorithms imports TorchInductor (to set its deterministic option),
+    # and torch.optim would import TorchDynamo otherwise: once per process, seconds of CPU.
+    clock.wrap(torch, "use_deterministic_algorithms", "setup: torch imports TorchInductor")
+    clock.wrap(engine, "load_split", "setup: data, net, init")
+    clock.wrap(PT, "__init__", "setup: data, net, init")
+    clock.wrap(engine, "_to_dataset", "cube assembly")
+    PackedNet.__call__ = torch.nn.Module.__call__  # type: ignore[method-assign]
+    clock.wrap(PackedNet, "__call__", "train step: forward")
+
+    def checkpoint(state: dict) -> None:
+        clock._switch("checkpoint: torch.save")
+        torch.save(state, io.BytesIO())
+        clock._switch(None)
+
+    grid = quick_pack_grid(pipeline, epochs)
+    load_split(grid.dataset)
+    t0 = clock.mark = time.process_time()
+    try:
+        train_pack(grid, pipeline, grid.cells(pipeline), checkpoint=checkpoint)
+    finally:
+        clock.unwrap()
+        del PackedNet.__call__
+    clock._switch(None)
+    total = time.process_time() - t0
+    spec = grid.pipelines[pipeline]
+    every = spec.eval_every or grid.eval.every
+    n_eval = len({0, *range(every, epochs + 1, every), epochs})
+    print(f"quick preset, pipeline {pipeline}, {len(grid.cells(pipeline))} cells, {epochs} epochs, {n_eval} "
+          f"evaluations: {total:.1f} CPU-s (FAST_EVAL {engine.FAST_EVAL}, cpu_capability "
+          f"{torch.backends.cpu.get_cpu_capability()})")
+    for phase, sec in sorted(clock.seconds.items(), key=lambda kv: -kv[1]):
+        print(f"  {phase:36s} {sec:7.2f} CPU-s  {100 * sec / total:5.1f}%")
 
 
 def profile_steps(pipeline: str, steps: int = 20) -> None:

@@ -43,6 +43,10 @@ CURVES = cube.CURVE_VARS
 SCHEDULE_CURVES = (cube.STEP, cube.LR_NOW, *cube.SCHEDULE_CLOCKS)  # what the schedule alone gives
 # Independent random streams per seed: init draws, data order, augmentation draws.
 STREAM_INIT, STREAM_ORDER, STREAM_AUG = 0, 1, 2
+# Whether evaluations run under torch.inference_mode and, on CPU, a convolutional pack's features in
+# sub-batches of the training batch size (PackTrainer._eval_chunk). Neither changes a number;
+# benchmarks/train_throughput.py turns them off to measure the difference.
+FAST_EVAL = True
 
 
 def seed_generator(seed: int, stream: int) -> torch.Generator:
@@ -116,6 +120,8 @@ class PackTrainer:
         self.step = 0
         self.frozen: list[int] = []
         self.fail_injection = self._injected_failure()
+        self.eval_chunk = self._eval_chunk()
+        self._eval_chunk_checked = False
 
     def _injected_failure(self) -> str | None:
         want = os.environ.get("INITMEM_FAIL_CELL")
@@ -125,6 +131,58 @@ class PackTrainer:
             if want == f"{self.pipeline}:{sigma:g}:{seed}":
                 return want
         return None
+
+    def _eval_chunk(self) -> int | None:
+        """Images per features forward in an evaluation, or None for the whole evaluation batch.
+
+        An evaluation batch (``engine.eval_batch_size`` model-images) of a 20-member MNIST-1D pack
+        holds 10 MB per activation, which oneDNN's convolutions and layout conversions stream
+        through memory; sub-batches of the training batch size (1.6 MB at batch 32, the size a
+        training step works at) stay in cache. An evaluation of the quick preset's pack (12,000
+        signals) then takes 2.07 instead of 2.57 CPU-s (AVX-512; 2.14 instead of 2.26 with
+        ``ATEN_CPU_CAPABILITY=avx2``), ``python benchmarks/train_throughput.py --eval-share
+        --repeats 6``. Only where no number can change: a fp32 CPU forward, not compiled, of a net
+        whose features treat every image on its own (:attr:`PackedNet.per_image_features`, the
+        convolutional nets), and the head and the loss sums still see the whole evaluation batch
+        (``engine.eval_batch_size`` keeps its meaning). oneDNN does not document
+        that a convolution's result for one image is independent of the minibatch size, so the
+        first sub-batched evaluation checks it bit for bit against one whole-batch forward
+        (:meth:`_eval_features`).
+        """
+        if not FAST_EVAL or self.kind != "cpu" or self.amp or self.grid.engine.compile:
+            return None
+        if not getattr(self.net, "per_image_features", False):
+            return None
+        return self.spec.batch_size
+
+    def _eval_input(self, xb: torch.Tensor) -> torch.Tensor:
+        """``xb [n, C, H, W]`` for every member: ``[n, G*C, H, W]`` in the engine's layout."""
+        xx = xb.repeat(1, self.G, 1, 1)
+        return xx.contiguous(memory_format=torch.channels_last) if self.channels_last else xx
+
+    def _eval_logits(self, xb: torch.Tensor) -> torch.Tensor:
+        """Logits ``[n, G, K]`` of one evaluation batch ``xb [n, C, H, W]``, every member on every image."""
+        chunk = self.eval_chunk
+        if chunk is None or xb.shape[0] <= chunk:
+            with self.autocast():
+                return self.forward(self._eval_input(xb))
+        return self.net.head(self._eval_features(xb, chunk))
+
+    def _eval_features(self, xb: torch.Tensor, chunk: int) -> torch.Tensor:
+        """The net's features of ``xb`` computed ``chunk`` images at a time.
+
+        The first call also computes them in one forward and compares the bits (NaN payloads
+        included); should they differ, sub-batches are switched off for this pack and the
+        whole-batch features are used, so the pack's numbers never depend on the sub-batching.
+        """
+        feats = torch.cat([self.net.features(self._eval_input(part)) for part in xb.split(chunk)])
+        if not self._eval_chunk_checked:
+            self._eval_chunk_checked = True
+            whole = self.net.features(self._eval_input(xb))
+            if not same_bits(whole, feats):
+                self.eval_chunk = None
+                return whole
+        return feats
 
     def autocast(self) -> contextlib.AbstractContextManager:
         """bf16 autocast on this device when enabled (the same branch on CPU and CUDA)."""
@@ -184,10 +242,22 @@ class PackTrainer:
         return lr, losses.detach()
 
     # -- evaluation -------------------------------------------------------------------------------
-    @torch.no_grad()
     def evaluate(self, x: torch.Tensor, y: torch.Tensor, want_pred: bool = False
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """Mean loss and accuracy per member ``[G]`` on one split in eval mode (and predictions)."""
+        """Mean loss and accuracy per member ``[G]`` on one split in eval mode (and predictions).
+
+        Under ``inference_mode`` (no autograd bookkeeping at all; nothing computed here is ever
+        differentiated; ``no_grad`` for a compiled model, whose graphs are guarded on the grad
+        mode), in batches of ``engine.eval_batch_size`` model-images whose losses are summed batch
+        by batch in float64; the features may run in smaller sub-batches (:meth:`_eval_chunk`),
+        which changes no number.
+        """
+        fast = FAST_EVAL and not self.grid.engine.compile
+        with torch.inference_mode() if fast else torch.no_grad():
+            return self._evaluate(x, y, want_pred)
+
+    def _evaluate(self, x: torch.Tensor, y: torch.Tensor, want_pred: bool
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         self.net.eval()
         G = self.G
         loss = torch.zeros(G, dtype=torch.float64, device=self.device)
@@ -197,11 +267,7 @@ class PackTrainer:
         bs = max(32, self.grid.engine.eval_batch_size // G)
         for i in range(0, x.shape[0], bs):
             xb, yb = x[i:i + bs], y[i:i + bs]
-            xx = xb.repeat(1, G, 1, 1)
-            if self.channels_last:
-                xx = xx.contiguous(memory_format=torch.channels_last)
-            with self.autocast():
-                logits = self.forward(xx).float()              # n G K
+            logits = self._eval_logits(xb).float()             # n G K
             n, _, K = logits.shape
             yy = yb[:, None].expand(n, G)
             ce = F.cross_entropy(logits.reshape(n * G, K), yy.reshape(-1), reduction="none").view(n, G)
@@ -213,6 +279,14 @@ class PackTrainer:
         N = x.shape[0]
         out_pred = torch.cat(preds).t().cpu().numpy() if want_pred else None   # G N
         return (loss / N).cpu().numpy(), (correct / N).cpu().numpy(), out_pred
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two float tensors hold the very same bits (NaNs compare by payload, -0.0 != 0.0)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    bits = {2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+    return torch.equal(a.contiguous().view(bits), b.contiguous().view(bits))
 
 
 class Recorder:

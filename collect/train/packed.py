@@ -203,6 +203,11 @@ class PackedNet(nn.Module):
     """Base: subclasses define ``features`` (-> ``[B, G*C]``) and ``head``."""
 
     G: int
+    # Whether ``features`` in eval mode computes each image on its own with kernels whose result
+    # for an image does not depend on how many images share the forward (convolutions, eval-mode
+    # BatchNorm, element-wise ops, per-image pooling): the engine may then evaluate in sub-batches
+    # (PackTrainer._eval_chunk). Dense GEMMs (MKL picks kernels by the number of rows) do not say so.
+    per_image_features: bool = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.features(x))

@@ -27,6 +27,8 @@ STEM_KERNEL, BLOCK_KERNEL = 5, 3
 class ResNet1D(PackedNet):
     """Stem, ``depth`` blocks at width w (stride 2 from the second on), mean pool, head."""
 
+    per_image_features = True  # convolutions, eval BatchNorm, pooling: per image
+
     def __init__(self, G: int, in_ch: int, n_classes: int, width: int = 32, depth: int = 3, norm: str = "batch"):
         super().__init__()
         self.G = G

@@ -51,6 +51,8 @@ class BasicBlock(nn.Module):
 class ResNetTiny(PackedNet):
     """For 8x8 inputs: stem, one block at width w (8x8), one block at 2w (4x4), pool, head."""
 
+    per_image_features = True  # convolutions, eval BatchNorm, pooling: per image
+
     def __init__(self, G: int, in_ch: int, n_classes: int, width: int = 16, norm: str = "batch"):
         super().__init__()
         self.G = G
@@ -68,6 +70,8 @@ class ResNetTiny(PackedNet):
 
 class ResNetCifar(PackedNet):
     """He et al. CIFAR ResNet with depth 6n+2: three stages of n basic blocks (w, 2w, 4w)."""
+
+    per_image_features = True  # convolutions, eval BatchNorm, pooling: per image
 
     def __init__(self, G: int, in_ch: int, n_classes: int, n: int, width: int = 16, norm: str = "batch"):
         super().__init__()
@@ -114,6 +118,8 @@ class Residual(nn.Module):
 
 class ResNet9(PackedNet):
     """DAWNBench ResNet-9 (Myrtle.ai): prep, layer1+res, layer2, layer3+res, max-pool, 0.125*head."""
+
+    per_image_features = True  # convolutions, eval BatchNorm, pooling: per image
 
     def __init__(self, G: int, in_ch: int, n_classes: int, width: int = 64, norm: str = "batch"):
         super().__init__()

@@ -1,6 +1,7 @@
 """Wall time of `make test` and the time spent in each test file, from one run of the suite.
 
     python benchmarks/suite_timing.py            # runs pytest as `make test` does, with --durations=0
+    python benchmarks/suite_timing.py -m "not slow and not browser"    # the tests `make test-fast` runs
     python benchmarks/suite_timing.py --ab-threads [--repeats 2] [tests...]
     python benchmarks/suite_timing.py --ab-holm [--repeats 2] [tests...]
 
@@ -90,9 +91,9 @@ def main() -> int:
     cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
            "--no-loadscope-reorder",
            "--durations=0", *rest]
-    t0 = time.perf_counter()
+    cpu0, t0 = _cpu_of_children(), time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _cpu_of_children() - cpu0
     per: dict[str, float] = defaultdict(float)
     per_test: dict[str, float] = defaultdict(float)
     for line in proc.stdout.splitlines():
@@ -101,7 +102,8 @@ def main() -> int:
             per[m.group(4)] += float(m.group(1))
             per_test[m.group(3)] += float(m.group(1))
     summary = [ln for ln in proc.stdout.splitlines() if " passed" in ln or " failed" in ln]
-    print(f"wall {wall:.0f} s; {summary[-1] if summary else 'no summary'}")
+    print(f"wall {wall:.0f} s, CPU {cpu:.0f} s (user + sys of every process of the run: the figure a machine "
+          f"loaded by other work changes least); {summary[-1] if summary else 'no summary'}")
     for line in proc.stdout.splitlines():          # a failure is named here, with pytest's short reason
         if line.startswith(("FAILED ", "ERROR ")):
             print(line)

@@ -6,14 +6,15 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from pathlib import Path
 
+import pytest
 import xarray as xr
 
 from initmem import cube
 from initmem.atomic import leftover_temporaries
-
-TESTS = Path(__file__).resolve().parent
+from initmem.collect.run.events import read_events
 
 FAKE_GRID = """\
 name: fake
@@ -48,12 +49,10 @@ def run_collect_subprocess(grid: Path, out: Path, *, fake: bool = True, resume: 
     The kill lands at a hook point, never at a time; the generous timeout only guards against a
     hang, so a loaded machine slows the test down but cannot fail it."""
     code = textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(TESTS)!r})
         from initmem.collect.run.runner import collect
         train_fn = None
         if {fake!r}:
-            from _collect_fake import fake_train_pack as train_fn
+            from initmem.tests._collect_fake import fake_train_pack as train_fn
         collect({str(grid)!r}, {str(out)!r}, resume={resume!r}, device="cpu", progress=False, quiet=True,
                 pack_size={pack_size!r}, train_fn=train_fn)
     """)
@@ -78,3 +77,24 @@ def assert_clean(run: Path) -> None:
     """No temporary file survives; no checkpoint or manifest is left once every cell finished."""
     assert leftover_temporaries(run) == []
     assert sorted(p.name for p in (run / "checkpoints").glob("*")) == []
+
+
+def preempt_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Make the first task that saves a checkpoint send itself submitit's preemption signal, once.
+
+    The array tasks unpickle the stand-in engine by its module name (``initmem.tests._collect_fake``),
+    which the installed package resolves in any interpreter: no search path to extend."""
+    monkeypatch.setenv("INITMEM_TEST_HOOK", "checkpoint_saved:1:preempt")
+    monkeypatch.setenv("INITMEM_TEST_HOOK_ONCE", str(tmp_path / "preempted"))
+
+
+def check_preempted_once(run: Path) -> None:
+    """One requeue, one resume from the epoch-1 checkpoint, the requeued pack started twice."""
+    events = read_events(run / "events.jsonl")
+    kinds = Counter(e["event"] for e in events)
+    assert kinds["requeue"] == 1
+    resumed = [e for e in events if e["event"] == "resume"]
+    assert len(resumed) == 1 and resumed[0]["epochs_done"] == 1
+    requeued = next(e["pack"] for e in events if e["event"] == "requeue")
+    assert sum(1 for e in events if e["event"] == "job_start" and e["pack"] == requeued) == 2
+    assert (run / "slurm").is_dir() and any((run / "slurm").iterdir())

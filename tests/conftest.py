@@ -1,19 +1,20 @@
-"""Shared fixtures, and the one way tests import their helpers: this folder is put on ``sys.path`` here, and
-the helpers are modules named ``_*.py`` imported by their bare names (``from _cli import invoke``)."""
+"""Shared fixtures and the order in which the test files run.
+
+The tests import their shared helpers from the package they live in, ``initmem.tests`` (``tests/_*.py``:
+``from initmem.tests._cli import invoke``), which the installed package resolves in this process and in every
+subprocess a test starts; nothing here or in the tests edits ``sys.path``."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _cli import run_cli
+from initmem.tests._cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 _SESSION_CACHE = "INITMEM_TEST_SESSION_CACHE"
@@ -32,25 +33,19 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_cache_key] = folder
 
 
-# The longest files first (measured: `python benchmarks/suite_timing.py`, 2026-12-01; test_collect_slurm.py is long
-# where a real Slurm cluster is up, as in CI, and short elsewhere): xdist hands
-# files to the two workers in collection order (with --no-loadscope-reorder, as `make test` runs it; by default
-# xdist reorders files by their number of tests), so a long file collected last keeps one worker busy while
-# the other idles. Longest-first evens the workers out; the order of tests inside a file is unchanged.
-# The three files on the shared (24, 7, 6) compiled model (tests/_memory_designs.py) are spread out: test_plan.py
-# early compiles it, and the two calibration files, later, load it from the shared cache instead of compiling
-# it again at the same time on the other worker.
-LONGEST_FILES = ("test_demo_contrast.py", "test_memory_model.py", "test_plan.py", "test_runner.py",
-                 "test_collect_slurm.py", "test_cli.py", "test_runner_engine.py", "test_engine.py",
-                 "test_sequential.py", "test_report.py", "test_import_epochs.py", "test_calibration_designs.py",
-                 "test_collapse.py", "test_browser.py", "test_exponents.py", "test_export.py", "test_frequentist.py",
-                 "test_calibration.py")
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    """The files with the most ``slow`` tests first, the others after them, each file's tests in their own order.
+
+    xdist hands whole files to its two workers in collection order (``--dist loadfile --no-loadscope-reorder``,
+    as `make test` runs it), so a long file collected last keeps one worker busy while the other idles; the
+    long tests are the ones marked ``slow``, so their files go first and the short files fill in behind them.
+    The order follows the marks: no list of file names to keep up to date."""
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    first = {}
+    for i, item in enumerate(items):
+        first.setdefault(item.path, i)
     order = {item: i for i, item in enumerate(items)}
-    items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), order[item]))
+    items.sort(key=lambda item: (-slow[item.path], first[item.path], order[item]))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

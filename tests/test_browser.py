@@ -17,9 +17,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from _memory_designs import SMALL
 
 from initmem import results as R
+from initmem.tests._memory_designs import SMALL
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import math
 
 import pytest
-from _memory_designs import L, P, S, compiled_model, fit_cube, pad_seeds, wilson
 from scipy import optimize, stats
 
 from initmem.models.data import prepare_data
 from initmem.models.summaries import N_DRAWS
 from initmem.simulate import SimPipeline, read_truth, simulate_cube
+from initmem.tests._memory_designs import L, P, S, compiled_model, fit_cube, pad_seeds, wilson
 
 pytestmark = pytest.mark.slow
 DELTA = 0.01
@@ -153,9 +153,9 @@ def test_forgets_near_the_ceiling_carries_the_measured_caveat():
     # accuracy at 99.5% with tiny seed noise: "forgets" is right here, but near the ceiling the rule's error
     # rate at delta was measured above alpha (studies/ceiling_check.py), so the verdict says so
     import numpy as np
-    from _memory_designs import fit_tables, table_data
 
     from initmem import cube
+    from initmem.tests._memory_designs import fit_tables, table_data
 
     rng = np.random.default_rng(3)
     y = 0.995 + rng.normal(0, 0.0005, (P, L, S))

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _memory_designs import L, P, S, design_tables, fit_tables, table_data, wilson
 from scipy import optimize, stats
 
 from initmem.models.core import slope_axis
 from initmem.models.priors import Priors
+from initmem.tests._memory_designs import L, P, S, design_tables, fit_tables, table_data, wilson
 
 pytestmark = pytest.mark.slow
 DELTA = 0.01

@@ -70,6 +70,7 @@ def reduced_paper(root: Path) -> dict:
     return d
 
 
+@pytest.mark.slow
 def test_reduced_paper_grid_collects_from_an_offline_cifar10_folder(tmp_path, offline):
     x_train, y_train = write_cifar10(tmp_path / "data")
     grid = parse_grid(reduced_paper(tmp_path / "data"))

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _cli import assert_user_error, invoke, run_cli
-from _memory_designs import SMALL_FLAG
 
 from initmem import cube
 from initmem.cli import app
+from initmem.tests._cli import assert_user_error, invoke, run_cli
+from initmem.tests._memory_designs import SMALL_FLAG
 
 COMMANDS = sorted(app.commands)
 
@@ -162,7 +162,7 @@ def test_simulate_refuses_options_it_would_ignore_or_cannot_use(tmp_path, args, 
 
 
 def test_report_and_analyze_refuse_outputs_and_metrics_they_cannot_use(tmp_path):
-    from _report_fixture import small_cube, write_analysis
+    from initmem.tests._report_fixture import small_cube, write_analysis
 
     analysis = write_analysis(small_cube(), tmp_path)
     summary = (analysis / "summary.json").read_bytes()

@@ -34,6 +34,7 @@ def run():
     return g, collect_grid(g)
 
 
+@pytest.mark.slow
 def test_the_simulators_clocks_are_the_engines_exactly(run):
     g, ds = run
     n_train = int(load_split(g.dataset).y_train.numel())
@@ -61,6 +62,7 @@ def test_decoupled_decay_clock_is_the_twin_of_t_l2():
     assert cube.T_WD in cube.SCHEDULE_CLOCKS and cube.T_WD not in clock_table.family()
 
 
+@pytest.mark.slow
 def test_momentum_clocks_use_the_effective_step(run):
     g, ds = run
     mom = ds.sel(pipeline="nesterov_cos", sigma_w=1.0, seed=0)
@@ -72,6 +74,7 @@ def test_momentum_clocks_use_the_effective_step(run):
         np.testing.assert_array_equal(adam[plain].values, adam[corrected].values)
 
 
+@pytest.mark.slow
 def test_measured_clocks_obey_their_identities(run):
     g, ds = run
     assert not cube.errors(ds), cube.errors(ds)
@@ -149,6 +152,7 @@ def test_schedule_has_warmup_and_floor_steps_per_epoch():
     np.testing.assert_allclose(lr_per_step(sim, 4, 2), [0.1] * 4 + [0.01] * 2 + [0.001] * 2)
 
 
+@pytest.mark.slow
 def test_the_engine_selects_by_the_default_rule(run):
     g, ds = run
     assert ds.attrs[cube.A_SELECT] == "best_val_acc_interp"

@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from _cli import assert_user_error, invoke
 
 from initmem import cube
 from initmem.analysis.collapse import collapse_view
@@ -19,6 +18,7 @@ from initmem.schedule import pipeline_clocks
 from initmem.simulate import preset_pipelines, simulate_cube
 from initmem.stats.collapse_scope import min_p_floor, same_axis
 from initmem.stats.memsource import memory_view
+from initmem.tests._cli import assert_user_error, invoke
 
 BASE = {"name": "b", "dataset": {"name": "digits"}, "model": {"arch": "resnet_tiny", "width": 4},
         "sigma_w": [0.5, 1.0, 2.0], "seeds": [0], "engine": {"cpu_threads": 1}}

@@ -12,38 +12,23 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
-from _collect_fake import fake_train_pack
-from _collect_util import FAKE_GRID, assert_clean, assert_same_cube, write_grid
 
-from initmem.collect.run.events import read_events
 from initmem.collect.run.runner import collect
 from initmem.collect.run.status import render_status, run_status
-
-TESTS = Path(__file__).resolve().parent
+from initmem.tests._collect_fake import fake_train_pack
+from initmem.tests._collect_util import (
+    FAKE_GRID,
+    assert_clean,
+    assert_same_cube,
+    check_preempted_once,
+    preempt_once,
+    write_grid,
+)
 
 pytestmark = pytest.mark.slow
-
-
-def preempt_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("INITMEM_TEST_HOOK", "checkpoint_saved:1:preempt")
-    monkeypatch.setenv("INITMEM_TEST_HOOK_ONCE", str(tmp_path / "preempted"))
-    # the array tasks unpickle the stand-in engine by module name
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
-
-
-def check_preempted_once(run: Path) -> None:
-    events = read_events(run / "events.jsonl")
-    kinds = Counter(e["event"] for e in events)
-    assert kinds["requeue"] == 1
-    resumed = [e for e in events if e["event"] == "resume"]
-    assert len(resumed) == 1 and resumed[0]["epochs_done"] == 1
-    requeued = next(e["pack"] for e in events if e["event"] == "requeue")
-    assert sum(1 for e in events if e["event"] == "job_start" and e["pack"] == requeued) == 2
-    assert (run / "slurm").is_dir() and any((run / "slurm").iterdir())
 
 
 def test_slurm_array_on_local_executor_with_preemption(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,7 +54,7 @@ def test_slurm_array_on_local_executor_with_preemption(tmp_path: Path, monkeypat
 def test_real_slurm_cluster_with_requeue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """On a real (single-node) Slurm: an array of 2 tasks, one preempted and requeued by
     ``scontrol requeue`` through submitit, equals an uninterrupted local run exactly."""
-    from _collect_util import REAL_GRID
+    from initmem.tests._collect_util import REAL_GRID
 
     assert shutil.which("sbatch"), "INITMEM_REAL_SLURM=1 but there is no sbatch: run bash .ci/slurm-up first"
     grid = write_grid(tmp_path / "grid.yaml", REAL_GRID)

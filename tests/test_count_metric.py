@@ -11,13 +11,13 @@ import json
 
 import numpy as np
 import pytest
-from _cli import assert_user_error, invoke
-from _memory_designs import SMALL_FLAG
 
 from initmem import cube
 from initmem.errors import OptionError, UserError
 from initmem.models.data import DEFAULT_ACCURACY_DELTA, choose_metric, prepare_data, resolve_delta
 from initmem.simulate import SimPipeline, read_truth, simulate_cube
+from initmem.tests._cli import assert_user_error, invoke
+from initmem.tests._memory_designs import SMALL_FLAG
 
 N_TEST = 600
 
@@ -56,6 +56,7 @@ def test_a_delta_in_answers_or_points_is_refused_for_an_accuracy(remembering_cub
         assert_user_error(proc, "--delta", "not a fraction", "0.01 = 1 point")
 
 
+@pytest.mark.slow
 def test_the_accuracy_at_one_point_remembers_the_five_point_memory(remembering_cube, tmp_path):
     """The same data as an accuracy with delta = 0.01: the verdict the truth calls for, and summary.json's delta
     and estimand in the one unit (a fraction)."""

@@ -44,6 +44,7 @@ def test_valid_cubes_validate(ds):
     assert cube.errors(ds) == []
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(ds=valid_cubes())

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _memory_designs import SMALL
 
 from initmem import cube
 from initmem.analysis import analyze_cube
 from initmem.collect.run.in_process import collect_grid
 from initmem.collect.train.devices import deterministic
 from initmem.grid import load_grid, parse_grid
+from initmem.tests._memory_designs import SMALL
 
 REMEMBERS, SGD_L2, ADAM_FAMILY = "sgd_low_lr", "sgd_l2", "adamw"
 

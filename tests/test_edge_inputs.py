@@ -7,8 +7,6 @@ import json
 
 import numpy as np
 import pytest
-from _cli import assert_user_error, invoke
-from _memory_designs import SMALL
 
 from initmem import cube
 from initmem.analysis.collapse import collapse_view
@@ -18,6 +16,8 @@ from initmem.errors import UserError
 from initmem.models.plan import deciding_deltas, render_table
 from initmem.simulate import preset_pipelines, simulate_cube
 from initmem.stats.loo import floor_var, smooth_var
+from initmem.tests._cli import assert_user_error, invoke
+from initmem.tests._memory_designs import SMALL
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +55,7 @@ def test_collapse_on_a_cube_of_three_or_fewer_epochs(cubes, tmp_path, name):
     assert r["axes"]["epoch"]["scored_pipelines"] == ["p0", "p1", "p2"]
 
 
+@pytest.mark.slow
 def test_analyze_a_short_series_writes_the_whole_folder_and_a_failure_changes_nothing(cubes, tmp_path,
                                                                                       monkeypatch):
     from initmem.analysis import analyze_cube

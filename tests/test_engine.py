@@ -70,6 +70,7 @@ def hand_lr(k: int, *, base: float, spe: int, epochs: int, warmup: int, schedule
     return base
 
 
+@pytest.mark.slow
 def test_clocks_are_exact_sums_of_the_lr_used_at_every_step():
     pipes = {
         "sgd_cos": {"optimizer": "sgd", "lr": 0.2, "batch_size": 100, "momentum": 0.9, "weight_decay": 0.003,
@@ -176,6 +177,7 @@ def assert_pack_is_bitwise_alone(g, pipeline: str, cells: list[tuple[float, int]
                         assert torch.equal(m.running_var[gi], ma.running_var[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("opt", [
     {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 0.001},
     {"optimizer": "adam", "lr": 0.003, "weight_decay": 0.001},
@@ -190,6 +192,7 @@ def test_member_of_a_pack_is_bitwise_the_same_cell_trained_alone(opt, layout):
     assert_pack_is_bitwise_alone(g, "a", [(0.5, 0), (2.0, 1), (1.0, 2)], steps=6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["resnet20", "resnet9"])
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_rgb_architectures_pack_bitwise_too(arch, channels_last):
@@ -252,6 +255,7 @@ def test_packed_optimizer_matches_torch_optim(spec):
         assert torch.equal(t[1], old[1]) and not torch.equal(t[0], old[0])
 
 
+@pytest.mark.slow
 def test_a_diverging_member_does_not_disturb_the_others():
     pipes = {"hot": {"optimizer": "sgd", "lr": 2.0, "batch_size": 128, "epochs": 3}}
     g = tiny(pipes, sigma=(1.0, 2.0, 64.0), seeds=(0,), norm="none")
@@ -272,6 +276,7 @@ def test_a_diverging_member_does_not_disturb_the_others():
 
 # -- run variables ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_tau_interp_tau_best_and_selection_follow_the_curves():
     pipes = {"fit": {"optimizer": "adam", "lr": 0.01, "batch_size": 64, "epochs": 6}}
     g = tiny(pipes, sigma=(0.5, 8.0), seeds=(0,), width=8, threshold=0.9)
@@ -325,6 +330,7 @@ def test_pack_output_is_a_valid_cube_with_missing_cells():
 
 # -- determinism, resume, failures ---------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_cpu_runs_are_deterministic_and_resume_is_bit_identical():
     pipes = {"m": {"optimizer": "sgd", "lr": 0.05, "batch_size": 128, "momentum": 0.9, "epochs": 4,
                    "schedule": "cosine", "warmup_epochs": 1}}
@@ -368,6 +374,7 @@ def test_plan_packs_covers_every_cell_deterministically():
     assert sum(len(c) for _, c in auto) == 18
 
 
+@pytest.mark.slow
 def test_collect_grid_merges_several_packs_of_one_pipeline():
     g = tiny({"a": {**SGD, "epochs": 1}, "b": {**SGD, "epochs": 2, "optimizer": "adam", "lr": 0.003}},
              sigma=(0.5, 2.0), seeds=(0, 1))
@@ -379,6 +386,7 @@ def test_collect_grid_merges_several_packs_of_one_pipeline():
     assert ds["train_acc"].sel(pipeline="a", epoch=1).notnull().all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_the_cube_does_not_depend_on_the_pack_size(channels_last):
     """Whole cube, every variable, through collect_grid: one pack of 4 per pipeline, packs of
@@ -485,6 +493,7 @@ pickle.dump(ds, open(sys.argv[2], "wb"))
 """
 
 
+@pytest.mark.slow
 def test_the_allocator_setting_leaves_the_cube_bitwise_the_same(tmp_path):
     """devices.keep_freed_memory only changes where buffers come from: a grid collected in a process
     with glibc's default malloc thresholds and in one with the engine's gives the identical cube.

@@ -32,6 +32,7 @@ def model():
         draws=400, tune=400, seed=0)
 
 
+@pytest.mark.slow
 def test_planted_exponents_are_covered_at_the_nominal_rate(model):
     rng = np.random.default_rng(1)
     hits, n, n_cens, probs = 0, 0, 0, {}

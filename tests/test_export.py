@@ -17,8 +17,6 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pytest
-from _cli import assert_user_error, invoke
-from _report_fixture import small_cube, write_analysis
 
 from initmem import plot
 from initmem.errors import UserError
@@ -26,6 +24,8 @@ from initmem.reports import sections
 from initmem.reports.html import render_html, report_versions
 from initmem.reports.load import load_analysis
 from initmem.reports.methods import methods_paragraphs
+from initmem.tests._cli import assert_user_error, invoke
+from initmem.tests._report_fixture import small_cube, write_analysis
 
 PIPES = ("sgd_lr_0.1", "adam_w_d", "plain.50")  # a grid allows letters, digits, _ . -
 GRID_YAML = """name: tex_names
@@ -61,6 +61,7 @@ def _figure_names() -> list[str]:
     return [name for sec in sections.SECTIONS for name in sec.figures]
 
 
+@pytest.mark.slow
 def test_every_report_figure_in_every_format_with_its_caption(exported, report_html):
     _, out = exported
     html = report_html
@@ -78,6 +79,7 @@ def test_every_report_figure_in_every_format_with_its_caption(exported, report_h
             assert (out / "figures" / f"{key}.{fmt}").is_file(), (key, fmt)
 
 
+@pytest.mark.slow
 def test_pdfs_are_valid_and_sized_for_one_column(exported):
     from pypdf import PdfReader
 
@@ -99,6 +101,7 @@ def _tables(out: Path, ext: str) -> dict[str, str]:
     return {p.stem: p.read_text() for p in sorted((out / "tables").glob(f"*.{ext}"))}
 
 
+@pytest.mark.slow
 def test_tables_in_latex_csv_and_markdown(exported):
     analysis, out = exported
     a = load_analysis(analysis)
@@ -148,6 +151,7 @@ def test_latex_escapes_what_an_imported_pipeline_name_may_hold():
     assert "$\\sigma$\\_w" in text and "$\\delta$" in text
 
 
+@pytest.mark.slow
 def test_methods_share_the_reports_sentences_and_cite_what_the_bib_holds(exported):
     analysis, out = exported
     a = load_analysis(analysis)
@@ -167,6 +171,7 @@ def test_methods_share_the_reports_sentences_and_cite_what_the_bib_holds(exporte
     assert "\\_" in tex and "sigma_w" not in tex.replace("sigma\\_w", "")
 
 
+@pytest.mark.slow
 def test_reproduce_block_names_versions_hashes_and_commands(exported):
     analysis, out = exported
     text = (out / "reproduce.md").read_text()
@@ -178,6 +183,7 @@ def test_reproduce_block_names_versions_hashes_and_commands(exported):
     assert f"initmem export {analysis} --out {out} --format pdf,svg,png --width single" in text
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line(tmp_path, exported):
     analysis, _ = exported
     (tmp_path / "empty").mkdir()
@@ -188,6 +194,7 @@ def test_bad_input_is_one_line(tmp_path, exported):
     assert not any((tmp_path / d).exists() for d in ("o1", "o2", "o3"))
 
 
+@pytest.mark.slow
 def test_the_report_embeds_what_the_plot_functions_return(exported, monkeypatch):
     """Replace one public figure function (the others skip, to keep this fast): the report and export
     both show the replacement, so neither draws a figure of its own."""
@@ -214,6 +221,7 @@ def test_the_report_embeds_what_the_plot_functions_return(exported, monkeypatch)
     assert "MARKER-7f3a" in (out.parent / "patched" / "figures" / "variance-shares.svg").read_text()
 
 
+@pytest.mark.slow
 def test_plot_functions_take_a_path_or_an_analysis_style_and_ax(exported):
     analysis, _ = exported
     with plot.style():
@@ -231,6 +239,7 @@ def test_plot_functions_take_a_path_or_an_analysis_style_and_ax(exported):
         plot.metric_vs_sigma(analysis / "nope")
 
 
+@pytest.mark.slow
 def test_the_header_says_what_the_model_does(report_html):
     meta = re.search(r'<p class="meta">(.*?)</p>', report_html, flags=re.S).group(1)
     assert "family" not in meta and "Gaussian likelihood, noise scale from the binomial bound" in meta
@@ -249,10 +258,9 @@ def test_paper_table_numbers_keep_their_digits():
 
 
 def test_verdict_table_says_which_route_decided(tmp_path):
-    from _report_fixture import small_cube, write_analysis
-
     from initmem.reports.load import load_analysis
     from initmem.reports.paper_tables import to_markdown, verdict_table
+    from initmem.tests._report_fixture import small_cube, write_analysis
 
     t = verdict_table(load_analysis(write_analysis(small_cube(), tmp_path)))
     names = [c.name for c in t.columns]

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _cli import assert_user_error
 
 from initmem.errors import UserError
 from initmem.grid import Grid, grid_hash, load_grid, parse_grid, resolve_preset
+from initmem.tests._cli import assert_user_error, invoke
 
 BASE = {
     "name": "t",
@@ -176,10 +176,10 @@ def test_load_grid_file_errors(tmp_path: Path):
         load_grid(listy)
 
 
-def test_collect_cli_refuses_a_bad_grid_with_exit_2(tmp_path: Path, cli):
+def test_collect_cli_refuses_a_bad_grid_with_exit_2(tmp_path: Path):
     bad = tmp_path / "BAD.yaml"
     bad.write_text(yaml.safe_dump(_with("sigma_w", [0.5, -1])))
-    proc = cli("collect", str(bad), "--out", str(tmp_path / "out"))
+    proc = invoke("collect", str(bad), "--out", str(tmp_path / "out"))
     assert_user_error(proc, "sigma_w", "positive")
     assert not (tmp_path / "out" / "cube.nc").exists()
 
@@ -271,8 +271,6 @@ def test_a_pipeline_with_epochs_and_its_own_budget_must_agree():
 
 
 def test_collect_refuses_a_budget_horizon_problem_in_one_line(tmp_path: Path):
-    from _cli import invoke
-
     bad = tmp_path / "g.yaml"
     bad.write_text(yaml.safe_dump(_budgeted(warmup_epochs=5)))
     proc = invoke("collect", bad, "--out", tmp_path / "out")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from _cli import assert_user_error, invoke
 
 from initmem import atomic, cube
 from initmem.importers.table import cube_to_frame, frame_to_cube
+from initmem.tests._cli import assert_user_error, invoke
 
 
 def long_table(with_epoch: bool = False) -> pd.DataFrame:

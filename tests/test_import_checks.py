@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from _cli import assert_user_error, invoke
 
 from initmem import atomic, cube
+from initmem.tests._cli import assert_user_error, invoke
 
 N_TEST = 2500
 

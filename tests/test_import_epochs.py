@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _cli import invoke
-from _memory_designs import SMALL_FLAG
 
 from initmem import cube
 from initmem.importers.table import cube_to_frame
 from initmem.simulate import preset_pipelines, simulate_cube
+from initmem.tests._cli import invoke
+from initmem.tests._memory_designs import SMALL_FLAG
 
 N_TRAIN = 1024  # the simulator's training-set size
 PIPES = ("sgd_l2_low", "sgd_l2", "sgd_step", "adam")  # constant, cosine, step (per-epoch lr), Adam
@@ -58,6 +58,7 @@ def imported(tmp_path_factory):
     return truth, root
 
 
+@pytest.mark.slow
 def test_clocks_are_the_engines(imported):
     truth, root = imported
     ds = cube.open_cube(root / "cube.nc")
@@ -74,6 +75,7 @@ def test_clocks_are_the_engines(imported):
     assert cube.seed_design(ds) == cube.SEED_INDEPENDENT and cube.TAU_INTERP not in ds
 
 
+@pytest.mark.slow
 def test_memory_curves_collapse_test_and_forgetting_times(imported):
     _, root = imported
     summary = json.loads((root / "an" / "summary.json").read_text())
@@ -93,6 +95,7 @@ def _text(html: str) -> str:
     return re.sub(r"\s+", " ", h.unescape(re.sub(r"<[^>]+>", " ", html)))
 
 
+@pytest.mark.slow
 def test_report_says_only_what_the_table_gave(imported):
     _, root = imported
     text = _text((root / "report.html").read_text())
@@ -115,6 +118,7 @@ def test_stale_sentences_are_gone_from_the_code():
             assert stale not in src, (rel, stale)
 
 
+@pytest.mark.slow
 def test_paired_and_independent_designs_are_described_from_one_place(imported):
     from initmem.reports import methods
     from initmem.reports.figures import metric_vs_sigma

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from _cli import assert_user_error, invoke
-
 from initmem.simulate import SimPipeline, simulate_cube
 from initmem.stats.frequentist import crosscheck
+from initmem.tests._cli import assert_user_error, invoke
 
 
 def test_borderline_is_a_verdict_of_its_own_in_the_crosscheck():

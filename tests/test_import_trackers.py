@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from _cli import assert_user_error, invoke
 
 from initmem import cube
+from initmem.tests._cli import assert_user_error, invoke
 
 SIGMAS, SEEDS, EPOCHS = (0.5, 1.0, 2.0), (0, 1), range(4)
 PIPES = {"sgd": {"lr": 0.1, "batch_size": 64}, "adam": {"lr": 0.001, "batch_size": 32}}
@@ -87,6 +87,7 @@ def test_wandb_runs_export(tmp_path):
     assert cube.status_counts(got)["adam"]["failed"] == 1
 
 
+@pytest.mark.slow
 def test_mlflow_file_store(tmp_path, csv_cube, monkeypatch):
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 asks writers of file stores to opt in
     from mlflow.tracking import MlflowClient
@@ -148,6 +149,7 @@ def _log_runs(client, df: pd.DataFrame) -> None:
         client.set_terminated(run)
 
 
+@pytest.mark.slow
 def test_mlflow_sqlite_store(tmp_path, csv_cube, monkeypatch):
     """MLflow 3's default store, mlflow.db, written by MlflowClient itself: the file and its URI import
     to the CSV's cube, and the file is opened read-only (never migrated)."""
@@ -175,6 +177,7 @@ def test_sqlite_file_that_is_not_mlflow(tmp_path):
                       "not an MLflow store", "runs")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["run_id", "status", "metric"])
 def test_mlflow_store_mlflow_cannot_read(tmp_path, monkeypatch, damage):
     """A damaged file store is one line and exit 2, not MLflow's exception."""

@@ -12,7 +12,6 @@ import zlib
 
 import numpy as np
 import pytest
-from _memory_designs import lattice_tables
 from scipy import stats
 
 from initmem.models.paired import (
@@ -26,6 +25,7 @@ from initmem.models.paired import (
 )
 from initmem.models.sequential import Spending
 from initmem.names import ALPHA
+from initmem.tests._memory_designs import lattice_tables
 
 IUT = forgets_levels(ALPHA)[0]
 

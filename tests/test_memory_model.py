@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _memory_designs import SMALL, SMALL_FLAG, pad_seeds, table_data
 from scipy import stats
 
 from initmem import cube
@@ -25,6 +24,7 @@ from initmem.models.paired import CEILING
 from initmem.models.priors import Priors
 from initmem.models.summaries import probability_with_mcse, verdict
 from initmem.simulate import SimPipeline, simulate_cube
+from initmem.tests._memory_designs import SMALL, SMALL_FLAG, pad_seeds, table_data
 
 # Fast checks (no sampling) ------------------------------------------------------------------
 
@@ -365,12 +365,12 @@ def test_minimal_imported_cube_without_status_is_analyzable_data():
     assert data.scale[0] == pytest.approx(within) and data.scale[0] < np.std(y[0])
 
 
-def test_analyze_refuses_a_cube_without_analyzable_pipelines(tmp_path, cli):
-    from _cli import assert_user_error
+def test_analyze_refuses_a_cube_without_analyzable_pipelines(tmp_path):
+    from initmem.tests._cli import assert_user_error, invoke
 
     ds = simulate_cube([SimPipeline("x", n_seed=1)], seed=0)
     cube.write_cube(ds, tmp_path / "c.nc")
-    proc = cli("analyze", tmp_path / "c.nc", "--out", tmp_path / "an")
+    proc = invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "an")
     assert_user_error(proc, "no pipeline can be analyzed")
     assert not (tmp_path / "an" / "summary.json").exists()
 
@@ -408,6 +408,7 @@ def _two_pipeline_data(seed: int = 0):
     return ds, prepare_data(ds)
 
 
+@pytest.mark.slow
 def test_structure_key_follows_the_structure_not_the_data():
     _, data = _two_pipeline_data(0)
     _, other = _two_pipeline_data(1)
@@ -425,6 +426,7 @@ def test_structure_key_follows_the_structure_not_the_data():
     assert compiled.structure_key(MemoryModel(independent).structure()) == key
 
 
+@pytest.mark.slow
 def test_padding_multiplies_the_density_by_a_factor_free_of_the_real_parameters():
     # Exact identity behind the slots: the padded model's log density minus the table's own is the same
     # number at every value of the real parameters (padding slots held fixed), so the posterior of the
@@ -513,10 +515,9 @@ def test_one_compile_serves_every_model_of_the_structure_with_identical_draws():
 
 @pytest.mark.slow
 def test_a_second_process_loads_the_compiled_sampler_and_gets_the_same_posterior(tmp_path, cli):
-    from _cli import invoke
-
     from initmem.models import arviz_io
     from initmem.results import load_summary
+    from initmem.tests._cli import invoke
 
     ds, _ = _two_pipeline_data(2)
     cube.write_cube(ds, tmp_path / "c.nc")

@@ -63,6 +63,7 @@ def test_the_trend_test_is_the_exact_enumeration():
         checked += 1
 
 
+@pytest.mark.slow
 def test_the_warning_keeps_its_level_when_losses_are_spread_at_random(monkeypatch):
     """2000 null tables of 7 levels x 5 seeds, each run lost with probability 0.1 whatever its sigma_w: the
     combined p (what the warning reads) rejects at alpha no more often than alpha, and so does each test. Fails

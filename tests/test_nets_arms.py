@@ -121,6 +121,7 @@ def test_norm_free_resnet9_packs_bitwise_on_rgb():
 
 # -- it trains -------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_norm_free_resnet_trains_on_digits():
     """Adam fits it fast. (Plain SGD is slow here: without BatchNorm the pooled ReLU features
     share a large common mean, an ill-conditioned input to the head; docs/collect.md.)"""

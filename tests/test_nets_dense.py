@@ -114,6 +114,7 @@ def test_grid_options_of_the_dense_arms_are_checked():
         dense_grid(MLP, init={"scale": "convolutions"})
 
 
+@pytest.mark.slow
 def test_pipelines_with_their_own_architectures_collect_into_one_cube():
     """One grid, three architectures: the cube records arch and norm per pipeline, the layer
     axis is the union of their kernels (NaN where a pipeline has no such kernel), and every cell

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from initmem.collect.run.pack_plan import pack_cost, spread_over_workers
 from initmem.collect.run.run_folder import RunDir
 from initmem.collect.run.runner import plan_tasks
@@ -24,6 +26,7 @@ def _cells(tasks) -> list[tuple[str, float, int]]:
     return sorted((t.pipeline, s, k) for t in tasks for s, k in t.cells)
 
 
+@pytest.mark.slow
 def test_one_pipeline_is_split_over_two_workers_and_every_cell_is_trained_once(tmp_path: Path) -> None:
     grid = _quick()
     todo = {c for c in all_cells(grid) if c[0] == "sgd_l2"}
@@ -39,6 +42,7 @@ def test_one_pipeline_is_split_over_two_workers_and_every_cell_is_trained_once(t
     assert [len(t.cells) for t in fixed] == [20]
 
 
+@pytest.mark.slow
 def test_packs_go_longest_first_when_workers_share_them(tmp_path: Path) -> None:
     grid = _quick()
     todo = set(all_cells(grid))

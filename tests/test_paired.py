@@ -15,7 +15,6 @@ import zlib
 
 import numpy as np
 import pytest
-from _memory_designs import RULE_DESIGNS, SCALES, design_tables, rule_rates, rule_tables, wilson
 from scipy import integrate, stats
 
 from initmem import names as N
@@ -45,6 +44,7 @@ from initmem.models.summaries import (
     verdict,
 )
 from initmem.names import ALPHA
+from initmem.tests._memory_designs import RULE_DESIGNS, SCALES, design_tables, rule_rates, rule_tables, wilson
 
 DELTA = 0.01
 N_TABLES = 4000
@@ -85,6 +85,7 @@ def test_the_level_rule_can_fail():
     assert not _not_above_alpha(int(0.065 * 4000), 4000) and wilson(int(0.065 * 240), 240)[0] <= ALPHA
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale", list(SCALES))
 def test_false_remembers_and_false_forgets_at_most_alpha_on_every_design(scale):
     # every design whose true spread is 0 or exactly delta: "remembers" is false; at exactly delta
@@ -104,6 +105,7 @@ def test_false_remembers_and_false_forgets_at_most_alpha_on_every_design(scale):
     assert not bad, bad
 
 
+@pytest.mark.slow
 def test_power_controls():
     # "remembers": a 2-point ramp at 10 seeds (5 levels, demo noise) was 61% under Bonferroni;
     # 12-19 points of exchangeable memory at 3 seeds x 6 levels. "forgets": nulls at 16 seeds
@@ -240,6 +242,7 @@ def test_the_peak_step_in_vectorised_and_per_table_form():
                for t, b in zip(counts, both, strict=True))
 
 
+@pytest.mark.slow
 def test_peaks_at_delta_keep_alpha_and_peaks_above_are_found():
     # count-like designs (studies/peak_contrast.py): ~97% accuracy, 10 seeds, run noise 2 points. At a spread of
     # exactly delta the ramp, the plateau and the peak stay within alpha; a 3-point peak is found about half the
@@ -276,6 +279,7 @@ def test_bounds_agree_with_the_per_table_tests():
     assert np.mean(forgets_bounds(flat) < DELTA) > 0.5   # the flat tables are mostly shown inside
 
 
+@pytest.mark.slow
 def test_design_tables_per_pipeline_match_the_vectorised_rates():
     # the per-table check on the fit calibration's own generator (3-5 seeds per pipeline)
     rng = np.random.default_rng(0)

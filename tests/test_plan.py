@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _memory_designs import FIT, SCALES, L, P, S, fit_tables, noise_sd, rule_tables, table_data, wilson
 
 from initmem.errors import UserError
 from initmem.models import core
 from initmem.models.plan import decide, posterior_spread, power, rule_decisions
 from initmem.names import ALPHA
+from initmem.tests._memory_designs import FIT, SCALES, L, P, S, fit_tables, noise_sd, rule_tables, table_data, wilson
 
 DELTA = 0.01
 SCALE = 0.01  # the noise scale the priors are expressed in (outcome units)
@@ -85,14 +85,14 @@ def test_decide_routes():
     assert decide({**both, "near_ceiling": np.array([0, 0, 1, 0, 0], dtype=bool)}, 1.0).tolist() == [1, 0, 0, -1, -1]
 
 
+@pytest.mark.slow
 def test_near_the_ceiling_both_routes_keep_false_forgets_at_delta():
     # the external audit's held-out design (a ramp of exactly delta from 99.75% to 98.75%, 10 seeds, 10,000
     # examples, logit seed and interaction noise): either route alone says "forgets" above alpha (skewed
     # differences); requiring both near the ceiling keeps it at alpha (N_LEVEL tables), and a two-level design,
     # where the model has no route, at 0. Flat accuracy at 99.5% is still "forgets" (studies/ceiling_check.py).
-    from _memory_designs import ceiling_tables, counts_scale
-
     from initmem.models.paired import CEILING
+    from initmem.tests._memory_designs import ceiling_tables, counts_scale
 
     rng = np.random.default_rng(7)
     rates, counts = {}, {}
@@ -113,14 +113,14 @@ def test_near_the_ceiling_both_routes_keep_false_forgets_at_delta():
     assert rates["flat"][1] >= 0.95
 
 
+@pytest.mark.slow
 def test_the_skew_gate_keeps_false_forgets_at_delta_under_a_multiplicative_seed_factor():
     # logit seed SD 0.5 from 99.95% (a seed's errors scaled by a factor of CV about 0.5 at every level), a ramp
     # of exactly delta, 12 seeds: the paired t of the intersection-union test is skewed past its level and both
     # routes alone say "forgets" above alpha; the skew gate also asks the log-ratio test there
     # (docs/memory-model.md, "The skew gate"). Flat 99.5% with logit seed SD 0.3 is still "forgets".
-    from _memory_designs import ceiling_tables, counts_scale
-
     from initmem.models.paired import forgets_levels, multiplicative_ok
+    from initmem.tests._memory_designs import ceiling_tables, counts_scale
 
     rng = np.random.default_rng(17)
     rates, counts = {}, {}
@@ -141,6 +141,7 @@ def test_the_skew_gate_keeps_false_forgets_at_delta_under_a_multiplicative_seed_
     assert rates["flat"][1] >= 0.8
 
 
+@pytest.mark.slow
 def test_full_rule_keeps_false_verdicts_at_delta():
     # the analysis's rule with both routes to "forgets" (the model's probability by the planner's
     # quadrature, or the intersection-union test) and the ordered test of "remembers" at a true spread of
@@ -201,6 +202,7 @@ def test_plan_predictions_agree_with_refits():
     assert counts[("remembers", 6)][0] > counts[("remembers", 3)][0]
 
 
+@pytest.mark.slow
 def test_rule_forgets_at_delta_and_power_at_16_seeds():
     # "forgets" is the union of the IUT at 0.8 alpha and the model's P(spread < delta) >= 1 - alpha/2
     # (models/paired.py, forgets_levels), which keeps the union at alpha where the IUT is exact at its own level

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _report_fixture import write_analysis
 
 from initmem import cube
 from initmem.collect.run.in_process import collect_grid
@@ -21,6 +20,7 @@ from initmem.cube.levels import PROBE_LABEL, level_names, probe_is_categorical
 from initmem.errors import UserError
 from initmem.reports.html import build_report
 from initmem.stats.curves import memory_curves
+from initmem.tests._report_fixture import write_analysis
 
 from .test_engine import _one_thread  # noqa: F401 (autouse fixture)
 from .test_nets_dense import MLP, dense_grid
@@ -69,6 +69,7 @@ def test_shaped_moments_are_unit_variance():
     torch.testing.assert_close(shaped(torch.tensor([0.0]), "uniform"), torch.tensor([0.0]))
 
 
+@pytest.mark.slow
 def test_width_scaling_keeps_the_missing_units_exactly_zero_and_mup_rescales_lr_and_readout():
     """Members of widths 16 and 32 in one pack built at 32: a narrow member's extra units have zero
     weights in and out before and after training steps (SGD and Adam). Under muP the logits are
@@ -122,6 +123,7 @@ PROBES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("probe", list(PROBES))
 def test_each_probe_runs_into_a_valid_cube_and_a_report_that_names_it(probe, tmp_path):
     init, levels, names = PROBES[probe]

@@ -54,6 +54,7 @@ def reported_cpu_model() -> str:
     pytest.skip(f"no independent CPU report on {platform.system()} {platform.machine()}")
 
 
+@pytest.mark.slow
 def test_cube_names_the_cpu_and_torch_isa_it_was_trained_on():
     g = tiny_grid()
     ds = train_pack(g, "a", g.cells("a"))
@@ -74,6 +75,7 @@ def test_cpu_model_is_known_without_torch():
     assert json.loads(out) == {A_CPU_MODEL: cpu_model(), A_CPU_CAPABILITY: ""}
 
 
+@pytest.mark.slow
 def test_merge_lists_every_machine_that_trained_a_cell(tmp_path: Path):
     g = tiny_grid(seeds=(0, 1))
     ds = train_pack(g, "a", g.cells("a"))

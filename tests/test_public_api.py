@@ -22,11 +22,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import xarray as xr
-from _cli import invoke
 
 import initmem
 import initmem.plot
 from initmem.errors import OptionError, UserError
+from initmem.tests._cli import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 TYPING = Path(__file__).resolve().parent / "typing"
@@ -288,11 +288,10 @@ def test_import_table_refuses_a_bad_option_naming_it(tmp_path, options, message)
 # --- a renamed public name keeps working for one release ------------------------------------------------------
 
 def test_the_old_collect_name_still_works_with_a_deprecation_warning(tmp_path):
-    from _collect_fake import fake_train_pack
-    from _collect_util import FAKE_GRID
-
     import initmem.collect
     from initmem.collect.run import runner
+    from initmem.tests._collect_fake import fake_train_pack
+    from initmem.tests._collect_util import FAKE_GRID
 
     with pytest.warns(DeprecationWarning, match=r"initmem\.collect\.collect is deprecated .* use "
                                                 r"initmem\.collect_cube"):

@@ -33,6 +33,7 @@ def _rate(tables: np.ndarray, verdict: str, **kw) -> float:
 BOUND = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / N_REP)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_seed,tails", [(3, "normal"), (5, "normal"), (10, "normal"), (5, "t3")])
 def test_false_verdicts_at_the_margin_stay_at_alpha(n_seed, tails):
     rng = np.random.default_rng(n_seed)
@@ -42,6 +43,7 @@ def test_false_verdicts_at_the_margin_stay_at_alpha(n_seed, tails):
     assert _rate(_tables(-RADIAL_MARGIN, n_seed, rng, tails=tails), FORGETS) <= BOUND
 
 
+@pytest.mark.slow
 def test_independent_seeds_use_the_pooled_slope_and_keep_alpha():
     rng = np.random.default_rng(7)
     # Runs that share nothing across levels: every run its own offset, no seed-specific slope.
@@ -50,6 +52,7 @@ def test_independent_seeds_use_the_pooled_slope_and_keep_alpha():
     assert _rate(tables, FORGETS, paired=False) <= BOUND
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("slope,verdict", [(0.0, FORGETS), (0.8, KEEPS)])
 def test_five_seeds_decide_a_forgotten_and_a_kept_scale(slope, verdict):
     """MNIST-1D's feasibility run (docs/radial-verdict.md): plain SGD keeps a slope near 0.8, L2 resets it near 0."""
@@ -57,6 +60,7 @@ def test_five_seeds_decide_a_forgotten_and_a_kept_scale(slope, verdict):
     assert _rate(tables, verdict) >= 0.95
 
 
+@pytest.mark.slow
 def test_the_interval_covers_the_true_slope_at_its_nominal_rate():
     tables = _tables(0.4, 5, np.random.default_rng(3))
     res = [radial_verdict(t, LOG_SIGMA) for t in tables]

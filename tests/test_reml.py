@@ -74,6 +74,7 @@ def _independent_optimum(table: np.ndarray) -> tuple[float, np.ndarray]:
     return -best[0], best[1]
 
 
+@pytest.mark.slow
 def test_balanced_reml_reaches_the_optimum_on_30_tables_half_at_the_boundary():
     rng = np.random.default_rng(7)
     n_boundary = 0
@@ -107,6 +108,7 @@ def _dense_reml_ll(s2: tuple[float, float, float], y, li, si) -> float:
     return -0.5 * ((n - 1) * math.log(2 * math.pi) + np.linalg.slogdet(v)[1] + math.log(xvx / n) + r @ vi @ r)
 
 
+@pytest.mark.slow
 def test_unbalanced_reml_beats_a_dense_grid():
     rng = np.random.default_rng(3)
     for _ in range(4):

@@ -13,8 +13,6 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from _cli import assert_user_error, invoke, run_cli
-from _report_fixture import edge_cube, small_cube, write_analysis
 
 from initmem import cube as C
 from initmem import results as R
@@ -23,6 +21,8 @@ from initmem.reports import svg as S
 from initmem.reports.html import build_report, render_html
 from initmem.reports.load import load_analysis
 from initmem.reports.text import collapse_sentence
+from initmem.tests._cli import assert_user_error, invoke
+from initmem.tests._report_fixture import edge_cube, small_cube, write_analysis
 
 XSS = "<script>alert(1)</script>"
 GRID_YAML = """name: tiny
@@ -123,6 +123,7 @@ def _section(text: str, start: str, end: str) -> str:
     return text[i:text.index(end, i)]
 
 
+@pytest.mark.slow
 def test_full_report_has_every_section_and_figure(full_report):
     path, text = full_report
     doc = parse(text)
@@ -141,6 +142,7 @@ def test_full_report_has_every_section_and_figure(full_report):
     assert banner.count("<li>") == 1 and "edge: 3 run(s) diverged, at sigma_w 8.0" in banner
 
 
+@pytest.mark.slow
 def test_pipeline_settings_section_lists_how_each_pipeline_trained(full_report):
     """The section from the report-section table: one row per pipeline, numbered before Methods."""
     text = full_report[1]
@@ -154,6 +156,7 @@ def test_pipeline_settings_section_lists_how_each_pipeline_trained(full_report):
     assert cells["edge"][-1] == "9 / 12" and cells["remembering"][-1] == "12 / 12"  # edge diverged at the top sigma_w
 
 
+@pytest.mark.slow
 def test_verdicts_are_badges_matching_the_summary(full_report):
     _, text = full_report
     assert re.search(r'<th scope="row" class="pipeline" data-sort="remembering">remembering</th>\s*'
@@ -166,6 +169,7 @@ def test_verdicts_are_badges_matching_the_summary(full_report):
                      r"\(spread \d+\.\d points\) forgets it; edge \(spread \d+\.\d points\) is borderline", text)
 
 
+@pytest.mark.slow
 def test_interpolation_is_reported_before_the_verdicts(full):
     _, text, summary, _ = full
     runs = _section(text, 'id="runs-analysed"', 'id="verdicts"')
@@ -182,6 +186,7 @@ def test_interpolation_is_reported_before_the_verdicts(full):
     assert "12 / 12" in runs  # remembering and forgetting: every cell interpolated
 
 
+@pytest.mark.slow
 def test_verdict_quality_borderline_mcse_prior_likelihood_estimand(full):
     _, text, summary, _ = full
     table = _section(text, 'id="verdict-table"', "</table>")
@@ -199,6 +204,7 @@ def test_verdict_quality_borderline_mcse_prior_likelihood_estimand(full):
     assert '<tr class="borderline">' in table
 
 
+@pytest.mark.slow
 def test_collapse_shows_adjusted_p_and_the_unattainable_significance(full):
     _, text, _, collapse = full
     clocks = _section(text, 'id="sec-clocks"', 'id="sec-frequentist"')
@@ -213,6 +219,7 @@ def test_collapse_shows_adjusted_p_and_the_unattainable_significance(full):
     assert f"adjusted p = {t_sgd.p_adjusted:.2f} (Holm's correction over the clocks tried)" in sentence
 
 
+@pytest.mark.slow
 def test_forgetting_times_figure_marks_censored_pipelines(full):
     _, text, summary, collapse = full
     fig = _section(text, 'id="fig-forgetting-times"', "</figure>")
@@ -226,6 +233,7 @@ def test_forgetting_times_figure_marks_censored_pipelines(full):
            f"{len(collapse.forgetting_times)} censored entries" in fig
 
 
+@pytest.mark.slow
 def test_clock_figures_show_pipelines_the_memory_model_skipped(full):
     """The collapse test runs on every pipeline with curves, the memory model only on those it could
     fit (the clocks preset's constant-rate L2 runs never interpolate): the clock figures follow the test."""
@@ -242,6 +250,7 @@ def test_clock_figures_show_pipelines_the_memory_model_skipped(full):
     assert curves_side_by_side(b).svg.count("<path") >= curves_side_by_side(a).svg.count("<path")
 
 
+@pytest.mark.slow
 def test_report_is_self_contained(full_report):
     _, text = full_report
     doc = parse(text)
@@ -260,6 +269,7 @@ def test_report_is_self_contained(full_report):
     assert f"script-src 'sha256-{digest}'" in csp and "default-src 'none'" in csp
 
 
+@pytest.mark.slow
 def test_figure_ids_do_not_collide(full_report):
     _, text = full_report
     ids = re.findall(r'\bid="([^"]+)"', text)
@@ -267,6 +277,7 @@ def test_figure_ids_do_not_collide(full_report):
     assert not dup
 
 
+@pytest.mark.slow
 def test_methods_and_provenance_come_from_the_grid(full_report):
     _, text = full_report
     methods = text[text.index('id="sec-methods"'):text.index('id="sec-provenance"')]
@@ -279,6 +290,7 @@ def test_methods_and_provenance_come_from_the_grid(full_report):
     assert html.escape("name: tiny") in prov and "initmem report analysis" in prov
 
 
+@pytest.mark.slow
 def test_pipeline_names_cannot_inject_markup(tmp_path):
     ds = small_cube(names=(XSS, "plain"), curves=True)
 
@@ -308,6 +320,7 @@ def test_svg_check_refuses_script_and_outside_loads():
     S.check_svg('<svg><g clip-path="url(#p1)"><use xlink:href="#m1"/><text>&lt;script&gt; onload=</text></g></svg>')
 
 
+@pytest.mark.slow
 def test_partial_cube_without_curves_skips_sections_with_reasons(tmp_path):
     ds = small_cube(curves=False)
     analysis = write_analysis(ds, tmp_path)
@@ -323,6 +336,7 @@ def test_partial_cube_without_curves_skips_sections_with_reasons(tmp_path):
     assert doc.summary_names == ["remembering", "forgetting"]
 
 
+@pytest.mark.slow
 def test_missing_cube_still_reports_from_the_summary(tmp_path):
     analysis = write_analysis(small_cube(), tmp_path)
     (tmp_path / "cube.nc").unlink()
@@ -332,6 +346,7 @@ def test_missing_cube_still_reports_from_the_summary(tmp_path):
     assert "Section “Pipeline settings” skipped: the cube records no per-pipeline settings." in text
 
 
+@pytest.mark.slow
 def test_fit_failures_are_red_at_the_top(tmp_path):
     def unchecked(s: R.Summary) -> None:
         s.diagnostics.flags = None  # an analysis that did not check: the report checks the numbers itself
@@ -433,6 +448,7 @@ def test_records_round_trip_and_nan_becomes_null(tmp_path):
     assert not list(tmp_path.rglob("*.initmem-tmp"))
 
 
+@pytest.mark.slow
 def test_cli_report(tmp_path):
     analysis = write_analysis(small_cube(curves=False), tmp_path)
     proc = invoke("report", str(analysis), "-o", str(tmp_path / "r.html"))
@@ -449,21 +465,21 @@ def test_cli_report(tmp_path):
 def test_cli_run_refuses_both_grid_and_preset(tmp_path):
     grid = tmp_path / "g.yaml"
     grid.write_text(GRID_YAML)
-    assert_user_error(run_cli("run", str(grid), "--preset", "quick"), "not both")  # the real interpreter
+    assert_user_error(invoke("run", str(grid), "--preset", "quick"), "not both")
     assert_user_error(invoke("run", str(tmp_path / "none.yaml")), "no such grid file")
 
 
+@pytest.mark.slow
 def test_run_all_collects_analyzes_reports_and_resumes(tmp_path):
     """The orchestration of `initmem run`: stages in order into one folder, resumable, analysis reused.
 
     The trainer is the collector tests' deterministic stand-in and the analysis is replaced by the
     fixture writer (both have their own tests); what is checked here is the wiring.
     """
-    from _collect_fake import fake_train_pack
-    from _collect_util import FAKE_GRID
-
     from initmem.analysis.run_all import run_all
     from initmem.cube import open_cube
+    from initmem.tests._collect_fake import fake_train_pack
+    from initmem.tests._collect_util import FAKE_GRID
 
     calls = []
 
@@ -506,6 +522,7 @@ def test_run_all_collects_analyzes_reports_and_resumes(tmp_path):
     assert len(calls) == 4
 
 
+@pytest.mark.slow
 def test_a_figure_without_its_data_is_skipped_with_the_reason(tmp_path):
     ds = small_cube(curves=True).drop_vars([C.TAU_INTERP, C.TAU_BEST])
     text = build_report(write_analysis(ds, tmp_path)).read_text()
@@ -575,6 +592,7 @@ SEQUENTIAL_RULE = ("remembers if P(spread > delta) >= 0.9634 and the seeds' pair
                    "at 0.8 alpha = 0.02927; the two routes share alpha); else inconclusive")
 
 
+@pytest.mark.slow
 def test_thresholds_come_from_the_verdict_rule(tmp_path):
     """A sequential run decides at a smaller alpha: the report, the figure caption and Methods say its thresholds."""
     from initmem.plot.load import verdict_levels
@@ -609,6 +627,7 @@ def test_thresholds_come_from_the_stored_alpha(tmp_path):
     assert lv.forgets == pytest.approx(1 - 0.03659 / 2) and lv.iut_alpha == pytest.approx(0.8 * 0.03659)
 
 
+@pytest.mark.slow
 def test_default_thresholds_at_alpha_005(two_pipelines):
     from initmem.plot.model import spread_forest
 
@@ -619,6 +638,7 @@ def test_default_thresholds_at_alpha_005(two_pipelines):
     assert "(0.95 for P(spread > δ), 0.975 for P(spread < δ) at α = 0.05)" in text
 
 
+@pytest.mark.slow
 def test_independent_seeds_methods_describe_the_fitted_model(tmp_path):
     """With independent seeds the model has no v[seed] and no b[seed]: Methods and the assumptions say so."""
     from initmem.reports.methods import methods_paragraphs
@@ -637,6 +657,7 @@ def test_independent_seeds_methods_describe_the_fitted_model(tmp_path):
     assert "SD of seed-number means (seeds independent)" in diag
 
 
+@pytest.mark.slow
 def test_small_text_defects(two_pipelines):
     from initmem.reports.methods import methods_paragraphs
     from initmem.reports.text import fmt_median

@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from _cli import assert_user_error, invoke
-from _collect_fake import fake_train_pack
-from _collect_util import FAKE_GRID
-from _report_fixture import small_cube, write_analysis
 
 from initmem import cube
 from initmem import results as R
 from initmem.analysis.run_all import SEQUENTIAL_ASIDE, run_all
 from initmem.errors import UserError
+from initmem.tests._cli import assert_user_error, invoke
+from initmem.tests._collect_fake import fake_train_pack
+from initmem.tests._collect_util import FAKE_GRID
+from initmem.tests._report_fixture import small_cube, write_analysis
 
 
 def _fake_analysis(decide_at: dict[str, tuple[int, str]], *, replace: bool = True):
@@ -59,6 +59,7 @@ def sequential_run(tmp_path_factory):
 
 # 1. reproduce.md of a sequential run
 
+@pytest.mark.slow
 def test_reproduce_of_a_sequential_run_repeats_its_design_with_the_exported_grid(sequential_run, tmp_path):
     _, res = sequential_run
     out = tmp_path / "paper"
@@ -71,6 +72,7 @@ def test_reproduce_of_a_sequential_run_repeats_its_design_with_the_exported_grid
     assert "fake.yaml" not in text.replace("recorded as: initmem run fake.yaml", "")
 
 
+@pytest.mark.slow
 def test_reproduce_of_an_analyze_made_analysis_names_no_default_options(tmp_path):
     analysis = write_analysis(small_cube(), tmp_path / "r")
     from initmem.reports.export import export_analysis
@@ -94,6 +96,7 @@ def test_unwritable_export_folders_are_user_errors(analysis, tmp_path):
     assert_user_error(invoke("export", analysis, "--out", "/proc/initmem-x", "--format", "png"), "/proc/initmem-x")
 
 
+@pytest.mark.slow
 def test_unwritable_report_paths_are_user_errors(analysis, tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("x")
@@ -102,6 +105,7 @@ def test_unwritable_report_paths_are_user_errors(analysis, tmp_path):
 
 # 3. an export into a folder that holds another export
 
+@pytest.mark.slow
 def test_a_second_export_removes_the_first_ones_stale_files_but_not_the_users(analysis, tmp_path):
     out = tmp_path / "paper"
     assert invoke("export", analysis, "--out", out, "--format", "pdf").returncode == 0
@@ -122,6 +126,7 @@ def test_a_second_export_removes_the_first_ones_stale_files_but_not_the_users(an
 
 # 4. collect's errors in run's words
 
+@pytest.mark.slow
 def test_a_changed_grid_suggests_another_run_folder_not_force_new(tmp_path):
     grid = tmp_path / "fake.yaml"
     grid.write_text(FAKE_GRID)
@@ -145,6 +150,7 @@ def test_looks_without_until_decided_is_refused(tmp_path):
 
 # 6. a fixed run over a sequential analysis
 
+@pytest.mark.slow
 def test_a_fixed_run_over_a_sequential_analysis_says_so_and_sets_its_looks_aside(tmp_path):
     grid = tmp_path / "fake.yaml"
     grid.write_text(FAKE_GRID.replace("seeds: [0, 1]", "seeds: [0, 1, 2, 3]"))
@@ -165,6 +171,7 @@ def test_a_fixed_run_over_a_sequential_analysis_says_so_and_sets_its_looks_aside
     assert not [m for m in said if "sequential analysis" in m], said       # now fixed: reused, no note
 
 
+@pytest.mark.slow
 def test_a_fixed_run_with_fewer_seeds_than_the_sequential_looks_says_the_three_ways_on(tmp_path):
     grid = tmp_path / "fake.yaml"
     grid.write_text(FAKE_GRID)                                   # seeds [0, 1]; the looks go to 4

@@ -16,9 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-from _cli import assert_user_error, invoke, run_cli
-from _collect_fake import fake_train_pack
-from _collect_util import FAKE_GRID, assert_clean, assert_same_cube, comparable, run_collect_subprocess, write_grid
 
 from initmem import cube
 from initmem.atomic import leftover_temporaries
@@ -26,6 +23,16 @@ from initmem.collect.run.events import read_events
 from initmem.collect.run.runner import collect
 from initmem.collect.run.shards import shard_files, shard_name
 from initmem.errors import UserError
+from initmem.tests._cli import assert_user_error, invoke
+from initmem.tests._collect_fake import fake_train_pack
+from initmem.tests._collect_util import (
+    FAKE_GRID,
+    assert_clean,
+    assert_same_cube,
+    comparable,
+    run_collect_subprocess,
+    write_grid,
+)
 
 CELLS = [(p, s, k) for p in ("sgd", "adam") for s in (0.5, 1.0, 2.0) for k in (0, 1)]
 
@@ -42,6 +49,7 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run(write_grid(d / "grid.yaml", FAKE_GRID), d / "run")
 
 
+@pytest.mark.slow
 def test_uninterrupted_run_writes_one_shard_per_cell(baseline: Path) -> None:
     run_dir = baseline.parent
     assert sorted(p.name for p in shard_files(run_dir / "shards")) == sorted(shard_name(c) for c in CELLS)
@@ -61,6 +69,7 @@ def test_uninterrupted_run_writes_one_shard_per_cell(baseline: Path) -> None:
 
 # Kill and resume ------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["epoch:3", "checkpoint_write:2", "shard_write:2", "shard_written:4", "merge:1"])
 def test_kill_then_resume_gives_the_uninterrupted_cube(tmp_path: Path, baseline: Path, point: str) -> None:
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
@@ -87,6 +96,7 @@ def test_kill_then_resume_gives_the_uninterrupted_cube(tmp_path: Path, baseline:
 
 # Failures ---------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_failing_cell_is_isolated_and_kept_with_its_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           baseline: Path, capsys: pytest.CaptureFixture) -> None:
     monkeypatch.setenv("INITMEM_FAIL_CELL", "sgd:1:0")
@@ -116,6 +126,7 @@ def test_failing_cell_is_isolated_and_kept_with_its_error(tmp_path: Path, monkey
     assert (cube.open_cube(out)["status"].values == cube.OK).all()
 
 
+@pytest.mark.slow
 def test_failure_table_is_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                   capsys: pytest.CaptureFixture) -> None:
     monkeypatch.setenv("INITMEM_FAIL_CELL", "adam:2:1")
@@ -137,6 +148,7 @@ def test_failure_table_is_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 # Grid changes -----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_resume_refuses_a_changed_grid_and_names_the_fields(tmp_path: Path, baseline: Path) -> None:
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
     run(grid, tmp_path / "run")
@@ -154,6 +166,7 @@ def test_resume_refuses_a_changed_grid_and_names_the_fields(tmp_path: Path, base
     assert new == tmp_path / "run-2" / "cube.nc" and new.exists()
 
 
+@pytest.mark.slow
 def test_resume_of_an_extended_grid_runs_only_the_new_cells(tmp_path: Path) -> None:
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
     run(grid, tmp_path / "run")
@@ -178,13 +191,14 @@ def test_resume_of_an_extended_grid_runs_only_the_new_cells(tmp_path: Path) -> N
 
 # Corrupt shards ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_corrupt_shard_is_reported_at_merge_and_rerun_on_resume(tmp_path: Path, baseline: Path) -> None:
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
     out = run(grid, tmp_path / "run")
     victim = tmp_path / "run" / "shards" / shard_name(("adam", 2.0, 1))
     data = victim.read_bytes()
     victim.write_bytes(data[: len(data) // 2])  # truncated, e.g. by a failed copy
-    proc = run_cli("collect", "--merge", tmp_path / "run")
+    proc = invoke("collect", "--merge", tmp_path / "run")
     assert_user_error(proc, victim.name)
     assert victim.name in proc.stderr and "--resume" in proc.stderr
     ds = cube.open_cube(out)
@@ -196,6 +210,7 @@ def test_corrupt_shard_is_reported_at_merge_and_rerun_on_resume(tmp_path: Path, 
     assert any(e["event"] == "corrupt_shard" for e in read_events(tmp_path / "run" / "events.jsonl"))
 
 
+@pytest.mark.slow
 def test_merge_is_deterministic_and_rerunnable(tmp_path: Path, baseline: Path) -> None:
     from initmem.collect.run.assemble import merge_run
 
@@ -208,6 +223,7 @@ def test_merge_is_deterministic_and_rerunnable(tmp_path: Path, baseline: Path) -
     assert leftover_temporaries(run_dir) == []
 
 
+@pytest.mark.slow
 def test_merge_does_not_depend_on_the_order_of_shards(baseline: Path) -> None:
     from initmem.collect.run.shards import merge, scan_shards
     from initmem.grid import load_grid
@@ -231,22 +247,24 @@ def test_merge_does_not_depend_on_the_order_of_shards(baseline: Path) -> None:
 
 def test_cli_bad_grid_exits_2_with_one_line(tmp_path: Path) -> None:
     bad = write_grid(tmp_path / "bad.yaml", FAKE_GRID.replace("lr: 0.1,", "lr: -1,"))
-    proc = run_cli("collect", bad, "--out", tmp_path / "run")
+    proc = invoke("collect", bad, "--out", tmp_path / "run")
     assert_user_error(proc)
     assert "lr" in proc.stderr
-    assert_user_error(run_cli("collect", "--out", tmp_path / "run"))
-    assert_user_error(run_cli("collect", "--status", tmp_path / "nothing"))
+    assert_user_error(invoke("collect", "--out", tmp_path / "run"))
+    assert_user_error(invoke("collect", "--status", tmp_path / "nothing"))
 
 
+@pytest.mark.slow
 def test_cli_status_and_merge(tmp_path: Path, baseline: Path) -> None:
-    proc = run_cli("collect", "--status", baseline.parent)
+    proc = invoke("collect", "--status", baseline.parent)
     assert proc.returncode == 0, proc.stderr
     assert "12/12 cells finished (12 ok, 0 diverged, 0 failed, 0 to go)" in proc.stdout
-    proc = run_cli("collect", "--merge", baseline.parent)
+    proc = invoke("collect", "--merge", baseline.parent)
     assert proc.returncode == 0, proc.stderr
     assert "12 ok" in proc.stdout
 
 
+@pytest.mark.slow
 def test_local_executor_with_worker_processes_gives_the_same_cube(tmp_path: Path, baseline: Path) -> None:
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
     out = run(grid, tmp_path / "run", jobs=2)
@@ -289,11 +307,12 @@ def test_jobs_auto_fills_the_cores_without_oversubscribing(monkeypatch: pytest.M
 @pytest.mark.parametrize("bad", ["0", "-1", "two", "1.5"])
 def test_bad_jobs_is_a_one_line_error(tmp_path: Path, bad: str) -> None:
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
-    proc = run_cli("collect", grid, "--out", tmp_path / "run", "--jobs", bad)
+    proc = invoke("collect", grid, "--out", tmp_path / "run", "--jobs", bad)
     assert_user_error(proc, "--jobs")
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_an_older_engine_state_is_discarded_not_fatal(tmp_path: Path, baseline: Path) -> None:
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
     out = tmp_path / "run"
@@ -342,6 +361,7 @@ def test_pack_size_data_root_and_slurm_may_change_on_resume() -> None:
     assert grid_changes(_grid(FAKE_GRID), _grid(moved)) == ([], {"pipelines": [], "sigma_w": [], "seeds": []})
 
 
+@pytest.mark.slow
 def test_resume_with_changed_engine_settings_is_refused_and_leaves_the_run_as_it_was(tmp_path: Path,
                                                                                       baseline: Path) -> None:
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
@@ -384,6 +404,7 @@ def test_resume_refuses_other_data_under_a_moved_root(tmp_path: Path) -> None:
 
 # Refused starts leave nothing behind ----------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("case", "needle"), [
     ("cuda", "--device cuda was asked for"),
     ("batch", "pipelines.sgd.batch_size: 100000 is larger than the training split (1078 examples)"),
@@ -428,6 +449,7 @@ def test_sbatch_refusing_the_array_is_a_one_line_error_and_leaves_the_folder_as_
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
 
+@pytest.mark.slow
 def test_out_must_be_a_folder_and_force_new_resolves_dot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
     (tmp_path / "A").mkdir()
@@ -459,6 +481,7 @@ def test_status_and_merge_of_a_file_say_it_is_not_a_run_folder(tmp_path: Path) -
 
 # --status tells the truth -------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("action", ["kill", "interrupt"])
 def test_status_tells_an_interrupted_pack_from_one_in_training(tmp_path: Path, baseline: Path, action: str) -> None:
     from initmem.collect.run import checkpoints
@@ -481,6 +504,7 @@ def test_status_tells_an_interrupted_pack_from_one_in_training(tmp_path: Path, b
     assert not run_status(out)["packs_in_progress"]
 
 
+@pytest.mark.slow
 def test_a_pack_killed_after_its_last_shard_is_not_reported_as_started_after_resume(tmp_path: Path) -> None:
     from initmem.collect.run.status import render_status, run_status
 
@@ -494,6 +518,7 @@ def test_a_pack_killed_after_its_last_shard_is_not_reported_as_started_after_res
     assert any(e["event"] == "pack_dropped" for e in read_events(out / "events.jsonl"))
 
 
+@pytest.mark.slow
 def test_status_agrees_with_merge_about_a_corrupt_shard(tmp_path: Path) -> None:
     from initmem.collect.run.assemble import merge_run
     from initmem.collect.run.status import render_status, run_status

@@ -13,12 +13,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _collect_util import REAL_GRID, assert_clean, assert_same_cube, run_collect_subprocess, write_grid
-from test_collect_slurm import check_preempted_once, preempt_once
 
 from initmem import cube
 from initmem.collect.run.events import read_events
 from initmem.collect.run.runner import collect
+from initmem.tests._collect_util import (
+    REAL_GRID,
+    assert_clean,
+    assert_same_cube,
+    check_preempted_once,
+    preempt_once,
+    run_collect_subprocess,
+    write_grid,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -8,12 +8,13 @@ change (a seed effect shared across levels is what pairing means); the seed SD i
 from __future__ import annotations
 
 import numpy as np
-from _memory_designs import SMALL
+import pytest
 
 from initmem import cube
 from initmem.models.data import prepare_data
 from initmem.models.memory import MemoryModel
 from initmem.simulate import SimPipeline, simulate_cube
+from initmem.tests._memory_designs import SMALL
 
 
 def _relabel_within_level(ds, level: int):
@@ -36,6 +37,7 @@ def _logp(ds, design: str) -> tuple[MemoryModel, float]:
     return model, float(model.model.compile_logp()(point))
 
 
+@pytest.mark.slow
 def test_independent_seeds_ignore_seed_labels_and_paired_seeds_do_not():
     ds = simulate_cube([SimPipeline("a", n_seed=4, seed_sd=0.3)], n_test=400, seed=5)
     other = _relabel_within_level(ds, 2)
@@ -48,6 +50,7 @@ def test_independent_seeds_ignore_seed_labels_and_paired_seeds_do_not():
     assert abs(lp_pair - lp_pair_other) > 1e-3
 
 
+@pytest.mark.slow
 def test_independent_design_reports_no_seed_effect():
     # 4 pipelines x 3 levels x 3 independent seeds, compiled as the suite's other small cubes (the seed design
     # is data, not structure: _memory_designs.SMALL)

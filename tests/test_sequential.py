@@ -13,10 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from _cli import invoke
-from _collect_fake import fake_train_pack
-from _collect_util import FAKE_GRID
-from _report_fixture import write_analysis
 
 from initmem import cube
 from initmem import results as R
@@ -46,6 +42,10 @@ from initmem.models.sequential import (
     spent,
 )
 from initmem.names import ALPHA
+from initmem.tests._cli import invoke
+from initmem.tests._collect_fake import fake_train_pack
+from initmem.tests._collect_util import FAKE_GRID
+from initmem.tests._report_fixture import write_analysis
 
 LOOKS = (4, 8, 12, 16)
 N_LEVEL = 3200   # tables per level check: binom.sf(binom.ppf(0.99, N, 0.05), N, 0.065) >= 0.9
@@ -131,6 +131,7 @@ def test_exact_levels_spend_alpha_exactly_under_the_canonical_joint_distribution
         design_levels(looks, design="linear")
 
 
+@pytest.mark.slow
 def test_paired_t_levels_hold_alpha_for_t_tests_on_nested_seeds_where_the_canonical_ones_overspend():
     """Brute force, independent of the levels' own simulation (other seed): one-sided t tests of N(0, 1) paired
     differences on nested seeds (3, 7, 11, 15 df). The canonical levels spend about 0.052, the paired-t levels
@@ -166,6 +167,7 @@ def _nested(looks: tuple[int, ...], n: int, seed: int) -> np.ndarray:
     return nested_t(looks, n, np.random.default_rng(seed))
 
 
+@pytest.mark.slow
 def test_each_share_spends_at_most_its_own_allotment_where_multiplied_levels_overspend():
     """Every share of alpha the rule splits (models/paired.py: the ordered test's steps on 5 and 6 levels, the
     intersection-union test, the model's "forgets"; and the former 0.75 / 0.25 split's) spends, over the looks,
@@ -226,6 +228,7 @@ def test_the_required_example_is_resolved_and_no_route_to_forgets_is_relaxed():
     assert verdict(0.0, 1 - 2 * last.level(0.5), last) == "inconclusive"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spend", [Spending(0.05), Spending(1e-3), Spending(1e-4), Spending(ALPHA, LOOKS, 0, PAIRED_T),
                                    Spending(ALPHA, LOOKS, 0)], ids=["0.05", "1e-3", "1e-4", "OBF look 1", "look 1"])
 def test_a_ten_point_memory_at_eight_seeds_remembers_at_any_level_down_to_1e_4(spend):
@@ -249,6 +252,7 @@ def test_a_ten_point_memory_at_eight_seeds_remembers_at_any_level_down_to_1e_4(s
     assert bool(post["paired_ok"][0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("design", [PAIRED_T, SEQUENTIAL_DESIGN])
 def test_a_certain_result_decides_at_the_first_look(design):
     """A 10-point memory and a flat pipeline, each measured almost without noise (0.02 points per run): the first
@@ -307,6 +311,7 @@ def _fake_analysis(decide_at: dict[str, tuple[int, str]], calls: list[tuple[int,
     return analyze
 
 
+@pytest.mark.slow
 def test_seeds_go_only_to_undecided_pipelines_and_the_cube_matches_a_fixed_run(tmp_path):
     grid = tmp_path / "fake.yaml"
     grid.write_text(FAKE_GRID)
@@ -353,6 +358,7 @@ def test_seeds_go_only_to_undecided_pipelines_and_the_cube_matches_a_fixed_run(t
     assert (res.analysis_dir / "sequential.json").is_file() and res.report.is_file()
 
 
+@pytest.mark.slow
 def test_a_killed_sequential_run_resumes_at_its_first_unfinished_look(tmp_path):
     grid = tmp_path / "fake.yaml"
     grid.write_text(FAKE_GRID)
@@ -379,6 +385,7 @@ def test_a_killed_sequential_run_resumes_at_its_first_unfinished_look(tmp_path):
     assert [n for n, _ in calls] == [2, 4, 6]
 
 
+@pytest.mark.slow
 def test_a_rerun_with_another_design_is_refused_and_changes_nothing(tmp_path):
     """Other looks or another cap in a sequential folder would re-decide every pipeline on seeds whose verdicts
     were seen, at levels never planned: refused (exit 2) before anything trains or is analyzed."""
@@ -404,6 +411,7 @@ def test_a_rerun_with_another_design_is_refused_and_changes_nothing(tmp_path):
     run_all(grid, tmp_path / "run", looks=[2, 4, 6], **run)   # the same design continues
 
 
+@pytest.mark.slow
 def test_a_sequential_run_over_a_fixed_analysis_says_it_replaces_it(tmp_path):
     # Mixing the fixed analysis's verdicts with the sequential ones spends alpha twice (docs/sequential.md,
     # "One design's verdicts"), so a sequential run into a folder that holds a fixed analysis says so, once.
@@ -438,9 +446,8 @@ def _sequential(kind: str, n: int, seed: int, designs: tuple[str, ...] = (SEQUEN
                 looks: tuple[int, ...] = (4, 8, 12, 16)) -> dict:
     """The sequential design at ``looks`` under each of ``designs``, and the fixed design at the last look
     ("fixed"), on the same simulated tables: {design: (verdict, seeds)}."""
-    from _memory_designs import SCALES, noise_sd, rule_tables
-
     from initmem.models.plan import rule_decisions, sequential_decisions
+    from initmem.tests._memory_designs import SCALES, noise_sd, rule_tables
 
     rng = np.random.default_rng(seed)
     t = rule_tables(kind, "demo", n, rng, n_seed=looks[-1])
@@ -461,10 +468,9 @@ def _at_delta(kind: str, scale: str, looks: tuple[int, ...], n: int, seed: int,
     levels the model has no route to "forgets", so every other table's verdict is the intersection-union test's
     alone: "forgets" from its first passing look (exact, and checked against the full rule on 100 tables).
     With 3 levels or more and ``forgets`` False only the "remembers" count is exact (the rest read 0)."""
-    from _memory_designs import SCALES, noise_sd, rule_tables
-
     from initmem.models.paired import forgets_bounds, forgets_levels, remembers_at
     from initmem.models.plan import sequential_decisions
+    from initmem.tests._memory_designs import SCALES, noise_sd, rule_tables
 
     rng = np.random.default_rng(seed)
     t = rule_tables(kind, scale, n, rng, n_seed=looks[-1])
@@ -486,6 +492,7 @@ def _at_delta(kind: str, scale: str, looks: tuple[int, ...], n: int, seed: int,
     return v, can_remember
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "scale", "forgets"), [("ramp", "demo", False), ("slopes_at_delta", "demo", False),
                                                        ("two_levels", "paper", True)])
 def test_sequential_false_verdicts_at_delta_stay_below_alpha(kind, scale, forgets):
@@ -502,14 +509,14 @@ def test_sequential_false_verdicts_at_delta_stay_below_alpha(kind, scale, forget
 FEW_LOOKS = (3, 4, 5, 6)   # a grid of many levels and few seeds, one seed added at a time (docs/sequential.md)
 
 
+@pytest.mark.slow
 def test_one_seed_at_a_time_finds_the_memories_three_seeds_miss():
     """The simulator's exchangeable memories of 12 points or more (6 levels, 720 examples): at a fixed 3 seeds
     the ordered test has 2 degrees of freedom per pair and finds about 2 in 3 (docs/memory-model.md); adding one
     seed at a time up to 6 finds at least 15 in 16 (measured 387/387 with 4.0 seeds on average,
     studies/sequential_calibration.py --looks 3,4,5,6 --simulator 16)."""
-    from _memory_designs import simulator_memories
-
     from initmem.models.plan import sequential_decisions
+    from initmem.tests._memory_designs import simulator_memories
 
     rng, found, spent = np.random.default_rng(3), [], []
     for _, std, d_std, sigma_w in simulator_memories(2, FEW_LOOKS[-1]):
@@ -520,6 +527,7 @@ def test_one_seed_at_a_time_finds_the_memories_three_seeds_miss():
     assert np.mean(spent) < FEW_LOOKS[-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "forgets"), [("ramp", False), ("two_levels", True)])
 def test_one_seed_at_a_time_keeps_false_verdicts_at_delta_below_alpha(kind, forgets):
     """The same looks on memories of exactly delta: the levels hold for 2-5 degrees of freedom too."""
@@ -529,6 +537,7 @@ def test_one_seed_at_a_time_keeps_false_verdicts_at_delta_below_alpha(kind, forg
     assert not credibly_above(int((v == -1).sum()), v.size), (v == -1).mean()
 
 
+@pytest.mark.slow
 def test_sequential_nulls_forget_without_false_remembers_and_the_price_of_early_spending():
     """No memory at the demo's old scale (720 test examples), the hardest null to call "forgets": the analysis's
     design (Pocock-type spending) never says "remembers" and forgets at least 65% of them (docs/sequential.md:
@@ -541,6 +550,7 @@ def test_sequential_nulls_forget_without_false_remembers_and_the_price_of_early_
     assert (fixed == -1).mean() >= (verdict == -1).mean() and (obf == -1).mean() >= (verdict == -1).mean()
 
 
+@pytest.mark.slow
 def test_the_design_decides_demo_memories_at_the_first_look_and_forgetting_with_fewer_seeds():
     """Demo-like pipelines (5 levels, 10,000 test examples, delta 1 point): memories of 7-9 points whose largest
     sigma_w runs are the noisiest (run SD 1.2 points there, 0.4 elsewhere: the demo's memories had ordered-test p

@@ -17,11 +17,12 @@ from initmem.simulate import (
     read_truth,
     simulate_cube,
 )
+from initmem.tests._cli import invoke
 
 
-def test_truth_is_read_back_from_the_written_cube(tmp_path, cli):
-    proc = cli("simulate", "--out", tmp_path / "s.nc", "--pipelines", "2", "--sigma-sd", "0.4",
-               "--seed-sd", "0.2", "--residual-sd", "0.05", "--n-seed", "5", "--seed", "7")
+def test_truth_is_read_back_from_the_written_cube(tmp_path):
+    proc = invoke("simulate", "--out", tmp_path / "s.nc", "--pipelines", "2", "--sigma-sd", "0.4",
+                  "--seed-sd", "0.2", "--residual-sd", "0.05", "--n-seed", "5", "--seed", "7")
     assert proc.returncode == 0, proc.stderr
     ds = cube.open_cube(tmp_path / "s.nc")
     truth = read_truth(ds)

@@ -7,10 +7,10 @@ import math
 from pathlib import Path
 
 import pytest
-from _cli import assert_user_error, invoke
 
 from initmem.errors import OptionError, UserError
 from initmem.results.spec import AnalysisSpec
+from initmem.tests._cli import assert_user_error, invoke
 
 
 @pytest.mark.parametrize(("options", "message"), [

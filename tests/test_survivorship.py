@@ -6,12 +6,13 @@ of designs whose slow seeds are dropped at the top sigma_w ("mnar") are in docs/
 from __future__ import annotations
 
 import numpy as np
-from _memory_designs import SMALL
+import pytest
 
 from initmem import cube
 from initmem.analysis.run import analyze_cube
 from initmem.models.data import _dependence_test
 from initmem.simulate import SimPipeline, simulate_cube
+from initmem.tests._memory_designs import SMALL
 
 
 def test_the_dependence_test_sees_runs_lost_at_one_end_of_the_grid():
@@ -26,6 +27,7 @@ def test_the_dependence_test_sees_runs_lost_at_one_end_of_the_grid():
     assert _dependence_test(np.zeros((5, 6), dtype=bool), observed, rng) is None
 
 
+@pytest.mark.slow
 def test_runs_left_out_by_the_gate_are_tested_put_back_and_warned_about(tmp_path):
     """A pipeline without memory whose 3 slowest seeds at the largest sigma_w never interpolated and ended far
     below the rest: the gated analysis sees no memory; the lost runs depend on sigma_w (warned), and put back

@@ -15,10 +15,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# The quick preset, sequentially: 4 seeds per cell first, then 8 and 12 only for pipelines still undecided
-# (docs/sequential.md), so that a forgetting pipeline near its edge gets the seeds it needs on any machine.
+# The quick preset at delta = 2 points, sequentially: 4 seeds per cell first, then 8, 12 and 16 only for pipelines
+# still undecided (docs/sequential.md), so that the headline does not hang on one machine's cube
+# (docs/reading-the-demo.md says why 2 points).
 demo: install
-	$(VENV)/bin/initmem run --preset quick --until-decided --looks 4,8,12 --out $(OUT)
+	$(VENV)/bin/initmem run --preset quick --until-decided --looks 4,8,12,16 --delta 0.02 --out $(OUT)
 
 # ruff (style, unused arguments and noqa, complexity) and the layer contract (docs/architecture.md).
 lint: install
@@ -33,8 +34,11 @@ test: lint
 	@rc=0; $(VENV)/bin/pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
+# The quick check while editing: every test not marked slow (sampling, training, statistical rates, report
+# rendering) or browser, on the same two workers.
 test-fast: install
-	$(VENV)/bin/pytest -q -m "not slow and not browser"
+	@rc=0; $(VENV)/bin/pytest -q -m "not slow and not browser" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test-fast: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 # The documentation site, offline, warnings as errors: open site/index.html. The API reference is generated from
 # a plain install of the package into build/site (the editable install is an import hook static tools cannot read).

@@ -56,5 +56,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
+def one_torch_thread():
+    """For tests that drive the packed trainer directly, outside train_pack's own thread setting: one torch
+    thread, so the two test workers do not oversubscribe two cores; the setting is restored afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
 def cli():
     return run_cli

@@ -40,13 +40,7 @@ def tiny(pipelines: dict, *, sigma=(0.5, 1.0, 2.0), seeds=(0, 1), width=4, norm=
 SGD = {"optimizer": "sgd", "lr": 0.05, "batch_size": 128, "epochs": 2}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tests that drive PackTrainer directly run outside train_pack's thread setting."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 def strip_volatile(ds: xr.Dataset) -> xr.Dataset:

@@ -15,14 +15,7 @@ from initmem.collect.train.engine import PackTrainer, same_bits, train_pack
 from initmem.collect.train.measure import StepMeter
 from initmem.grid import parse_grid
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """PackTrainer driven directly runs outside train_pack's thread setting; the machine is shared."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ checkpoints, events, progress, status). The trainer imports nothing from the run
 :func:`collect_cube` (a grid into a resumable run folder and its cube; also ``initmem.collect_cube``),
 :class:`CollectOptions` (its options as one record), :func:`collect_grid` (a grid in memory), :func:`merge_dir`.
 
-``collect`` was the old name of :func:`collect_cube` here; it still works until initmem 0.11, with a
+``collect`` was the old name of :func:`collect_cube` here; it still works until initmem 0.12, with a
 DeprecationWarning. The new name says what comes out, and the package's own name cannot be the function's
 at the top level (``initmem.collect`` is this package).
 """
@@ -25,7 +25,7 @@ _API: dict[str, tuple[str, str]] = {
 }
 
 # The old name resolves to the entry point it always named, which still takes the options as keywords.
-_DEPRECATED = {"collect": Deprecated("initmem.collect.run.runner", "collect", "initmem.collect_cube", "0.11")}
+_DEPRECATED = {"collect": Deprecated("initmem.collect.run.runner", "collect", "initmem.collect_cube", "0.12")}
 
 
 __getattr__ = lazy_getattr(__name__, _API, _DEPRECATED)

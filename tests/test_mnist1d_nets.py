@@ -16,7 +16,9 @@ from initmem.collect.train.nets import build_net, count_train_flops_per_image, k
 from initmem.collect.train.packed import PConv1d, PLinear
 from initmem.grid import parse_grid
 
-from .test_engine import _one_thread, assert_pack_is_bitwise_alone  # noqa: F401 (autouse fixture)
+from .test_engine import assert_pack_is_bitwise_alone
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 def grid1d(tmp_path_factory, *, arch="resnet1d", norm=None, width=8, scale="all_kernels", opt=None, depth=None,

@@ -17,7 +17,9 @@ from initmem.collect.train.normfree import SkipGain, member_sums
 from initmem.collect.train.packed import PConv, PLinear
 from initmem.grid import parse_grid
 
-from .test_engine import _one_thread, assert_pack_is_bitwise_alone, tiny  # noqa: F401 (autouse fixture)
+from .test_engine import assert_pack_is_bitwise_alone, tiny
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 def _init_pair(arch: str, norm: str, scale: str, seed: int, in_ch: int, width: int = 4):

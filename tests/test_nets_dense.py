@@ -19,7 +19,9 @@ from initmem.collect.train.probes import build_for_grid, init_cell
 from initmem.errors import UserError
 from initmem.grid import parse_grid
 
-from .test_engine import _one_thread, assert_pack_is_bitwise_alone  # noqa: F401 (autouse fixture)
+from .test_engine import assert_pack_is_bitwise_alone
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 MLP = {"arch": "mlp", "width": 24, "depth": 2}
 MLP_LN = {"arch": "mlp", "width": 24, "depth": 2, "norm": "layer"}

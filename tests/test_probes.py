@@ -22,8 +22,9 @@ from initmem.reports.html import build_report
 from initmem.stats.curves import memory_curves
 from initmem.tests._report_fixture import write_analysis
 
-from .test_engine import _one_thread  # noqa: F401 (autouse fixture)
 from .test_nets_dense import MLP, dense_grid
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 SHAPES = ["normal", "uniform", "truncated_normal", "orthogonal"]
 

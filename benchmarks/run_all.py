@@ -54,7 +54,7 @@ BENCHES = (
     Bench("analyze_speed.py", "initmem analyze, quick-preset cube, cold and warm",
           ("--only", "quick"), r"initmem analyze"),
     Bench("end_to_end.py", "make demo (the quick preset, sequential) from a cold start",
-          skip="6-10 minutes alone: python benchmarks/end_to_end.py"),
+          skip="5.5-6.5 minutes alone: python benchmarks/end_to_end.py"),
     Bench("suite_timing.py", "wall time of the test suite per file",
           skip="runs the whole test suite: python benchmarks/suite_timing.py"),
     Bench("gpu_checks.sh", "throughput and clocks' cost on CUDA",

@@ -191,9 +191,9 @@ def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_siz
         fresh = [(pipe, [(float(s), int(k)) for s, k in cells if (pipe, float(s), int(k)) in rest])
                  for pipe, cells in plan_packs(grid, device=device, pack_size=pack_size)]
         fresh = [(pipe, cells) for pipe, cells in fresh if cells]
-        if workers > 1 and pack_size is None and grid.engine.pack_size is None:
-            fresh = spread_over_workers(fresh, workers - n_started)
         if workers > 1:
+            if pack_size is None and grid.engine.pack_size is None:   # the user's pack size is never split
+                fresh = spread_over_workers(fresh, workers - n_started)
             # Longest first: workers take packs in this order, and a long pack started last would leave the
             # others idle at the end (started packs keep their place at the front: they resume).
             fresh.sort(key=lambda pc: -pack_cost(grid, pc[0], len(pc[1])))

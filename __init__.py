@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING
 from initmem.lazy import lazy_dir, lazy_getattr
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is imported on first use
-    from initmem.analysis.run import analyze_cube as analyze
-    from initmem.analysis.run_all import run as run
-    from initmem.collect.run.runner import collect_cube as collect_cube
+    from initmem.analysis.analyze import analyze_cube as analyze
+    from initmem.analysis.run import run as run
+    from initmem.collect.execution.runner import collect_cube as collect_cube
     from initmem.cube import open_cube as open_cube
     from initmem.cube import write_cube as write_cube
     from initmem.errors import UserError as UserError
@@ -54,9 +54,9 @@ _API: dict[str, tuple[str, str]] = {
     "write_cube": ("initmem.cube", "write_cube"),
     "load_grid": ("initmem.grid", "load_grid"),
     "AnalysisSpec": ("initmem.results", "AnalysisSpec"),
-    "analyze": ("initmem.analysis.run", "analyze_cube"),
-    "run": ("initmem.analysis.run_all", "run"),
-    "collect_cube": ("initmem.collect.run.runner", "collect_cube"),
+    "analyze": ("initmem.analysis.analyze", "analyze_cube"),
+    "run": ("initmem.analysis.run", "run"),
+    "collect_cube": ("initmem.collect.execution.runner", "collect_cube"),
     "import_table": ("initmem.importers.source", "import_table"),
     "report": ("initmem.reports.html", "build_report"),
     "export": ("initmem.reports.export", "export_analysis"),

@@ -27,7 +27,7 @@ POSTERIOR_NC = "posterior.nc"
 REPORT_HTML = "report.html"
 RUN_ANALYSIS_DIR = "analysis"  # the analysis folder inside an ``initmem run`` folder
 
-# The run folder (docs/collect-runs.md; layout in collect/run/run_folder.py) ------------------------------
+# The run folder (docs/collect-runs.md; layout in collect/execution/run_folder.py) ------------------------------
 CUBE_NC = "cube.nc"            # the merged cube; ``initmem run`` puts it beside the analysis folder
 EVENTS_JSONL = "events.jsonl"  # the event log
 

@@ -1,296 +1,396 @@
-"""``initmem analyze``: fit the memory model to a cube and write the analysis folder.
+"""``initmem run``: collect, analyze and report in one go, with a progress line per stage.
 
-One function, :func:`analyze_cube`, runs the whole analysis (docs/analysis.md): the hierarchical
-Bayesian memory model (with one automatic, visible retry when the sampler's diagnostics fail),
-the frequentist cross-checks, memory curves and the collapse test. It builds the folder's typed
-records (:mod:`initmem.results`, fields in docs/analysis-folder.md) and writes ``posterior.nc``,
-``summary.json`` (and ``curves.nc`` / ``collapse.json`` when the cube has curves), all or nothing: every part
-is computed first, then the files are written into a temporary folder and moved in (analysis/staging.py).
+:func:`run` is the public face (``initmem.run``, the command line's ``initmem run``); :func:`run_all` takes the
+resolved grid and the stand-ins tests use, and calls one function per step: collect (:func:`_collect`), analyze
+(:func:`_analyze`) or both look by look (:func:`_collect_and_analyze_by_looks`), then report (:func:`_report`).
+
+The three stages write into one folder: ``DIR/cube.nc`` (collect, resumable: rerunning the
+command trains only unfinished cells), ``DIR/analysis/`` (analyze; reused while the cube's contents
+and the analysis options are unchanged) and ``DIR/report.html``. Stage timings go to ``DIR/timings.json`` so
+``benchmarks/end_to_end.py`` can report seconds per stage.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
-import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Any, Literal
 
-from initmem import cube
+import numpy as np
+
+from initmem import cube as C
 from initmem import results as R
-from initmem.analysis.staging import check_out_dir, staged_folder
-from initmem.cube.levels import probe_is_categorical
+from initmem.analysis.sequential import check_looks, fixed_analysis_note, run_until_decided
+from initmem.collect.execution.options import CollectOptions
 from initmem.errors import OptionError, UserError, option
-from initmem.models import arviz_io
-from initmem.models.memory import (
-    DEFAULT_TARGET_ACCEPT,
-    RETRY_TARGET_ACCEPT,
-    MemoryModel,
-    prepare_data,
-    resolve_delta,
-    versions,
-)
-from initmem.models.paired import (
-    CEILING,
-    FORGETS_IUT_SHARE,
-    FORGETS_MODEL_SHARE,
-    SKEW_GATE,
-    forgets_levels,
-)
-from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, as_spending, parse_design, spending_label
-from initmem.models.summaries import RESOLVE, attach_checks, estimand, model_thresholds
-from initmem.results.spec import AnalysisOptions, AnalysisSpec
+from initmem.jsonio import write_json
+from initmem.results.spec import AnalysisSpec
+
+STAGES = ("collect", "analyze", "report")
 
 
-def spending_of(spec: AnalysisSpec) -> Spending:
-    """The analysis's :class:`Spending`: a fixed design at ``spec.alpha``, or the look ``spec.look`` (1 = first) of
-    the sequential design ``spec.looks`` under ``spec.design`` (None: the default design)."""
-    if spec.looks is None or spec.look is None:
-        return Spending(spec.alpha)
-    design = spec.design or SEQUENTIAL_DESIGN
+@dataclass
+class RunResult:
+    """Where everything went and how long each stage took (seconds)."""
+
+    out_dir: Path
+    cube: Path
+    analysis_dir: Path
+    report: Path
+    seconds: dict[str, float] = field(default_factory=dict)
+    reused: dict[str, bool] = field(default_factory=dict)
+
+
+def resolve_grid(grid_file: str | None, preset: str | None) -> Path:
+    """GRID.yaml or --preset NAME (exactly one; neither means the quick preset)."""
+    from initmem.grid import resolve_preset
+
+    if grid_file is not None and preset is not None:
+        raise UserError(f"give either GRID.yaml or {option('preset', 'NAME')}, not both")
+    if grid_file is None:
+        return resolve_preset(preset or "quick")
+    path = Path(grid_file)
+    if not path.is_file():
+        raise UserError(f"no such grid file: {path}")
+    return path
+
+
+STATE_FILE = "run_state.json"
+
+
+def cube_digest(cube_path: Path) -> str:
+    """SHA-256 of a cube's contents (coordinates, variables, attributes but 'created').
+
+    Collecting again re-merges the cube even when nothing new trained, so the file's time and
+    bytes may change while its contents do not; this digest only changes with the contents.
+    """
+    from initmem.cube import open_cube
+
+    ds = open_cube(cube_path, check=False)
+    h = hashlib.sha256()
+    for name in sorted(map(str, ds.variables)):
+        var = ds[name]
+        h.update(f"{name}{var.dims}{var.dtype}".encode())
+        values = var.values
+        h.update(("\x1f".join(map(str, values.ravel().tolist()))).encode() if values.dtype.kind == "O"
+                 else np.ascontiguousarray(values).tobytes())
+    for k in sorted(ds.attrs):
+        if k != C.A_CREATED:
+            h.update(f"{k}={ds.attrs[k]!r}".encode())
+    return h.hexdigest()
+
+
+def analysis_is_current(out_dir: Path, cube_path: Path, options: dict[str, Any]) -> bool:
+    """The analysis in DIR/analysis was made from this very cube with these options, by this initmem
+    (an analysis folder of an older schema is redone, not reused)."""
+    state_path = out_dir / STATE_FILE
+    if not (out_dir / R.RUN_ANALYSIS_DIR / R.SUMMARY_JSON).is_file() or not state_path.is_file():
+        return False
     try:
-        parse_design(design)
-    except ValueError as exc:
-        raise OptionError("design", f"{{option}}: {exc}") from None
-    return Spending(spec.alpha, spec.looks, spec.look - 1, design)
+        R.load_summary(out_dir / R.RUN_ANALYSIS_DIR)
+    except UserError:
+        return False
+    try:
+        state = json.loads(state_path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    from initmem import __version__
+
+    return (state.get("cube_sha256") == cube_digest(cube_path) and state.get("analyze_options") == options
+            and state.get("initmem") == __version__)
 
 
-def verdict_rule(alpha: float | Spending, draws: int | None = None) -> str:
-    """The decision rule as summary.json states it (docs/memory-model.md, "Verdict"), at this analysis's alpha: a
-    fixed design's, or a sequential look's :class:`Spending`, whose shares are each spent from their own
-    allotment. ``draws``: the posterior draws, which set the finest threshold the model can resolve."""
-    spend = as_spending(alpha)
-    full = spend.level(1.0)
-    t_gt, t_lt = model_thresholds(spend, draws)
-    iut_alpha = forgets_levels(spend)[0]
-    p = f"{t_gt:.4g}"
-    if spend.looks:
-        where = (f"look {spend.look + 1} of looks {', '.join(map(str, spend.looks))} seeds under "
-                 f"{spending_label(parse_design(spend.design)[1])} spending of alpha = {spend.alpha:g}, each share of "
-                 f"alpha spent from its own allotment (the ordered test's steps, the intersection-union test "
-                 f"{FORGETS_IUT_SHARE:g}, the model's 'forgets' {FORGETS_MODEL_SHARE:g}; models/sequential.py)")
-    else:
-        where = f"alpha = {spend.alpha:.4g}"
-    capped = ""
-    if t_gt < 1 - full:
-        capped = (f" (1 - alpha = {1 - full:.4g} is finer than the posterior draws resolve, so the model's threshold "
-                  f"is capped at {RESOLVE:g} MCSE floors inside 1; the ordered test alone keeps alpha)")
-    if t_lt is None:
-        model_forgets = ("the model's route is closed at this analysis (its share of alpha is finer than the "
-                         "posterior draws resolve)")
-        q = None
-    else:
-        q = f"{t_lt:.4g}"
-        model_forgets = f"P(spread < delta) >= {q} (the model's share, with at least 3 sigma_w levels)"
-    return (f"at {where}: remembers if P(spread > delta) >= {p}{capped} and the seeds' paired differences carry it "
-            f"(the ordered test of models/paired.py, the extreme sigma_w pair first, then the peak contrast of the "
-            f"grid's middle level, then the other pairs, at alpha = {full:.4g}); "
-            f"forgets if {model_forgets} or every pair of levels is "
-            f"shown inside +-delta by the seeds' paired differences (intersection-union test at its share, "
-            f"{iut_alpha:.4g}; the two routes share alpha), both routes where an accuracy's expected value reaches "
-            f"{CEILING:g} at some level (near the ceiling), and there also the log-ratio test of every pair "
-            f"where the seeds' log-error SD reaches {SKEW_GATE:g} (the skew gate); else inconclusive; borderline "
-            f"when a verdict probability lies within 2 Monte Carlo standard errors of its threshold "
-            f"({p if q is None else f'{p} or {q}'}; not counted as decided); "
-            "spread = max - min over the sigma_w grid of the expected metric with seed and residual "
-            "effects averaged out, in outcome units")
+def run(grid: str | os.PathLike | None = None, out_dir: str | os.PathLike | None = None, *,
+        preset: str | None = None, jobs: int | Literal["auto"] = "auto", device: str = "auto",
+        reanalyze: bool = False, spec: AnalysisSpec | None = None, looks: Sequence[int] | None = None,
+        max_seeds: int | None = None, quiet: bool = False, say: Callable[[str], None] | None = None,
+        command: str | None = None) -> RunResult:
+    """Collect (resumably), analyze and report a grid in one go: what ``initmem run`` does.
 
-
-def warn(msg: str) -> None:
-    """Diagnostics problems go to stderr as well as into summary.json: never hidden."""
-    print(f"initmem: warning: {msg}", file=sys.stderr)
-
-
-def fit_checked(model: MemoryModel, *, sampler: str, draws: int, tune: int, chains: int, seed: int,
-                progress: bool, label: str = "") -> dict[str, Any]:
-    """Fit, check R-hat / ESS / divergences, and retry once (target_accept 0.99, twice the tuning)
-    when any check fails. Returns the diagnostics of the final fit plus the retry record."""
-    attempts = []
-    target = DEFAULT_TARGET_ACCEPT
-    t_sampling = 0.0
-    for attempt in range(2):
-        model.fit(sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed + attempt,
-                  target_accept=target, progress=progress)
-        t_sampling += model.sampling_seconds
-        diag = model.diagnostics()
-        attempts.append({"target_accept": target, "tune": tune, "draws": draws, "flags": diag["flags"],
-                         "sampling_seconds": model.sampling_seconds})
-        if not diag["flags"] or attempt == 1:
-            break
-        for flag in diag["flags"]:
-            warn(f"{label}{flag}; retrying with target_accept={RETRY_TARGET_ACCEPT} and tune={2 * tune}")
-        target, tune = RETRY_TARGET_ACCEPT, 2 * tune
-    for flag in diag["flags"]:
-        warn(f"{label}{flag} (after {len(attempts)} attempt(s)); the results are reported but flagged")
-    diag.update({
-        "sampler": model.sampler_used,
-        "compile_seconds": model.compile_seconds,
-        "sampling_seconds": t_sampling,
-        "seconds": model.compile_seconds + t_sampling,
-        "retried": len(attempts) > 1,
-        "attempts": attempts,
-        "target_accept": target,
-        "draws": draws, "tune": tune, "chains": chains, "seed": seed,
-    })
-    if getattr(model, "fallback_reason", None):
-        diag["flags"].append(model.fallback_reason)
-        warn(model.fallback_reason)
-    return diag
-
-
-def _gated_note(ds: Any, gate: str, pipeline: str | None = None) -> str | None:
-    """When the interpolation gate left out finished runs (of ``pipeline``, or of the cube): how many, the
-    threshold, and what to do. None when the gate is off or excluded nothing."""
-    if gate != "interpolated" or cube.TAU_INTERP not in ds or cube.STATUS not in ds:
-        return None
-    ok = ds[cube.STATUS] == cube.OK
-    tau = ds[cube.TAU_INTERP]
-    if pipeline is not None:
-        ok, tau = ok.sel({cube.PIPELINE: pipeline}), tau.sel({cube.PIPELINE: pipeline})
-    n_out = int((ok & tau.isnull()).sum())
-    if n_out == 0:
-        return None
-    n_ok = int(ok.sum())
-    threshold = ds.attrs.get(cube.A_INTERP_THRESHOLD)
-    at = f" ({float(threshold):g} training accuracy)" if threshold is not None else ""
-    every = "none" if n_out == n_ok else f"{n_ok - n_out}"
-    return (f"{n_out} of {n_ok} finished runs did not reach the interpolation threshold{at} and the interpolation "
-            f"gate excluded them ({every} passed); use {option('gate', 'all')} or train longer")
-
-
-def analyze_cube(
-    cube_path: str | os.PathLike,
-    out_dir: str | os.PathLike,
-    spec: AnalysisSpec | None = None,
-    *,
-    progress: bool = True,
-    command: list[str] | None = None,
-    **options: Unpack[AnalysisOptions],
-) -> R.Summary:
-    """Analyze one metric of a cube into an analysis folder: the memory model and its verdicts, the
-    design-based cross-checks, the radial verdict, the memory curves and the collapse test.
+    Everything goes into one run folder: ``cube.nc`` (rerunning trains only the unfinished cells),
+    ``analysis/`` (reused while the cube's contents, the analysis options and initmem's version are unchanged)
+    and ``report.html``; the stage timings go to ``timings.json``.
 
     Parameters
     ----------
-    cube_path : str or os.PathLike
-        The cube (``initmem collect``, ``import`` or ``simulate``).
-    out_dir : str or os.PathLike
-        The analysis folder to write: ``posterior.nc``, ``summary.json`` and, when the cube has curves,
-        ``curves.nc`` and ``collapse.json`` (docs/analysis-folder.md).
+    grid : str or os.PathLike, optional
+        A grid YAML file (docs/collect.md). Give ``grid`` or ``preset``, not both; neither: the quick preset.
+    out_dir : str or os.PathLike, optional
+        The run folder; None: ``runs/<grid name>``.
+    preset : str, optional
+        A packaged grid instead of a file: ``quick``, ``digits``, ``paper``, ``clocks`` or ``arms``.
+    jobs : int or "auto", default "auto"
+        Worker processes for the training (``auto``: one per ``engine.cpu_threads`` cores).
+    device : str, default "auto"
+        ``auto``, ``cpu``, ``cuda`` or ``mps``.
+    reanalyze : bool, default False
+        Redo the analysis even when the one in the folder was made from this cube with these options.
     spec : AnalysisSpec, optional
-        Every option at once (docs/analysis.md); None: the defaults.
-    progress : bool, default True
-        Show the sampler's progress bar.
-    command : list of str, optional
-        The command line recorded in summary.json (the CLI passes its own).
-    **options
-        Fields of :class:`AnalysisSpec` as keywords (``delta=0.02``), replacing the spec's, typed by
-        :class:`~initmem.results.spec.AnalysisOptions`; each is validated once, here. ``gate="interpolated"``
-        fits only runs that reached the interpolation threshold (a run that never fit its training set says
-        nothing about what it remembers); ``delta`` defaults to one point for accuracies and is required for
-        any other metric.
+        The analysis options (only those set are recorded, to decide whether the analysis is current); None: the
+        defaults. The sequential design's seed counts are ``looks`` below, not the spec's (which name one look).
+    looks : sequence of int, optional
+        Seed counts (e.g. 4, 8, 12, 16) at which to analyze: the run is then sequential (docs/sequential.md), and
+        seeds are added only to the pipelines still undecided. None: a fixed design on the grid's seeds.
+    max_seeds : int, optional
+        With ``looks``, the cap on seeds per pipeline (looks above it are dropped).
+    quiet : bool, default False
+        No progress lines, bars or tables.
+    say : callable, optional
+        Receives each progress line; None: they are printed (unless ``quiet``).
+    command : str, optional
+        The command line shown in the report's reproduction block; None: this program's own command line.
 
     Returns
     -------
-    Summary
-        The summary record (``summary.pipelines[name].verdict`` and everything in summary.json).
+    RunResult
+        Where the cube, the analysis folder and the report went, with each stage's seconds.
 
     Raises
     ------
-    UserError
-        The cube cannot be read or has nothing to analyze, or ``out_dir`` cannot hold an analysis.
     OptionError
-        An option is invalid (the message names it).
+        An option is invalid (``looks`` not increasing, ``max_seeds`` without ``looks``, ``jobs`` below 1, ...).
+    UserError
+        Both ``grid`` and ``preset`` are given, the grid file is missing or invalid, or the run folder holds a run
+        that this one may not continue (another grid, or another sequential design).
     """
-    spec = AnalysisSpec.of(spec, **options)
-    seed = spec.seed
-    out = check_out_dir(out_dir, "analysis")
-    ds = cube.open_cube(cube_path)
-    if spec.memory == "radial" and probe_is_categorical(ds):
-        warn("the cube's probe is categorical (shape): the radial memory (a slope on log sigma_w) does not apply, "
-             "so the collapse test uses the functional memory (docs/arms.md)")
-        spec = spec.model_copy(update={"memory": "functional"})
+    from initmem.reports.html import default_command
+
+    if max_seeds is not None and looks is None:
+        raise OptionError("max_seeds", f"{{option}} caps a sequential run: give {option('looks')} too")
+    if say is None:
+        say = (lambda _msg: None) if quiet else (lambda msg: print(msg, flush=True))
+    options = spec.model_dump(mode="json", exclude_unset=True) if spec is not None else {}
+    return run_all(resolve_grid(None if grid is None else str(grid), preset), out_dir, jobs=jobs, device=device,
+                   reanalyze=reanalyze, analyze_options=options, quiet=quiet, say=say,
+                   command=command if command is not None else default_command(), looks=looks,
+                   max_seeds=max_seeds)
+
+
+@dataclass
+class _Stages:
+    """One run's folder and its progress: what every step of :func:`run_all` reads and adds to."""
+
+    grid: Any
+    out: Path
+    say: Callable[[str], None]
+    quiet: bool
+    seconds: dict[str, float] = field(default_factory=dict)
+    reused: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def analysis_dir(self) -> Path:
+        return self.out / R.RUN_ANALYSIS_DIR
+
+    @property
+    def report_path(self) -> Path:
+        return self.out / R.REPORT_HTML
+
+    def start(self, i: int, name: str, what: str) -> float:
+        """Say that stage ``i`` of 3 starts; its start time."""
+        self.say(f"[{i}/3] {name}: {what}")
+        return time.perf_counter()
+
+    def collect_options(self, device: str, jobs: int | Literal["auto"]) -> CollectOptions:
+        """The collect options of every stage that trains: always resumable, quiet with the run."""
+        return CollectOptions(resume=True, device=device, jobs=jobs, quiet=self.quiet, progress=not self.quiet)
+
+
+def run_all(
+    grid_path: Path,
+    out_dir: Path | None = None,
+    *,
+    jobs: int | Literal["auto"] = 1,
+    device: str = "auto",
+    reanalyze: bool = False,
+    analyze_options: dict[str, Any] | None = None,
+    quiet: bool = False,
+    say: Callable[[str], None] | None = None,
+    command: str | None = None,
+    train_fn: Callable[..., Any] | None = None,
+    analyze_fn: Callable[..., Any] | None = None,
+    looks: Sequence[int] | None = None,
+    max_seeds: int | None = None,
+) -> RunResult:
+    """Collect (resumably), analyze and report ``grid_path`` into ``out_dir`` (default runs/NAME): the steps of
+    :func:`run`, with the stand-ins tests need.
+
+    ``train_fn`` replaces the training engine and ``analyze_fn`` the analysis (default
+    :func:`initmem.analysis.analyze_cube`): tests use fast deterministic stand-ins. With ``looks`` (seed
+    counts, e.g. 4, 8, 12, 16) the run is sequential (analysis/sequential.py, docs/sequential.md): seeds
+    are added only to pipelines still undecided, up to ``max_seeds``. ``analyze_options`` are
+    :class:`AnalysisSpec` fields, recorded as given to decide whether a later run may reuse the analysis.
+    """
+    from initmem.grid import load_grid
+
+    AnalysisSpec.of(**(analyze_options or {}))  # a bad analysis option fails now, not after the training
+    grid = load_grid(grid_path)
+    if looks is not None:
+        looks = check_looks(looks, max_seeds)
+    out = Path(out_dir) if out_dir is not None else Path("runs") / grid.name
+    run_ = _Stages(grid, out, say or (lambda _msg: None), quiet)
+    if analyze_fn is None:
+        from initmem.analysis.analyze import analyze_cube as analyze_fn
+    options = dict(analyze_options or {})
+    if looks is not None:
+        cube_path, analysis_dir = _collect_and_analyze_by_looks(
+            run_, run_.collect_options(device, jobs), train_fn, analyze_fn, options, looks, max_seeds)
+    else:
+        cube_path = _collect(run_, run_.collect_options(device, jobs), train_fn)
+        analysis_dir = _analyze(run_, cube_path, analyze_fn, options, reanalyze=reanalyze)
+    return _report(run_, analysis_dir, cube_path, command)
+
+
+def _collect(run_: _Stages, options: CollectOptions, train_fn: Callable[..., Any] | None) -> Path:
+    """Stage 1 of a fixed design: train the grid's unfinished cells into the run folder's cube."""
+    _refuse_fewer_seeds_than_a_sequential_run(run_.grid, run_.out, run_.analysis_dir)
+    t0 = run_.start(1, "collect", f"training grid '{run_.grid.name}' into {run_.out} (resumable)")
+    cube_path = _collect_for_run(run_.grid, run_.out, options, train_fn)
+    run_.seconds["collect"] = time.perf_counter() - t0
+    run_.say(f"      collect done in {run_.seconds['collect']:.1f} s: {cube_path}")
+    return cube_path
+
+
+def _analyze(run_: _Stages, cube_path: Path, analyze_fn: Callable[..., Any], options: dict[str, Any], *,
+             reanalyze: bool) -> Path:
+    """Stage 2 of a fixed design: analyze the cube, or reuse the analysis made from this very cube with these
+    options. A sequential analysis in the folder is replaced, its looks set aside."""
+    analysis_dir = run_.analysis_dir
+    sequential = sequential_files(analysis_dir)
+    if sequential:
+        run_.say(f"note: {analysis_dir} holds a sequential analysis ({option('until_decided', True)}); this fixed "
+                 f"design re-decides every pipeline at alpha 0.05 and replaces it, and its looks move to "
+                 f"{run_.out / SEQUENTIAL_ASIDE}. Report one design's verdicts, not a mix (docs/sequential.md, "
+                 "\"One design's verdicts\").")
+    if not sequential and not reanalyze and analysis_is_current(run_.out, cube_path, options):
+        run_.say(f"[2/3] analyze: {analysis_dir} was made from this cube; reusing it "
+                 f"({option('reanalyze', True)} to redo)")
+        run_.seconds["analyze"] = 0.0
+        run_.reused["analyze"] = True
+        return analysis_dir
+    t0 = run_.start(2, "analyze", f"fitting the memory model and the collapse test into {analysis_dir}")
+    analyze_fn(cube_path, analysis_dir, progress=not run_.quiet, **options)
+    from initmem import __version__
+
+    write_json(run_.out / STATE_FILE, {"cube_sha256": cube_digest(cube_path), "analyze_options": options,
+                                       "initmem": __version__})
+    run_.seconds["analyze"] = time.perf_counter() - t0
+    run_.reused["analyze"] = False
+    if sequential:
+        set_sequential_aside(run_.out, sequential)
+    run_.say(f"      analyze done in {run_.seconds['analyze']:.1f} s")
+    return analysis_dir
+
+
+def _collect_and_analyze_by_looks(run_: _Stages, collect_options: CollectOptions,
+                                  train_fn: Callable[..., Any] | None, analyze_fn: Callable[..., Any],
+                                  options: dict[str, Any], looks: list[int],
+                                  max_seeds: int | None) -> tuple[Path, Path]:
+    """Stages 1 and 2 of a sequential design, look by look (analysis/sequential.py); (cube, analysis folder)."""
+    note = fixed_analysis_note(run_.analysis_dir)
+    if note:
+        run_.say(note)
+    t0 = run_.start(1, "collect + analyze",
+                    f"looks at {', '.join(map(str, looks))} seeds into {run_.out} (resumable)")
+
+    def collect_look(g: Any, folder: Path, only: set) -> Path:
+        return _collect_for_run(g, folder, collect_options, train_fn, only=only)
+
+    def analyze_look(cube_path: Path, folder: Path, **opts: Any) -> Any:
+        return analyze_fn(cube_path, folder, progress=not run_.quiet, **opts)
+
+    cube_path, analysis_dir, record = run_until_decided(
+        run_.grid, run_.out, looks=looks, collect_fn=collect_look, analyze_fn=analyze_look,
+        analyze_options=options, say=run_.say, max_seeds=max_seeds)
+    (run_.out / STATE_FILE).unlink(missing_ok=True)  # it vouched for a fixed analysis, which this one replaced
+    run_.seconds["collect + analyze"] = time.perf_counter() - t0
+    run_.say(f"      decided {len(record['decided'])} of {len(run_.grid.pipelines)} pipelines with "
+             f"{record['runs_used']} runs (a fixed design: {record['runs_fixed']})")
+    return cube_path, analysis_dir
+
+
+def _collect_for_run(grid: Any, out: Path, options: CollectOptions, train_fn: Callable[..., Any] | None, *,
+                     only: set | None = None) -> Path:
+    """The collector, its errors worded for ``initmem run`` (:func:`_for_run`)."""
+    from initmem.collect.execution.runner import collect
+
     try:
-        data = prepare_data(ds, spec.metric, spec.family, gate=spec.gate, seed=seed)
+        return Path(collect(grid, out, options, train_fn=train_fn, only=only))
     except UserError as exc:
-        gated = _gated_note(ds, spec.gate)
-        if gated and type(exc) is UserError:
-            raise UserError(f"{exc}; {gated}") from None
-        raise
-    delta = resolve_delta(data, spec.delta)
-    for note in data.notes:
-        warn(note)
-    for pipe, reason in data.skipped.items():
-        gated = _gated_note(ds, data.gate, pipe) if "usable runs" in reason else None
-        warn(f"pipeline {pipe!r} skipped: {reason}" + (f"; {gated}" if gated else ""))
-
-    model = MemoryModel(data, delta=delta, slots=spec.compile_shape)
-    diag = fit_checked(model, sampler=spec.sampler, draws=spec.draws, tune=spec.tune, chains=spec.chains, seed=seed,
-                       progress=progress)
-    spend = spending_of(spec)
-    pipelines = model.summarize(delta, spend)
-    attach_checks(pipelines, model.ppc(seed=seed))
-    for pipe, entry in pipelines.items():
-        entry["diagnostics"] = diag["per_pipeline"][pipe]
-
-    from initmem.stats.frequentist import crosscheck
-    from initmem.stats.radial import radial_verdicts
-
-    freq = crosscheck(ds, data.metric, float(delta), pipelines)
-    for pipe, extra in freq.items():
-        if pipe in pipelines:  # the cross-check's notes join the model's, never replace them
-            notes = pipelines[pipe].get("notes", []) + extra.pop("notes", [])
-            pipelines[pipe].update(extra, notes=notes)
-    for pipe, radial in radial_verdicts(ds).items():
-        if pipe in pipelines:
-            pipelines[pipe]["radial"] = radial
-
-    from initmem.analysis.collapse import collapse_view
-    from initmem.stats.curves import memory_curves, write_curves
-
-    curves = memory_curves(ds, n_boot=spec.n_boot, seed=seed)
-    # The functional memory is forgotten below rope; without one, below the analysis's delta.
-    raw_collapse = collapse_view(ds, spec if spec.rope is not None else spec.model_copy(update={"rope": float(delta)}))
-    collapse = R.build_collapse(raw_collapse) if raw_collapse is not None else None
-
-    summary: dict[str, Any] = {
-        "metric": data.metric,
-        "family": data.family,
-        "likelihood": data.likelihood,
-        "estimand": estimand(model),
-        "delta": float(delta),
-        "is_accuracy": data.is_accuracy,
-        "gate": data.gate,
-        "n_test": data.n_test,
-        "pipelines": pipelines,
-        "skipped": data.skipped,
-        "n_excluded": data.n_excluded,
-        "priors": model.priors.describe(),
-        "prior_values": model.priors.as_dict(),
-        "model": model.describe(),
-        "verdict_rule": verdict_rule(spend, spec.draws * spec.chains),
-        "alpha": spend.level(1.0),           # the level of the full share at this analysis
-        "spending": {**spend.describe(), "draws": spec.draws * spec.chains},
-        "diagnostics": {k: v for k, v in diag.items() if k != "per_pipeline"},
-        "cube": str(Path(cube_path)),
-        "command": list(command) if command is not None else list(sys.argv),
-        "versions": versions(),
-        "outputs": {"posterior": R.POSTERIOR_NC, "curves": R.CURVES_NC if curves is not None else None,
-                    "collapse": R.COLLAPSE_JSON if collapse is not None else None},
-    }
-    record = R.build_summary(summary)
-    if collapse is not None:
-        R.attach_forgetting_times(record, collapse)
-    # Nothing is written before every part has been computed, and then all at once (analysis/staging.py): a
-    # failure leaves no folder holding curves.nc alone, and an earlier analysis in DIR stays whole.
-    with staged_folder(out, what="analysis", last=R.SUMMARY_JSON,
-                       stale=(R.CURVES_NC, R.COLLAPSE_JSON)) as tmp:
-        if curves is not None:
-            write_curves(curves, tmp / R.CURVES_NC)
-        if collapse is not None:
-            R.write_collapse(tmp, collapse)
-        arviz_io.to_netcdf(model.idata, tmp / R.POSTERIOR_NC)
-        R.write_summary(tmp, record)
-    return record
+        raise _for_run(exc, out) from None
 
 
-__all__ = ["analyze_cube", "fit_checked"]
+def _refuse_fewer_seeds_than_a_sequential_run(grid: Any, out: Path, analysis_dir: Path) -> None:
+    """A fixed run over a sequential one whose looks went past the grid's seeds: say what the folder holds and
+    the three ways on, instead of collect's "the grid file differs ... seeds (removed ...)"."""
+    from initmem.collect.execution.run_folder import RunDir
+
+    run = RunDir(out)
+    if not (sequential_files(analysis_dir) and run.exists() and run.grid_file.is_file()):
+        return
+    added = [s for s in run.load_grid().seeds if s not in grid.seeds]
+    if added:
+        listed = ", ".join(map(str, sorted({*grid.seeds, *added})))
+        raise UserError(f"{out} holds a sequential run ({option('until_decided', True)}) whose looks added seeds "
+                        f"{', '.join(map(str, added))} beyond the grid's; to continue that design run again with "
+                        f"{option('until_decided', True)}, for a fixed design on every seed it trained list them "
+                        f"in the grid (seeds: [{listed}]), or give another run folder "
+                        f"({option('out', f'{out}-2')})")
+
+
+SEQUENTIAL_ASIDE = "sequential-previous"  # a replaced sequential analysis's looks, beside the run's analysis
+
+
+def sequential_files(analysis_dir: Path) -> list[Path]:
+    """What a sequential run (analysis/sequential.py) leaves in the analysis folder beside its summary: its
+    record, the last look's mark and every look's analysis."""
+    from initmem.analysis.sequential import LOOK_JSON, SEQUENTIAL_JSON
+
+    return [p for p in (analysis_dir / SEQUENTIAL_JSON, analysis_dir / LOOK_JSON, analysis_dir / "looks")
+            if p.exists()]
+
+
+def set_sequential_aside(out: Path, paths: list[Path]) -> Path:
+    """Move a replaced sequential analysis's files to ``out/sequential-previous`` (an earlier such folder is
+    replaced), so the analysis folder holds the fixed analysis alone and a later sequential run starts anew."""
+    import shutil
+
+    aside = out / SEQUENTIAL_ASIDE
+    if aside.exists():
+        shutil.rmtree(aside)
+    aside.mkdir(parents=True)
+    for path in paths:
+        shutil.move(str(path), str(aside / path.name))
+    return aside
+
+
+def _for_run(exc: UserError, out: Path) -> UserError:
+    """A collect error worded for ``initmem run``: run has no --force-new; a new run folder is another --out."""
+    msg = str(exc)
+    flag = option("force_new", True)
+    if flag not in msg:
+        return exc
+    other = option("out", f"{out}-2")
+    for old, new in ((f"use {flag} for a new run folder", f"give another run folder ({other})"),
+                     (f"or {flag} to start a new run folder", f"or give another run folder ({other})"),
+                     (f"start anew with {flag}", f"start anew in another run folder ({other})")):
+        msg = msg.replace(old, new)
+    msg = msg.replace(flag, other)
+    return type(exc)(msg) if type(exc) is UserError else UserError(msg)
+
+
+def _report(run_: _Stages, analysis_dir: Path, cube_path: Path, command: str | None) -> RunResult:
+    """Stage 3: the report, and the timings of every stage."""
+    t0 = run_.start(3, "report", f"writing {run_.report_path}")
+    from initmem.reports.html import build_report
+
+    build_report(analysis_dir, run_.report_path, command=command)
+    run_.seconds["report"] = time.perf_counter() - t0
+    run_.say(f"      report done in {run_.seconds['report']:.1f} s")
+    write_json(run_.out / "timings.json", {"seconds": run_.seconds, "reused": run_.reused})
+    return RunResult(out_dir=run_.out, cube=cube_path, analysis_dir=analysis_dir, report=run_.report_path,
+                     seconds=run_.seconds, reused=run_.reused)

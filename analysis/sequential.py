@@ -42,7 +42,7 @@ from initmem import cube as C
 from initmem import names as N
 from initmem import results as R
 from initmem.atomic import atomic_path
-from initmem.collect.run.run_folder import RunDir
+from initmem.collect.execution.run_folder import RunDir
 from initmem.errors import OptionError, option
 from initmem.grid import grid_hash
 from initmem.grid.schema import MAX_SEED

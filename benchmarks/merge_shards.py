@@ -2,7 +2,7 @@
 
 Generates N single-cell shards with the paper layout per cell (ResNet-9's 9 kernels, 10,000
 test predictions, --epochs epochs) through the collector's own shard writer, then times
-``initmem.collect.run.shards.merge_dir`` (read, check, merge, write the cube atomically) twice:
+``initmem.collect.execution.shards.merge_dir`` (read, check, merge, write the cube atomically) twice:
 the second run shows the rerun cost with a warm page cache.
 
     python benchmarks/merge_shards.py [--pipelines 5 --sigma 8 --seeds 25 --epochs 200]
@@ -18,7 +18,7 @@ from pathlib import Path
 from _synth import synthetic_cube
 
 from initmem import cube
-from initmem.collect.run.shards import merge_dir, split_pack, write_shard
+from initmem.collect.execution.shards import merge_dir, split_pack, write_shard
 
 
 def main() -> None:

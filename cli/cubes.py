@@ -181,9 +181,9 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
         if given:
             raise UserError(f"--status DIR and --merge DIR only read the run; {' and '.join(given)} "
                             f"{'apply' if len(given) > 1 else 'applies'} to training (GRID.yaml --out DIR)")
-        from initmem.collect.run.assemble import corrupt_error, merge_run, print_summary
-        from initmem.collect.run.run_folder import RunDir
-        from initmem.collect.run.status import render_status, run_status
+        from initmem.collect.execution.assemble import corrupt_error, merge_run, print_summary
+        from initmem.collect.execution.run_folder import RunDir
+        from initmem.collect.execution.status import render_status, run_status
 
         if status_dir is not None:
             click.echo(render_status(run_status(status_dir)))
@@ -195,8 +195,8 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
         return
     if grid_file is None or out is None:
         raise UserError("collect needs GRID.yaml and --out DIR (or --status DIR / --merge DIR)")
-    from initmem.collect.run.options import CollectOptions
-    from initmem.collect.run.runner import collect as run_collect
+    from initmem.collect.execution.options import CollectOptions
+    from initmem.collect.execution.runner import collect as run_collect
 
     slurm = {"partition": partition, "gpus_per_job": gpus_per_job, "time_min": time_min, "mem_gb": mem_gb,
              "cpus_per_task": cpus_per_task, "array_parallelism": array_parallelism}

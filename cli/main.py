@@ -128,7 +128,7 @@ def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int 
     """
     from rich.console import Console
 
-    from initmem.analysis.run_all import run
+    from initmem.analysis.run import run
     from initmem.reports.html import default_command
     from initmem.results.spec import AnalysisSpec
 

@@ -2,7 +2,7 @@
 
 Every model forbids unknown keys, so a typo is refused instead of silently ignored. Reading a file
 (presets, YAML, one-line errors) is :mod:`initmem.grid.file`; clock budgets become epochs where the
-training set's size is known, in :mod:`initmem.collect.run.budgets`.
+training set's size is known, in :mod:`initmem.collect.execution.budgets`.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import xarray as xr
 
 from initmem import cube
 from initmem.atomic import leftover_temporaries
-from initmem.collect.run.events import read_events
+from initmem.collect.execution.events import read_events
 
 FAKE_GRID = """\
 name: fake
@@ -49,7 +49,7 @@ def run_collect_subprocess(grid: Path, out: Path, *, fake: bool = True, resume: 
     The kill lands at a hook point, never at a time; the generous timeout only guards against a
     hang, so a loaded machine slows the test down but cannot fail it."""
     code = textwrap.dedent(f"""
-        from initmem.collect.run.runner import collect
+        from initmem.collect.execution.runner import collect
         train_fn = None
         if {fake!r}:
             from initmem.tests._collect_fake import fake_train_pack as train_fn

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from initmem import cube
-from initmem.collect.run.runner import collect
+from initmem.collect.execution.runner import collect
 from initmem.collect.train.data import load_split
 from initmem.errors import UserError
 from initmem.grid import load_grid, parse_grid

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from initmem import cube
-from initmem.collect.run.in_process import collect_grid
+from initmem.collect.execution.in_process import collect_grid
 from initmem.collect.train.data import load_split
 from initmem.collect.train.engine import SCHEDULE_CURVES
 from initmem.collect.train.measure import StepMeter, cosine

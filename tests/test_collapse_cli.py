@@ -11,7 +11,7 @@ import pytest
 
 from initmem import cube
 from initmem.analysis.collapse import collapse_view
-from initmem.collect.run.budgets import resolve_budgets, training_grid
+from initmem.collect.execution.budgets import resolve_budgets, training_grid
 from initmem.errors import UserError
 from initmem.grid import parse_grid
 from initmem.schedule import pipeline_clocks

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from initmem.collect.run.runner import collect
-from initmem.collect.run.status import render_status, run_status
+from initmem.collect.execution.runner import collect
+from initmem.collect.execution.status import render_status, run_status
 from initmem.tests._collect_fake import fake_train_pack
 from initmem.tests._collect_util import (
     FAKE_GRID,

@@ -13,7 +13,7 @@ import pytest
 
 from initmem import cube
 from initmem.analysis import analyze_cube
-from initmem.collect.run.in_process import collect_grid
+from initmem.collect.execution.in_process import collect_grid
 from initmem.collect.train.devices import deterministic
 from initmem.grid import load_grid, parse_grid
 from initmem.tests._memory_designs import SMALL

@@ -13,8 +13,8 @@ import torch
 import xarray as xr
 
 from initmem import cube
-from initmem.collect.run.in_process import collect_grid
-from initmem.collect.run.pack_plan import plan_packs
+from initmem.collect.execution.in_process import collect_grid
+from initmem.collect.execution.pack_plan import plan_packs
 from initmem.collect.train.data import Split, load_split
 from initmem.collect.train.devices import deterministic, resolve_device
 from initmem.collect.train.engine import CURVES, PackTrainer, train_pack
@@ -475,7 +475,7 @@ def test_packed_net_equals_a_plain_reference_per_member():
 
 ALLOCATOR_CHILD = """
 import pickle, sys
-from initmem.collect.run.in_process import collect_grid
+from initmem.collect.execution.in_process import collect_grid
 from initmem.collect.train import devices
 from initmem.grid import parse_grid
 import json

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from initmem import cube
-from initmem.collect.run import pack_plan as packing
+from initmem.collect.execution import pack_plan as packing
 from initmem.collect.train.data import load_split
 from initmem.collect.train.devices import deterministic
 from initmem.collect.train.engine import PackTrainer, train_pack

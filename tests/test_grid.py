@@ -233,7 +233,7 @@ def test_every_packaged_preset_still_loads(name):
 
 
 def test_a_budgeted_pipeline_with_a_bad_horizon_field_is_refused_naming_it():
-    from initmem.collect.run.budgets import resolve_budgets
+    from initmem.collect.execution.budgets import resolve_budgets
 
     # Read without the data: no horizon yet, but the milestones' order is still checked (was a TypeError).
     assert _refused(_budgeted(schedule="step", milestones=[5, 3])) == (
@@ -258,7 +258,7 @@ def test_a_budgeted_pipeline_with_a_bad_horizon_field_is_refused_naming_it():
 def test_a_pipeline_with_epochs_and_its_own_budget_must_agree():
     """Both given and different: the budget would be silently ignored, so refuse. Both given and equal is
     the canonical form of a resolved grid (the run folder's grid.yaml), which must read back."""
-    from initmem.collect.run.budgets import resolve_budgets
+    from initmem.collect.execution.budgets import resolve_budgets
 
     with pytest.raises(UserError) as exc:
         resolve_budgets(parse_grid(_budgeted(epochs=30)), n_train=768, source="grid file g.yaml")

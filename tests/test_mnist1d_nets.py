@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from initmem import cube
-from initmem.collect.run.in_process import collect_grid
+from initmem.collect.execution.in_process import collect_grid
 from initmem.collect.train.data import load_split
 from initmem.collect.train.engine import PackTrainer
 from initmem.collect.train.nets import build_net, count_train_flops_per_image, kernel_norms, scaled_kernels

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from initmem import cube
-from initmem.collect.run.in_process import collect_grid
+from initmem.collect.execution.in_process import collect_grid
 from initmem.collect.train.data import Split, load_split
 from initmem.collect.train.devices import deterministic
 from initmem.collect.train.engine import STREAM_INIT, seed_generator

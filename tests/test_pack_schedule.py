@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from initmem.collect.run.pack_plan import pack_cost, spread_over_workers
-from initmem.collect.run.run_folder import RunDir
-from initmem.collect.run.runner import plan_tasks
-from initmem.collect.run.shards import all_cells
+from initmem.collect.execution.pack_plan import pack_cost, spread_over_workers
+from initmem.collect.execution.run_folder import RunDir
+from initmem.collect.execution.runner import plan_tasks
+from initmem.collect.execution.shards import all_cells
 from initmem.grid import load_grid
 
 ROOT = Path(__file__).resolve().parents[1]

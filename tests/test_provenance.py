@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from initmem import cube
-from initmem.collect.run import shards
+from initmem.collect.execution import shards
 from initmem.collect.train.coords import A_CPU_CAPABILITY, A_CPU_MODEL, CPU_JOIN, cpu_model
 from initmem.collect.train.engine import train_pack
 from initmem.grid import grid_hash, parse_grid

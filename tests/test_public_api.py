@@ -140,8 +140,8 @@ def test_the_typed_analysis_keywords_are_the_spec_fields():
 
 
 def test_collect_cube_keywords_and_the_typed_fields_are_the_collect_options():
-    from initmem.collect.run.options import EXECUTORS, CollectFields, CollectOptions
-    from initmem.collect.run.runner import collect_cube
+    from initmem.collect.execution.options import EXECUTORS, CollectFields, CollectOptions
+    from initmem.collect.execution.runner import collect_cube
 
     fields = dataclasses.fields(CollectOptions)
     hints = typing.get_type_hints(CollectOptions)
@@ -167,7 +167,7 @@ def test_collect_cube_keywords_and_the_typed_fields_are_the_collect_options():
     ({"pack_siz": 2}, "pack_siz is not a collect option"),
 ])
 def test_collect_options_refuse_a_bad_value_naming_the_option(fields, message):
-    from initmem.collect.run.options import CollectOptions
+    from initmem.collect.execution.options import CollectOptions
 
     with pytest.raises(OptionError) as exc:
         CollectOptions.of(**fields)
@@ -175,7 +175,7 @@ def test_collect_options_refuse_a_bad_value_naming_the_option(fields, message):
 
 
 def test_collect_options_replace_fields_and_convert_units():
-    from initmem.collect.run.options import CollectOptions
+    from initmem.collect.execution.options import CollectOptions
 
     base = CollectOptions(pack_size=2, checkpoint_minutes=1.5)
     opts = CollectOptions.of(base, retry_failed=True, quiet=True)
@@ -196,8 +196,8 @@ def _capture(monkeypatch, module, name: str, result: object) -> list:
 
 
 def test_collect_cube_and_the_command_hand_the_collector_the_same_record(monkeypatch, tmp_path):
-    from initmem.collect.run import runner
-    from initmem.collect.run.options import CollectOptions
+    from initmem.collect.execution import runner
+    from initmem.collect.execution.options import CollectOptions
 
     calls = _capture(monkeypatch, runner, "collect", tmp_path / "cube.nc")
     assert initmem.collect_cube("g.yaml", tmp_path, resume=True, jobs=2, pack_size=3,
@@ -216,7 +216,7 @@ def test_collect_cube_and_the_command_hand_the_collector_the_same_record(monkeyp
 def test_run_and_the_command_call_the_same_steps(monkeypatch, tmp_path):
     from initmem.grid import resolve_preset
 
-    module = import_module("initmem.analysis.run_all")   # the package binds run_all to the function
+    module = import_module("initmem.analysis.run")   # the module, not a name the package binds
 
     result = module.RunResult(out_dir=tmp_path, cube=tmp_path / "cube.nc", analysis_dir=tmp_path / "analysis",
                               report=tmp_path / "report.html", seconds={"collect": 1.0})
@@ -289,7 +289,7 @@ def test_import_table_refuses_a_bad_option_naming_it(tmp_path, options, message)
 
 def test_the_old_collect_name_still_works_with_a_deprecation_warning(tmp_path):
     import initmem.collect
-    from initmem.collect.run import runner
+    from initmem.collect.execution import runner
     from initmem.tests._collect_fake import fake_train_pack
     from initmem.tests._collect_util import FAKE_GRID
 

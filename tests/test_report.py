@@ -476,7 +476,7 @@ def test_run_all_collects_analyzes_reports_and_resumes(tmp_path):
     The trainer is the collector tests' deterministic stand-in and the analysis is replaced by the
     fixture writer (both have their own tests); what is checked here is the wiring.
     """
-    from initmem.analysis.run_all import run_all
+    from initmem.analysis.run import run_all
     from initmem.cube import open_cube
     from initmem.tests._collect_fake import fake_train_pack
     from initmem.tests._collect_util import FAKE_GRID

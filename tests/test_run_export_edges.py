@@ -14,7 +14,7 @@ import yaml
 
 from initmem import cube
 from initmem import results as R
-from initmem.analysis.run_all import SEQUENTIAL_ASIDE, run_all
+from initmem.analysis.run import SEQUENTIAL_ASIDE, run_all
 from initmem.errors import UserError
 from initmem.tests._cli import assert_user_error, invoke
 from initmem.tests._collect_fake import fake_train_pack

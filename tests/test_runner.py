@@ -1,6 +1,6 @@
 """The collector: shards, resume after kills, grid changes, failures, corrupt shards, CLI.
 
-These tests drive ``initmem.collect.run.runner.collect`` with a small deterministic stand-in for
+These tests drive ``initmem.collect.execution.runner.collect`` with a small deterministic stand-in for
 the training engine (tests/_collect_fake.py, same contract) so every crash point can be hit
 in seconds; tests/test_runner_engine.py repeats the essentials with the real engine.
 """
@@ -19,9 +19,9 @@ import xarray as xr
 
 from initmem import cube
 from initmem.atomic import leftover_temporaries
-from initmem.collect.run.events import read_events
-from initmem.collect.run.runner import collect
-from initmem.collect.run.shards import shard_files, shard_name
+from initmem.collect.execution.events import read_events
+from initmem.collect.execution.runner import collect
+from initmem.collect.execution.shards import shard_files, shard_name
 from initmem.errors import UserError
 from initmem.tests._cli import assert_user_error, invoke
 from initmem.tests._collect_fake import fake_train_pack
@@ -212,7 +212,7 @@ def test_corrupt_shard_is_reported_at_merge_and_rerun_on_resume(tmp_path: Path, 
 
 @pytest.mark.slow
 def test_merge_is_deterministic_and_rerunnable(tmp_path: Path, baseline: Path) -> None:
-    from initmem.collect.run.assemble import merge_run
+    from initmem.collect.execution.assemble import merge_run
 
     run_dir = baseline.parent
     first = cube.open_cube(baseline)
@@ -225,7 +225,7 @@ def test_merge_is_deterministic_and_rerunnable(tmp_path: Path, baseline: Path) -
 
 @pytest.mark.slow
 def test_merge_does_not_depend_on_the_order_of_shards(baseline: Path) -> None:
-    from initmem.collect.run.shards import merge, scan_shards
+    from initmem.collect.execution.shards import merge, scan_shards
     from initmem.grid import load_grid
 
     run_dir = baseline.parent
@@ -277,7 +277,7 @@ def test_local_executor_with_worker_processes_gives_the_same_cube(tmp_path: Path
 
 
 def test_local_workers_one_per_visible_gpu_or_jobs_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    from initmem.collect.run.local_executor import worker_plan
+    from initmem.collect.execution.local_executor import worker_plan
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,3")
     assert worker_plan("cuda", 1) == [{"CUDA_VISIBLE_DEVICES": g} for g in ("0", "1", "3")]
@@ -288,7 +288,7 @@ def test_local_workers_one_per_visible_gpu_or_jobs_on_cpu(monkeypatch: pytest.Mo
 
 
 def test_jobs_auto_fills_the_cores_without_oversubscribing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from initmem.collect.run import local_executor as local_exec
+    from initmem.collect.execution import local_executor as local_exec
     from initmem.grid import load_grid, parse_grid
 
     quick = load_grid("quick")                       # pins engine.cpu_threads: 1
@@ -347,14 +347,14 @@ def _grid(text: str):
 
 @pytest.mark.parametrize(("field", "value", "change"), ENGINE_CHANGES)
 def test_resume_refuses_each_engine_setting_that_changes_the_numbers(field: str, value: str, change: str) -> None:
-    from initmem.collect.run.run_folder import grid_changes
+    from initmem.collect.execution.run_folder import grid_changes
 
     changed, _ = grid_changes(_grid(FAKE_GRID), _grid(FAKE_GRID + f"engine: {{{field}: {value}}}\n"))
     assert changed == [f"engine.{field} ({change})"]
 
 
 def test_pack_size_data_root_and_slurm_may_change_on_resume() -> None:
-    from initmem.collect.run.run_folder import grid_changes
+    from initmem.collect.execution.run_folder import grid_changes
 
     moved = FAKE_GRID + ("engine: {pack_size: 1}\ndataset: {name: digits, root: /tmp/elsewhere}\n"
                          "slurm: {partition: gpu, mem_gb: 64}\n")
@@ -388,9 +388,9 @@ def test_resume_with_changed_engine_settings_is_refused_and_leaves_the_run_as_it
 
 
 def test_resume_refuses_other_data_under_a_moved_root(tmp_path: Path) -> None:
-    from initmem.collect.run.budgets import training_grid
-    from initmem.collect.run.run_folder import RunDir
-    from initmem.collect.run.runner import prepare_run
+    from initmem.collect.execution.budgets import training_grid
+    from initmem.collect.execution.run_folder import RunDir
+    from initmem.collect.execution.runner import prepare_run
 
     run_dir = RunDir(tmp_path / "run")
     grid = training_grid(write_grid(tmp_path / "grid.yaml", FAKE_GRID))
@@ -484,8 +484,8 @@ def test_status_and_merge_of_a_file_say_it_is_not_a_run_folder(tmp_path: Path) -
 @pytest.mark.slow
 @pytest.mark.parametrize("action", ["kill", "interrupt"])
 def test_status_tells_an_interrupted_pack_from_one_in_training(tmp_path: Path, baseline: Path, action: str) -> None:
-    from initmem.collect.run import checkpoints
-    from initmem.collect.run.status import render_status, run_status
+    from initmem.collect.execution import checkpoints
+    from initmem.collect.execution.status import render_status, run_status
 
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
     out = tmp_path / "run"
@@ -506,7 +506,7 @@ def test_status_tells_an_interrupted_pack_from_one_in_training(tmp_path: Path, b
 
 @pytest.mark.slow
 def test_a_pack_killed_after_its_last_shard_is_not_reported_as_started_after_resume(tmp_path: Path) -> None:
-    from initmem.collect.run.status import render_status, run_status
+    from initmem.collect.execution.status import render_status, run_status
 
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
     out = tmp_path / "run"
@@ -520,8 +520,8 @@ def test_a_pack_killed_after_its_last_shard_is_not_reported_as_started_after_res
 
 @pytest.mark.slow
 def test_status_agrees_with_merge_about_a_corrupt_shard(tmp_path: Path) -> None:
-    from initmem.collect.run.assemble import merge_run
-    from initmem.collect.run.status import render_status, run_status
+    from initmem.collect.execution.assemble import merge_run
+    from initmem.collect.execution.status import render_status, run_status
 
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
     out = tmp_path / "run"

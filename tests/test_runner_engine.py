@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from initmem import cube
-from initmem.collect.run.events import read_events
-from initmem.collect.run.runner import collect
+from initmem.collect.execution.events import read_events
+from initmem.collect.execution.runner import collect
 from initmem.tests._collect_util import (
     REAL_GRID,
     assert_clean,

@@ -16,9 +16,9 @@ import yaml
 
 from initmem import cube
 from initmem import results as R
-from initmem.analysis.run_all import run_all
+from initmem.analysis.run import run_all
 from initmem.analysis.sequential import check_looks, seeds_for
-from initmem.collect.run.runner import collect
+from initmem.collect.execution.runner import collect
 from initmem.errors import OptionError
 from initmem.grid import parse_grid
 from initmem.models.sequential import (

@@ -79,7 +79,7 @@ def test_analyze_validates_before_reading_the_cube(tmp_path: Path):
 
 def test_the_command_line_names_the_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from initmem.cli import params as cli
-    from initmem.collect.run import runner
+    from initmem.collect.execution import runner
 
     assert cli.option_flag("pack_size") == "--pack-size"
     err = OptionError("n_sim", "{option} must be at least 10")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from initmem import cube
-from initmem.analysis.run import analyze_cube
+from initmem.analysis.analyze import analyze_cube
 from initmem.models.data import _dependence_test
 from initmem.simulate import SimPipeline, simulate_cube
 from initmem.tests._memory_designs import SMALL

@@ -5,5 +5,5 @@ per-example predictions: datasets (``data``); the packed layers (``packed``, ``n
 the architectures (``resnets``, ``mlp``, ``vit``) below their factory (``nets``); the initialization probes
 (``probes``); the optimizer table's torch side (``optim``); measured clocks (``measure``) and devices. The
 learning-rate schedule and its clocks (initmem/schedule.py) and the checkpoint rule (grid/select.py) are
-torch-free and live below. It imports nothing from the run wing.
+torch-free and live below. It imports nothing from the execution wing.
 """

@@ -3,7 +3,7 @@
 A shard merge and the shard of a failed cell need these, and neither should import torch or
 load a dataset for them: the dataset's size and fingerprint are passed in by the engine (which
 has the split loaded anyway) and, for a failed cell, left out; the merge takes them from the
-first finished shard (see :func:`initmem.collect.run.shards.merge_dir`).
+first finished shard (see :func:`initmem.collect.execution.shards.merge_dir`).
 """
 
 from __future__ import annotations

@@ -497,5 +497,5 @@ def _to_dataset(grid: Grid, pipeline: str, tr: PackTrainer, rec: Recorder, devic
     return cube.canonicalize(ds)
 
 
-# A checkpoint of another state layout cannot resume (collect/run/pack_job.py checks before resuming).
+# A checkpoint of another state layout cannot resume (collect/execution/pack_job.py checks before resuming).
 train_pack.state_version = STATE_VERSION  # type: ignore[attr-defined]

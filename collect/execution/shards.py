@@ -26,7 +26,7 @@ import xarray as xr
 
 from initmem import cube
 from initmem.atomic import atomic_path
-from initmem.collect.run.fault_hooks import hook
+from initmem.collect.execution.fault_hooks import hook
 from initmem.collect.train.coords import CPU_JOIN, MACHINE_ATTRS
 from initmem.errors import UserError
 

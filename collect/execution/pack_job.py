@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from initmem import cube
-from initmem.collect.run import checkpoints, shards
-from initmem.collect.run.events import EventLog, cell_dict
-from initmem.collect.run.fault_hooks import hook
-from initmem.collect.run.run_folder import RunDir
-from initmem.collect.run.shards import Cell
+from initmem.collect.execution import checkpoints, shards
+from initmem.collect.execution.events import EventLog, cell_dict
+from initmem.collect.execution.fault_hooks import hook
+from initmem.collect.execution.run_folder import RunDir
+from initmem.collect.execution.shards import Cell
 from initmem.collect.train.coords import cube_attrs, pipeline_coords
 from initmem.errors import UserError
 

@@ -2,7 +2,7 @@
 :class:`initmem.results.AnalysisSpec`).
 
 ``initmem collect``, ``initmem run`` and :func:`initmem.collect_cube` each build one record and hand it on, so
-the run's entry point (:func:`initmem.collect.run.runner.collect`) and its helpers receive the options already
+the run's entry point (:func:`initmem.collect.execution.runner.collect`) and its helpers receive the options already
 valid, as one object, instead of some twenty keywords repeated at every call. A bad value raises
 :class:`~initmem.errors.OptionError`, one line that names the option; the command line names its flag.
 
@@ -123,7 +123,7 @@ class CollectOptions:
 
 class CollectFields(TypedDict, total=False):
     """The fields of :class:`CollectOptions` as keyword arguments, so that a type checker sees every keyword that
-    :func:`initmem.collect.run.runner.collect` accepts beside a record (tests/test_public_api.py checks that the
+    :func:`initmem.collect.execution.runner.collect` accepts beside a record (tests/test_public_api.py checks that the
     two list the same names and types)."""
 
     resume: bool

@@ -1,7 +1,7 @@
 """``initmem collect``: train a grid into shards, resumably, and merge them into ``DIR/cube.nc``.
 
 :func:`collect_cube` is the public face (``initmem.collect_cube``): every option a keyword, gathered into one
-:class:`~initmem.collect.run.options.CollectOptions` record. It is named for what it makes because
+:class:`~initmem.collect.execution.options.CollectOptions` record. It is named for what it makes because
 ``initmem.collect`` is the training subpackage, whose name any import of its modules rebinds. :func:`collect` is
 the entry point behind it and behind the command line: the record, plus the stand-ins tests and the sequential
 design need (``train_fn``, ``only``).
@@ -28,15 +28,15 @@ from typing import Any, Literal, Unpack
 
 from initmem import cube
 from initmem.atomic import write_text
-from initmem.collect.run import checkpoints
-from initmem.collect.run.assemble import corrupt_error, merge_run, print_summary
-from initmem.collect.run.budgets import training_grid
-from initmem.collect.run.events import EventLog, cell_dict, now_iso
-from initmem.collect.run.local_executor import auto_jobs, run_local, worker_plan
-from initmem.collect.run.options import EXECUTORS, CollectFields, CollectOptions, Executor
-from initmem.collect.run.pack_job import PackTask, TrainFn, default_train_fn
-from initmem.collect.run.progress import ProgressView
-from initmem.collect.run.run_folder import (
+from initmem.collect.execution import checkpoints
+from initmem.collect.execution.assemble import corrupt_error, merge_run, print_summary
+from initmem.collect.execution.budgets import training_grid
+from initmem.collect.execution.events import EventLog, cell_dict, now_iso
+from initmem.collect.execution.local_executor import auto_jobs, run_local, worker_plan
+from initmem.collect.execution.options import EXECUTORS, CollectFields, CollectOptions, Executor
+from initmem.collect.execution.pack_job import PackTask, TrainFn, default_train_fn
+from initmem.collect.execution.progress import ProgressView
+from initmem.collect.execution.run_folder import (
     RUN_SCHEMA,
     RunDir,
     check_out_folder,
@@ -45,7 +45,7 @@ from initmem.collect.run.run_folder import (
     run_lock,
     undo_fresh_start,
 )
-from initmem.collect.run.shards import Cell, CorruptShard, all_cells, read_shard, scan_shards, shard_files
+from initmem.collect.execution.shards import Cell, CorruptShard, all_cells, read_shard, scan_shards, shard_files
 from initmem.errors import UserError, option
 from initmem.grid import Grid, grid_hash
 
@@ -168,7 +168,7 @@ def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_siz
                workers: int = 1) -> list[PackTask]:
     """Started packs (manifests) first, in their original composition; then the rest, packed anew, longest
     first, and with an automatic pack size split so that each of ``workers`` CPU workers has a pack."""
-    from initmem.collect.run.pack_plan import pack_cost, plan_packs, spread_over_workers  # torch: not at start-up
+    from initmem.collect.execution.pack_plan import pack_cost, plan_packs, spread_over_workers  # torch: not at start-up
 
     tasks: list[PackTask] = []
     covered: set[Cell] = set()
@@ -380,7 +380,7 @@ def _prepare_and_train(run: RunDir, grid: Any, h: str, opts: CollectOptions, *, 
     events = EventLog(run.events)
     show = opts.progress and not opts.quiet
     if opts.executor == "slurm":
-        from initmem.collect.run.slurm_executor import submit_and_wait  # submitit: only for this executor
+        from initmem.collect.execution.slurm_executor import submit_and_wait  # submitit: only for this executor
         from initmem.collect.train.data import load_split
 
         load_split.cache_clear()  # the array tasks load the data; the submitting process needs it no more

@@ -1,4 +1,4 @@
-"""The run wing: the machinery that turns a grid into a cube, resumably (docs/collect-runs.md).
+"""The execution wing: the machinery that turns a grid into a cube, resumably (docs/collect-runs.md).
 
 The run folder and its record (``run_folder``), pack planning (``pack_plan``), one pack as a unit of work
 (``pack_job``), the local and Slurm executors, per-cell shards and their assembly into ``cube.nc``

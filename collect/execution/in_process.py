@@ -1,7 +1,7 @@
 """Several packs: training a whole grid in one process and merging the pack results.
 
 For tests and benchmarks; ``initmem collect`` goes through shards instead
-(:mod:`initmem.collect.run.runner`).
+(:mod:`initmem.collect.execution.runner`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import xarray as xr
 
 from initmem import cube
-from initmem.collect.run.pack_plan import plan_packs
+from initmem.collect.execution.pack_plan import plan_packs
 from initmem.collect.train.devices import resolve_device
 from initmem.collect.train.engine import train_pack
 from initmem.grid import Grid

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from initmem import cube
-from initmem.collect.run import checkpoints
-from initmem.collect.run.events import read_events
-from initmem.collect.run.run_folder import RunDir
-from initmem.collect.run.shards import Cell, CorruptShard, all_cells, read_shard, shard_files, shard_name
-from initmem.collect.run.slurm_executor import pack_progress, squeue_states
+from initmem.collect.execution import checkpoints
+from initmem.collect.execution.events import read_events
+from initmem.collect.execution.run_folder import RunDir
+from initmem.collect.execution.shards import Cell, CorruptShard, all_cells, read_shard, shard_files, shard_name
+from initmem.collect.execution.slurm_executor import pack_progress, squeue_states
 from initmem.errors import option
 
 

@@ -28,13 +28,13 @@ from typing import Any
 
 import submitit
 
-from initmem.collect.run.assemble import merge_run
-from initmem.collect.run.events import EventLog, read_events
-from initmem.collect.run.local_executor import visible_gpus
-from initmem.collect.run.pack_job import PackContext, PackTask, TrainFn, run_pack
-from initmem.collect.run.progress import ProgressView
-from initmem.collect.run.run_folder import RunDir
-from initmem.collect.run.shards import all_cells, shard_files, shard_name
+from initmem.collect.execution.assemble import merge_run
+from initmem.collect.execution.events import EventLog, read_events
+from initmem.collect.execution.local_executor import visible_gpus
+from initmem.collect.execution.pack_job import PackContext, PackTask, TrainFn, run_pack
+from initmem.collect.execution.progress import ProgressView
+from initmem.collect.execution.run_folder import RunDir
+from initmem.collect.execution.shards import all_cells, shard_files, shard_name
 from initmem.errors import OptionError, UserError, option
 from initmem.grid import SlurmSpec
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from initmem.atomic import atomic_path, write_text
-from initmem.collect.run.fault_hooks import hook
-from initmem.collect.run.shards import Cell
+from initmem.collect.execution.fault_hooks import hook
+from initmem.collect.execution.shards import Cell
 
 CKPT_FORMAT = "initmem.pack-checkpoint/1"
 

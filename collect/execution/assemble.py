@@ -1,6 +1,6 @@
 """Merging a run folder's shards into ``DIR/cube.nc`` and reporting what failed.
 
-Kept apart from :mod:`initmem.collect.run.runner` so that the executors (the Slurm array's last
+Kept apart from :mod:`initmem.collect.execution.runner` so that the executors (the Slurm array's last
 task merges) and ``--status`` can merge without importing the runner: the dependency runs
 runner -> executors -> merge, never back. Imports neither torch nor the CLI.
 """
@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from initmem import cube
-from initmem.collect.run.events import EventLog
-from initmem.collect.run.run_folder import RunDir
-from initmem.collect.run.shards import MergeReport, merge_dir
+from initmem.collect.execution.events import EventLog
+from initmem.collect.execution.run_folder import RunDir
+from initmem.collect.execution.shards import MergeReport, merge_dir
 from initmem.collect.train.coords import pipeline_coords
 from initmem.errors import UserError, option
 from initmem.grid import grid_hash

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from initmem.atomic import blocking_file, leftover_temporaries, write_text
-from initmem.collect.run.budgets import training_grid
+from initmem.collect.execution.budgets import training_grid
 from initmem.errors import OptionError, UserError, option
 from initmem.names import CUBE_NC, EVENTS_JSONL
 

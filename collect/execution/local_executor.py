@@ -18,10 +18,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from initmem.collect.run.pack_job import PackContext, PackTask, TrainFn, run_pack
-from initmem.collect.run.progress import ProgressView
-from initmem.collect.run.run_folder import RunDir
-from initmem.collect.run.shards import Cell
+from initmem.collect.execution.pack_job import PackContext, PackTask, TrainFn, run_pack
+from initmem.collect.execution.progress import ProgressView
+from initmem.collect.execution.run_folder import RunDir
+from initmem.collect.execution.shards import Cell
 
 
 def visible_gpus() -> list[str]:

@@ -1,0 +1,296 @@
+"""``initmem analyze``: fit the memory model to a cube and write the analysis folder.
+
+One function, :func:`analyze_cube`, runs the whole analysis (docs/analysis.md): the hierarchical
+Bayesian memory model (with one automatic, visible retry when the sampler's diagnostics fail),
+the frequentist cross-checks, memory curves and the collapse test. It builds the folder's typed
+records (:mod:`initmem.results`, fields in docs/analysis-folder.md) and writes ``posterior.nc``,
+``summary.json`` (and ``curves.nc`` / ``collapse.json`` when the cube has curves), all or nothing: every part
+is computed first, then the files are written into a temporary folder and moved in (analysis/staging.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Unpack
+
+from initmem import cube
+from initmem import results as R
+from initmem.analysis.staging import check_out_dir, staged_folder
+from initmem.cube.levels import probe_is_categorical
+from initmem.errors import OptionError, UserError, option
+from initmem.models import arviz_io
+from initmem.models.memory import (
+    DEFAULT_TARGET_ACCEPT,
+    RETRY_TARGET_ACCEPT,
+    MemoryModel,
+    prepare_data,
+    resolve_delta,
+    versions,
+)
+from initmem.models.paired import (
+    CEILING,
+    FORGETS_IUT_SHARE,
+    FORGETS_MODEL_SHARE,
+    SKEW_GATE,
+    forgets_levels,
+)
+from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, as_spending, parse_design, spending_label
+from initmem.models.summaries import RESOLVE, attach_checks, estimand, model_thresholds
+from initmem.results.spec import AnalysisOptions, AnalysisSpec
+
+
+def spending_of(spec: AnalysisSpec) -> Spending:
+    """The analysis's :class:`Spending`: a fixed design at ``spec.alpha``, or the look ``spec.look`` (1 = first) of
+    the sequential design ``spec.looks`` under ``spec.design`` (None: the default design)."""
+    if spec.looks is None or spec.look is None:
+        return Spending(spec.alpha)
+    design = spec.design or SEQUENTIAL_DESIGN
+    try:
+        parse_design(design)
+    except ValueError as exc:
+        raise OptionError("design", f"{{option}}: {exc}") from None
+    return Spending(spec.alpha, spec.looks, spec.look - 1, design)
+
+
+def verdict_rule(alpha: float | Spending, draws: int | None = None) -> str:
+    """The decision rule as summary.json states it (docs/memory-model.md, "Verdict"), at this analysis's alpha: a
+    fixed design's, or a sequential look's :class:`Spending`, whose shares are each spent from their own
+    allotment. ``draws``: the posterior draws, which set the finest threshold the model can resolve."""
+    spend = as_spending(alpha)
+    full = spend.level(1.0)
+    t_gt, t_lt = model_thresholds(spend, draws)
+    iut_alpha = forgets_levels(spend)[0]
+    p = f"{t_gt:.4g}"
+    if spend.looks:
+        where = (f"look {spend.look + 1} of looks {', '.join(map(str, spend.looks))} seeds under "
+                 f"{spending_label(parse_design(spend.design)[1])} spending of alpha = {spend.alpha:g}, each share of "
+                 f"alpha spent from its own allotment (the ordered test's steps, the intersection-union test "
+                 f"{FORGETS_IUT_SHARE:g}, the model's 'forgets' {FORGETS_MODEL_SHARE:g}; models/sequential.py)")
+    else:
+        where = f"alpha = {spend.alpha:.4g}"
+    capped = ""
+    if t_gt < 1 - full:
+        capped = (f" (1 - alpha = {1 - full:.4g} is finer than the posterior draws resolve, so the model's threshold "
+                  f"is capped at {RESOLVE:g} MCSE floors inside 1; the ordered test alone keeps alpha)")
+    if t_lt is None:
+        model_forgets = ("the model's route is closed at this analysis (its share of alpha is finer than the "
+                         "posterior draws resolve)")
+        q = None
+    else:
+        q = f"{t_lt:.4g}"
+        model_forgets = f"P(spread < delta) >= {q} (the model's share, with at least 3 sigma_w levels)"
+    return (f"at {where}: remembers if P(spread > delta) >= {p}{capped} and the seeds' paired differences carry it "
+            f"(the ordered test of models/paired.py, the extreme sigma_w pair first, then the peak contrast of the "
+            f"grid's middle level, then the other pairs, at alpha = {full:.4g}); "
+            f"forgets if {model_forgets} or every pair of levels is "
+            f"shown inside +-delta by the seeds' paired differences (intersection-union test at its share, "
+            f"{iut_alpha:.4g}; the two routes share alpha), both routes where an accuracy's expected value reaches "
+            f"{CEILING:g} at some level (near the ceiling), and there also the log-ratio test of every pair "
+            f"where the seeds' log-error SD reaches {SKEW_GATE:g} (the skew gate); else inconclusive; borderline "
+            f"when a verdict probability lies within 2 Monte Carlo standard errors of its threshold "
+            f"({p if q is None else f'{p} or {q}'}; not counted as decided); "
+            "spread = max - min over the sigma_w grid of the expected metric with seed and residual "
+            "effects averaged out, in outcome units")
+
+
+def warn(msg: str) -> None:
+    """Diagnostics problems go to stderr as well as into summary.json: never hidden."""
+    print(f"initmem: warning: {msg}", file=sys.stderr)
+
+
+def fit_checked(model: MemoryModel, *, sampler: str, draws: int, tune: int, chains: int, seed: int,
+                progress: bool, label: str = "") -> dict[str, Any]:
+    """Fit, check R-hat / ESS / divergences, and retry once (target_accept 0.99, twice the tuning)
+    when any check fails. Returns the diagnostics of the final fit plus the retry record."""
+    attempts = []
+    target = DEFAULT_TARGET_ACCEPT
+    t_sampling = 0.0
+    for attempt in range(2):
+        model.fit(sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed + attempt,
+                  target_accept=target, progress=progress)
+        t_sampling += model.sampling_seconds
+        diag = model.diagnostics()
+        attempts.append({"target_accept": target, "tune": tune, "draws": draws, "flags": diag["flags"],
+                         "sampling_seconds": model.sampling_seconds})
+        if not diag["flags"] or attempt == 1:
+            break
+        for flag in diag["flags"]:
+            warn(f"{label}{flag}; retrying with target_accept={RETRY_TARGET_ACCEPT} and tune={2 * tune}")
+        target, tune = RETRY_TARGET_ACCEPT, 2 * tune
+    for flag in diag["flags"]:
+        warn(f"{label}{flag} (after {len(attempts)} attempt(s)); the results are reported but flagged")
+    diag.update({
+        "sampler": model.sampler_used,
+        "compile_seconds": model.compile_seconds,
+        "sampling_seconds": t_sampling,
+        "seconds": model.compile_seconds + t_sampling,
+        "retried": len(attempts) > 1,
+        "attempts": attempts,
+        "target_accept": target,
+        "draws": draws, "tune": tune, "chains": chains, "seed": seed,
+    })
+    if getattr(model, "fallback_reason", None):
+        diag["flags"].append(model.fallback_reason)
+        warn(model.fallback_reason)
+    return diag
+
+
+def _gated_note(ds: Any, gate: str, pipeline: str | None = None) -> str | None:
+    """When the interpolation gate left out finished runs (of ``pipeline``, or of the cube): how many, the
+    threshold, and what to do. None when the gate is off or excluded nothing."""
+    if gate != "interpolated" or cube.TAU_INTERP not in ds or cube.STATUS not in ds:
+        return None
+    ok = ds[cube.STATUS] == cube.OK
+    tau = ds[cube.TAU_INTERP]
+    if pipeline is not None:
+        ok, tau = ok.sel({cube.PIPELINE: pipeline}), tau.sel({cube.PIPELINE: pipeline})
+    n_out = int((ok & tau.isnull()).sum())
+    if n_out == 0:
+        return None
+    n_ok = int(ok.sum())
+    threshold = ds.attrs.get(cube.A_INTERP_THRESHOLD)
+    at = f" ({float(threshold):g} training accuracy)" if threshold is not None else ""
+    every = "none" if n_out == n_ok else f"{n_ok - n_out}"
+    return (f"{n_out} of {n_ok} finished runs did not reach the interpolation threshold{at} and the interpolation "
+            f"gate excluded them ({every} passed); use {option('gate', 'all')} or train longer")
+
+
+def analyze_cube(
+    cube_path: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    spec: AnalysisSpec | None = None,
+    *,
+    progress: bool = True,
+    command: list[str] | None = None,
+    **options: Unpack[AnalysisOptions],
+) -> R.Summary:
+    """Analyze one metric of a cube into an analysis folder: the memory model and its verdicts, the
+    design-based cross-checks, the radial verdict, the memory curves and the collapse test.
+
+    Parameters
+    ----------
+    cube_path : str or os.PathLike
+        The cube (``initmem collect``, ``import`` or ``simulate``).
+    out_dir : str or os.PathLike
+        The analysis folder to write: ``posterior.nc``, ``summary.json`` and, when the cube has curves,
+        ``curves.nc`` and ``collapse.json`` (docs/analysis-folder.md).
+    spec : AnalysisSpec, optional
+        Every option at once (docs/analysis.md); None: the defaults.
+    progress : bool, default True
+        Show the sampler's progress bar.
+    command : list of str, optional
+        The command line recorded in summary.json (the CLI passes its own).
+    **options
+        Fields of :class:`AnalysisSpec` as keywords (``delta=0.02``), replacing the spec's, typed by
+        :class:`~initmem.results.spec.AnalysisOptions`; each is validated once, here. ``gate="interpolated"``
+        fits only runs that reached the interpolation threshold (a run that never fit its training set says
+        nothing about what it remembers); ``delta`` defaults to one point for accuracies and is required for
+        any other metric.
+
+    Returns
+    -------
+    Summary
+        The summary record (``summary.pipelines[name].verdict`` and everything in summary.json).
+
+    Raises
+    ------
+    UserError
+        The cube cannot be read or has nothing to analyze, or ``out_dir`` cannot hold an analysis.
+    OptionError
+        An option is invalid (the message names it).
+    """
+    spec = AnalysisSpec.of(spec, **options)
+    seed = spec.seed
+    out = check_out_dir(out_dir, "analysis")
+    ds = cube.open_cube(cube_path)
+    if spec.memory == "radial" and probe_is_categorical(ds):
+        warn("the cube's probe is categorical (shape): the radial memory (a slope on log sigma_w) does not apply, "
+             "so the collapse test uses the functional memory (docs/arms.md)")
+        spec = spec.model_copy(update={"memory": "functional"})
+    try:
+        data = prepare_data(ds, spec.metric, spec.family, gate=spec.gate, seed=seed)
+    except UserError as exc:
+        gated = _gated_note(ds, spec.gate)
+        if gated and type(exc) is UserError:
+            raise UserError(f"{exc}; {gated}") from None
+        raise
+    delta = resolve_delta(data, spec.delta)
+    for note in data.notes:
+        warn(note)
+    for pipe, reason in data.skipped.items():
+        gated = _gated_note(ds, data.gate, pipe) if "usable runs" in reason else None
+        warn(f"pipeline {pipe!r} skipped: {reason}" + (f"; {gated}" if gated else ""))
+
+    model = MemoryModel(data, delta=delta, slots=spec.compile_shape)
+    diag = fit_checked(model, sampler=spec.sampler, draws=spec.draws, tune=spec.tune, chains=spec.chains, seed=seed,
+                       progress=progress)
+    spend = spending_of(spec)
+    pipelines = model.summarize(delta, spend)
+    attach_checks(pipelines, model.ppc(seed=seed))
+    for pipe, entry in pipelines.items():
+        entry["diagnostics"] = diag["per_pipeline"][pipe]
+
+    from initmem.stats.frequentist import crosscheck
+    from initmem.stats.radial import radial_verdicts
+
+    freq = crosscheck(ds, data.metric, float(delta), pipelines)
+    for pipe, extra in freq.items():
+        if pipe in pipelines:  # the cross-check's notes join the model's, never replace them
+            notes = pipelines[pipe].get("notes", []) + extra.pop("notes", [])
+            pipelines[pipe].update(extra, notes=notes)
+    for pipe, radial in radial_verdicts(ds).items():
+        if pipe in pipelines:
+            pipelines[pipe]["radial"] = radial
+
+    from initmem.analysis.collapse import collapse_view
+    from initmem.stats.curves import memory_curves, write_curves
+
+    curves = memory_curves(ds, n_boot=spec.n_boot, seed=seed)
+    # The functional memory is forgotten below rope; without one, below the analysis's delta.
+    raw_collapse = collapse_view(ds, spec if spec.rope is not None else spec.model_copy(update={"rope": float(delta)}))
+    collapse = R.build_collapse(raw_collapse) if raw_collapse is not None else None
+
+    summary: dict[str, Any] = {
+        "metric": data.metric,
+        "family": data.family,
+        "likelihood": data.likelihood,
+        "estimand": estimand(model),
+        "delta": float(delta),
+        "is_accuracy": data.is_accuracy,
+        "gate": data.gate,
+        "n_test": data.n_test,
+        "pipelines": pipelines,
+        "skipped": data.skipped,
+        "n_excluded": data.n_excluded,
+        "priors": model.priors.describe(),
+        "prior_values": model.priors.as_dict(),
+        "model": model.describe(),
+        "verdict_rule": verdict_rule(spend, spec.draws * spec.chains),
+        "alpha": spend.level(1.0),           # the level of the full share at this analysis
+        "spending": {**spend.describe(), "draws": spec.draws * spec.chains},
+        "diagnostics": {k: v for k, v in diag.items() if k != "per_pipeline"},
+        "cube": str(Path(cube_path)),
+        "command": list(command) if command is not None else list(sys.argv),
+        "versions": versions(),
+        "outputs": {"posterior": R.POSTERIOR_NC, "curves": R.CURVES_NC if curves is not None else None,
+                    "collapse": R.COLLAPSE_JSON if collapse is not None else None},
+    }
+    record = R.build_summary(summary)
+    if collapse is not None:
+        R.attach_forgetting_times(record, collapse)
+    # Nothing is written before every part has been computed, and then all at once (analysis/staging.py): a
+    # failure leaves no folder holding curves.nc alone, and an earlier analysis in DIR stays whole.
+    with staged_folder(out, what="analysis", last=R.SUMMARY_JSON,
+                       stale=(R.CURVES_NC, R.COLLAPSE_JSON)) as tmp:
+        if curves is not None:
+            write_curves(curves, tmp / R.CURVES_NC)
+        if collapse is not None:
+            R.write_collapse(tmp, collapse)
+        arviz_io.to_netcdf(model.idata, tmp / R.POSTERIOR_NC)
+        R.write_summary(tmp, record)
+    return record
+
+
+__all__ = ["analyze_cube", "fit_checked"]

@@ -18,9 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from initmem import cube
+from initmem import names as N
+from initmem.models.family import expected_false_verdicts, holm_verdicts, summary_rows
 from initmem.plot.load import Analysis, num, q
 from initmem.reports import tables
 from initmem.reports.text import collapse_verdict_words
+from initmem.stats.radial import FORGETS as RADIAL_FORGETS
+from initmem.stats.radial import KEEPS as RADIAL_KEEPS
 
 
 @dataclass(frozen=True)
@@ -233,6 +237,60 @@ def verdict_table(a: Analysis) -> Table:
     return t
 
 
+RADIAL_AGREES = {(N.REMEMBERS, RADIAL_KEEPS), (N.FORGETS, RADIAL_FORGETS)}
+
+
+def _agreement(verdict: str, radial: str | None) -> str | None:
+    """Whether the accuracy verdict and the radial verdict say the same; None where either is undecided."""
+    if verdict not in (N.REMEMBERS, N.FORGETS) or radial not in (RADIAL_KEEPS, RADIAL_FORGETS):
+        return None
+    return "agree" if (verdict, radial) in RADIAL_AGREES else "disagree"
+
+
+def _forgetting_time(a: Analysis, pipe: str, axis: str | None) -> Interval | str | None:
+    """The pipeline's forgetting time on ``axis`` (median and 90% interval), "not within the run" when censored."""
+    t = a.pipe(pipe).forgetting_time.get(axis) if axis else None
+    if t is None:
+        return None
+    if t.censored or t.median is None:
+        return "not within the run"
+    return Interval(float(t.median), float(num(t.q05)), float(num(t.q95)))
+
+
+def atlas_table(a: Analysis) -> Table:
+    """One row per pipeline (a recipe of the memory atlas, docs/atlas.md): the accuracy verdict with its spread,
+    the radial verdict, whether the two agree, the forgetting time on the best clock, the seeds spent, and the
+    verdict under Holm's step-down across the rows (models/family.py)."""
+    rows = summary_rows(a.summary)
+    holm = holm_verdicts(rows)
+    n_decided = sum(r.verdict in (N.REMEMBERS, N.FORGETS) for r in rows.values())
+    c = a.collapse
+    axis = c.best if c is not None and c.best and c.best != cube.EPOCH else (cube.EPOCH if c is not None else None)
+    seq = a.summary.sequential
+    alpha = next(iter(rows.values())).spending.alpha if rows else 0.05
+    t = Table("atlas", f"Initialization memory per recipe: the accuracy verdict (spread over sigma_w of the expected "
+              f"{a.metric}, {a.unit}, posterior median and 90% interval, against delta = {a.delta * a.scale:g} "
+              f"{'point' if a.is_accuracy and a.delta * a.scale == 1 else a.unit}); the radial verdict (the slope of "
+              "the final kernel norms on sigma_w, docs/radial-verdict.md) and whether the two agree; the forgetting "
+              f"time on {'the clock that lines the recipes up best, ' + axis if axis else 'no clock (no curves)'}; "
+              "— where that clock does not move for the recipe); the seeds per cell spent; and the verdict under Holm's step-down across the rows. Each row's "
+              f"verdict keeps its own false-verdict rate at alpha = {alpha:g}; over the {n_decided} decided rows "
+              f"the expected number of false verdicts is at most {expected_false_verdicts(rows):.2f}, and the "
+              "Holm column keeps the chance of any false verdict in the table near alpha (models/family.py).",
+              [Column("recipe", "Recipe"), Column("verdict", "Verdict"),
+               Column("spread", f"Spread ({a.unit})", a.digits), Column("radial", "Radial verdict"),
+               Column("agreement", "Agreement"),
+               Column("forgetting_time", f"Forgetting time ({axis or 'none'})", 3, style="sig"),
+               Column("seeds", "Seeds"), Column("holm", "Verdict under Holm")])
+    for p in a.pipelines:
+        info = a.pipe(p)
+        radial = info.radial.verdict if info.radial is not None else None
+        seeds = seq.seeds_used.get(p, info.n_seed) if seq is not None else info.n_seed
+        t.rows.append([p, info.verdict, _iv(info.spread, a.scale), radial, _agreement(str(info.verdict), radial),
+                       _forgetting_time(a, p, axis), int(seeds), holm[p]])
+    return t
+
+
 def variance_table(a: Analysis) -> Table:
     """Per pipeline: the variance shares (sigma_w level, seed, residual) and the REML SDs."""
     if not any(a.pipe(p).shares is not None for p in a.pipelines):
@@ -342,8 +400,8 @@ def exponents_table(a: Analysis) -> Table:
     return t
 
 
-TABLES: tuple[Callable[[Analysis], Table], ...] = (verdict_table, variance_table, interpolation_table, collapse_table,
-                                                  forgetting_times_table, exponents_table)
+TABLES: tuple[Callable[[Analysis], Table], ...] = (verdict_table, atlas_table, variance_table, interpolation_table,
+                                                  collapse_table, forgetting_times_table, exponents_table)
 
 
 def paper_tables(a: Analysis) -> tuple[list[Table], dict[str, str]]:

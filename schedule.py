@@ -5,12 +5,14 @@ One implementation for the engine, which sets the optimizer's learning rate at s
 The clocks are cumulative sums over the optimizer steps (docs/cube.md, "Clocks"):
 
 * ``T_eta = sum eta_k``, ``T_sgd = sum eta_k^2 / b``, ``T_l2 = lambda * T_eta`` (coupled L2),
-  ``T_adapt = T_eta`` for Adam/AdamW (0 otherwise);
+  ``T_adapt = T_eta`` for the adaptive kinds (Adam, AdamW, RMSprop, Lion, Schedule-Free AdamW; 0
+  otherwise), ``T_wd = lambda * T_eta`` for decoupled decay (AdamW, Lion, Schedule-Free AdamW);
+  the recipe knobs (label smoothing, EMA, SAM) take one step per batch at eta_k and change no clock;
 * the momentum-corrected ``T_eta_mom, T_sgd_mom, T_l2_mom``: the same sums with the effective
   step ``eta_k / (1 - mu)`` of heavy-ball and Nesterov SGD (mu = momentum). A constant step
   under momentum mu moves the weights like plain SGD with step eta/(1-mu) once the velocity has
   settled, so these clocks compare SGD runs with and without momentum on one axis. They equal
-  the plain clocks for mu = 0 and for Adam/AdamW.
+  the plain clocks for mu = 0 and for every kind without heavy-ball momentum.
 
 Steps per epoch are ``floor(n_train / b)``: the engine drops the last incomplete batch, so every
 step sees exactly b examples.

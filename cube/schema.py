@@ -88,6 +88,8 @@ STATUS_NAMES = {OK: "ok", DIVERGED: "diverged", FAILED: "failed", MISSING: "miss
 A_SCHEMA, A_N_TEST, A_INTERP_THRESHOLD, A_SELECT = "schema", "n_test", "interp_threshold", "select"
 A_GRID, A_DATASET_FINGERPRINT = "grid", "dataset_fingerprint"
 A_INITMEM_VERSION, A_TORCH_VERSION, A_DEVICE, A_CREATED = "initmem_version", "torch_version", "device", "created"
+# The optimizer libraries beside torch (Lion, Schedule-Free AdamW; initmem/optimizers.py): '' where not installed.
+A_LION_VERSION, A_SCHEDULEFREE_VERSION = "lion_pytorch_version", "schedulefree_version"
 A_TRUTH, A_FAILED_CELLS, A_CORRUPT_SHARDS, A_SOURCE = "truth", "failed_cells", "corrupt_shards", "source"
 # What a collected cube was trained with, for provenance and for telling grids apart.
 A_GRID_HASH, A_GRID_NAME, A_DATASET = "grid_hash", "grid_name", "dataset"
@@ -103,7 +105,7 @@ SEED_PAIRED, SEED_INDEPENDENT = "paired", "independent"
 SEED_DESIGNS = (SEED_PAIRED, SEED_INDEPENDENT)
 GLOBAL_ATTRS = (
     A_SCHEMA, A_N_TEST, A_INTERP_THRESHOLD, A_SELECT, A_GRID, A_DATASET_FINGERPRINT,
-    A_INITMEM_VERSION, A_TORCH_VERSION, A_DEVICE, A_CREATED,
+    A_INITMEM_VERSION, A_TORCH_VERSION, A_LION_VERSION, A_SCHEDULEFREE_VERSION, A_DEVICE, A_CREATED,
 )
 COMPRESSION = {"zlib": True, "complevel": 4}
 

@@ -33,6 +33,8 @@ SHAPES = ("normal", "uniform", "truncated_normal", "orthogonal")
 DEFAULT_WIDTH = {"resnet_tiny": 16, "resnet9": 64, "resnet1d": 32, "mlp": 64, "vit_tiny": 32}  # CIFAR ResNets: 16
 RESNET1D_DEPTH = 3  # resnet1d: residual blocks (the first at full length, then one per halving)
 OPTIMIZERS = optimizers.names()  # the optimizer table, initmem/optimizers.py
+# Pipeline fields added after grids were first hashed: off at 0, and then left out of the canonical YAML.
+RECIPE_FIELDS = ("label_smoothing", "ema_decay", "sam_rho")
 SCHEDULES = ("constant", "cosine", "step")
 INIT_SCALES = ("all_kernels", "normalized_kernels", "convolutions", "head")
 INTERP_THRESHOLD = 0.995  # default train accuracy that counts as interpolation (eval.interp_threshold)
@@ -204,6 +206,24 @@ class PipelineSpec(optimizers.WeightDecaySplit, _Strict):
     # This pipeline's own eval.every: evaluation passes cost a dense net far less than a conv net or a
     # ViT, so a mixed grid can evaluate the cheap pipelines more often (finer checkpoint selection).
     eval_every: Whole | None = Field(None, ge=1)
+    # Recipe knobs (docs/collect.md). Each is off at its default and then absent from the canonical YAML
+    # (Grid.to_dict), so every grid written before they existed keeps its hash.
+    # label_smoothing: of the training loss only; the evaluation curves stay plain cross-entropy.
+    label_smoothing: Real = Field(0.0, ge=0, lt=1)
+    # ema_decay: an exponential moving average of the weights is what is evaluated (0: off).
+    ema_decay: Real = Field(0.0, ge=0, lt=1)
+    # sam_rho: sharpness-aware minimisation on top of the optimizer, radius rho per member (0: off).
+    sam_rho: Real = Field(0.0, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_betas(cls, data: Any) -> Any:
+        """A kind whose library recommends other betas (Lion) gets them where the grid names none."""
+        if isinstance(data, dict) and "betas" not in data:
+            betas = optimizers.DEFAULT_BETAS.get(str(data.get("optimizer")))
+            if betas is not None:
+                return {**data, "betas": betas}
+        return data
 
     @field_validator("betas")
     @classmethod
@@ -222,6 +242,16 @@ class PipelineSpec(optimizers.WeightDecaySplit, _Strict):
             raise ValueError(f"momentum: only for optimizer {with_momentum} (Adam uses betas)")
         if self.budget is not None:
             _check_budget(self.budget)
+        if kind.schedule_free:
+            # Its average of the iterates replaces a decaying schedule: a decay on top would stall the
+            # iterate z while the average still weights every step alike (lr_max), a recipe the method
+            # is neither meant nor tested for. The warm-up is the method's own.
+            if self.schedule != "constant":
+                raise ValueError(f"schedule: {self.optimizer} takes schedule constant (its average replaces the "
+                                 f"decay; warmup_epochs allowed), got {self.schedule}")
+            if self.ema_decay > 0:
+                raise ValueError(f"ema_decay: not with {self.optimizer}, which already evaluates at its own "
+                                 "average of the weights")
         if self.milestones and self.schedule != "step":
             raise ValueError("milestones: only for schedule step")
         if self.schedule == "step":
@@ -384,6 +414,11 @@ class Grid(_Strict):
             if self.dataset.name == "mnist1d" and model.arch == "vit_tiny" and MNIST1D_LENGTH % (model.patch or 2):
                 raise ValueError(f"{where}.patch: must divide the mnist1d length {MNIST1D_LENGTH} (got {model.patch})")
             self._check_probe(model, where)
+        if self.init.parametrization == "mup":
+            for name, spec in self.pipelines.items():
+                if optimizers.get(spec.optimizer).schedule_free:
+                    raise ValueError(f"pipelines.{name}.optimizer: muP's per-layer learning rates scale a step's "
+                                     f"change, which {spec.optimizer}'s averaged iterates do not allow")
         if self.budget is not None:
             _check_budget(self.budget)
         for name, spec in self.pipelines.items():
@@ -452,9 +487,10 @@ class Grid(_Strict):
         return [(s, k) for s in self.sigma_w for k in self.seeds]
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, except the clock budgets and eval.every at their defaults and the dataset
-        fields of the other kind of data set (mnist1d's sizes and seed; the read sets' fractions):
-        grids written before those options existed keep their canonical form and hash (resumable runs)."""
+        """Every field, except the clock budgets, eval.every and the recipe knobs (``RECIPE_FIELDS``) at
+        their defaults and the dataset fields of the other kind of data set (mnist1d's sizes and seed; the
+        read sets' fractions): grids written before those options existed keep their canonical form and
+        hash (resumable runs)."""
         d = self.model_dump(mode="json")
         dataset = d["dataset"]
         for key in MNIST1D_FIELDS if self.dataset.name != "mnist1d" else SPLIT_FIELDS:
@@ -467,6 +503,9 @@ class Grid(_Strict):
             for key in ("budget", "eval_every"):
                 if p.get(key) is None:
                     p.pop(key, None)
+            for key in RECIPE_FIELDS:
+                if p.get(key) == 0:
+                    p.pop(key)
         return d
 
     def to_yaml(self) -> str:

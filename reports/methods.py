@@ -416,7 +416,12 @@ def analysis_sentences(a: Analysis) -> list[Sentence]:
 def software_sentence(a: Analysis, report_versions: dict[str, str]) -> Sentence:
     versions: dict[str, str] = dict(a.summary.versions)
     if a.cube is not None:
-        for attr, name in ((C.A_INITMEM_VERSION, "initmem (collect)"), (C.A_TORCH_VERSION, "torch")):
+        kinds = set(map(str, a.cube["optimizer"].values.ravel())) if "optimizer" in a.cube.coords else set()
+        for attr, name, needed in ((C.A_INITMEM_VERSION, "initmem (collect)", None), (C.A_TORCH_VERSION, "torch", None),
+                                   (C.A_LION_VERSION, "lion-pytorch", "lion"),
+                                   (C.A_SCHEDULEFREE_VERSION, "schedulefree", "sf_adamw")):
+            if needed is not None and needed not in kinds:   # a library's version only where its optimizer trained
+                continue
             v = a.cube.attrs.get(attr)
             if v and name not in versions and not (name == "torch" and "torch" in versions):
                 versions[name] = str(v)

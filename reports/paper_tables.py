@@ -272,8 +272,9 @@ def atlas_table(a: Analysis) -> Table:
               f"{a.metric}, {a.unit}, posterior median and 90% interval, against delta = {a.delta * a.scale:g} "
               f"{'point' if a.is_accuracy and a.delta * a.scale == 1 else a.unit}); the radial verdict (the slope of "
               "the final kernel norms on sigma_w, docs/radial-verdict.md) and whether the two agree; the forgetting "
-              f"time on {'the clock that lines the recipes up best, ' + axis if axis else 'no clock (no curves)'}; "
-              "— where that clock does not move for the recipe); the seeds per cell spent; and the verdict under Holm's step-down across the rows. Each row's "
+              f"time on {'the clock that lines the recipes up best, ' + axis if axis else 'no clock (no curves)'} "
+              "(— where that clock does not move for the recipe); the seeds per cell spent; and the verdict under "
+              "Holm's step-down across the rows. Each row's "
               f"verdict keeps its own false-verdict rate at alpha = {alpha:g}; over the {n_decided} decided rows "
               f"the expected number of false verdicts is at most {expected_false_verdicts(rows):.2f}, and the "
               "Holm column keeps the chance of any false verdict in the table near alpha (models/family.py).",

@@ -62,6 +62,47 @@ def test_decoupled_decay_clock_is_the_twin_of_t_l2():
     assert cube.T_WD in cube.SCHEDULE_CLOCKS and cube.T_WD not in clock_table.family()
 
 
+RECIPE_PIPES = {
+    "lion": {"optimizer": "lion", "lr": 0.001, "batch_size": 256, "weight_decay": 0.3, "epochs": 2,
+             "schedule": "cosine", "warmup_epochs": 1},
+    "sf_adamw": {"optimizer": "sf_adamw", "lr": 0.004, "batch_size": 200, "weight_decay": 0.02, "epochs": 2,
+                 "warmup_epochs": 1},
+    "sgd_recipes": {"optimizer": "sgd", "lr": 0.05, "batch_size": 256, "momentum": 0.9, "weight_decay": 0.004,
+                    "epochs": 2, "schedule": "cosine", "label_smoothing": 0.1, "ema_decay": 0.9, "sam_rho": 0.05},
+}
+
+
+def test_new_kinds_record_the_schedules_clocks_exactly():
+    """Lion and Schedule-Free AdamW: adaptive with decoupled decay, so T_adapt = T_eta, T_l2 = 0 and
+    T_wd = lambda T_eta, no momentum correction; SAM, label smoothing and an EMA leave the base
+    optimizer's clocks as they are (one optimizer step per batch at the schedule's rate)."""
+    g = parse_grid({"name": "recipe_clocks", "dataset": {"name": "digits"},
+                    "model": {"arch": "resnet_tiny", "width": 4}, "sigma_w": [1.0], "seeds": [0],
+                    "pipelines": RECIPE_PIPES, "eval": {"every": 2}, "engine": {"cpu_threads": 1}})
+    ds = collect_grid(g)
+    n_train = int(load_split(g.dataset).y_train.numel())
+    f32 = cube.FLOAT_DTYPE
+    for name, spec in g.pipelines.items():
+        run_ = ds.sel(pipeline=name, sigma_w=1.0, seed=0)
+        sched = pipeline_clocks(spec, n_train)
+        for c in SCHEDULE_CURVES:
+            assert np.array_equal(run_[c].values, sched[c].astype(f32)), (name, c)
+        if name == "sgd_recipes":   # the clocks of the same SGD without the knobs
+            plain = pipeline_clocks(spec.model_copy(update={"label_smoothing": 0.0, "ema_decay": 0.0,
+                                                            "sam_rho": 0.0}), n_train)
+            for c in SCHEDULE_CURVES:
+                assert np.array_equal(sched[c], plain[c]), c
+            np.testing.assert_array_equal(sched[cube.T_L2], 0.004 * sched[cube.T_ETA])
+            assert not sched[cube.T_ADAPT].any() and not sched[cube.T_WD].any()
+            continue
+        assert np.array_equal(sched[cube.T_ADAPT], sched[cube.T_ETA]), name
+        assert not sched[cube.T_L2].any() and not sched[cube.T_L2_MOM].any(), name
+        np.testing.assert_array_equal(sched[cube.T_WD], spec.weight_decay * sched[cube.T_ETA])
+        for plain_clock, corrected in zip(cube.CLOCKS, cube.MOMENTUM_CLOCKS, strict=False):
+            assert np.array_equal(sched[plain_clock], sched[corrected]), (name, corrected)
+    assert not cube.errors(ds), cube.errors(ds)
+
+
 @pytest.mark.slow
 def test_momentum_clocks_use_the_effective_step(run):
     g, ds = run

@@ -217,6 +217,8 @@ def test_digits_preset_cells_are_bitwise_the_same_in_any_pack():
     {"optimizer": "adam", "lr": 0.01, "weight_decay": 0.01},
     {"optimizer": "adamw", "lr": 0.01, "weight_decay": 0.1},
     {"optimizer": "rmsprop", "lr": 0.01, "weight_decay": 0.01},
+    {"optimizer": "lion", "lr": 0.001, "weight_decay": 0.1},
+    {"optimizer": "sf_adamw", "lr": 0.01, "weight_decay": 0.1},
 ])
 def test_packed_optimizer_matches_torch_optim(spec):
     g = tiny({"a": {**spec, "batch_size": 32, "epochs": 1}})
@@ -230,6 +232,16 @@ def test_packed_optimizer_matches_torch_optim(spec):
         tref = torch.optim.SGD(ref, momentum=p.momentum, nesterov=p.nesterov, **kw)
     elif p.optimizer == "rmsprop":
         tref = torch.optim.RMSprop(ref, eps=p.eps, **kw)
+    elif p.optimizer == "lion":   # the library's class, its own default betas
+        from lion_pytorch import Lion
+
+        assert p.betas == (0.9, 0.99)
+        tref = Lion(ref, betas=p.betas, **kw)
+    elif p.optimizer == "sf_adamw":
+        from schedulefree import AdamWScheduleFree
+
+        tref = AdamWScheduleFree(ref, betas=p.betas, eps=p.eps, **kw)
+        tref.train()
     else:
         tref = getattr(torch.optim, {"adam": "Adam", "adamw": "AdamW"}[p.optimizer])(ref, betas=p.betas, eps=p.eps,
                                                                                      **kw)

@@ -90,7 +90,7 @@ def test_slurm_block_defaults():
 
 @pytest.mark.parametrize("path,value,needles", [
     ("pipelines.adam.optimizer", "adamm", ["pipelines.adam.optimizer", "must be one of sgd, adam, adamw, "
-                                                                       "rmsprop", "adamm"]),
+                                                                       "rmsprop, lion, sf_adamw", "adamm"]),
     ("pipelines.sgd.lr", 0, ["pipelines.sgd.lr", "greater than 0"]),
     ("pipelines.sgd.lr", "fast", ["pipelines.sgd.lr", "number"]),
     ("pipelines.sgd.batch_size", 0, ["pipelines.sgd.batch_size"]),
@@ -163,7 +163,7 @@ def test_load_grid_file_errors(tmp_path: Path):
     with pytest.raises(UserError) as exc:
         load_grid(bad)
     assert str(exc.value) == ("grid file quick.yaml: pipelines.adam.optimizer: must be one of sgd, adam, "
-                              "adamw, rmsprop (got 'adamm')")
+                              "adamw, rmsprop, lion, sf_adamw (got 'adamm')")
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: [unclosed\n")
     with pytest.raises(UserError, match="not valid YAML"):

@@ -19,6 +19,7 @@ from typing import Any
 
 import initmem
 from initmem import cube, optimizers
+from initmem.cube.schema import A_LION_VERSION, A_SCHEDULEFREE_VERSION
 from initmem.grid import Grid, ModelSpec, PipelineSpec, grid_hash, probe_levels, probe_target
 
 # A generated data set's recipe (JSON: generator, its arguments, package version, split ranges): the
@@ -48,14 +49,22 @@ def pipeline_coords(spec: PipelineSpec, model: ModelSpec | None = None) -> dict[
         "beta2": float(spec.betas[1]) if adam else float("nan"),
         "gamma": float(spec.gamma) if spec.schedule == "step" else float("nan"),
         "milestones": ",".join(str(m) for m in spec.milestones),
+        # the recipe knobs (0: off)
+        "label_smoothing": float(spec.label_smoothing), "ema_decay": float(spec.ema_decay),
+        "sam_rho": float(spec.sam_rho),
     }
 
 
-def _torch_version() -> str:
+def _version(distribution: str) -> str:
+    """The installed version of ``distribution``, '' where it is not installed."""
     try:
-        return metadata.version("torch")
+        return metadata.version(distribution)
     except metadata.PackageNotFoundError:  # a merge-only install without torch
         return ""
+
+
+def _torch_version() -> str:
+    return _version("torch")
 
 
 def cpu_model() -> str:
@@ -135,6 +144,8 @@ def cube_attrs(grid: Grid, device: str, *, n_test: int | None = None,
         cube.A_AUGMENT: grid.dataset.augment,
         cube.A_INITMEM_VERSION: initmem.__version__,
         cube.A_TORCH_VERSION: _torch_version(),
+        A_LION_VERSION: _version("lion-pytorch"),
+        A_SCHEDULEFREE_VERSION: _version("schedulefree"),
         cube.A_DEVICE: str(device),
         **machine_attrs(),
         cube.A_CREATED: _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

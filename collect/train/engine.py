@@ -6,7 +6,13 @@ statistics, loss (averaged over its own batch) and optimizer state; nothing coup
 is marked diverged and frozen; its curves are NaN from that epoch on.
 
 Curves are recorded at epoch 0 (before any step) and at the end of every epoch; clocks are
-accumulated from the learning rate actually used at every step. The result is an
+accumulated from the learning rate actually used at every step.
+
+Recipe knobs of a pipeline (collect/train/recipes.py): label smoothing enters the training loss
+only; SAM takes a second forward/backward pass at each member's perturbed weights (BatchNorm's
+running statistics update in the first pass only); with an EMA of the weights or a schedule-free
+optimizer the recorded curves, kernel norms and checkpoint selection are those of the averaged
+weights, with BatchNorm statistics recomputed for them (:meth:`PackTrainer.evaluated_weights`). The result is an
 ``xarray.Dataset`` in the cube layout of :mod:`initmem.cube` with a pipeline dim of length 1.
 """
 
@@ -15,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,6 +38,7 @@ from initmem.collect.train.nets import kernel_norms
 from initmem.collect.train.optim import PackedOptimizer
 from initmem.collect.train.packed import PackedNet, use_channels_last
 from initmem.collect.train.probes import build_for_grid, init_cell, mup_lr_factors, width_multipliers
+from initmem.collect.train.recipes import Ema, bn_buffers, recompute_bn_stats, restore, sam_perturb
 from initmem.errors import UserError
 from initmem.grid import Grid
 from initmem.grid.select import Selector, tau_interp
@@ -102,6 +109,7 @@ class PackTrainer:
         self.layers, _ = kernel_norms(self.net)
         self.optimizer = PackedOptimizer([p for p in self.net.parameters() if p.requires_grad], self.spec, self.kind,
                                          None if mult is None else mup_lr_factors(self.net, mult, self.spec.optimizer))
+        self.ema = Ema(self.optimizer.params, self.spec.ema_decay) if self.spec.ema_decay > 0 else None
         self.gen_order = [seed_generator(seed, STREAM_ORDER) for _, seed in self.cells]
         self.gen_aug = [seed_generator(seed, STREAM_AUG) for _, seed in self.cells]
         self.aug_pad = max(1, split.image_size // 8) if grid.dataset.augment == "crop_flip" else 0
@@ -214,22 +222,42 @@ class PackTrainer:
         return x, self.split.y_train[idx].t()
 
     # -- one optimizer step ---------------------------------------------------------------------
-    def train_step(self, idx: torch.Tensor) -> tuple[float, torch.Tensor]:
-        """One step of every member; returns the lr used and the per-member losses ``[G]``."""
-        if self.fail_injection:
-            raise RuntimeError(f"injected failure in cell {self.fail_injection}")
-        x, y = self.batch(idx)
-        self.net.train()
+    def _loss_backward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Forward and backward of one batch: per-member training losses ``[G]`` (label smoothing
+        included) and which are not finite; the gradients of the finite ones are left in ``.grad``."""
         with self.autocast():
             logits = self.forward(x)                         # B G K
         B, G, K = logits.shape
-        losses = F.cross_entropy(logits.float().reshape(B * G, K), y.reshape(B * G),
-                                 reduction="none").view(B, G).mean(0)
+        losses = F.cross_entropy(logits.float().reshape(B * G, K), y.reshape(B * G), reduction="none",
+                                 label_smoothing=self.spec.label_smoothing).view(B, G).mean(0)
         bad = ~torch.isfinite(losses)
         total = torch.where(bad, torch.zeros_like(losses), losses).sum()
         for p in self.net.parameters():
             p.grad = None
         total.backward()
+        return losses.detach(), bad
+
+    def train_step(self, idx: torch.Tensor) -> tuple[float, torch.Tensor]:
+        """One step of every member; returns the lr used and the per-member losses ``[G]``.
+
+        With SAM (``sam_rho > 0``) the gradient the optimizer steps with is taken at each member's
+        perturbed weights ``w + rho * g / ||g||`` (second pass, same batch), whose BatchNorm running
+        statistics are discarded: they are those of the training point's batch, from the first pass.
+        The returned losses are the first pass's; a member whose loss is not finite in either pass
+        diverges.
+        """
+        if self.fail_injection:
+            raise RuntimeError(f"injected failure in cell {self.fail_injection}")
+        x, y = self.batch(idx)
+        self.net.train()
+        losses, bad = self._loss_backward(x, y)
+        if self.spec.sam_rho > 0:
+            stats = [b.clone() for b in bn_buffers(self.net)]
+            saved = sam_perturb(self.optimizer.params, self.spec.sam_rho)
+            _, bad_perturbed = self._loss_backward(x, y)
+            bad = bad | bad_perturbed
+            restore(self.optimizer.params, saved)
+            restore(bn_buffers(self.net), stats)
         lr = float(self.lrs[self.step])
         newly = [g for g in torch.nonzero(bad).flatten().tolist() if g not in self.frozen]
         if self.meter is not None:
@@ -237,9 +265,58 @@ class PackTrainer:
         self.optimizer.step(lr, self.frozen + newly)
         if self.meter is not None:
             self.meter.after_step()
+        if self.ema is not None:
+            self.ema.update()
         self.frozen.extend(newly)
         self.step += 1
-        return lr, losses.detach()
+        return lr, losses
+
+    # -- the evaluated weights ------------------------------------------------------------------
+    @contextlib.contextmanager
+    def evaluated_weights(self, evaluate: bool = True) -> Iterator[None]:
+        """Within: the net holds the weights a run is evaluated at, with their BatchNorm statistics.
+
+        The training point, except with an EMA (its average) or a schedule-free optimizer (its
+        average x, the optimizer's ``.eval()``), once a step has been taken. Those weights get their
+        own BatchNorm running statistics when ``evaluate`` (:meth:`recompute_bn`; the kernel norms
+        recorded between evaluations need none). On leaving, the training point's weights and
+        statistics are copied back bit for bit, so recording changes no later step.
+        """
+        if self.step == 0 or (self.ema is None and not self.optimizer.schedule_free):
+            yield
+            return
+        params = self.optimizer.params
+        stats = [b.clone() for b in bn_buffers(self.net)]
+        with torch.no_grad():
+            saved = self.optimizer.to_average() if self.optimizer.schedule_free else [p.detach().clone()
+                                                                                      for p in params]
+            if self.ema is not None:
+                self.ema.copy_to(params)
+            if evaluate:
+                self.recompute_bn()
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                if self.optimizer.schedule_free:
+                    self.optimizer.to_training_point(saved)
+                else:
+                    restore(params, saved)
+                restore(bn_buffers(self.net), stats)
+
+    def recompute_bn(self) -> None:
+        """BatchNorm statistics of the current weights: a cumulative average over the training split
+        in batches of the training batch size (full batches, in split order, without augmentation), a
+        training-mode forward that takes no step and draws nothing from any random stream."""
+        x = self.split.x_train
+        b = self.spec.batch_size
+        n = (x.shape[0] // b) * b
+
+        def run(xb: torch.Tensor) -> None:
+            with self.autocast():
+                self.net(xb)
+
+        recompute_bn_stats(self.net, (self._eval_input(x[i:i + b]) for i in range(0, n, b)), run)
 
     # -- evaluation -------------------------------------------------------------------------------
     def evaluate(self, x: torch.Tensor, y: torch.Tensor, want_pred: bool = False
@@ -320,6 +397,12 @@ class Recorder:
 def _record_epoch(tr: PackTrainer, rec: Recorder, epoch: int, evaluate: bool = True) -> None:
     """Record one epoch; without ``evaluate`` (grid eval.every) only the norms and clocks, the
     split metrics stay NaN and the epoch cannot be selected."""
+    with tr.evaluated_weights(evaluate):
+        _record_evaluated(tr, rec, epoch, evaluate)
+
+
+def _record_evaluated(tr: PackTrainer, rec: Recorder, epoch: int, evaluate: bool) -> None:
+    """:func:`_record_epoch` with the evaluated weights in the net."""
     s = tr.split
     nan = np.full(tr.G, np.nan)
     train_l = train_a = val_l = val_a = test_l = test_a = nan
@@ -368,6 +451,7 @@ def _state(tr: PackTrainer, rec: Recorder, epoch: int) -> dict[str, Any]:
         "model": {k: v.detach().cpu().clone() for k, v in tr.net.state_dict().items()},
         "optimizer": tr.optimizer.state_dict(),
         "meter": tr.meter.state_dict() if tr.meter is not None else None,
+        "ema": tr.ema.state_dict() if tr.ema is not None else None,
         "gen_order": [g.get_state() for g in tr.gen_order],
         "gen_aug": [g.get_state() for g in tr.gen_aug],
         "recorder": rec.to_state(),
@@ -386,6 +470,10 @@ def _restore(tr: PackTrainer, rec: Recorder, st: dict[str, Any]) -> int:
         if st.get("meter") is None:
             raise UserError("checkpoint state was saved without the measured clocks (engine.measure_clocks)")
         tr.meter.load_state_dict(st["meter"])
+    if tr.ema is not None:
+        if st.get("ema") is None:
+            raise UserError("checkpoint state was saved without the weights' moving average (ema_decay)")
+        tr.ema.load_state_dict(st["ema"])
     for g, s in zip(tr.gen_order, st["gen_order"], strict=True):
         g.set_state(s)
     for g, s in zip(tr.gen_aug, st["gen_aug"], strict=True):

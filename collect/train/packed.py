@@ -120,11 +120,14 @@ class PBatchNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(G, C))
         self.register_buffer("running_mean", torch.zeros(G, C))
         self.register_buffer("running_var", torch.ones(G, C))
+        # The running-statistics update factor: BN_MOMENTUM in training; collect/train/recipes.py sets
+        # 1/n on the n-th batch to recompute the statistics as a cumulative average (torch's momentum=None).
+        self.momentum = BN_MOMENTUM
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # The running-stat buffers are updated in place through their flat views.
         return F.batch_norm(x, self.running_mean.view(-1), self.running_var.view(-1),
-                            self.weight.reshape(-1), self.bias.reshape(-1), self.training, BN_MOMENTUM, BN_EPS)
+                            self.weight.reshape(-1), self.bias.reshape(-1), self.training, self.momentum, BN_EPS)
 
 
 class PLinear(nn.Module):

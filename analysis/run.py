@@ -107,9 +107,9 @@ def analysis_is_current(out_dir: Path, cube_path: Path, options: dict[str, Any])
 
 def run(grid: str | os.PathLike | None = None, out_dir: str | os.PathLike | None = None, *,
         preset: str | None = None, jobs: int | Literal["auto"] = "auto", device: str = "auto",
-        reanalyze: bool = False, spec: AnalysisSpec | None = None, looks: Sequence[int] | None = None,
-        max_seeds: int | None = None, quiet: bool = False, say: Callable[[str], None] | None = None,
-        command: str | None = None) -> RunResult:
+        reanalyze: bool = False, spec: AnalysisSpec | None = None, until_decided: bool | None = None,
+        looks: Sequence[int] | None = None, max_seeds: int | None = None, quiet: bool = False,
+        say: Callable[[str], None] | None = None, command: str | None = None) -> RunResult:
     """Collect (resumably), analyze and report a grid in one go: what ``initmem run`` does.
 
     Everything goes into one run folder: ``cube.nc`` (rerunning trains only the unfinished cells),
@@ -133,11 +133,15 @@ def run(grid: str | os.PathLike | None = None, out_dir: str | os.PathLike | None
     spec : AnalysisSpec, optional
         The analysis options (only those set are recorded, to decide whether the analysis is current); None: the
         defaults. The sequential design's seed counts are ``looks`` below, not the spec's (which name one look).
+    until_decided : bool, optional
+        Sequential seeds (docs/sequential.md): analyze at each of ``looks`` and add seeds only to the pipelines
+        still undecided. None: sequential when ``looks`` is given or the grid has a ``decide`` block
+        (docs/collect.md), else a fixed design on the grid's seeds. False: a fixed design whatever the grid says.
     looks : sequence of int, optional
-        Seed counts (e.g. 4, 8, 12, 16) at which to analyze: the run is then sequential (docs/sequential.md), and
-        seeds are added only to the pipelines still undecided. None: a fixed design on the grid's seeds.
+        The seed counts at which a sequential run analyzes; None: the grid's ``decide.looks``, else 4, 8, 12, 16.
     max_seeds : int, optional
-        With ``looks``, the cap on seeds per pipeline (looks above it are dropped).
+        The cap on seeds per pipeline of a sequential run (looks above it are dropped); None: the grid's
+        ``decide.max_seeds``, else no cap.
     quiet : bool, default False
         No progress lines, bars or tables.
     say : callable, optional
@@ -153,19 +157,36 @@ def run(grid: str | os.PathLike | None = None, out_dir: str | os.PathLike | None
     Raises
     ------
     OptionError
-        An option is invalid (``looks`` not increasing, ``max_seeds`` without ``looks``, ``jobs`` below 1, ...).
+        An option is invalid (``looks`` not increasing, ``looks`` or ``max_seeds`` with ``until_decided`` False,
+        ``jobs`` below 1, ...).
     UserError
         Both ``grid`` and ``preset`` are given, the grid file is missing or invalid, or the run folder holds a run
         that this one may not continue (another grid, or another sequential design).
     """
+    from initmem.analysis.sequential import DEFAULT_LOOKS
+    from initmem.grid import load_grid
     from initmem.reports.html import default_command
 
-    if max_seeds is not None and looks is None:
-        raise OptionError("max_seeds", f"{{option}} caps a sequential run: give {option('looks')} too")
+    if until_decided is False:
+        for name, value in (("looks", looks), ("max_seeds", max_seeds)):
+            if value is not None:
+                raise OptionError(name, f"{{option}} belongs to a sequential run, not to {option('until_decided')} "
+                                        "False")
     if say is None:
         say = (lambda _msg: None) if quiet else (lambda msg: print(msg, flush=True))
     options = spec.model_dump(mode="json", exclude_unset=True) if spec is not None else {}
-    return run_all(resolve_grid(None if grid is None else str(grid), preset), out_dir, jobs=jobs, device=device,
+    path = resolve_grid(None if grid is None else str(grid), preset)
+    decide = load_grid(path).decide
+    if decide is not None and decide.delta is not None:
+        options.setdefault("delta", decide.delta)
+    if until_decided is None:
+        if max_seeds is not None and looks is None and decide is None:
+            raise OptionError("max_seeds", f"{{option}} caps a sequential run: give {option('looks')} too")
+        until_decided = looks is not None or decide is not None
+    if until_decided:
+        looks = looks if looks is not None else (decide.looks if decide is not None else DEFAULT_LOOKS)
+        max_seeds = max_seeds if max_seeds is not None or decide is None else decide.max_seeds
+    return run_all(path, out_dir, jobs=jobs, device=device,
                    reanalyze=reanalyze, analyze_options=options, quiet=quiet, say=say,
                    command=command if command is not None else default_command(), looks=looks,
                    max_seeds=max_seeds)

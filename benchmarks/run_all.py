@@ -51,6 +51,8 @@ BENCHES = (
           ("--G", "1", "--steps", "3", "--rounds", "3"), r"^G="),
     Bench("paper_cost.py", "paper preset cost from a measured throughput",
           ("--steps", "2"), r"whole grid"),
+    Bench("recipe_cost.py", "CPU seconds per run of each training recipe, quick preset net",
+          ("--epochs", "3"), r"^sgd\+sam"),
     Bench("analyze_speed.py", "initmem analyze, quick-preset cube, cold and warm",
           ("--only", "quick"), r"initmem analyze"),
     Bench("end_to_end.py", "make demo (the quick preset, sequential) from a cold start",

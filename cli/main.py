@@ -109,16 +109,18 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
               help="Smallest spread that matters, in outcome units (default 0.01 = 1 point for accuracies).")
 @click.option("--draws", type=click.IntRange(min=50), default=None, help="Posterior draws per chain.")
 @click.option("--chains", type=click.IntRange(min=1), default=None, help="Sampler chains.")
-@click.option("--until-decided", is_flag=True,
-              help="Add seeds only to undecided pipelines, look by look, with the error spent across looks.")
-@click.option("--looks", type=LOOKS, default="4,8,12,16", show_default=True,
-              help="Seed counts at which --until-decided analyzes (many levels, few seeds: 3,4,5,6); a run "
-                   "folder keeps the looks and cap it started with.")
+@click.option("--until-decided/--fixed", default=None,
+              help="Add seeds only to undecided pipelines, look by look, with the error spent across looks; or a "
+                   "fixed design on the grid's seeds. Default: as the grid's decide block says (fixed without one).")
+@click.option("--looks", type=LOOKS, default=None,
+              help="Seed counts at which --until-decided analyzes (default: the grid's decide.looks, else "
+                   "4,8,12,16; many levels, few seeds: 3,4,5,6); a run folder keeps the looks and cap it started "
+                   "with.")
 @click.option("--max-seeds", type=click.IntRange(min=2), default=None, metavar="N",
               help="Cap on seeds per pipeline for --until-decided (looks above it are dropped).")
 def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int | Literal["auto"], device: str,
-         reanalyze: bool, delta: float | None, draws: int | None, chains: int | None, until_decided: bool,
-         looks: list[int], max_seeds: int | None) -> None:
+         reanalyze: bool, delta: float | None, draws: int | None, chains: int | None, until_decided: bool | None,
+         looks: list[int] | None, max_seeds: int | None) -> None:
     """Collect (resumably), analyze and report in one go; print where the report is.
 
     \b
@@ -138,16 +140,14 @@ def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int 
         if not is_quiet():
             console.print(msg, style="bold" if msg.startswith("[") else None, markup=False)
 
-    if max_seeds is not None and not until_decided:
-        raise click.BadParameter("only with --until-decided", param_hint="--max-seeds")
-    looks_given = click.get_current_context().get_parameter_source("looks") != click.core.ParameterSource.DEFAULT
-    if looks_given and not until_decided:
-        raise click.BadParameter("only with --until-decided", param_hint="--looks")
+    for hint, value in (("--max-seeds", max_seeds), ("--looks", looks)):
+        if value is not None and not until_decided:   # explicit, also over a grid's decide block
+            raise click.BadParameter("only with --until-decided", param_hint=hint)
     spec = AnalysisSpec.of(**{k: v for k, v in (("delta", delta), ("draws", draws), ("chains", chains))
                               if v is not None})
-    result = run(grid_file, out, preset=preset, jobs=jobs, device=device,
-                 reanalyze=reanalyze, spec=spec, looks=looks if until_decided else None, max_seeds=max_seeds,
-                 quiet=is_quiet(), say=say, command=default_command())
+    result = run(grid_file, out, preset=preset, jobs=jobs, device=device, reanalyze=reanalyze, spec=spec,
+                 until_decided=until_decided, looks=looks, max_seeds=max_seeds, quiet=is_quiet(), say=say,
+                 command=default_command())
     total = sum(result.seconds.values())
     echo("stage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in result.seconds.items()) + f"; total {total:.1f}")
     click.echo(str(result.report))

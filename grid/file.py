@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from initmem.errors import UserError
 from initmem.grid.schema import Grid
 
-PRESETS = ("quick", "digits", "paper", "clocks", "arms")
+PRESETS = ("quick", "digits", "paper", "clocks", "arms", "atlas")
 
 
 def resolve_preset(name_or_path: str | Path) -> Path:

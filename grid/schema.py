@@ -308,6 +308,24 @@ class SlurmSpec(_Strict):
     cpus_per_task: Whole = Field(4, ge=1)
 
 
+class DecideSpec(_Strict):
+    """How ``initmem run`` decides this grid unless its command line says otherwise: sequential seeds at these
+    looks (docs/sequential.md), the smallest spread that matters and the cap on seeds. A grid that asks one
+    question (the memory atlas, docs/atlas.md) carries its design here, so that the design is part of the grid's
+    hash and a plain ``initmem run`` asks it."""
+
+    looks: list[Whole] = Field(min_length=1)
+    delta: Real | None = Field(None, gt=0)
+    max_seeds: Whole | None = Field(None, ge=2)
+
+    @field_validator("looks")
+    @classmethod
+    def _looks(cls, v: list[int]) -> list[int]:
+        if v[0] < 2 or any(b <= a for a, b in zip(v, v[1:], strict=False)):
+            raise ValueError(f"looks must be increasing seed counts of at least 2 (got {v})")
+        return v
+
+
 class EngineSpec(_Strict):
     """How the engine runs: pack size, torch.compile, eval batch, CPU threads, layouts, precision.
 
@@ -349,6 +367,7 @@ class Grid(_Strict):
     slurm: SlurmSpec | None = None
     engine: EngineSpec = EngineSpec()
     budget: dict[str, Real] | None = None  # grid-wide clock budget for pipelines without epochs
+    decide: DecideSpec | None = None  # initmem run's default design for this grid (absent: a fixed design)
 
     @model_validator(mode="before")
     @classmethod
@@ -487,16 +506,17 @@ class Grid(_Strict):
         return [(s, k) for s in self.sigma_w for k in self.seeds]
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, except the clock budgets, eval.every and the recipe knobs (``RECIPE_FIELDS``) at
-        their defaults and the dataset fields of the other kind of data set (mnist1d's sizes and seed; the
-        read sets' fractions): grids written before those options existed keep their canonical form and
-        hash (resumable runs)."""
+        """Every field, except the clock budgets, the run design (``decide``), eval.every and the recipe knobs
+        (``RECIPE_FIELDS``) at their defaults and the dataset fields of the other kind of data set (mnist1d's
+        sizes and seed; the read sets' fractions): grids written before those options existed keep their
+        canonical form and hash (resumable runs)."""
         d = self.model_dump(mode="json")
         dataset = d["dataset"]
         for key in MNIST1D_FIELDS if self.dataset.name != "mnist1d" else SPLIT_FIELDS:
             dataset.pop(key)   # the fields of the other kind of data set: absent, not defaulted
-        if d.get("budget") is None:
-            d.pop("budget", None)
+        for key in ("budget", "decide"):
+            if d.get(key) is None:
+                d.pop(key, None)
         if d["eval"].get("every") == 1:
             d["eval"].pop("every")
         for p in d["pipelines"].values():

@@ -7,8 +7,8 @@ Schedule-Free AdamW, SGD + SAM (two forward/backward passes a step) and SGD + EM
 recomputed at each evaluation). Prints user + system CPU seconds of each run, its ratio to SGD and the
 final test accuracy (a sanity check, not a tuned comparison).
 
-    python studies/recipe_cost.py                 # the preset's 60 epochs
-    python studies/recipe_cost.py --epochs 10     # a shorter horizon (eval.every stays 10)
+    python benchmarks/recipe_cost.py                 # the preset's 60 epochs
+    python benchmarks/recipe_cost.py --epochs 10     # a shorter horizon (eval.every stays 10)
 """
 
 from __future__ import annotations

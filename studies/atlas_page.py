@@ -1,0 +1,107 @@
+"""Fill the Results section of docs/atlas.md from an atlas run: the export's atlas table, the cube's checksum and
+library versions, and each recipe's measured verdicts beside the predictions the page registered before the run.
+
+The page's other sections (design, pilot, predictions) are left exactly as committed: the predictions are read
+from the page's own "Predictions" table, and only the text from "## Results" on is rewritten.
+
+    python studies/atlas_page.py runs/atlas [--page docs/atlas.md]
+
+``runs/atlas`` is the folder of ``initmem run --preset atlas --out runs/atlas``; the export goes to
+``runs/atlas/export`` (``initmem export runs/atlas/analysis --out runs/atlas/export``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from initmem import cube as C
+from initmem import names as N
+from initmem.grid import grid_hash
+from initmem.plot.load import load_analysis
+from initmem.reports.export import export_analysis, sha256_file
+from initmem.reports.paper_tables import atlas_table
+from initmem.stats.radial import FORGETS as RADIAL_FORGETS
+from initmem.stats.radial import KEEPS as RADIAL_KEEPS
+
+RESULTS = "## Results"
+RADIAL_WORDS = {"keeps": RADIAL_KEEPS, "forgets": RADIAL_FORGETS}
+
+
+def predictions(page: str) -> dict[str, tuple[str, str]]:
+    """The registered (accuracy, radial) prediction of each recipe, from the page's Predictions table."""
+    section = page.split("## Predictions", 1)[1].split("\n## ", 1)[0]
+    out = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 4 and cells[2] in (N.REMEMBERS, N.FORGETS):
+            out[cells[0]] = (cells[2], RADIAL_WORDS.get(cells[3], cells[3]))
+    return out
+
+
+def _match(measured: str, predicted: str) -> str:
+    if measured not in (N.REMEMBERS, N.FORGETS, RADIAL_KEEPS, RADIAL_FORGETS):
+        return "undecided"
+    return "as predicted" if measured == predicted else "**not as predicted**"
+
+
+def results_section(run: Path, page: str) -> str:
+    """The Results section: the atlas table, provenance, and measured beside predicted."""
+    analysis = run / "analysis"
+    export = run / "export"
+    export_analysis(analysis, export, formats=("svg", "png"),
+                    command=f"initmem export {analysis} --out {export} --formats svg,png")
+    a = load_analysis(analysis)
+    table = (export / "tables" / "atlas.md").read_text().strip()
+    cube_path = run / "cube.nc"
+    attrs = a.cube.attrs if a.cube is not None else {}
+    grid = a.grid()
+    versions = ", ".join(f"{name} {attrs[key]}" for key, name in (
+        (C.A_INITMEM_VERSION, "initmem"), (C.A_TORCH_VERSION, "torch"), (C.A_LION_VERSION, "lion-pytorch"),
+        (C.A_SCHEDULEFREE_VERSION, "schedulefree")) if attrs.get(key))
+    seq = a.summary.sequential
+    lines = [RESULTS, "",
+             f"Measured by `initmem run --preset atlas` ({seq.runs_used if seq else '?'} runs trained; a fixed design "
+             f"on the last look's seeds would train {seq.runs_fixed if seq else '?'}). Grid hash "
+             f"`{attrs.get(C.A_GRID_HASH) or (grid_hash(grid) if grid else 'unknown')}`; cube sha256 "
+             f"`{sha256_file(cube_path)}`; {versions}. Regenerate this section with "
+             f"`python studies/atlas_page.py {run}`.", "", table, "",
+             "![The spread over sigma_w per recipe, with its 90% interval, coloured by verdict]"
+             "(atlas-spread-forest.svg)", "",
+             "### Measured beside predicted", "",
+             "| recipe | predicted | measured | | predicted radial | measured radial | |",
+             "|---|---|---|---|---|---|---|"]
+    registered = predictions(page)
+    t = atlas_table(a)
+    col = {c.name: i for i, c in enumerate(t.columns)}
+    misses = []
+    for row in t.rows:
+        name = row[col["recipe"]]
+        verdict, radial = str(row[col["verdict"]]), str(row[col["radial"]])
+        pv, pr = registered.get(name, ("not registered", "not registered"))
+        m1, m2 = _match(verdict, pv), _match(radial, pr)
+        lines.append(f"| {name} | {pv} | {verdict} | {m1} | {pr} | {radial} | {m2} |")
+        misses += [f"{name}: {what} {got}, predicted {want}" for what, got, want, m in (
+            ("accuracy", verdict, pv, m1), ("radial", radial, pr, m2)) if m.startswith("**")]
+    lines += ["", "Not as predicted:" if misses else "Every decided verdict is as predicted.", ""]
+    lines += [f"- {m}" for m in misses]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run", type=Path, help="the atlas run folder (initmem run --preset atlas --out RUN)")
+    ap.add_argument("--page", type=Path, default=Path("docs/atlas.md"))
+    args = ap.parse_args()
+    page = args.page.read_text()
+    head = page.split(RESULTS, 1)[0]
+    body = results_section(args.run, page)
+    forest = args.run / "export" / "figures" / "spread-forest.svg"
+    if forest.exists():
+        (args.page.parent / "atlas-spread-forest.svg").write_bytes(forest.read_bytes())
+    args.page.write_text(head + body)
+    print(f"wrote {args.page}")
+
+
+if __name__ == "__main__":
+    main()

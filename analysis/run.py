@@ -25,7 +25,7 @@ import numpy as np
 
 from initmem import cube as C
 from initmem import results as R
-from initmem.analysis.sequential import check_looks, fixed_analysis_note, run_until_decided
+from initmem.analysis.sequential import check_looks, fixed_analysis_note, refuse_crossed, run_until_decided
 from initmem.collect.execution.options import CollectOptions
 from initmem.errors import OptionError, UserError, option
 from initmem.jsonio import write_json
@@ -123,7 +123,7 @@ def run(grid: str | os.PathLike | None = None, out_dir: str | os.PathLike | None
     out_dir : str or os.PathLike, optional
         The run folder; None: ``runs/<grid name>``.
     preset : str, optional
-        A packaged grid instead of a file: ``quick``, ``digits``, ``paper``, ``clocks`` or ``arms``.
+        A packaged grid instead of a file: ``quick``, ``digits``, ``paper``, ``clocks``, ``arms`` or ``atlas``.
     jobs : int or "auto", default "auto"
         Worker processes for the training (``auto``: one per ``engine.cpu_threads`` cores).
     device : str, default "auto"
@@ -252,6 +252,7 @@ def run_all(
     grid = load_grid(grid_path)
     if looks is not None:
         looks = check_looks(looks, max_seeds)
+        refuse_crossed(grid)
     out = Path(out_dir) if out_dir is not None else Path("runs") / grid.name
     run_ = _Stages(grid, out, say or (lambda _msg: None), quiet)
     if analyze_fn is None:

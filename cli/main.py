@@ -98,7 +98,8 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
 @app.command("run")
 @click.argument("grid_file", metavar="GRID.yaml", required=False)
 @click.option("--preset", default=None, metavar="NAME",
-              help="A packaged grid instead of GRID.yaml: quick (default; MNIST-1D), digits, paper, clocks, arms or atlas.")
+              help="A packaged grid instead of GRID.yaml: quick (default; MNIST-1D), digits, paper, clocks, arms or "
+                   "atlas.")
 @click.option("--out", "-o", "out", metavar="DIR", type=click.Path(path_type=Path), default=None,
               help="Run folder for cube.nc, analysis/ and report.html (default runs/<grid name>).")
 @click.option("--jobs", type=JOBS, metavar="N|auto", default="auto", show_default=True,

@@ -28,9 +28,26 @@ def pytest_configure(config: pytest.Config) -> None:
     what an earlier run left behind and the user's own cache is never touched."""
     if os.environ.get(_SESSION_CACHE):      # an xdist worker: the controller made the folder
         return
+    _share_cores(config)
     folder = tempfile.mkdtemp(prefix="initmem-test-cache-")
     os.environ["INITMEM_CACHE_DIR"] = os.environ[_SESSION_CACHE] = folder
     config.stash[_cache_key] = folder
+
+
+def _share_cores(config: pytest.Config) -> None:
+    """Under xdist, each worker's thread pools (OpenBLAS, OpenMP, torch) get its share of the cores.
+
+    With a pool per core in every worker, two workers on two cores run four busy threads, and OpenBLAS's
+    threads spin while they wait: the planner's quadrature tests spent 40% more CPU seconds for the same
+    work (tests/test_plan.py and tests/test_paired.py on two workers, 140 s against 101 s of user time), CPU
+    that the other worker's file then lacks. The workers inherit the environment set here; a thread count
+    the user set stays as it is. A run without workers keeps the libraries' defaults."""
+    workers = getattr(config.option, "numprocesses", None)
+    if not isinstance(workers, int) or workers < 1:
+        return
+    share = str(max(1, (os.cpu_count() or 1) // workers))
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, share)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -130,7 +130,9 @@ def test_analyze_then_plan_from_the_command_line(tmp_path):
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["alpha"] == 0.05    # the level the verdicts were decided at
     assert {e["near_ceiling"] for e in summary["pipelines"].values()} == {False}   # simulated accuracies near 0.9
-    proc = invoke("plan", tmp_path / "a", "--n-sim", "40", "--json", "--looks", "3,4,5,6")
+    # the fewest simulations the option takes: what is checked is the plan's fields and their consistency, not its
+    # Monte Carlo accuracy (tests/test_plan.py compares the planner with real refits)
+    proc = invoke("plan", tmp_path / "a", "--n-sim", "10", "--json", "--looks", "3,4,5,6")
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     assert set(plan["pipelines"]) == {"mem", "null", "small"}

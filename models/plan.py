@@ -20,6 +20,7 @@ Docs: docs/memory-model.md, "Planning".
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,10 +59,13 @@ RULE = ("the analysis's own rule: its posterior (restricted likelihood of the fo
         "capped for 'remembers' (whose ordered test keeps the level) and closes the model's route to 'forgets'")
 
 
+@functools.lru_cache(maxsize=32)
 def _grid(priors: Priors, sigma_scale: float, slopes: bool) -> dict[str, np.ndarray]:
     """The quadrature grid over the log SDs (su, sv, se, and with slopes sb), flattened, with the
     log prior density (Jacobian included) of each point; sigma_sd's prior at the pipeline's own
-    scale (models/priors.py)."""
+    scale (models/priors.py). Kept per (priors, scale, slopes), read-only: a plan evaluates the same grid for
+    every pipeline, look and simulated table batch, and building it (89,600 prior densities) cost more than
+    using it."""
     axes = {"u": (_SU, sigma_scale), "v": (_SV, priors.sd_scale), "e": (_SE, priors.sd_scale)}
     if slopes:
         axes["b"] = (_SB, priors.slope_scale)
@@ -71,7 +75,26 @@ def _grid(priors: Priors, sigma_scale: float, slopes: bool) -> dict[str, np.ndar
         out[name] = np.exp(2 * m.ravel())
         out["logprior"] += priors.logpdf(np.exp(m.ravel()), scale) + m.ravel()
     out.setdefault("b", np.zeros(mesh[0].size))
+    for v in out.values():
+        if isinstance(v, np.ndarray):
+            v.setflags(write=False)
     return out
+
+
+@functools.lru_cache(maxsize=32)
+def _data_free(priors: Priors, sigma_scale: float, slopes: bool, n_lev: int, n_seed: int
+               ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """The grid, and the data-free part of the log posterior on it with the coefficients of the four sums of
+    squares (models/core.py): what every table of one shape shares. Read-only, kept per shape."""
+    g = _grid(priors, sigma_scale, slopes)
+    xx = float(n_lev) if slopes else 0.0
+    zero = {"n_level": n_lev, "n_seed": n_seed, "xx": xx,
+            **{k: 0.0 for k in ("ss_level", "ss_seed", "ss_e", "ss_level_x", "ss_inter_x")}}
+    base = core.reml_loglik(zero, g["u"], g["v"], g["e"], s2b=g["b"]) + g["logprior"]
+    coef = -0.5 / np.stack([g["e"] + n_seed * g["u"], g["e"] + n_lev * g["v"], g["e"], g["e"] + xx * g["b"]])
+    base.setflags(write=False)
+    coef.setflags(write=False)
+    return g, base, coef
 
 
 def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
@@ -95,13 +118,8 @@ def posterior_spread(tables: np.ndarray, delta: float, rng: np.random.Generator,
     lev = np.ones((1, n_lev), dtype=bool)
     x = None if sigma_w is None else core.slope_axis(np.asarray(sigma_w, dtype=float), lev[0])
     x = x if x is not None and x.any() else None
-    g = _grid(priors, priors.sigma_scale(delta, n_lev), x is not None)
+    g, base, coef = _data_free(priors, float(priors.sigma_scale(delta, n_lev)), x is not None, n_lev, n_seed)
     sums = core.table_sums(tables, np.ones((n, n_lev)), np.ones((n, n_seed)), x)
-    xx = float(n_lev) if x is not None else 0.0
-    zero = {"n_level": n_lev, "n_seed": n_seed, "xx": xx,
-            **{k: 0.0 for k in ("ss_level", "ss_seed", "ss_e", "ss_level_x", "ss_inter_x")}}
-    base = core.reml_loglik(zero, g["u"], g["v"], g["e"], s2b=g["b"]) + g["logprior"]
-    coef = -0.5 / np.stack([g["e"] + n_seed * g["u"], g["e"] + n_lev * g["v"], g["e"], g["e"] + xx * g["b"]])
     # sums of squares per stratum: level contrasts but the trend's, seeds, other interaction, x interaction
     lx = np.broadcast_to(np.asarray(sums["ss_level_x"], dtype=float), (n,))
     ix = np.broadcast_to(np.asarray(sums["ss_inter_x"], dtype=float), (n,))

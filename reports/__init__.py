@@ -12,7 +12,7 @@ from initmem.lazy import lazy_getattr
 _API: dict[str, tuple[str, str]] = {
     "build_report": ("initmem.reports.html", "build_report"),
     "render_html": ("initmem.reports.html", "render_html"),
-    "load_analysis": ("initmem.reports.load", "load_analysis"),
+    "load_analysis": ("initmem.plot.load", "load_analysis"),
     "SECTIONS": ("initmem.reports.sections", "SECTIONS"),
     "export_analysis": ("initmem.reports.export", "export_analysis"),
 }

@@ -26,11 +26,10 @@ from initmem import cube, results
 from initmem.atomic import write_text
 from initmem.errors import UserError
 from initmem.plot.core import Skip
-from initmem.plot.load import seed_design, verdict_levels
+from initmem.plot.load import Analysis, load_analysis, seed_design, verdict_levels
 from initmem.reports import sections
 from initmem.reports import text as sentences
 from initmem.reports.figures import report_figure
-from initmem.reports.load import Analysis, load_analysis
 from initmem.reports.methods import likelihood_label, methods_paragraphs
 from initmem.reports.svg import Figure
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from initmem import plot
+from initmem.plot.load import Analysis
 from initmem.reports import tables
-from initmem.reports.load import Analysis
 from initmem.reports.svg import Figure
 
 

@@ -20,9 +20,9 @@ import pytest
 
 from initmem import plot
 from initmem.errors import UserError
+from initmem.plot.load import load_analysis
 from initmem.reports import sections
 from initmem.reports.html import render_html, report_versions
-from initmem.reports.load import load_analysis
 from initmem.reports.methods import methods_paragraphs
 from initmem.tests._cli import assert_user_error, invoke
 from initmem.tests._report_fixture import small_cube, write_analysis
@@ -258,7 +258,7 @@ def test_paper_table_numbers_keep_their_digits():
 
 
 def test_verdict_table_says_which_route_decided(tmp_path):
-    from initmem.reports.load import load_analysis
+    from initmem.plot.load import load_analysis
     from initmem.reports.paper_tables import to_markdown, verdict_table
     from initmem.tests._report_fixture import small_cube, write_analysis
 

@@ -120,9 +120,9 @@ def test_stale_sentences_are_gone_from_the_code():
 
 @pytest.mark.slow
 def test_paired_and_independent_designs_are_described_from_one_place(imported):
+    from initmem.plot.load import load_analysis
     from initmem.reports import methods
-    from initmem.reports.figures import metric_vs_sigma
-    from initmem.reports.load import load_analysis
+    from initmem.reports.figures import report_figure
 
     _, root = imported
     a = load_analysis(root / "an")
@@ -131,5 +131,5 @@ def test_paired_and_independent_designs_are_described_from_one_place(imported):
         text = " ".join(methods.methods_paragraphs(a, {}))
         assert methods.SEED_DESIGN_TEXT[design] in text
         assert f"imported (seeds: {design})" in text
-        assert methods.seed_caption(a) in metric_vs_sigma(a).caption
+        assert methods.seed_caption(a) in report_figure("metric_vs_sigma", a).caption
         assert ("joined by seed (paired design" in methods.seed_caption(a)) == (design == cube.SEED_PAIRED)

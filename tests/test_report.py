@@ -17,9 +17,9 @@ import pytest
 from initmem import cube as C
 from initmem import results as R
 from initmem.errors import UserError
+from initmem.plot.load import load_analysis
 from initmem.reports import svg as S
 from initmem.reports.html import build_report, render_html
-from initmem.reports.load import load_analysis
 from initmem.reports.text import collapse_sentence
 from initmem.tests._cli import assert_user_error, invoke
 from initmem.tests._report_fixture import edge_cube, small_cube, write_analysis
@@ -240,14 +240,16 @@ def test_clock_figures_show_pipelines_the_memory_model_skipped(full):
     from dataclasses import replace
 
     from initmem.plot.curves import curve_pipelines
-    from initmem.reports.figures import clock_panels, curves_side_by_side, forgetting_times
+    from initmem.reports.figures import report_figure
 
     a = load_analysis(full[0].parent / "analysis")
     kept = {k: v for k, v in a.summary.pipelines.items() if k != "remembering"}
     b = replace(a, summary=a.summary.model_copy(update={"pipelines": kept}))
     assert b.pipelines == ["forgetting", "edge"] and curve_pipelines(b) == ["forgetting", "edge", "remembering"]
-    assert "for 3 pipelines" in clock_panels(b).alt and "for 3 pipelines" in forgetting_times(b).alt
-    assert curves_side_by_side(b).svg.count("<path") >= curves_side_by_side(a).svg.count("<path")
+    assert "for 3 pipelines" in report_figure("clock_panels", b).alt
+    assert "for 3 pipelines" in report_figure("forgetting_times", b).alt
+    side_by_side_paths = [report_figure("curves_side_by_side", x).svg.count("<path") for x in (b, a)]
+    assert side_by_side_paths[0] >= side_by_side_paths[1]
 
 
 @pytest.mark.slow

@@ -354,7 +354,10 @@ def _refuse_fewer_seeds_than_a_sequential_run(grid: Any, out: Path, analysis_dir
     run = RunDir(out)
     if not (sequential_files(analysis_dir) and run.exists() and run.grid_file.is_file()):
         return
-    added = [s for s in run.load_grid().seeds if s not in grid.seeds]
+    before = run.load_grid()
+    if grid.crossed or before.crossed:     # collect refuses any change to a crossed design's seeds
+        return
+    added = [s for s in before.seeds if s not in grid.seeds]
     if added:
         listed = ", ".join(map(str, sorted({*grid.seeds, *added})))
         raise UserError(f"{out} holds a sequential run ({option('until_decided', True)}) whose looks added seeds "

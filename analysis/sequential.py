@@ -43,7 +43,7 @@ from initmem import names as N
 from initmem import results as R
 from initmem.atomic import atomic_path
 from initmem.collect.execution.run_folder import RunDir
-from initmem.errors import OptionError, option
+from initmem.errors import OptionError, UserError, option
 from initmem.grid import grid_hash
 from initmem.grid.schema import MAX_SEED
 from initmem.jsonio import json_safe, write_json
@@ -66,6 +66,19 @@ def check_looks(looks: Sequence[int], max_seeds: int | None) -> list[int]:
             raise OptionError("max_seeds", f"{{option}} must be at least the first look's {out[0]} seeds")
         out = [n for n in out if n <= max_seeds]
     return out
+
+
+def refuse_crossed(grid: Any) -> None:
+    """Refuse a sequential run of a grid whose seeds are a crossed (init x data) design.
+
+    A sequential run adds seeds look by look to the undecided pipelines; a crossed design has no "next
+    seed": adding init seeds, data seeds or both are different designs that answer different questions,
+    and its run index (row-major over both lists) would renumber the runs already trained."""
+    if getattr(grid, "crossed", False):
+        raise UserError(f"grid {grid.name}: {option('until_decided', True)} adds seeds look by look, and its seeds "
+                        "are a crossed design (seeds: {init: [...], data: [...]}): which seeds a look would add "
+                        "(init, data or both) is a design question of its own; run the crossed grid as a fixed "
+                        "design (no looks), or give a list of seeds")
 
 
 def seeds_for(grid_seeds: Sequence[int], n: int) -> list[int]:
@@ -123,6 +136,7 @@ def run_until_decided(
     from its own allotment, models/sequential.py ``Spending``). A folder that holds another design's looks
     (other looks, cap, design or alpha) is refused before anything is trained (:func:`check_same_design`).
     """
+    refuse_crossed(grid)
     design = design_name(*parse_design(design))
     looks = [int(n) for n in looks]
     check_same_design(out, looks, max_seeds, design, alpha, analyze_options.get("delta"))
@@ -209,7 +223,9 @@ def _run_look(g: Any, out: Path, look_dir: Path, undecided: list[str], collect_f
     collect then keeps them (a run folder's grid only grows), and the look is analyzed on a cube of its
     own seeds, written beside its analysis."""
     run = RunDir(out)
-    held = run.load_grid().seeds if run.exists() else []
+    held_grid = run.load_grid() if run.exists() else None
+    # A folder that holds a crossed design: no seeds to keep (the collect refuses the change of design).
+    held = held_grid.seeds if held_grid is not None and not held_grid.crossed else []
     wide = g if len(held) <= len(g.seeds) else g.model_copy(update={"seeds": list(held)})
     only = {(p, float(s), int(seed)) for p in undecided for s, seed in g.cells(p)}
     cube_path = collect_fn(wide, out, only=only)

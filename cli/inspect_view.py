@@ -20,6 +20,14 @@ def render_description(info: dict[str, Any], title: str, console: Console | None
         con.print(f"{cube.SIGMA}: " + ", ".join(f"{s:g}" for s in info[cube.SIGMA]), highlight=False)
     if info["seeds"]:
         con.print("seeds: " + ", ".join(str(s) for s in info["seeds"]), highlight=False)
+    crossed = info.get("crossed")
+    if crossed:
+        n_init, n_data = len(crossed["init"]), len(crossed["data"])
+        full = n_init * n_data == len(info["seeds"])
+        con.print(f"crossed: {n_init} init x {n_data} data seeds"
+                  + ("" if full else f" ({len(info['seeds'])} of the {n_init * n_data} pairs)")
+                  + f" (init {', '.join(map(str, crossed['init']))}; data {', '.join(map(str, crossed['data']))})",
+                  highlight=False)
 
     pipes = info["pipelines"]
     if pipes:

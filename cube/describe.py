@@ -12,7 +12,9 @@ from initmem.cube.schema import (
     A_GRID,
     A_SCHEMA,
     CURVE_VARS,
+    DATA_SEED,
     EXPECTED_DIMS,
+    INIT_SEED,
     LABEL_VARS,
     LAYER_VARS,
     PIPELINE,
@@ -22,6 +24,15 @@ from initmem.cube.schema import (
     SIGMA,
 )
 from initmem.cube.validate import validate
+
+
+def crossed_design(ds: xr.Dataset) -> dict[str, list[Any]] | None:
+    """The distinct init and data seeds of a crossed seed design (coordinates ``init_seed`` and
+    ``data_seed`` on the seed dim), ascending; None for a cube with one seed per run."""
+    if INIT_SEED not in ds.coords or DATA_SEED not in ds.coords:
+        return None
+    return {"init": sorted({to_python(v) for v in ds[INIT_SEED].values}),
+            "data": sorted({to_python(v) for v in ds[DATA_SEED].values})}
 
 
 def describe(ds: xr.Dataset) -> dict[str, Any]:
@@ -43,6 +54,7 @@ def describe(ds: xr.Dataset) -> dict[str, Any]:
         "status_counts": status_counts(ds),
         "seeds_paired": not unpaired, "seed_design": seed_design(ds),
         "unpaired_seeds": unpaired,
+        "crossed": crossed_design(ds) if not any(p.severity == "error" for p in problems) else None,
         "attrs": {k: to_python(v) for k, v in ds.attrs.items() if k != A_GRID},
         "problems": [asdict(p) for p in problems],
         "valid": not any(p.severity == "error" for p in problems),

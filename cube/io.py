@@ -27,6 +27,7 @@ from initmem.cube.schema import (
     PIPELINE,
     SCHEMA,
     SEED,
+    SEED_COORDS,
     SIGMA,
 )
 from initmem.cube.validate import errors
@@ -56,6 +57,12 @@ def canonicalize(ds: xr.Dataset) -> xr.Dataset:
     for dim in (SEED, EPOCH, EXAMPLE):
         if dim in ds.coords and ds[dim].dtype.kind in "iuf":
             ds = ds.assign_coords({dim: ds[dim].values.astype("int64")})
+    for name in SEED_COORDS:   # a crossed design's seeds: int64, like the seed dim (an integral float too)
+        if name in ds.coords and ds[name].dims == (SEED,):
+            vals = ds[name].values
+            if vals.dtype.kind in "iu" or (vals.dtype.kind == "f" and np.isfinite(vals).all()
+                                           and (vals == np.round(vals)).all()):
+                ds = ds.assign_coords({name: (SEED, vals.astype("int64"))})
     for name in list(ds.coords):
         if ds[name].dtype.kind in "US":
             ds = ds.assign_coords({name: ds[name].values.astype(object)})

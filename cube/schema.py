@@ -103,6 +103,11 @@ PROBE_SCALE, PROBE_SHAPE = "scale", "shape"
 A_SEED_DESIGN = "seed_design"
 SEED_PAIRED, SEED_INDEPENDENT = "paired", "independent"
 SEED_DESIGNS = (SEED_PAIRED, SEED_INDEPENDENT)
+# A crossed seed design (grid ``seeds: {init: [...], data: [...]}``): the ``seed`` dim is then a run index,
+# and these integer coordinates on it give each run's init seed (its initial weights) and data seed (its
+# data order and augmentation). Both or neither; no (init, data) pair twice. Absent: one seed per run.
+INIT_SEED, DATA_SEED = "init_seed", "data_seed"
+SEED_COORDS = (INIT_SEED, DATA_SEED)
 GLOBAL_ATTRS = (
     A_SCHEMA, A_N_TEST, A_INTERP_THRESHOLD, A_SELECT, A_GRID, A_DATASET_FINGERPRINT,
     A_INITMEM_VERSION, A_TORCH_VERSION, A_LION_VERSION, A_SCHEDULEFREE_VERSION, A_DEVICE, A_CREATED,

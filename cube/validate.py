@@ -15,9 +15,11 @@ from initmem.cube.schema import (
     A_SEED_DESIGN,
     CELL_DIMS,
     CURVE_VARS,
+    DATA_SEED,
     EPOCH,
     EXAMPLE,
     EXPECTED_DIMS,
+    INIT_SEED,
     INT_VARS,
     LAYER,
     PIPELINE,
@@ -25,6 +27,7 @@ from initmem.cube.schema import (
     RUN_VARS,
     SCHEMA,
     SEED,
+    SEED_COORDS,
     SEED_DESIGNS,
     SEED_PAIRED,
     SELECTED_TEST_CORRECT,
@@ -85,6 +88,36 @@ def _sigma_problems(values: np.ndarray) -> Iterator[Problem]:
         yield Problem("bad_coord", "coordinate 'sigma_w' must be strictly ascending")
 
 
+def _seed_coord_problems(ds: xr.Dataset) -> Iterator[Problem]:
+    """A crossed design's ``init_seed`` and ``data_seed``: both or neither, integers on the seed dim, each
+    (init, data) pair once (two runs of one pair would be one run counted twice)."""
+    present = [c for c in SEED_COORDS if c in ds.coords]
+    if not present:
+        return
+    if len(present) == 1:
+        other = DATA_SEED if present[0] == INIT_SEED else INIT_SEED
+        yield Problem("missing_coord", f"coordinate '{present[0]}' needs '{other}' too (a crossed seed design "
+                                       "gives both)")
+        return
+    ok = True
+    for name in SEED_COORDS:
+        var = ds[name]
+        if tuple(var.dims) != (SEED,):
+            yield Problem("wrong_dims", f"coordinate '{name}' has dims {tuple(var.dims)}, expected ('{SEED}',)")
+            ok = False
+        elif var.dtype.kind not in "iu":
+            yield Problem("wrong_dtype", f"coordinate '{name}' must hold integers, found dtype {var.dtype}")
+            ok = False
+        elif (var.values < 0).any():
+            yield Problem("bad_coord", f"coordinate '{name}' must hold non-negative seeds")
+            ok = False
+    if ok:
+        pairs = list(zip(ds[INIT_SEED].values.tolist(), ds[DATA_SEED].values.tolist(), strict=True))
+        if len(set(pairs)) != len(pairs):
+            yield Problem("duplicate_coord", f"coordinates '{INIT_SEED}' and '{DATA_SEED}' give some (init, data) "
+                                             "pair to more than one seed index")
+
+
 def _variable_problems(ds: xr.Dataset) -> Iterator[Problem]:
     """At least one run or curve variable; every known variable with its expected dims and dtype."""
     run_like = [v for v in (*RUN_VARS, *CURVE_VARS) if v in ds.data_vars]
@@ -117,6 +150,7 @@ def validate(ds: xr.Dataset) -> list[Problem]:
     for dim in (PIPELINE, SIGMA, SEED, EPOCH, LAYER, EXAMPLE):
         if dim in ds.dims:
             problems += _coordinate_problems(ds, dim)
+    problems += _seed_coord_problems(ds)
     problems += _variable_problems(ds)
     if SELECTED_TEST_CORRECT in ds.data_vars and A_N_TEST not in ds.attrs:
         problems.append(Problem("missing_attr", "'selected_test_correct' needs the global attribute 'n_test'"))

@@ -352,16 +352,104 @@ class EngineSpec(_Strict):
     measure_clocks: bool = True
 
 
+def _seed_list(v: Any) -> list[int]:
+    """A validated, sorted list of seeds.
+
+    Raises ``ValueError`` whose message starts with the offending element's position (``0: must be ...``) or
+    with none, so that the grid file's one-line error names the element under the field (``seeds.init.0``)."""
+    if not isinstance(v, list | tuple):
+        raise ValueError(f"must be a list of seeds (got {v!r})")
+    if not v:
+        raise ValueError("give at least one seed")
+    out = []
+    for i, s in enumerate(v):
+        try:
+            s = _whole(s)
+        except ValueError as exc:
+            raise ValueError(f"{i}: {exc}") from None
+        if not isinstance(s, int):
+            raise ValueError(f"{i}: must be a whole number (got {s!r})")
+        out.append(s)
+    bad = [s for s in out if not 0 <= s <= MAX_SEED]
+    if bad:
+        raise ValueError(f"every seed must be a whole number in 0..{MAX_SEED} (2^63 - 1: the cube stores "
+                         f"seeds as int64; got {bad[0]})")
+    if len(set(out)) != len(out):
+        raise ValueError("seeds must be distinct")
+    return sorted(out)
+
+
+class CrossedSeeds(_Strict):
+    """A crossed seed design: every (``init``, ``data``) pair is one run.
+
+    The init seed fixes the initial weights (the engine's STREAM_INIT), the data seed the data order and
+    the augmentation (STREAM_ORDER, STREAM_AUG), so runs that share an init seed start from the same draw
+    and runs that share a data seed see the same batches (Dodge et al. 2020). Run ``r`` is the pair
+    ``(init[r // len(data)], data[r % len(data)])``: row-major over the sorted lists (:meth:`pair`).
+    """
+
+    init: list[Whole] = Field(min_length=1)
+    data: list[Whole] = Field(min_length=1)
+
+    @field_validator("init", "data")
+    @classmethod
+    def _seeds(cls, v: list[int]) -> list[int]:
+        return _seed_list(v)
+
+    @property
+    def n_runs(self) -> int:
+        """How many runs the design holds: ``len(init) * len(data)``."""
+        return len(self.init) * len(self.data)
+
+    def pair(self, run: int) -> tuple[int, int]:
+        """The (init seed, data seed) of run index ``run`` (row-major over the sorted lists)."""
+        if not 0 <= run < self.n_runs:
+            raise ValueError(f"run index {run} is not in 0..{self.n_runs - 1} (a crossed design of "
+                             f"{len(self.init)} init x {len(self.data)} data seeds)")
+        return self.init[run // len(self.data)], self.data[run % len(self.data)]
+
+
+def _seeds_field(v: Any) -> Any:
+    """Read ``seeds``: a list (one seed per run, fixing all three random streams) or a mapping
+    ``{init: [...], data: [...]}`` (every pair, :class:`CrossedSeeds`). Validated here, in full, so that a
+    message names ``seeds.init.0`` rather than the branches of a union."""
+    if isinstance(v, CrossedSeeds):
+        return v
+    if isinstance(v, dict):
+        unknown = [k for k in v if k not in ("init", "data")]
+        if unknown:
+            raise ValueError(f"{unknown[0]}: unknown key (a crossed design gives init and data seed lists)")
+        for key in ("init", "data"):
+            if key not in v:
+                raise ValueError(f"{key}: required field is missing (a crossed design gives init and data "
+                                 "seed lists)")
+        parts = {}
+        for key in ("init", "data"):
+            try:
+                parts[key] = _seed_list(v[key])
+            except ValueError as exc:
+                msg = str(exc)
+                sep = "." if re.match(r"^[0-9]+: ", msg) else ": "
+                raise ValueError(f"{key}{sep}{msg}") from None
+        return CrossedSeeds(**parts)
+    return _seed_list(v)
+
+
 class Grid(_Strict):
     """A grid: ``sigma_w`` is the probe's level axis (docs/arms.md); for ``init.probe: shape``
-    it may be left out and is then the level codes 1..k of ``init.shapes``."""
+    it may be left out and is then the level codes 1..k of ``init.shapes``.
+
+    ``seeds`` is a list (run ``k`` uses seed ``k`` for its initial weights, its data order and its
+    augmentation) or a :class:`CrossedSeeds` mapping (every (init, data) pair, numbered by a run index).
+    Either way the cube's ``seed`` dim holds :attr:`runs`; :meth:`seed_pair` says which seeds a run uses.
+    """
 
     name: str
     dataset: DatasetSpec = DatasetSpec()
     model: ModelSpec = ModelSpec()
     init: InitSpec = InitSpec()
     sigma_w: list[Real] = Field(min_length=1)
-    seeds: list[Whole] = Field(min_length=1)
+    seeds: Annotated[list[int] | CrossedSeeds, BeforeValidator(_seeds_field)]
     pipelines: dict[str, PipelineSpec] = Field(min_length=1)
     eval: EvalSpec = EvalSpec()
     slurm: SlurmSpec | None = None
@@ -393,17 +481,6 @@ class Grid(_Strict):
         if len(set(v)) != len(v):
             raise ValueError("sigma_w levels must be distinct")
         return sorted(float(s) for s in v)
-
-    @field_validator("seeds")
-    @classmethod
-    def _seeds(cls, v: list[int]) -> list[int]:
-        bad = [s for s in v if not 0 <= s <= MAX_SEED]
-        if bad:
-            raise ValueError(f"every seed must be a whole number in 0..{MAX_SEED} (2^63 - 1: the cube stores "
-                             f"seeds as int64; got {bad[0]})")
-        if len(set(v)) != len(v):
-            raise ValueError("seeds must be distinct")
-        return sorted(v)
 
     @field_validator("pipelines")
     @classmethod
@@ -499,11 +576,42 @@ class Grid(_Strict):
                                  "must be a whole number of units")
 
     # ---------------------------------------------------------------------------------------
+    @property
+    def crossed(self) -> bool:
+        """Whether ``seeds`` is a crossed (init x data) design."""
+        return isinstance(self.seeds, CrossedSeeds)
+
+    @property
+    def runs(self) -> list[int]:
+        """The run indices, in ascending order: the cube's ``seed`` coordinate.
+
+        A list of seeds: the seeds themselves (unchanged from grids without crossed designs). A crossed
+        design: ``0 .. len(init) * len(data) - 1``, row-major over (init, data) (:meth:`CrossedSeeds.pair`)."""
+        if isinstance(self.seeds, CrossedSeeds):
+            return list(range(self.seeds.n_runs))
+        return list(self.seeds)
+
+    def seed_pair(self, run: int) -> tuple[int, int]:
+        """The (init seed, data seed) of run index ``run``: ``(run, run)`` for a list of seeds (one seed fixes
+        every random stream), the design's pair for a crossed one."""
+        if isinstance(self.seeds, CrossedSeeds):
+            return self.seeds.pair(int(run))
+        return int(run), int(run)
+
+    def seed_coords(self, runs: list[int] | None = None) -> dict[str, list[int]]:
+        """The cube's coordinates on the ``seed`` dim besides the run index, for ``runs`` (default: every
+        run): ``init_seed`` and ``data_seed`` for a crossed design, none for a list of seeds (so its cubes
+        hold exactly what they held before crossed designs existed)."""
+        if not isinstance(self.seeds, CrossedSeeds):
+            return {}
+        pairs = [self.seeds.pair(int(r)) for r in (self.runs if runs is None else runs)]
+        return {"init_seed": [i for i, _ in pairs], "data_seed": [d for _, d in pairs]}
+
     def cells(self, pipeline: str) -> list[tuple[float, int]]:
-        """Every (sigma_w, seed) of a pipeline, sigma_w-major, in ascending order."""
+        """Every (sigma_w, run index) of a pipeline, sigma_w-major, in ascending order (:attr:`runs`)."""
         if pipeline not in self.pipelines:
             raise UserError(f"no pipeline {pipeline!r} in grid {self.name} (has {', '.join(self.pipelines)})")
-        return [(s, k) for s in self.sigma_w for k in self.seeds]
+        return [(s, k) for s in self.sigma_w for k in self.runs]
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, except the clock budgets, the run design (``decide``), eval.every and the recipe knobs

@@ -98,6 +98,39 @@ def _keyed(df: pd.DataFrame, source: str, notes: list[str]) -> tuple[pd.DataFram
     return df, [*KEYS, cube.EPOCH]
 
 
+def _seed_pairs(df: pd.DataFrame, ignored: set[str], source: str) -> pd.DataFrame | None:
+    """A crossed design's seeds (columns ``init_seed`` and ``data_seed``), one (init, data) pair per seed
+    index (``seed`` is then a run index), as a frame indexed by seed; None when the table has neither.
+
+    Both columns or neither; each a non-negative integer in every row; constant within a run (one run has one
+    initial draw and one data order); and no pair given to two seed indices, which would count one run twice.
+    """
+    present = [c for c in cube.SEED_COORDS if c in df.columns and c not in ignored]
+    if not present:
+        return None
+    if len(present) == 1:
+        other = cube.DATA_SEED if present[0] == cube.INIT_SEED else cube.INIT_SEED
+        raise UserError(f"{source}: column '{present[0]}' needs a column '{other}' too (a crossed seed design gives "
+                        "each run's init seed and data seed)")
+    for c in cube.SEED_COORDS:
+        df[c] = _integer_column(df[c], c, source, minimum=0)
+    varies = df.groupby(cube.SEED)[list(cube.SEED_COORDS)].nunique() > 1
+    if varies.to_numpy().any():
+        seed = varies.index[np.flatnonzero(varies.any(axis=1).to_numpy())[0]]
+        col = next(c for c in cube.SEED_COORDS if varies.loc[seed, c])
+        rows = [int(i) + 2 for i in np.flatnonzero((df[cube.SEED] == seed).to_numpy())]
+        raise UserError(f"{source}: seed {seed} has more than one {col} (rows {_rows(rows)}); in a crossed design "
+                        "the seed column numbers the runs, each with one init seed and one data seed")
+    pairs = df.groupby(cube.SEED)[list(cube.SEED_COORDS)].first()
+    dup = pairs.duplicated(keep=False)
+    if dup.any():
+        init, data = (int(v) for v in pairs[dup].iloc[0])
+        runs = [int(k) for k in pairs.index[(pairs[cube.INIT_SEED] == init) & (pairs[cube.DATA_SEED] == data)]]
+        raise UserError(f"{source}: seeds {', '.join(map(str, runs))} share init_seed {init} and data_seed {data}; "
+                        "each (init, data) pair is one run: give it one seed number")
+    return pairs
+
+
 def _settings(ds: xr.Dataset, df: pd.DataFrame, kind: dict[str, str], original: dict[str, str],
               pipelines: list[str], *, has_epoch: bool, source: str) -> xr.Dataset:
     """Per-pipeline settings as coordinates on ``pipeline``; a setting that varies within a pipeline is a
@@ -133,7 +166,8 @@ def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = N
     _check_options(df, seeds=seeds, scale=scale, source=source)
     df, keys = _keyed(df, source, notes)
     has_epoch = cube.EPOCH in keys
-    value_cols = [c for c in df.columns if c not in keys]
+    seed_pairs = _seed_pairs(df, set(ignore_cols), source)
+    value_cols = [c for c in df.columns if c not in keys and c not in cube.SEED_COORDS]
     rename, kind, mapped = COL.resolve(value_cols, per_epoch=has_epoch, metric_cols=metric_cols,
                                        ignore_cols=ignore_cols, source=source)
     notes += mapped
@@ -177,6 +211,11 @@ def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = N
     })
     if has_epoch:
         ds = ds.assign_coords({cube.EPOCH: np.asarray(sorted(df[cube.EPOCH].unique().tolist()), dtype="int64")})
+    if seed_pairs is not None:
+        ds = ds.assign_coords({name: (cube.SEED, seed_pairs[name].reindex(seed_values).to_numpy(dtype="int64"))
+                               for name in cube.SEED_COORDS})
+        notes.append(f"crossed seeds: {seed_pairs[cube.INIT_SEED].nunique()} init x "
+                     f"{seed_pairs[cube.DATA_SEED].nunique()} data seeds over {len(seed_values)} runs")
 
     curve_cols = [c for c in values if kind[c] == "curve" or (kind[c] == "metric" and has_epoch
                                                                and _varies_in_run(df, c))]
@@ -313,11 +352,15 @@ def cube_to_frame(ds: xr.Dataset) -> pd.DataFrame:
         curves = ds[curve_vars].reset_coords(drop=True).to_dataframe().dropna(how="all")
         frame = curves.join(frame, how="inner")
     coords = [c for c in ds.coords if ds[c].dims == (cube.PIPELINE,)]
+    seed_coords = [c for c in cube.SEED_COORDS if c in ds.coords and ds[c].dims == (cube.SEED,)]
     out = frame.reset_index()
     for c in coords:
         out[c] = out[cube.PIPELINE].map(dict(zip(ds[cube.PIPELINE].values, ds[c].values, strict=True)))
+    for c in seed_coords:
+        out[c] = out[cube.SEED].map(dict(zip(ds[cube.SEED].values.tolist(), ds[c].values.tolist(), strict=True)))
     return out.drop(columns=[c for c in out.columns if c not in (*KEYS, cube.EPOCH, *cell_vars,
-                                                                 *(curve_vars if has_epoch else ()), *coords)])
+                                                                 *(curve_vars if has_epoch else ()), *coords,
+                                                                 *seed_coords)])
 
 
 def _one_value(s: pd.Series, *, col: str, source: str) -> float:

@@ -30,7 +30,7 @@ def merge_run(run_dir: str | os.PathLike, *, grid: Any = None) -> MergeReport:
     grid = grid if grid is not None else run.load_grid()
     report = merge_dir(
         run.shards, run.cube, pipelines=list(grid.pipelines), sigma_w=[float(s) for s in grid.sigma_w],
-        seeds=[int(k) for k in grid.seeds], accepted_hashes=run.accepted_hashes(),
+        seeds=[int(k) for k in grid.runs], seed_coords=grid.seed_coords(), accepted_hashes=run.accepted_hashes(),
         attrs={cube.A_GRID: grid.to_yaml(), cube.A_GRID_HASH: grid_hash(grid), cube.A_GRID_NAME: grid.name},
         pipeline_defaults={p: pipeline_coords(spec, grid.model_of(p) if grid.mixed_models else None)
                            for p, spec in grid.pipelines.items()})

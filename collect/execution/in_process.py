@@ -26,6 +26,15 @@ def merge_packs(packs: Sequence[xr.Dataset]) -> xr.Dataset:
         raise ValueError("no packs to merge")
     sigmas = sorted({float(s) for p in packs for s in p[cube.SIGMA].values})
     seeds = sorted({int(s) for p in packs for s in p[cube.SEED].values})
+    # A crossed design's seeds per run index (coordinates on the seed dim): gathered from every pack, set
+    # aside while the packs are reindexed to the union of run indices, and put back on the merged cube.
+    pairs: dict[str, dict[int, int]] = {}
+    for p in packs:
+        for name in cube.SEED_COORDS:
+            if name in p.coords:
+                pairs.setdefault(name, {}).update(zip(p[cube.SEED].values.tolist(), p[name].values.tolist(),
+                                                      strict=True))
+    packs = [p.drop_vars([c for c in cube.SEED_COORDS if c in p.coords]) for p in packs]
     by_pipe: dict[str, xr.Dataset] = {}
     order: list[str] = []
     for p in packs:
@@ -51,6 +60,8 @@ def merge_packs(packs: Sequence[xr.Dataset]) -> xr.Dataset:
                         fill_value={v: FILL.get(v, np.nan) for v in parts[0].data_vars})
         out[cube.TEST_LABEL] = parts[0][cube.TEST_LABEL]
     out.attrs = dict(parts[0].attrs)
+    for name, by_run in pairs.items():
+        out = out.assign_coords({name: (cube.SEED, np.asarray([by_run[k] for k in seeds], dtype="int64"))})
     return cube.canonicalize(out)
 
 

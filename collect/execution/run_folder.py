@@ -220,10 +220,18 @@ def _drop(d: dict[str, Any], dotted: str) -> None:
     d.pop(last, None)
 
 
+def _seeds_text(seeds: Any) -> str:
+    """A grid's ``seeds`` as the grid file writes them: ``[0, 1]`` or ``{init: [0, 1], data: [0]}``."""
+    if isinstance(seeds, dict):
+        return "{" + ", ".join(f"{k}: {list(v)}" for k, v in seeds.items()) + "}"
+    return str(list(seeds))
+
+
 def grid_changes(old: Any, new: Any) -> tuple[list[str], dict[str, list[Any]]]:
     """Compare two grids: (fields that differ in a way resume refuses, what was only added).
 
-    Adding pipelines, sigma_w levels or seeds is an extension (its new cells simply run);
+    Adding pipelines, sigma_w levels or seeds is an extension (its new cells simply run), except to a
+    crossed seed design (``seeds: {init: [...], data: [...]}``), whose seeds may not change at all;
     anything else that differs, including removing a level, is a change that resume refuses.
     The fields in ``EXEMPT_FIELDS`` (the ``slurm`` block, ``engine.pack_size``, ``dataset.root``)
     say how to run or where the data are, not what to compute, and are ignored; every other
@@ -235,7 +243,16 @@ def grid_changes(old: Any, new: Any) -> tuple[list[str], dict[str, list[Any]]]:
         _drop(b, key)
     changed: list[str] = []
     added: dict[str, list[Any]] = {"pipelines": [], "sigma_w": [], "seeds": []}
+    if isinstance(a["seeds"], dict) or isinstance(b["seeds"], dict):
+        # A crossed design numbers its runs row-major over its (init, data) lists: another list renumbers
+        # the runs already trained, so it is a change, never an extension.
+        olds, news = a.pop("seeds"), b.pop("seeds")
+        if olds != news:
+            changed.append(f"seeds ({_seeds_text(olds)} -> {_seeds_text(news)}; a crossed design's seeds cannot "
+                           "change on resume: its run index would renumber the runs already trained)")
     for key in ("sigma_w", "seeds"):
+        if key not in a:
+            continue
         olds, news = a.pop(key), b.pop(key)
         gone = [v for v in olds if v not in news]
         if gone:

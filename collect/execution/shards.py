@@ -300,14 +300,17 @@ def _pipeline_coord(values: list[Any], defaults: list[Any]) -> np.ndarray:
 
 
 def merge(infos: list[ShardInfo], *, pipelines: list[str], sigma_w: list[float], seeds: list[int],
-          attrs: dict[str, Any], pipeline_defaults: dict[str, dict[str, Any]]) -> xr.Dataset:
+          attrs: dict[str, Any], pipeline_defaults: dict[str, dict[str, Any]],
+          seed_coords: dict[str, list[int]] | None = None) -> xr.Dataset:
     """Merge single-cell shard cubes into one cube over the full grid.
 
     Deterministic: the result depends only on the set of shards, never on the order they are
     given in (they are sorted by cell), so the same shards give identical data variables.
     Cells without a shard get status missing and NaN / fill values. ``attrs`` become the
     global attributes; ``pipeline_defaults`` supplies per-pipeline coordinates that no shard
-    of a pipeline carries (a pipeline whose every cell failed).
+    of a pipeline carries (a pipeline whose every cell failed). ``seed_coords`` are the grid's coordinates
+    on the seed dim (a crossed design's ``init_seed`` and ``data_seed``, one value per seed index), taken
+    from the grid rather than the shards, so that a run index with no shard still has its seeds.
     """
     infos = sorted(infos, key=lambda i: (pipelines.index(i.cell[0]), i.cell[1], i.cell[2]))
     p_idx = {p: i for i, p in enumerate(pipelines)}
@@ -318,13 +321,15 @@ def merge(infos: list[ShardInfo], *, pipelines: list[str], sigma_w: list[float],
         cube.PIPELINE: np.array(pipelines, dtype=object),
         cube.SIGMA: np.asarray(sigma_w, dtype="float64"),
         cube.SEED: np.asarray(seeds, dtype="int64"),
+        **{name: (cube.SEED, np.asarray(values, dtype="int64")) for name, values in (seed_coords or {}).items()},
     }
     if lay.epochs:
         coords[cube.EPOCH] = np.asarray(sorted(lay.epochs), dtype="int64")
     coords.update(lay.fixed)
     if lay.layers:
         coords[cube.LAYER] = np.array(list(lay.layers), dtype=object)
-    arrays = _allocate(lay, {d: len(v) for d, v in coords.items()})
+    arrays = _allocate(lay, {d: len(coords[d]) for d in (*cube.CELL_DIMS, cube.EPOCH, cube.LAYER, cube.EXAMPLE)
+                             if d in coords})
 
     pipe_values: dict[str, list[Any]] = {c: [None] * len(pipelines) for c in sorted(lay.pipe_coords)}
     for info in infos:
@@ -347,8 +352,10 @@ def merge(infos: list[ShardInfo], *, pipelines: list[str], sigma_w: list[float],
 
 def merge_dir(shards_dir: str | os.PathLike, out_path: str | os.PathLike, *, pipelines: list[str],
               sigma_w: list[float], seeds: list[int], accepted_hashes: set[str], attrs: dict[str, Any],
-              pipeline_defaults: dict[str, dict[str, Any]]) -> MergeReport:
-    """Read every shard under ``shards_dir``, merge, and write the cube atomically."""
+              pipeline_defaults: dict[str, dict[str, Any]],
+              seed_coords: dict[str, list[int]] | None = None) -> MergeReport:
+    """Read every shard under ``shards_dir``, merge, and write the cube atomically (``seed_coords``: as
+    :func:`merge`)."""
     good, corrupt = scan_shards(shards_dir, keep_data=True)
     wanted = {(p, float(s), int(k)) for p in pipelines for s in sigma_w for k in seeds}
     foreign: list[tuple[Path, str]] = []
@@ -381,7 +388,7 @@ def merge_dir(shards_dir: str | os.PathLike, out_path: str | os.PathLike, *, pip
     merged_attrs[cube.A_CREATED] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     merged_attrs[cube.A_SCHEMA] = cube.SCHEMA
     ds = merge(infos, pipelines=pipelines, sigma_w=sigma_w, seeds=seeds, attrs=merged_attrs,
-               pipeline_defaults=pipeline_defaults)
+               pipeline_defaults=pipeline_defaults, seed_coords=seed_coords)
     with atomic_path(out_path) as tmp:
         cube.write_cube(ds, tmp)
         hook("merge")

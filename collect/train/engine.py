@@ -100,8 +100,11 @@ class PackTrainer:
                                         decoupled_wd=self.spec.decoupled_wd)
         # The init probe (collect/train/probes.py): what sigma_w does to each member at init.
         net = build_for_grid(grid, pipeline, self.G, split.in_channels, split.n_classes, split.image_size)
-        for g, (sigma, seed) in enumerate(self.cells):
-            init_cell(net, g, sigma, seed_generator(seed, STREAM_INIT), grid, pipeline)
+        # A run's seeds (grid.seed_pair): the init seed draws its weights, the data seed its batches and
+        # augmentation; for a list of seeds both are the run's seed.
+        self.seed_pairs = [grid.seed_pair(run) for _, run in self.cells]
+        for g, ((sigma, _run), (init_seed, _data_seed)) in enumerate(zip(self.cells, self.seed_pairs, strict=True)):
+            init_cell(net, g, sigma, seed_generator(init_seed, STREAM_INIT), grid, pipeline)
         mult = width_multipliers(grid, self.cells)
         if mult is not None:
             net.head.out_mult = 1.0 / mult
@@ -110,8 +113,8 @@ class PackTrainer:
         self.optimizer = PackedOptimizer([p for p in self.net.parameters() if p.requires_grad], self.spec, self.kind,
                                          None if mult is None else mup_lr_factors(self.net, mult, self.spec.optimizer))
         self.ema = Ema(self.optimizer.params, self.spec.ema_decay) if self.spec.ema_decay > 0 else None
-        self.gen_order = [seed_generator(seed, STREAM_ORDER) for _, seed in self.cells]
-        self.gen_aug = [seed_generator(seed, STREAM_AUG) for _, seed in self.cells]
+        self.gen_order = [seed_generator(data_seed, STREAM_ORDER) for _, data_seed in self.seed_pairs]
+        self.gen_aug = [seed_generator(data_seed, STREAM_AUG) for _, data_seed in self.seed_pairs]
         self.aug_pad = max(1, split.image_size // 8) if grid.dataset.augment == "crop_flip" else 0
         ac = grid.engine.autocast  # None: CUDA only (see EngineSpec.autocast)
         self.amp = self.kind == "cuda" if ac is None else ac
@@ -490,7 +493,10 @@ def train_pack(grid: Grid, pipeline: str, cells: Sequence[tuple[float, int]], *,
                resume: dict | None = None,
                progress: Callable[[int, int], None] | None = None,
                ) -> xr.Dataset:
-    """Train the cells ``(sigma_w, seed)`` of one pipeline as one pack; return their cube slice."""
+    """Train the cells ``(sigma_w, run index)`` of one pipeline as one pack; return their cube slice.
+
+    A run index is a seed of a grid's seed list, or a run of its crossed design (``Grid.seed_pair`` gives
+    the init and data seeds it trains with)."""
     if pipeline not in grid.pipelines:
         raise UserError(f"no pipeline {pipeline!r} in grid {grid.name}")
     if not cells:
@@ -574,6 +580,7 @@ def _to_dataset(grid: Grid, pipeline: str, tr: PackTrainer, rec: Recorder, devic
         cube.PIPELINE: np.array([pipeline], dtype=object),
         cube.SIGMA: np.asarray(sigmas, dtype="float64"),
         cube.SEED: np.asarray(seeds, dtype="int64"),
+        **{name: (cube.SEED, np.asarray(values, dtype="int64")) for name, values in grid.seed_coords(seeds).items()},
         cube.EPOCH: np.arange(E, dtype="int64"),
         cube.LAYER: np.array(tr.layers, dtype=object),
         cube.EXAMPLE: np.arange(n_test, dtype="int64"),

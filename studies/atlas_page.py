@@ -13,6 +13,7 @@ from the page's own "Predictions" table, and only the text from "## Results" on 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from initmem import cube as C
@@ -60,11 +61,15 @@ def results_section(run: Path, page: str) -> str:
         (C.A_INITMEM_VERSION, "initmem"), (C.A_TORCH_VERSION, "torch"), (C.A_LION_VERSION, "lion-pytorch"),
         (C.A_SCHEDULEFREE_VERSION, "schedulefree")) if attrs.get(key))
     seq = a.summary.sequential
+    hashes = json.loads((run / "run.json").read_text()).get("grid_hashes", []) if (run / "run.json").is_file() else []
+    first = hashes[0] if hashes else (attrs.get(C.A_GRID_HASH) or (grid_hash(grid) if grid else "unknown"))
+    registered_hash = "matches the hash registered above" if first in page.split(RESULTS, 1)[0] else \
+        "**differs from the hash registered above**"
     lines = [RESULTS, "",
              f"Measured by `initmem run --preset atlas` ({seq.runs_used if seq else '?'} runs trained; a fixed design "
-             f"on the last look's seeds would train {seq.runs_fixed if seq else '?'}). Grid hash "
-             f"`{attrs.get(C.A_GRID_HASH) or (grid_hash(grid) if grid else 'unknown')}`; cube sha256 "
-             f"`{sha256_file(cube_path)}`; {versions}. Regenerate this section with "
+             f"on the last look's seeds would train {seq.runs_fixed if seq else '?'}). The first look's grid hash "
+             f"`{first}` {registered_hash}; the later looks' grids differ from it only by the seeds they add. Cube "
+             f"sha256 `{sha256_file(cube_path)}`; {versions}. Regenerate this section with "
              f"`python studies/atlas_page.py {run}`.", "", table, "",
              "![The spread over sigma_w per recipe, with its 90% interval, coloured by verdict]"
              "(atlas-spread-forest.svg)", "",
@@ -83,8 +88,20 @@ def results_section(run: Path, page: str) -> str:
         lines.append(f"| {name} | {pv} | {verdict} | {m1} | {pr} | {radial} | {m2} |")
         misses += [f"{name}: {what} {got}, predicted {want}" for what, got, want, m in (
             ("accuracy", verdict, pv, m1), ("radial", radial, pr, m2)) if m.startswith("**")]
-    lines += ["", "Not as predicted:" if misses else "Every decided verdict is as predicted.", ""]
+    undecided = [str(r[col["recipe"]]) for r in t.rows if str(r[col["verdict"]]) not in (N.REMEMBERS, N.FORGETS)]
+    lines += ["", "Not as predicted:" if misses else "Every decided verdict is as predicted"
+              + (f"; undecided at the cap: {', '.join(undecided)}." if undecided else "."), ""]
     lines += [f"- {m}" for m in misses]
+    parted = [f"{r[col['recipe']]} ({r[col['verdict']]}, radial: {r[col['radial']]})" for r in t.rows
+              if r[col["agreement"]] == "disagree"]
+    kept = sum(str(r[col["holm"]]) in (N.REMEMBERS, N.FORGETS) for r in t.rows)
+    lines += ["", "### Reading the table", "",
+              "- **Where the function and the norms part:** " + ("; ".join(parted) if parted else "nowhere") + ". "
+              "The Predictions table gives the mechanism where one was predicted.",
+              f"- **Holm across the rows** keeps {kept} of the {len(t.rows)} verdicts. A row decided at 4 seeds per "
+              "cell rests on paired t tests with 3 degrees of freedom, which rarely reach the smallest shares of "
+              "alpha; the per-row verdicts keep their own rates at alpha, and the caption bounds the expected "
+              "number of false ones."]
     return "\n".join(lines).rstrip() + "\n"
 
 

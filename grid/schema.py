@@ -34,7 +34,9 @@ DEFAULT_WIDTH = {"resnet_tiny": 16, "resnet9": 64, "resnet1d": 32, "mlp": 64, "v
 RESNET1D_DEPTH = 3  # resnet1d: residual blocks (the first at full length, then one per halving)
 OPTIMIZERS = optimizers.names()  # the optimizer table, initmem/optimizers.py
 # Pipeline fields added after grids were first hashed: off at 0, and then left out of the canonical YAML.
-RECIPE_FIELDS = ("label_smoothing", "ema_decay", "sam_rho")
+RECIPE_FIELDS = ("label_smoothing", "ema_decay", "sam_rho", "dropout")
+# The architectures that take pipelines.NAME.dropout (on the pooled features, before the head).
+DROPOUT_ARCHS = ("resnet1d",)
 SCHEDULES = ("constant", "cosine", "step")
 INIT_SCALES = ("all_kernels", "normalized_kernels", "convolutions", "head")
 INTERP_THRESHOLD = 0.995  # default train accuracy that counts as interpolation (eval.interp_threshold)
@@ -214,6 +216,9 @@ class PipelineSpec(optimizers.WeightDecaySplit, _Strict):
     ema_decay: Real = Field(0.0, ge=0, lt=1)
     # sam_rho: sharpness-aware minimisation on top of the optimizer, radius rho per member (0: off).
     sam_rho: Real = Field(0.0, ge=0)
+    # dropout: probability of zeroing each pooled feature before the head in a training forward, every
+    # member with its own masks (0: off; resnet1d only, see DROPOUT_ARCHS).
+    dropout: Real = Field(0.0, ge=0, lt=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -510,6 +515,11 @@ class Grid(_Strict):
             if self.dataset.name == "mnist1d" and model.arch == "vit_tiny" and MNIST1D_LENGTH % (model.patch or 2):
                 raise ValueError(f"{where}.patch: must divide the mnist1d length {MNIST1D_LENGTH} (got {model.patch})")
             self._check_probe(model, where)
+        for name, spec in self.pipelines.items():
+            arch = self.model_of(name).arch
+            if spec.dropout > 0 and arch not in DROPOUT_ARCHS:
+                raise ValueError(f"pipelines.{name}.dropout: only for arch {' or '.join(DROPOUT_ARCHS)} (this "
+                                 f"pipeline trains {arch})")
         if self.init.parametrization == "mup":
             for name, spec in self.pipelines.items():
                 if optimizers.get(spec.optimizer).schedule_free:

@@ -1,10 +1,13 @@
-"""Training recipes: the Lion and Schedule-Free AdamW kinds, label smoothing, an EMA of the weights and SAM.
+"""Training recipes: the Lion and Schedule-Free AdamW kinds, label smoothing, an EMA of the weights, SAM and
+dropout (resnet1d).
 
 Every one keeps a pack's members independent: a member trained in a pack is bitwise the same cell trained
 alone, at the training point and at the evaluated weights (an EMA, Schedule-Free's average) with their
 recomputed BatchNorm statistics. SAM's perturbation uses each member's own gradient norm (one norm over
 the stacked tensors breaks that, and the test shows it does) and equals ``pytorch_optimizer.SAM`` for a
-single model. The new grid fields leave every preset's hash as it was."""
+single model. Dropout draws each member's mask from that member's own stream (one draw over the stacked
+features breaks pack invariance, and the test shows it does) and, at 0, draws nothing. The new grid fields
+leave every preset's hash as it was."""
 
 from __future__ import annotations
 
@@ -292,7 +295,7 @@ def test_presets_keep_their_hashes():
     for name, want in PRESET_HASHES.items():
         g = load_grid(name)
         assert grid_hash(g) == want, name
-        assert not any(k in g.to_yaml() for k in ("label_smoothing", "ema_decay", "sam_rho"))
+        assert not any(k in g.to_yaml() for k in ("label_smoothing", "ema_decay", "sam_rho", "dropout"))
 
 
 def test_recipe_fields_round_trip_through_a_grid_file(tmp_path):
@@ -351,7 +354,7 @@ def test_the_cube_records_the_knobs_and_the_optimizer_libraries(split):
     assert not cube.errors(ds), cube.errors(ds)
     for name, spec in RECIPES.items():
         sel = ds.sel(pipeline=name)
-        for key in ("label_smoothing", "ema_decay", "sam_rho"):
+        for key in ("label_smoothing", "ema_decay", "sam_rho", "dropout"):
             assert float(sel[key]) == float(spec.get(key, 0.0)), (name, key)
         assert str(sel["optimizer"].values) == spec["optimizer"]
         assert np.isfinite(sel[cube.TEST_ACC].sel(epoch=2).values).all(), name
@@ -414,3 +417,165 @@ def test_evaluating_changes_no_training_step(pipeline, split):
             assert torch.equal(p, q), pipeline
         for s, t in zip(R.bn_buffers(a.net), R.bn_buffers(b.net), strict=True):
             assert torch.equal(s, t), pipeline
+
+
+# -- dropout (resnet1d) ---------------------------------------------------------------------------------
+
+SGD = {"optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 0.001}
+
+
+def grid1d(root, pipelines: dict, *, arch: str = "resnet1d", width: int = 8, epochs: int = 2,
+           sigma: tuple = (0.5, 1.0, 2.0), seeds: tuple = (0, 1, 2)) -> object:
+    """A tiny MNIST-1D grid (256 training signals, batch 32: 8 steps an epoch)."""
+    return parse_grid({
+        "name": "dropout", "dataset": {"name": "mnist1d", "n_train": 256, "n_val": 64, "n_test": 128, "seed": 0,
+                                       "root": str(root)},
+        "model": {"arch": arch, "width": width}, "sigma_w": list(sigma), "seeds": list(seeds),
+        "pipelines": {k: {"batch_size": 32, "epochs": epochs, **v} for k, v in pipelines.items()},
+        "engine": {"cpu_threads": 1}})
+
+
+@pytest.fixture(scope="module")
+def root1d(tmp_path_factory):
+    return tmp_path_factory.mktemp("mnist1d")
+
+
+@pytest.fixture(scope="module")
+def split1d(root1d):
+    return load_split(grid1d(root1d, {"a": SGD}).dataset)
+
+
+@pytest.mark.parametrize("pipeline", [{**SGD, "dropout": 0.1}, {**SGD, "dropout": 0.1, "sam_rho": 0.05}],
+                         ids=["dropout", "dropout_sam"])
+def test_dropout_member_of_a_pack_is_bitwise_the_same_cell_trained_alone(pipeline, root1d, split1d):
+    g = grid1d(root1d, {"a": pipeline})
+    assert_pack_is_bitwise_alone(g, "a", split1d)
+
+
+def coupled_dropout_mask(generators, batch, features, p, device="cpu") -> torch.Tensor:
+    """One draw over the stacked ``[B, G*C]`` features from the first member's generator (the wrong dropout)."""
+    keep = torch.rand(batch, len(generators) * features, generator=generators[0]) >= p
+    return (keep.float() / (1.0 - p)).to(device)
+
+
+def test_dropout_with_one_draw_over_the_stacked_features_breaks_pack_invariance(root1d, split1d, monkeypatch):
+    """The check above can fail: with one mask over the pack a member's mask depends on the pack's size."""
+    monkeypatch.setattr(engine, "dropout_mask", coupled_dropout_mask)
+    g = grid1d(root1d, {"a": {**SGD, "dropout": 0.1}})
+    with pytest.raises(AssertionError):
+        assert_pack_is_bitwise_alone(g, "a", split1d, steps=2)
+
+
+def test_dropout_masks_come_from_each_members_own_stream():
+    gens = [torch.Generator().manual_seed(s) for s in (5, 6, 7)]
+    copies = [torch.Generator().manual_seed(s) for s in (5, 6, 7)]
+    mask = R.dropout_mask(gens, 16, 4, 0.25)
+    assert mask.shape == (16, 12) and mask.dtype == torch.float32
+    for gi, c in enumerate(copies):     # member gi's columns: its own generator's draws, nothing else
+        want = (torch.rand(16, 4, generator=c) >= 0.25).float() * (1 / 0.75)
+        assert torch.equal(mask[:, 4 * gi:4 * (gi + 1)], want), gi
+    assert set(mask.unique().tolist()) == {0.0, float(torch.tensor(1 / 0.75))}
+    with pytest.raises(ValueError):
+        R.dropout_mask(gens, 16, 4, 0.0)
+
+
+def test_dropout_is_in_the_training_forward_only(root1d, split1d):
+    """Evaluation runs without a mask (a dropout pipeline evaluates its weights exactly as one without); the
+    training loss is the cross-entropy of the head on the masked pooled features, the mask drawn from the
+    member's dropout stream (data seed, stream 3), which leaves the data-order stream alone."""
+    g = grid1d(root1d, {"plain": SGD, "drop": {**SGD, "dropout": 0.5}})
+    with deterministic("cpu", 1):
+        plain, drop = (PackTrainer(g, name, [(1.0, 0)], split1d, "cpu") for name in ("plain", "drop"))
+        assert plain.gen_drop is None and drop.gen_drop is not None
+        la, acc_a, _ = plain.evaluate(split1d.x_val, split1d.y_val)
+        lb, acc_b, _ = drop.evaluate(split1d.x_val, split1d.y_val)
+        assert np.array_equal(la, lb) and np.array_equal(acc_a, acc_b)
+        idx = drop.epoch_order()[:, :32]
+        assert torch.equal(idx, plain.epoch_order()[:, :32])    # the same batches with and without dropout
+        x, y = drop.batch(idx)
+        stream = engine.seed_generator(g.seed_pair(0)[1], engine.STREAM_DROPOUT)
+        mask = R.dropout_mask([stream], 32, drop.net.head.cin, 0.5)
+        assert (mask == 0).any() and (mask != 0).any()
+        drop.net.train()
+        with torch.no_grad():
+            # the engine's reduction: per-example losses, then their mean
+            want = F.cross_entropy(drop.net.head(drop.net.features(x) * mask)[:, 0], y[:, 0], reduction="none").mean()
+            unmasked = F.cross_entropy(drop.net(x)[:, 0], y[:, 0], reduction="none").mean()
+        _, loss = drop.train_step(idx)
+        assert float(loss[0]) == float(want) and float(loss[0]) != float(unmasked)
+
+
+def strip(ds):
+    ds = ds.drop_vars("wall_seconds")
+    ds.attrs = {k: v for k, v in ds.attrs.items() if k != "created"}
+    return ds
+
+
+def test_dropout_0_draws_nothing_and_leaves_the_cube_as_without_the_field(root1d, monkeypatch):
+    """At dropout 0 the grid is the grid without the field (same canonical YAML and hash), no mask is
+    drawn and the forward gets no mask argument, so the cube is the one trained without the field."""
+    import xarray as xr
+
+    from initmem.collect.execution.in_process import collect_grid
+
+    with_field, without = grid1d(root1d, {"a": {**SGD, "dropout": 0}}, seeds=(0,)), grid1d(root1d, {"a": SGD},
+                                                                                          seeds=(0,))
+    assert with_field.to_yaml() == without.to_yaml() and grid_hash(with_field) == grid_hash(without)
+
+    def no_draw(*_args, **_kw):
+        raise AssertionError("a dropout mask was drawn at dropout 0")
+
+    monkeypatch.setattr(engine, "dropout_mask", no_draw)
+    ds = collect_grid(with_field)
+    assert float(ds["dropout"].sel(pipeline="a")) == 0.0
+    monkeypatch.undo()
+    xr.testing.assert_identical(strip(ds), strip(collect_grid(without)))
+
+
+def test_resume_with_dropout_changes_nothing(root1d):
+    """A run resumed from its epoch-1 checkpoint is bitwise the run trained through: the dropout streams
+    travel with the checkpoint, and a checkpoint without them cannot resume a dropout pipeline."""
+    import io
+
+    import xarray as xr
+
+    from initmem.collect.train.engine import train_pack
+
+    g = grid1d(root1d, {"a": {**SGD, "dropout": 0.1}}, sigma=(0.5, 2.0), seeds=(0,))
+    states = []
+
+    def keep(state: dict) -> None:
+        buf = io.BytesIO()
+        torch.save(state, buf)
+        buf.seek(0)
+        states.append(torch.load(buf, weights_only=True))
+
+    full = train_pack(g, "a", g.cells("a"), checkpoint=keep)
+    resumed = train_pack(g, "a", g.cells("a"), resume=states[0])
+    xr.testing.assert_identical(strip(full), strip(resumed))
+    assert float(full["dropout"].sel(pipeline="a")) == 0.1
+    with pytest.raises(UserError, match="dropout"):
+        train_pack(g, "a", g.cells("a"), resume={**states[0], "gen_drop": None})
+
+
+@pytest.mark.parametrize("arch, value, message", [
+    ("resnet1d", 1.0, "pipelines.a.dropout: input should be less than 1"),
+    ("resnet1d", -0.1, "pipelines.a.dropout: input should be greater than or equal to 0"),
+    ("resnet1d", True, "pipelines.a.dropout: must be a number"),
+    ("mlp", 0.1, "pipelines.a.dropout: only for arch resnet1d"),
+    ("vit_tiny", 0.1, "pipelines.a.dropout: only for arch resnet1d"),
+])
+def test_bad_dropout_values_are_user_errors(root1d, arch, value, message):
+    with pytest.raises(UserError, match=message):
+        grid1d(root1d, {"a": {**SGD, "dropout": value}}, arch=arch)
+
+
+def test_dropout_is_refused_on_the_2d_nets_and_round_trips_on_resnet1d(root1d, tmp_path):
+    with pytest.raises(UserError, match="pipelines.a.dropout: only for arch resnet1d"):
+        grid({"a": {**RECIPES["sam"], "dropout": 0.1}})
+    g = grid1d(root1d, {"a": {**SGD, "dropout": 0.1}, "b": SGD})
+    path = tmp_path / "dropout.yaml"
+    path.write_text(g.to_yaml(), encoding="utf-8")
+    again = load_grid(path)
+    assert again == g and grid_hash(again) == grid_hash(g) and again.pipelines["a"].dropout == 0.1
+    assert "dropout" not in again.to_dict()["pipelines"]["b"]    # off: absent from the canonical form

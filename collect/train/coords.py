@@ -51,7 +51,7 @@ def pipeline_coords(spec: PipelineSpec, model: ModelSpec | None = None) -> dict[
         "milestones": ",".join(str(m) for m in spec.milestones),
         # the recipe knobs (0: off)
         "label_smoothing": float(spec.label_smoothing), "ema_decay": float(spec.ema_decay),
-        "sam_rho": float(spec.sam_rho),
+        "sam_rho": float(spec.sam_rho), "dropout": float(spec.dropout),
     }
 
 

@@ -12,7 +12,9 @@ Recipe knobs of a pipeline (collect/train/recipes.py): label smoothing enters th
 only; SAM takes a second forward/backward pass at each member's perturbed weights (BatchNorm's
 running statistics update in the first pass only); with an EMA of the weights or a schedule-free
 optimizer the recorded curves, kernel norms and checkpoint selection are those of the averaged
-weights, with BatchNorm statistics recomputed for them (:meth:`PackTrainer.evaluated_weights`). The result is an
+weights, with BatchNorm statistics recomputed for them (:meth:`PackTrainer.evaluated_weights`); dropout
+(resnet1d) masks the pooled features in the training forwards only, each member's mask drawn from its own
+dropout stream. The result is an
 ``xarray.Dataset`` in the cube layout of :mod:`initmem.cube` with a pipeline dim of length 1.
 """
 
@@ -38,7 +40,7 @@ from initmem.collect.train.nets import kernel_norms
 from initmem.collect.train.optim import PackedOptimizer
 from initmem.collect.train.packed import PackedNet, use_channels_last
 from initmem.collect.train.probes import build_for_grid, init_cell, mup_lr_factors, width_multipliers
-from initmem.collect.train.recipes import Ema, bn_buffers, recompute_bn_stats, restore, sam_perturb
+from initmem.collect.train.recipes import Ema, bn_buffers, dropout_mask, recompute_bn_stats, restore, sam_perturb
 from initmem.errors import UserError
 from initmem.grid import Grid
 from initmem.grid.select import Selector, tau_interp
@@ -48,8 +50,8 @@ STATE_VERSION = 2
 EVAL_VARS = (cube.TRAIN_LOSS, cube.TRAIN_ACC, cube.VAL_LOSS, cube.VAL_ACC, cube.TEST_LOSS, cube.TEST_ACC)
 CURVES = cube.CURVE_VARS
 SCHEDULE_CURVES = (cube.STEP, cube.LR_NOW, *cube.SCHEDULE_CLOCKS)  # what the schedule alone gives
-# Independent random streams per seed: init draws, data order, augmentation draws.
-STREAM_INIT, STREAM_ORDER, STREAM_AUG = 0, 1, 2
+# Independent random streams per seed: init draws, data order, augmentation draws, dropout masks.
+STREAM_INIT, STREAM_ORDER, STREAM_AUG, STREAM_DROPOUT = 0, 1, 2, 3
 # Whether evaluations run under torch.inference_mode and, on CPU, a convolutional pack's features in
 # sub-batches of the training batch size (PackTrainer._eval_chunk). Neither changes a number;
 # benchmarks/train_throughput.py turns them off to measure the difference.
@@ -115,6 +117,11 @@ class PackTrainer:
         self.ema = Ema(self.optimizer.params, self.spec.ema_decay) if self.spec.ema_decay > 0 else None
         self.gen_order = [seed_generator(data_seed, STREAM_ORDER) for _, data_seed in self.seed_pairs]
         self.gen_aug = [seed_generator(data_seed, STREAM_AUG) for _, data_seed in self.seed_pairs]
+        # Dropout's masks: a stream of their own per member, from the data seed, made only when dropout is on.
+        # Not the data-order stream: the masks would then shift every later epoch's permutation, and a
+        # pipeline with dropout would no longer see the batches of the same data seed without it.
+        self.gen_drop = [seed_generator(data_seed, STREAM_DROPOUT) for _, data_seed in self.seed_pairs] \
+            if self.spec.dropout > 0 else None
         self.aug_pad = max(1, split.image_size // 8) if grid.dataset.augment == "crop_flip" else 0
         ac = grid.engine.autocast  # None: CUDA only (see EngineSpec.autocast)
         self.amp = self.kind == "cuda" if ac is None else ac
@@ -225,11 +232,20 @@ class PackTrainer:
         return x, self.split.y_train[idx].t()
 
     # -- one optimizer step ---------------------------------------------------------------------
-    def _loss_backward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Forward and backward of one batch: per-member training losses ``[G]`` (label smoothing
-        included) and which are not finite; the gradients of the finite ones are left in ``.grad``."""
+    def dropout_mask(self, batch: int) -> torch.Tensor:
+        """The next training step's dropout masks ``[batch, G*C]`` over the pooled features: member g's
+        from its own dropout stream (:func:`~initmem.collect.train.recipes.dropout_mask`)."""
+        if self.gen_drop is None:
+            raise RuntimeError(f"pipeline {self.pipeline} has no dropout")
+        return dropout_mask(self.gen_drop, batch, self.net.head.cin, self.spec.dropout, self.device)
+
+    def _loss_backward(self, x: torch.Tensor, y: torch.Tensor, drop_mask: torch.Tensor | None = None
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Forward and backward of one batch: per-member training losses ``[G]`` (label smoothing and
+        the dropout mask ``drop_mask`` included) and which are not finite; the gradients of the finite
+        ones are left in ``.grad``."""
         with self.autocast():
-            logits = self.forward(x)                         # B G K
+            logits = self.forward(x) if drop_mask is None else self.forward(x, drop_mask)  # B G K
         B, G, K = logits.shape
         losses = F.cross_entropy(logits.float().reshape(B * G, K), y.reshape(B * G), reduction="none",
                                  label_smoothing=self.spec.label_smoothing).view(B, G).mean(0)
@@ -247,17 +263,20 @@ class PackTrainer:
         perturbed weights ``w + rho * g / ||g||`` (second pass, same batch), whose BatchNorm running
         statistics are discarded: they are those of the training point's batch, from the first pass.
         The returned losses are the first pass's; a member whose loss is not finite in either pass
-        diverges.
+        diverges. With ``dropout > 0`` one mask per step is drawn (every member, frozen ones too, so a
+        member's stream does not depend on its pack-mates) and both SAM passes use it: the second pass
+        takes the gradient of the same masked loss at the perturbed weights.
         """
         if self.fail_injection:
             raise RuntimeError(f"injected failure in cell {self.fail_injection}")
         x, y = self.batch(idx)
         self.net.train()
-        losses, bad = self._loss_backward(x, y)
+        mask = self.dropout_mask(x.shape[0]) if self.spec.dropout > 0 else None
+        losses, bad = self._loss_backward(x, y, mask)
         if self.spec.sam_rho > 0:
             stats = [b.clone() for b in bn_buffers(self.net)]
             saved = sam_perturb(self.optimizer.params, self.spec.sam_rho)
-            _, bad_perturbed = self._loss_backward(x, y)
+            _, bad_perturbed = self._loss_backward(x, y, mask)
             bad = bad | bad_perturbed
             restore(self.optimizer.params, saved)
             restore(bn_buffers(self.net), stats)
@@ -457,6 +476,7 @@ def _state(tr: PackTrainer, rec: Recorder, epoch: int) -> dict[str, Any]:
         "ema": tr.ema.state_dict() if tr.ema is not None else None,
         "gen_order": [g.get_state() for g in tr.gen_order],
         "gen_aug": [g.get_state() for g in tr.gen_aug],
+        "gen_drop": [g.get_state() for g in tr.gen_drop] if tr.gen_drop is not None else None,
         "recorder": rec.to_state(),
     }
 
@@ -481,6 +501,11 @@ def _restore(tr: PackTrainer, rec: Recorder, st: dict[str, Any]) -> int:
         g.set_state(s)
     for g, s in zip(tr.gen_aug, st["gen_aug"], strict=True):
         g.set_state(s)
+    if tr.gen_drop is not None:
+        if st.get("gen_drop") is None:
+            raise UserError("checkpoint state was saved without the dropout streams (dropout)")
+        for g, s in zip(tr.gen_drop, st["gen_drop"], strict=True):
+            g.set_state(s)
     tr.step = int(st["steps_done"])
     tr.frozen = [int(g) for g in st["frozen"]]
     rec.load_state(st["recorder"])

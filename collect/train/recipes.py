@@ -1,5 +1,5 @@
 """Training-recipe pieces on a pack's stacked ``[G, ...]`` parameters: SAM's perturbation, an EMA of the
-weights, and BatchNorm statistics recomputed for weights other than the training point.
+weights, BatchNorm statistics recomputed for weights other than the training point, and dropout masks.
 
 Each acts on every member on its own, so a member trained in a pack is bitwise the same cell trained
 alone (tests/test_recipes.py):
@@ -15,6 +15,10 @@ alone (tests/test_recipes.py):
   average (torch's ``momentum=None``) over the training split, forward only, in training mode: the
   statistics of the weights that are evaluated (an EMA, Schedule-Free's average), not of the training
   point they were accumulated at. BatchNorm's statistics are per channel, so per member.
+* :func:`dropout_mask` draws each member's ``[B, C]`` mask from that member's own generator and lays
+  the masks side by side as ``[B, G*C]``. One draw over the stacked ``[B, G*C]`` would give a member
+  another mask in a pack than alone (the tests check that such a coupled version breaks pack
+  invariance).
 """
 
 from __future__ import annotations
@@ -147,5 +151,23 @@ def recompute_bn_stats(net: torch.nn.Module, batches: Iterable[torch.Tensor],
         net.eval()
 
 
-__all__ = ["SAM_EPS", "Ema", "bn_buffers", "bn_modules", "member_grad_norms", "recompute_bn_stats", "restore",
-           "sam_perturb"]
+def dropout_mask(generators: Sequence[torch.Generator], batch: int, features: int, p: float,
+                 device: torch.device | str = "cpu") -> torch.Tensor:
+    """Inverted-dropout masks ``[batch, G*features]``: member g's columns ``g*features:(g+1)*features``
+    come from ``generators[g]`` alone.
+
+    Each member draws ``torch.rand(batch, features)`` on its own CPU generator (the same numbers on
+    every device, and in a pack of any size); a feature is kept where the draw is ``>= p``
+    (probability ``1 - p``) and then scaled by ``1 / (1 - p)``, as ``torch.nn.Dropout`` does, so a
+    feature's expected value is unchanged and evaluation runs without a mask. Exactly
+    ``batch * features`` numbers are drawn from each generator per call.
+    """
+    if not 0 < p < 1:
+        raise ValueError(f"dropout probability must lie in (0, 1) (got {p})")
+    scale = 1.0 / (1.0 - p)
+    masks = [(torch.rand(batch, features, generator=g) >= p).float() * scale for g in generators]
+    return torch.cat(masks, 1).to(device)
+
+
+__all__ = ["SAM_EPS", "Ema", "bn_buffers", "bn_modules", "dropout_mask", "member_grad_norms", "recompute_bn_stats",
+           "restore", "sam_perturb"]

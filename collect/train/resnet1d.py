@@ -4,7 +4,10 @@ Layout: stem (1-D conv, kernel 5: a wider first look at the raw signal) -> norm 
 ``depth`` basic blocks at constant width w (two kernel-3 convs each; the first block at full
 length, every later one halves the length with stride 2 and a 1x1 projection shortcut: 40, 20,
 10 for depth 3), global average pool, linear head. Constant width keeps a pack cheap on CPU;
-the halvings give the last block a receptive field spanning the signal.
+the halvings give the last block a receptive field spanning the signal. A pipeline's ``dropout``
+acts on the pooled features, before the head, in training forwards only: the engine draws each
+member's mask from that member's own stream and passes it in (collect/train/recipes.py,
+:func:`~initmem.collect.train.recipes.dropout_mask`), so the net itself draws nothing.
 
 Signals are held as height-1 maps ``[B, G*C, 1, L]`` (:class:`PConv1d`), so BatchNorm, the
 norm-free per-channel biases and SkipInit gains (``norm: none``, as in the 2-D ResNets of
@@ -41,3 +44,10 @@ class ResNet1D(PackedNet):
     def features(self, x: torch.Tensor) -> torch.Tensor:
         x = F.relu(self.stem_bn(self.stem(x)), inplace=True)
         return global_mean_pool(self.blocks(x))
+
+    def forward(self, x: torch.Tensor, drop_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits ``[B, G, K]``; with ``drop_mask [B, G*C]`` (0 or ``1 / (1 - p)`` per feature) the pooled
+        features are multiplied by it before the head: dropout, element-wise, so each member's logits
+        depend on its own slice of the mask only. Evaluations pass no mask."""
+        f = self.features(x)
+        return self.head(f if drop_mask is None else f * drop_mask)

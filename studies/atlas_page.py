@@ -4,10 +4,11 @@ library versions, and each recipe's measured verdicts beside the predictions the
 The page's other sections (design, pilot, predictions) are left exactly as committed: the predictions are read
 from the page's own "Predictions" table, and only the text from "## Results" on is rewritten.
 
-    python studies/atlas_page.py runs/atlas [--page docs/atlas.md]
+    python studies/atlas_page.py runs/atlas [--rerun runs/atlas-rerun] [--page docs/atlas.md]
 
 ``runs/atlas`` is the folder of ``initmem run --preset atlas --out runs/atlas``; the export goes to
-``runs/atlas/export`` (``initmem export runs/atlas/analysis --out runs/atlas/export``).
+``runs/atlas/export`` (``initmem export runs/atlas/analysis --out runs/atlas/export``). ``--rerun`` adds the verdicts
+of a second run of the same recipes on fresh seeds (the atlas grid with other ``seeds``), row by row.
 """
 
 from __future__ import annotations
@@ -105,14 +106,47 @@ def results_section(run: Path, page: str) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def rerun_section(run: Path, rerun: Path) -> str:
+    """Each recipe's verdicts in the atlas run and in a rerun on fresh seeds, and whether they agree."""
+    a, b = load_analysis(run / "analysis"), load_analysis(rerun / "analysis")
+    seeds = b.grid().seeds if b.grid() is not None else "?"
+    lines = ["", "### Rerun on fresh seeds", "",
+             f"The same grid with first-look seeds {seeds[:4] if isinstance(seeds, list) else seeds} "
+             f"(`python studies/atlas_page.py {run} --rerun {rerun}`):", "",
+             "| recipe | verdict | rerun | spread (points) | rerun spread | radial | rerun radial | |",
+             "|---|---|---|---|---|---|---|---|"]
+    decided = (N.REMEMBERS, N.FORGETS)
+    both = agree = 0
+    for name in a.pipelines:
+        pa, pb = a.pipe(name), b.summary.pipelines.get(name)
+        if pb is None:
+            continue
+        va, vb = str(pa.verdict), str(pb.verdict)
+        ra = pa.radial.verdict if pa.radial else "-"
+        rb = pb.radial.verdict if pb.radial else "-"
+        if va in decided and vb in decided:
+            both += 1
+            agree += va == vb
+            mark = "same" if va == vb else "**differs**"
+        else:
+            mark = "not decided in both"
+        spread = [f"{q * a.scale:.1f}" for q in (pa.spread.median, pb.spread.median)]
+        lines.append(f"| {name} | {va} | {vb} | {spread[0]} | {spread[1]} | {ra} | {rb} | {mark} |")
+    lines += ["", f"Decided in both runs: {both} recipes; the same verdict in {agree} of them."]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path, help="the atlas run folder (initmem run --preset atlas --out RUN)")
+    ap.add_argument("--rerun", type=Path, default=None, help="a second atlas run on fresh seeds")
     ap.add_argument("--page", type=Path, default=Path("docs/atlas.md"))
     args = ap.parse_args()
     page = args.page.read_text()
     head = page.split(RESULTS, 1)[0]
     body = results_section(args.run, page)
+    if args.rerun is not None:
+        body += rerun_section(args.run, args.rerun)
     forest = args.run / "export" / "figures" / "spread-forest.svg"
     if forest.exists():
         (args.page.parent / "atlas-spread-forest.svg").write_bytes(forest.read_bytes())

@@ -26,7 +26,7 @@ Where this is not exact: the paired tests' adjusted p-values are taken as summar
 full share. Re-run at a smaller share, their Berger-Boos nuisance bound (``NUISANCE_SHARE`` of the level) and the
 ordered test's step levels would be computed at that share's own levels; and the Monte Carlo band that makes a row
 "borderline" is not re-applied. For a fixed design with paired p-values that do not move with the level, this is
-Holm's procedure exactly (tests/test_family.py checks it against statsmodels).
+Holm's procedure exactly (tests/test_family.py checks it against pingouin's Holm).
 """
 
 from __future__ import annotations

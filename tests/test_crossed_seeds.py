@@ -132,6 +132,7 @@ def test_runs_that_share_a_data_seed_see_the_same_batches_and_augmentation():
 
 
 @pytest.mark.parametrize("s", [0, 6])
+@pytest.mark.slow
 def test_init_seed_equal_to_data_seed_trains_what_the_plain_seed_trains(s):
     """``{init: [s], data: [s]}`` draws the weights, batches and augmentation of ``seeds: [s]``, so the
     whole trained cube agrees, variable by variable, bit for bit; only the seed index and the grid differ."""
@@ -159,6 +160,7 @@ def test_init_seed_equal_to_data_seed_trains_what_the_plain_seed_trains(s):
 
 # -- the cube's coordinates through every path -----------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_pack_and_a_merge_of_packs_carry_init_seed_and_data_seed():
     g = tiny({"init": [3, 5], "data": [0, 1]}, sigma=(1.0,))
     one = train_pack(g, "a", [(1.0, 3), (1.0, 0)])
@@ -171,6 +173,7 @@ def test_a_pack_and_a_merge_of_packs_carry_init_seed_and_data_seed():
     assert ds[cube.INIT_SEED].dtype == np.int64 and (ds[cube.STATUS] == cube.OK).all()
 
 
+@pytest.mark.slow
 def test_a_run_folder_merges_its_shards_with_the_grids_seeds(tmp_path):
     g = tiny({"init": [2, 4], "data": [1, 8, 9]})
     path = collect(g, tmp_path / "run", train_fn=fake_train_pack, device="cpu", progress=False, quiet=True)

@@ -1,11 +1,12 @@
-"""Holm across a table's rows (models/family.py): exact identities with statsmodels' Holm on a fixed design, the
+"""Holm across a table's rows (models/family.py): exact identities with pingouin's Holm (statsmodels' adjusted
+p-values, without its garbage collection on every call) on a fixed design, the
 row's own rule at each share, and the family's expected number of false verdicts."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from statsmodels.stats.multitest import multipletests
+from pingouin import multicomp
 
 from initmem import names as N
 from initmem.models.family import RowEvidence, expected_false_verdicts, holm_verdicts, passes
@@ -25,7 +26,7 @@ def test_remembers_rows_on_a_fixed_design_are_statsmodels_holm(seed):
     p = np.concatenate([rng.uniform(0, 0.02, 6), rng.uniform(0, 0.2, 6)])
     rows = {f"r{i}": _remembers(float(v)) for i, v in enumerate(p)}
     rows["undecided"] = RowEvidence(N.INCONCLUSIVE, FIXED, 0.5, 0.5, 0.3, 0.3)   # counts in m, never kept
-    reject, *_ = multipletests(np.append(p, 1.0), alpha=0.05, method="holm")
+    reject, _ = multicomp(np.append(p, 1.0), alpha=0.05, method="holm")
     kept = holm_verdicts(rows)
     assert [kept[n] == N.REMEMBERS for n in rows] == list(reject)
     assert kept["undecided"] == N.INCONCLUSIVE
@@ -38,7 +39,7 @@ def test_forgets_rows_take_the_better_route_each_at_its_share(seed):
     rows = {f"f{i}": RowEvidence(N.FORGETS, FIXED, p_gt=0.0, p_lt=1.0 - float(t), paired_p=1.0, iut_p=float(u),
                                  draws=10**9) for i, (u, t) in enumerate(zip(iut, tail, strict=True))}
     route_p = np.minimum(iut / FORGETS_IUT_SHARE, tail / FORGETS_MODEL_SHARE)
-    reject, *_ = multipletests(route_p, alpha=0.05, method="holm")
+    reject, _ = multicomp(route_p, alpha=0.05, method="holm")
     kept = holm_verdicts(rows)
     assert [kept[n] == N.FORGETS for n in rows] == list(reject)
 

@@ -121,12 +121,14 @@ def assert_pack_is_bitwise_alone(g, pipeline: str, split, steps: int = 4) -> Non
 
 
 @pytest.mark.parametrize("pipeline", list(RECIPES))
+@pytest.mark.slow
 def test_member_of_a_pack_is_bitwise_the_same_cell_trained_alone(pipeline, split):
     g = grid({pipeline: RECIPES[pipeline]})
     assert_pack_is_bitwise_alone(g, pipeline, split)
 
 
 @pytest.mark.parametrize("pipeline", ["sf_adamw", "sam_adamw_ema"])
+@pytest.mark.slow
 def test_channels_last_packs_bitwise_too(pipeline, split):
     """The quick preset's layout (exact at channel counts that are multiples of 8)."""
     g = grid({pipeline: RECIPES[pipeline]}, channels_last=True)
@@ -340,6 +342,7 @@ def test_schedule_free_takes_a_constant_rate_and_no_second_average():
 
 # -- the cube -------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_cube_records_the_knobs_and_the_optimizer_libraries(split):
     from importlib import metadata
 
@@ -399,6 +402,7 @@ def test_resume_changes_nothing(split):
 
 
 @pytest.mark.parametrize("pipeline", ["sf_adamw", "smooth_ema"])
+@pytest.mark.slow
 def test_evaluating_changes_no_training_step(pipeline, split):
     """Entering the evaluated weights (with their BatchNorm statistics) after every step trains bitwise the
     same weights as never entering them: how often a run evaluates cannot change its training. (For
@@ -511,6 +515,7 @@ def strip(ds):
     return ds
 
 
+@pytest.mark.slow
 def test_dropout_0_draws_nothing_and_leaves_the_cube_as_without_the_field(root1d, monkeypatch):
     """At dropout 0 the grid is the grid without the field (same canonical YAML and hash), no mask is
     drawn and the forward gets no mask argument, so the cube is the one trained without the field."""
@@ -532,6 +537,7 @@ def test_dropout_0_draws_nothing_and_leaves_the_cube_as_without_the_field(root1d
     xr.testing.assert_identical(strip(ds), strip(collect_grid(without)))
 
 
+@pytest.mark.slow
 def test_resume_with_dropout_changes_nothing(root1d):
     """A run resumed from its epoch-1 checkpoint is bitwise the run trained through: the dropout streams
     travel with the checkpoint, and a checkpoint without them cannot resume a dropout pipeline."""

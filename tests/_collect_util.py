@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,24 @@ seeds: [0]
 pipelines:
   sgd: {optimizer: sgd, lr: 0.05, batch_size: 128, epochs: 2}
 """
+
+
+def checkpoint_recorder() -> tuple[list[dict], Callable[[dict], None]]:
+    """A ``checkpoint=`` callback for ``train_pack`` and the list it fills: each state as a resume reads it back,
+    saved with ``torch.save`` and loaded with ``weights_only=True``."""
+    import io
+
+    import torch
+
+    states: list[dict] = []
+
+    def keep(state: dict) -> None:
+        buf = io.BytesIO()
+        torch.save(state, buf)
+        buf.seek(0)
+        states.append(torch.load(buf, weights_only=True))
+
+    return states, keep
 
 
 def write_grid(path: Path, text: str) -> Path:

@@ -4,7 +4,6 @@ memory phenomenon on a reduced quick grid."""
 
 from __future__ import annotations
 
-import io
 import math
 
 import numpy as np
@@ -23,6 +22,7 @@ from initmem.collect.train.optim import PackedOptimizer
 from initmem.collect.train.packed import PBatchNorm
 from initmem.errors import UserError
 from initmem.grid import load_grid, parse_grid
+from initmem.tests._collect_util import checkpoint_recorder
 
 
 def tiny(pipelines: dict, *, sigma=(0.5, 1.0, 2.0), seeds=(0, 1), width=4, norm="batch", scale="all_kernels",
@@ -341,14 +341,7 @@ def test_cpu_runs_are_deterministic_and_resume_is_bit_identical():
     pipes = {"m": {"optimizer": "sgd", "lr": 0.05, "batch_size": 128, "momentum": 0.9, "epochs": 4,
                    "schedule": "cosine", "warmup_epochs": 1}}
     g = tiny(pipes, sigma=(0.5, 2.0), seeds=(0,), augment="crop_flip")
-    states = []
-
-    def keep(state: dict) -> None:
-        buf = io.BytesIO()
-        torch.save(state, buf)
-        buf.seek(0)
-        states.append(torch.load(buf, weights_only=True))
-
+    states, keep = checkpoint_recorder()
     full = train_pack(g, "m", g.cells("m"), checkpoint=keep, checkpoint_every_epochs=1)
     again = train_pack(g, "m", g.cells("m"))
     xr.testing.assert_identical(strip_volatile(full), strip_volatile(again))

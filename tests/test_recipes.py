@@ -29,6 +29,7 @@ from initmem.collect.train.packed import PBatchNorm
 from initmem.cube.schema import A_LION_VERSION, A_SCHEDULEFREE_VERSION
 from initmem.errors import UserError
 from initmem.grid import grid_hash, load_grid, parse_grid
+from initmem.tests._collect_util import checkpoint_recorder
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
@@ -369,7 +370,6 @@ def test_the_cube_records_the_knobs_and_the_optimizer_libraries(split):
 def test_resume_changes_nothing(split):
     """A run resumed from a checkpoint is bitwise the run trained through: the EMA and Schedule-Free's
     state travel with it."""
-    import io
 
     import xarray as xr
 
@@ -388,14 +388,7 @@ def test_resume_changes_nothing(split):
         return ds
 
     for name in pipes:
-        states = []
-
-        def keep(state: dict, states: list = states) -> None:
-            buf = io.BytesIO()
-            torch.save(state, buf)
-            buf.seek(0)
-            states.append(torch.load(buf, weights_only=True))
-
+        states, keep = checkpoint_recorder()
         full = train_pack(g, name, g.cells(name), checkpoint=keep)
         resumed = train_pack(g, name, g.cells(name), resume=states[0])
         xr.testing.assert_identical(strip(full), strip(resumed))
@@ -541,21 +534,13 @@ def test_dropout_0_draws_nothing_and_leaves_the_cube_as_without_the_field(root1d
 def test_resume_with_dropout_changes_nothing(root1d):
     """A run resumed from its epoch-1 checkpoint is bitwise the run trained through: the dropout streams
     travel with the checkpoint, and a checkpoint without them cannot resume a dropout pipeline."""
-    import io
 
     import xarray as xr
 
     from initmem.collect.train.engine import train_pack
 
     g = grid1d(root1d, {"a": {**SGD, "dropout": 0.1}}, sigma=(0.5, 2.0), seeds=(0,))
-    states = []
-
-    def keep(state: dict) -> None:
-        buf = io.BytesIO()
-        torch.save(state, buf)
-        buf.seek(0)
-        states.append(torch.load(buf, weights_only=True))
-
+    states, keep = checkpoint_recorder()
     full = train_pack(g, "a", g.cells("a"), checkpoint=keep)
     resumed = train_pack(g, "a", g.cells("a"), resume=states[0])
     xr.testing.assert_identical(strip(full), strip(resumed))

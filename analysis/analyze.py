@@ -244,6 +244,14 @@ def analyze_cube(
         if pipe in pipelines:
             pipelines[pipe]["radial"] = radial
 
+    from initmem.analysis.crossed import crossed_block, draw_margin
+
+    crossed, crossed_notes = crossed_block(ds, data, margin=draw_margin(data, spec.draw_margin), alpha=spec.alpha,
+                                           draws=spec.draws, tune=spec.tune, chains=spec.chains, seed=seed,
+                                           progress=progress)
+    for note in crossed_notes:
+        warn(note)
+
     from initmem.analysis.collapse import collapse_view
     from initmem.stats.curves import memory_curves, write_curves
 
@@ -274,6 +282,7 @@ def analyze_cube(
         "cube": str(Path(cube_path)),
         "command": list(command) if command is not None else list(sys.argv),
         "versions": versions(),
+        "crossed": crossed,
         "outputs": {"posterior": R.POSTERIOR_NC, "curves": R.CURVES_NC if curves is not None else None,
                     "collapse": R.COLLAPSE_JSON if collapse is not None else None},
     }

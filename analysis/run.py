@@ -123,7 +123,8 @@ def run(grid: str | os.PathLike | None = None, out_dir: str | os.PathLike | None
     out_dir : str or os.PathLike, optional
         The run folder; None: ``runs/<grid name>``.
     preset : str, optional
-        A packaged grid instead of a file: ``quick``, ``digits``, ``paper``, ``clocks``, ``arms`` or ``atlas``.
+        A packaged grid instead of a file: ``quick``, ``digits``, ``paper``, ``clocks``, ``arms``, ``atlas`` or
+        ``crossed``.
     jobs : int or "auto", default "auto"
         Worker processes for the training (``auto``: one per ``engine.cpu_threads`` cores).
     device : str, default "auto"

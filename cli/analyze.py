@@ -27,6 +27,9 @@ from initmem.cli.params import LOOKS, SEED, SHAPE, FiniteFloatRange, SpecChoice
 @click.option("--delta", type=FiniteFloatRange(min=0, min_open=True), default=None,
               help="Smallest spread that matters, in outcome units (default 0.01 = 1 point for accuracies; "
                    "required for other metrics).")
+@click.option("--draw-margin", type=FiniteFloatRange(min=0, min_open=True), default=None,
+              help="Crossed seed designs: the SD of the initial draw's effect that matters, in outcome units "
+                   "(default 0.005 = half a point for accuracies; no draw verdict for other metrics without it).")
 @click.option("--gate", type=SpecChoice("GATES"), default="interpolated", show_default=True,
               help="Fit only runs that reached the interpolation threshold, or every run.")
 @click.option("--sampler", type=SpecChoice("SAMPLERS"), default="nutpie", show_default=True)
@@ -39,16 +42,17 @@ from initmem.cli.params import LOOKS, SEED, SHAPE, FiniteFloatRange, SpecChoice
 @click.option("--compile-shape", type=SHAPE, default=None,
               help="Compile the memory model for at least this shape (0: the cube's own size), so that smaller "
                    "cubes share one compiled sampler; the posterior is the same, only the draws differ.")
-def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | None, delta: float | None, gate: str,
-            sampler: str, draws: int, tune: int, chains: int, seed: int, memory: str,
-            compile_shape: tuple[int, int, int] | None) -> None:
+def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | None, delta: float | None,
+            draw_margin: float | None, gate: str, sampler: str, draws: int, tune: int, chains: int, seed: int,
+            memory: str, compile_shape: tuple[int, int, int] | None) -> None:
     """Fit the hierarchical memory model; write DIR/posterior.nc and DIR/summary.json."""
     from initmem.analysis import analyze_cube
     from initmem.results import SUMMARY_JSON
 
-    summary = analyze_cube(cube_path, out_dir, metric=metric, family=family, delta=delta, gate=gate,
-                           sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed, memory=memory,
-                           compile_shape=compile_shape, progress=not is_quiet(), command=["initmem", *sys.argv[1:]])
+    summary = analyze_cube(cube_path, out_dir, metric=metric, family=family, delta=delta,
+                           draw_margin=draw_margin, gate=gate, sampler=sampler, draws=draws, tune=tune,
+                           chains=chains, seed=seed, memory=memory, compile_shape=compile_shape,
+                           progress=not is_quiet(), command=["initmem", *sys.argv[1:]])
     d = summary.diagnostics
     echo(f"{summary.metric} ({summary.family}), delta = {summary.delta:g}, gate {summary.gate}; sampler "
          f"{d.sampler}: compile {d.compile_seconds or 0:.1f} s, sampling {d.sampling_seconds or 0:.1f} s"

@@ -98,8 +98,8 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
 @app.command("run")
 @click.argument("grid_file", metavar="GRID.yaml", required=False)
 @click.option("--preset", default=None, metavar="NAME",
-              help="A packaged grid instead of GRID.yaml: quick (default; MNIST-1D), digits, paper, clocks, arms or "
-                   "atlas.")
+              help="A packaged grid instead of GRID.yaml: quick (default; MNIST-1D), digits, paper, clocks, arms, "
+                   "atlas or crossed.")
 @click.option("--out", "-o", "out", metavar="DIR", type=click.Path(path_type=Path), default=None,
               help="Run folder for cube.nc, analysis/ and report.html (default runs/<grid name>).")
 @click.option("--jobs", type=JOBS, metavar="N|auto", default="auto", show_default=True,
@@ -108,6 +108,9 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
 @click.option("--reanalyze", is_flag=True, help="Redo the analysis even if it is newer than the cube.")
 @click.option("--delta", type=FiniteFloatRange(min=0, min_open=True), default=None,
               help="Smallest spread that matters, in outcome units (default 0.01 = 1 point for accuracies).")
+@click.option("--draw-margin", type=FiniteFloatRange(min=0, min_open=True), default=None,
+              help="Crossed seed designs: the SD of the initial draw's effect that matters, in outcome units "
+                   "(default 0.005 = half a point for accuracies).")
 @click.option("--draws", type=click.IntRange(min=50), default=None, help="Posterior draws per chain.")
 @click.option("--chains", type=click.IntRange(min=1), default=None, help="Sampler chains.")
 @click.option("--until-decided/--fixed", default=None,
@@ -120,8 +123,8 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
 @click.option("--max-seeds", type=click.IntRange(min=2), default=None, metavar="N",
               help="Cap on seeds per pipeline for --until-decided (looks above it are dropped).")
 def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int | Literal["auto"], device: str,
-         reanalyze: bool, delta: float | None, draws: int | None, chains: int | None, until_decided: bool | None,
-         looks: list[int] | None, max_seeds: int | None) -> None:
+         reanalyze: bool, delta: float | None, draw_margin: float | None, draws: int | None, chains: int | None,
+         until_decided: bool | None, looks: list[int] | None, max_seeds: int | None) -> None:
     """Collect (resumably), analyze and report in one go; print where the report is.
 
     \b
@@ -144,8 +147,8 @@ def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int 
     for hint, value in (("--max-seeds", max_seeds), ("--looks", looks)):
         if value is not None and not until_decided:   # explicit, also over a grid's decide block
             raise click.BadParameter("only with --until-decided", param_hint=hint)
-    spec = AnalysisSpec.of(**{k: v for k, v in (("delta", delta), ("draws", draws), ("chains", chains))
-                              if v is not None})
+    spec = AnalysisSpec.of(**{k: v for k, v in (("delta", delta), ("draw_margin", draw_margin),
+                                                     ("draws", draws), ("chains", chains)) if v is not None})
     result = run(grid_file, out, preset=preset, jobs=jobs, device=device, reanalyze=reanalyze, spec=spec,
                  until_decided=until_decided, looks=looks, max_seeds=max_seeds, quiet=is_quiet(), say=say,
                  command=default_command())

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from initmem.errors import UserError
 from initmem.grid.schema import Grid
 
-PRESETS = ("quick", "digits", "paper", "clocks", "arms", "atlas")
+PRESETS = ("quick", "digits", "paper", "clocks", "arms", "atlas", "crossed")
 
 
 def resolve_preset(name_or_path: str | Path) -> Path:

@@ -24,7 +24,7 @@ import xarray as xr
 
 from initmem import cube
 from initmem.errors import OptionError, UserError, option
-from initmem.models.paired import CEILING
+from initmem.models.paired import CEILING, CrossedSeeds
 from initmem.results import GATES, sigma_key
 from initmem.results.spec import FAMILIES  # (the analysis options' vocabulary, initmem/spec.py)
 
@@ -82,6 +82,19 @@ class MemoryData:
     seed_design: str = cube.SEED_PAIRED
     test_set_se: dict[str, float | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # A crossed seed design (cube coordinates init_seed and data_seed): each seed column's init and data seed,
+    # (seed,) int; None for one seed per run.
+    init_seed: np.ndarray | None = None
+    data_seed: np.ndarray | None = None
+
+    @property
+    def crossed_seeds(self) -> CrossedSeeds | None:
+        """The crossed design the seeds' tests read (models/paired.py): each seed column's init and data seed, when
+        the cube has them and its seeds are paired across sigma_w; None otherwise (one seed per run, or
+        independent seeds, which share nothing across levels to block on)."""
+        if self.init_seed is None or self.data_seed is None or self.seed_design != cube.SEED_PAIRED:
+            return None
+        return CrossedSeeds.of(self.init_seed, self.data_seed)
 
     @property
     def level_mask(self) -> np.ndarray:
@@ -564,7 +577,16 @@ def prepare_data(ds: xr.Dataset, metric: str | None = None, family: str | None =
         test_set_se={pipes[a]: None if v.correct is None else _paired_test_set_se(v.correct[a], cells.usable[a])
                      for a in keep},
         seed_design=cube.seed_design(ds),
+        **_seed_coords(ds),
     )
+
+
+def _seed_coords(ds: xr.Dataset) -> dict[str, np.ndarray]:
+    """A crossed design's ``init_seed`` and ``data_seed`` per seed column (empty for one seed per run)."""
+    if cube.INIT_SEED not in ds.coords or cube.DATA_SEED not in ds.coords:
+        return {}
+    return {"init_seed": ds[cube.INIT_SEED].values.astype("int64"),
+            "data_seed": ds[cube.DATA_SEED].values.astype("int64")}
 
 
 __all__ = ["FAMILIES", "MemoryData", "choose_family", "choose_metric", "near_ceiling_data", "noise_scale",

@@ -45,17 +45,35 @@ be shown inside, so the test then fails.
 
 With independent seeds (imported runs that share nothing across sigma_w) a pair is compared by
 Welch's t. Small pure functions over arrays (the table of one pipeline), no model import.
+
+Crossed seeds (a grid's ``seeds: {init: [...], data: [...]}``: every (init, data) pair is one run; ``crossed``, a
+:class:`CrossedSeeds`): runs that share an init seed (or a data seed) are correlated across sigma_w whenever a
+seed's effect differs by level (an init x sigma_w or data x sigma_w interaction), so a t that treats each run as
+one block has an SE too small (at a true spread of delta such an interaction made the run-as-block tests say
+"remembers" 21-42% and "forgets" 20-27% of the time; studies/crossed_scale_calibration.py). Every mean, SE and df
+then comes from the pair's runs D[i, j] laid out as init x data (:func:`crossed_moments`): the mean of D, SE^2 =
+var(row means) / I + var(column means) / J and Welch-Satterthwaite df (1 with two seeds on a side:
+:func:`_guarded_moments`), valid whatever the seeds' effects do across levels (conservative by the residual's
+share, var(e) / IJ). A pair uses the largest complete block of its shared runs
+(:func:`initmem.cube.crossed.complete_crossed_block`, the rule stats/crossed.py uses too: the line that discards
+the fewest present runs goes first, from the missingness pattern alone) and is untestable without two init and two
+data seeds there. The skew gate's log-ratio test has no crossed form: near the ceiling a strongly multiplicative
+crossed table fails the gate (fail closed). The memory model has no crossed form either (it reads each run as a
+seed of its own), so on a crossed design "forgets" needs the intersection-union test here (models/summaries.py,
+``verdict``): the model's route alone does not decide.
 """
 
 from __future__ import annotations
 
 import functools
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import optimize, stats
 
+from initmem.cube.crossed import complete_crossed_block
 from initmem.models.sequential import Spending, as_spending
 from initmem.names import ALPHA
 
@@ -79,6 +97,141 @@ CEILING = 0.99
 # mean error reaches SKEW_GATE), "forgets" also needs the log-ratio test (``multiplicative_ok``): the paired t
 # exceeded its level there (6-9% at a spread of delta; docs/memory-model.md, "The skew gate").
 SKEW_GATE = 0.4
+
+
+@dataclass(frozen=True)
+class CrossedSeeds:
+    """Each seed column's init and data seed in a crossed seed design (cube coordinates ``init_seed`` and
+    ``data_seed``), as indices 0..I-1 and 0..J-1: the layout the crossed-block moments read.
+
+    Attributes
+    ----------
+    init, data : numpy.ndarray
+        (S,) int: the init and data index of every seed column of a table.
+    n_init, n_data : int
+        I and J, the distinct init and data seeds.
+    """
+
+    init: np.ndarray
+    data: np.ndarray
+    n_init: int
+    n_data: int
+
+    @classmethod
+    def of(cls, init_seed: np.ndarray, data_seed: np.ndarray) -> CrossedSeeds:
+        """From the seeds themselves (any integers, one pair per column).
+
+        Parameters
+        ----------
+        init_seed, data_seed : array of int
+            (S,): every seed column's init and data seed.
+
+        Returns
+        -------
+        CrossedSeeds
+
+        Raises
+        ------
+        ValueError
+            Arrays of different shapes or an (init, data) pair twice: two columns of one run would be one run
+            counted twice (cube validation refuses such a cube).
+        """
+        i_vals, i_idx = np.unique(np.asarray(init_seed), return_inverse=True)
+        d_vals, d_idx = np.unique(np.asarray(data_seed), return_inverse=True)
+        if i_idx.shape != d_idx.shape or i_idx.ndim != 1:
+            raise ValueError("init_seed and data_seed need one value per seed column")
+        if np.unique(i_idx * d_vals.size + d_idx).size != i_idx.size:
+            raise ValueError("an (init, data) seed pair appears in more than one seed column")
+        return cls(i_idx.astype(int), d_idx.astype(int), int(i_vals.size), int(d_vals.size))
+
+    @classmethod
+    def full(cls, n_init: int, n_data: int) -> CrossedSeeds:
+        """Every (init, data) pair once, init outer and data inner: a crossed cube's run order."""
+        return cls(np.repeat(np.arange(n_init), n_data), np.tile(np.arange(n_data), n_init), n_init, n_data)
+
+    def grid(self, values: np.ndarray) -> np.ndarray:
+        """(..., S) values as (..., I, J), NaN where the design has no run."""
+        values = np.asarray(values, dtype=float)
+        out = np.full((*values.shape[:-1], self.n_init, self.n_data), np.nan)
+        out[..., self.init, self.data] = values
+        return out
+
+
+def crossed_moments(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The crossed-block mean, SE and degrees of freedom of complete (..., I, J) tables of per-run values (a
+    pair's differences D[i, j], init seed i, data seed j).
+
+    mean = mean(D); SE^2 = var(row means) / I + var(column means) / J (sample variances, ddof 1); df =
+    Welch-Satterthwaite, SE^4 / ((var_r / I)^2 / (I - 1) + (var_c / J)^2 / (J - 1)) (min(I, J) - 1 where SE = 0).
+
+    Why: with D = m + a_i + b_j + e_ij the mean's variance is var(a) / I + var(b) / J + var(e) / IJ, and the row
+    means' sample variance estimates var(a) + var(e) / J (the columns' alike), so SE^2 is unbiased plus
+    var(e) / IJ: valid (conservative by that) whatever the init and data seeds' effects do across sigma_w, where
+    the run-as-block t (var(D) / IJ) misses the shared effects.
+
+    Parameters
+    ----------
+    d : numpy.ndarray
+        (..., I, J), complete (NaN gives NaN moments), I, J >= 2.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The mean, SE and df, each of shape (...).
+    """
+    d = np.asarray(d, dtype=float)
+    n_i, n_j = d.shape[-2], d.shape[-1]
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        vr = np.var(d.mean(axis=-1), axis=-1, ddof=1) / n_i
+        vc = np.var(d.mean(axis=-2), axis=-1, ddof=1) / n_j
+        se2 = vr + vc
+        df = se2**2 / (vr**2 / (n_i - 1) + vc**2 / (n_j - 1))
+        df = np.where(se2 > 0, df, min(n_i, n_j) - 1.0)
+        return d.mean(axis=(-2, -1)), np.sqrt(se2), df
+
+
+def _guarded_moments(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`crossed_moments` as the tests use them: with two seeds on a side (one degree of freedom in that
+    side's variance) the df is 1, min(I, J) - 1, instead of Welch-Satterthwaite's.
+
+    Why: a variance with one df is too rough for the Satterthwaite match, and with 2 init x 4-6 data seeds at a
+    true spread of delta the ordered test said "remembers" 6.2-6.7% of the time at alpha 0.05 (8,000 tables a
+    design; every design with three or more seeds a side kept its level). min(I, J) - 1 is never above the
+    Satterthwaite df and is conservative for a sum of two scaled chi-squares (Mickey & Brown 1966)."""
+    mean, se, df = crossed_moments(d)
+    if min(d.shape[-2], d.shape[-1]) <= 2:
+        df = np.minimum(df, 1.0)
+    return mean, se, df
+
+
+def _crossed_stats(values: np.ndarray, crossed: CrossedSeeds, run_var: float,
+                   complete_only: bool = False) -> tuple[np.ndarray, ...]:
+    """Per row of (..., S) per-run values (a pair's differences or a contrast): the crossed-block mean, SE, df and
+    the SE's floor (``run_var``, one run's floor variance, through the same formula: 2 run_var / IJ), over the
+    row's complete block (:func:`~initmem.cube.crossed.complete_crossed_block`; ``complete_only``: the whole
+    design, NaN if a run is absent, the vectorised form). NaN statistics where the block lacks two init or two
+    data seeds."""
+    g = crossed.grid(values)
+    if complete_only or np.isfinite(g).all():
+        mean, se, df = _guarded_moments(g)
+        n = np.full(mean.shape, crossed.n_init * crossed.n_data, dtype=float)
+        bad = np.full(mean.shape, min(crossed.n_init, crossed.n_data) < 2)
+    else:
+        flat = g.reshape(-1, crossed.n_init, crossed.n_data)
+        mean, se, df, n = (np.full(flat.shape[0], np.nan) for _ in range(4))
+        for r, t in enumerate(flat):
+            rows, cols = complete_crossed_block(np.isfinite(t))
+            if rows.size >= 2 and cols.size >= 2:
+                mean[r], se[r], df[r] = (float(x) for x in _guarded_moments(t[np.ix_(rows, cols)]))
+                n[r] = float(rows.size * cols.size)
+        shape = g.shape[:-2]
+        mean, se, df, n = (x.reshape(shape) for x in (mean, se, df, n))
+        bad = ~np.isfinite(n)
+    floor = np.sqrt(2.0 * run_var / np.where(bad, 1.0, n))
+    bad = bad | ~np.isfinite(mean)
+    nan = np.nan
+    return (np.where(bad, nan, mean), np.where(bad, nan, se), np.where(bad, nan, df), np.where(bad, nan, floor))
 
 
 def forgets_levels(alpha: float | Spending = ALPHA) -> tuple[float, float]:
@@ -117,15 +270,20 @@ def _run_var_floor(n_test: int | None, unit: float = 1.0) -> float:
     return 0.5 * (LATTICE_STEPS / (float(n_test) * float(unit))) ** 2
 
 
-def _pairs(table: np.ndarray, paired: bool, n_test: int | None = None) -> tuple[np.ndarray, ...]:
+def _pairs(table: np.ndarray, paired: bool, n_test: int | None = None,
+           crossed: CrossedSeeds | None = None) -> tuple[np.ndarray, ...]:
     """Per pair of levels (j < k): indices, mean difference y_j - y_k, its SE (floored at the test set's
     resolution with ``n_test``: :func:`_run_var_floor`), degrees of freedom, and whether the floor bound the SE;
-    pairs without two runs a side (two shared seeds when paired) are dropped."""
+    pairs without two runs a side (two shared seeds when paired; a complete block of two init x two data seeds
+    when ``crossed``: :func:`_crossed_stats`) are dropped."""
     j, k = np.triu_indices(table.shape[0], 1)
     a, b = table[j], table[k]
     v0 = _run_var_floor(n_test)
     with np.errstate(invalid="ignore", divide="ignore"):
-        if paired:
+        if paired and crossed is not None:
+            diff, se, df, floor = _crossed_stats(a - b, crossed, 2.0 * v0)
+            keep = np.isfinite(diff) & np.isfinite(se)
+        elif paired:
             d = a - b
             n = np.isfinite(d).sum(axis=1)
             keep = n >= 2
@@ -171,13 +329,21 @@ def middle_level(sigma_w: np.ndarray) -> int | None:
 
 
 def _peak_contrast(table: np.ndarray, lo: int, mid: int, hi: int, paired: bool,
-                   n_test: int | None = None) -> tuple[float, float, float, bool] | None:
+                   n_test: int | None = None, crossed: CrossedSeeds | None = None,
+                   ) -> tuple[float, float, float, bool] | None:
     """The peak contrast c = y_mid - (y_lo + y_hi) / 2: its mean, SE (floored as a pair's is), degrees of
-    freedom and whether the floor bound it; None when it lacks two shared seeds (paired) or two runs a level."""
+    freedom and whether the floor bound it; None when it lacks two shared seeds (paired), two runs a level, or
+    (``crossed``) a complete block of two init x two data seeds."""
     v0 = _run_var_floor(n_test)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        if paired:
+        if paired and crossed is not None:
+            c = table[mid] - 0.5 * (table[lo] + table[hi])
+            m, se_c, df_c, fl = (float(x) for x in _crossed_stats(c, crossed, 1.5 * v0))
+            if not (np.isfinite(m) and np.isfinite(se_c)):
+                return None
+            mean, se, floor, df = m, se_c, fl, df_c
+        elif paired:
             c = table[mid] - 0.5 * (table[lo] + table[hi])
             c = c[np.isfinite(c)]
             if c.size < 2:
@@ -273,7 +439,8 @@ def step_shares(n_levels: int) -> tuple[float, float, float]:
 
 
 def paired_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, paired: bool = True,
-                 alpha: float | Spending = ALPHA, n_test: int | None = None) -> dict[str, Any]:
+                 alpha: float | Spending = ALPHA, n_test: int | None = None,
+                 crossed: CrossedSeeds | None = None) -> dict[str, Any]:
     """The seeds' own evidence that some pair of levels differs by more than ``delta``: the ordered
     test (step 1 the extreme pair at alpha x EXTREME_WEIGHT, step 2 the peak contrast at alpha x PEAK_WEIGHT,
     step 3 the other pairs, Bonferroni at the rest).
@@ -286,21 +453,23 @@ def paired_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, paired
     freedom and unadjusted p; for the peak contrast the middle level and the end further from it, with the
     contrast as the difference and both ends in ``end_low`` / ``end_high``). The peak contrast's null
     |E c| <= delta contains the claim's null (|E c| > delta puts the middle level more than delta from an
-    end), so the union bound over the steps keeps alpha.
+    end), so the union bound over the steps keeps alpha. ``crossed`` (paired seeds of a crossed design: each
+    column's init and data seed) gives every test the crossed-block moments (:func:`crossed_moments`).
     """
     spend = as_spending(alpha)
     alpha = spend.level(1.0)
     sigma_w = np.asarray(sigma_w, dtype=float)
     table = np.asarray(table, dtype=float)
-    j, k, diff, se, df, floored = _pairs(table, paired, n_test)
-    base = {"alpha": alpha, "test": _test_name(paired), "extreme_weight": EXTREME_WEIGHT,
+    crossed = crossed if paired else None
+    j, k, diff, se, df, floored = _pairs(table, paired, n_test, crossed)
+    base = {"alpha": alpha, "test": _test_name(paired, crossed=crossed is not None), "extreme_weight": EXTREME_WEIGHT,
             "se_floor": LATTICE_STEPS / n_test if n_test else None}
     if j.size == 0:
         return {**base, "p_value": None, "supports_remembers": False, "n_pairs": 0, "pair": None, "step": None,
                 "se_floored": False, "note": "no pair of sigma_w levels with two runs each"}
     lo, hi = int(np.argmin(sigma_w)), int(np.argmax(sigma_w))
     mid = middle_level(sigma_w)
-    peak = None if mid is None else _peak_contrast(table, lo, mid, hi, paired, n_test)
+    peak = None if mid is None else _peak_contrast(table, lo, mid, hi, paired, n_test, crossed)
     ext = ((j == lo) & (k == hi)) | ((j == hi) & (k == lo))
     n_other = int((~ext).sum())
     w_ext, w_peak, w_fall = step_shares(sigma_w.size)
@@ -339,7 +508,8 @@ def paired_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, paired
 
 
 def equivalence_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, paired: bool = True,
-                      alpha: float = ALPHA, n_test: int | None = None, accuracy: bool = False) -> dict[str, Any]:
+                      alpha: float = ALPHA, n_test: int | None = None, accuracy: bool = False,
+                      crossed: CrossedSeeds | None = None) -> dict[str, Any]:
     """The intersection-union test of "forgets": every pair of levels shown inside +-``delta`` by
     two one-sided tests at ``alpha`` (no multiplicity correction: the claim is one intersection).
 
@@ -349,15 +519,18 @@ def equivalence_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, p
     for none). For accuracies (``accuracy``) also the skew gate's reading (``seed_log_sd``, ``log_ratio_bound``,
     ``multiplicative_ok``; :func:`multiplicative_ok`), which the verdict uses near the ceiling. The gate is
     defined for paired seeds; with independent seeds it cannot be computed and ``multiplicative_ok`` is None,
-    which :func:`forgets_iut_ok` reads as a fail near the ceiling.
+    which :func:`forgets_iut_ok` reads as a fail near the ceiling. ``crossed`` (paired seeds of a crossed
+    design) gives every pair the crossed-block moments (:func:`crossed_moments`) and the gate its crossed reading
+    (:func:`multiplicative_ok`).
     """
     sigma_w = np.asarray(sigma_w, dtype=float)
     table = np.asarray(table, dtype=float)
     n_lev = table.shape[0]
     m_all = n_lev * (n_lev - 1) // 2
-    j, k, diff, se, df, floored = _pairs(table, paired, n_test)
-    base = {"alpha": alpha, "test": _test_name(paired, equivalence=True), "n_pairs": m_all,
-            "se_floor": LATTICE_STEPS / n_test if n_test else None}
+    crossed = crossed if paired else None
+    j, k, diff, se, df, floored = _pairs(table, paired, n_test, crossed)
+    base = {"alpha": alpha, "test": _test_name(paired, equivalence=True, crossed=crossed is not None),
+            "n_pairs": m_all, "se_floor": LATTICE_STEPS / n_test if n_test else None}
     if accuracy and not paired:
         base.update(multiplicative_ok=None, gate_note="the skew gate needs paired seeds: with independent seeds "
                     "near the ceiling this route cannot show \"forgets\"")
@@ -371,8 +544,13 @@ def equivalence_check(table: np.ndarray, sigma_w: np.ndarray, delta: float, *, p
     out = {**base, "p_value": float(p[i]), "supports_forgets": bool(p[i] < alpha), "se_floored": bool(floored[i]),
            "pair": _pair_info(sigma_w, j[i], k[i], diff[i], se[i], df[i], p[i])}
     if accuracy and paired:
-        tau, bound = float(seed_log_sd(table, n_test)), float(log_ratio_bounds(table, alpha, n_test))
+        tau = float(seed_log_sd(table, n_test, crossed))
+        bound = float(log_ratio_bounds(table, alpha, n_test)) if crossed is None else float("inf")
         out.update(seed_log_sd=tau, log_ratio_bound=bound, multiplicative_ok=bool(_gate_ok(tau, bound, delta)))
+        if crossed is not None:
+            out["gate_note"] = ("crossed seeds: the skew gate reads the runs' multiplicative spread over init and "
+                                "data seeds; the log-ratio test has no crossed form, so a table at or above the gate "
+                                "cannot pass it")
     return out
 
 
@@ -450,18 +628,51 @@ def log_ratio_bounds(tables: np.ndarray, alpha: float, n_test: int | None = None
     return np.where(np.isfinite(bound) & (n >= 2), bound, np.inf).max(axis=-1)
 
 
-def seed_log_sd(tables: np.ndarray, n_test: int | None = None) -> np.ndarray:
+def seed_log_sd(tables: np.ndarray, n_test: int | None = None, crossed: CrossedSeeds | None = None) -> np.ndarray:
     """For paired (..., L, S) accuracy tables: the SD over seeds of the log of each seed's mean error over the
-    levels it has, the seeds' multiplicative spread (about the coefficient of variation of a shared seed factor)."""
+    levels it has, the seeds' multiplicative spread (about the coefficient of variation of a shared seed factor).
+
+    With ``crossed`` seeds the runs sharing an init or data seed are correlated, and their plain SD misses part of
+    the spread (by 1/I of the init share and 1/J of the data share), so it reads the two-way variance components
+    of the runs' log mean errors instead (init + data + residual, each negative one read as 0: an upward-biased,
+    so conservative, reading) over the complete block of runs that have a level
+    (:func:`~initmem.cube.crossed.complete_crossed_block`); inf
+    where that block lacks two init or two data seeds, so that the gate cannot pass on a reading it lacks."""
     err = np.where(np.isfinite(tables), _errors(tables, n_test), np.nan)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanstd(np.log(np.nanmean(err, axis=-2)), axis=-1, ddof=1)
+        run_log = np.log(np.nanmean(err, axis=-2))
+        if crossed is None:
+            return np.nanstd(run_log, axis=-1, ddof=1)
+        g = crossed.grid(run_log)
+        flat = g.reshape(-1, crossed.n_init, crossed.n_data)
+        out = np.full(flat.shape[0], np.inf)
+        for r, t in enumerate(flat):
+            rows, cols = complete_crossed_block(np.isfinite(t))
+            if rows.size >= 2 and cols.size >= 2:
+                out[r] = _two_way_total_sd(t[np.ix_(rows, cols)])
+        return out.reshape(g.shape[:-2]) if g.ndim > 2 else out[0]
 
 
-def multiplicative_ok(tables: np.ndarray, delta: float, alpha: float, n_test: int | None = None) -> np.ndarray:
+def _two_way_total_sd(t: np.ndarray) -> float:
+    """sqrt(var_row + var_col + var_resid) of a complete (I, J) table by the two-way mean squares without
+    replication, every negative component read as 0."""
+    n_i, n_j = t.shape
+    m, r, c = t.mean(), t.mean(axis=1), t.mean(axis=0)
+    ms_a = n_j * float(((r - m) ** 2).sum()) / (n_i - 1)
+    ms_b = n_i * float(((c - m) ** 2).sum()) / (n_j - 1)
+    ms_e = float(((t - r[:, None] - c[None, :] + m) ** 2).sum()) / ((n_i - 1) * (n_j - 1))
+    return float(np.sqrt(max(ms_a - ms_e, 0.0) / n_j + max(ms_b - ms_e, 0.0) / n_i + ms_e))
+
+
+def multiplicative_ok(tables: np.ndarray, delta: float, alpha: float, n_test: int | None = None,
+                      crossed: CrossedSeeds | None = None) -> np.ndarray:
     """Whether the skew gate lets "forgets" through near the ceiling: the seeds' log-error SD is below SKEW_GATE
-    (the paired t keeps its level), or the log-ratio test shows every pair inside +-delta at ``alpha``."""
+    (the paired t keeps its level), or the log-ratio test shows every pair inside +-delta at ``alpha``. With
+    ``crossed`` seeds only the first reading exists (:func:`seed_log_sd`): the log-ratio test has no crossed form
+    and is read as not shown."""
+    if crossed is not None:
+        return _gate_ok(seed_log_sd(tables, n_test, crossed), np.inf, delta)
     return _gate_ok(seed_log_sd(tables, n_test), log_ratio_bounds(tables, alpha, n_test), delta)
 
 
@@ -479,12 +690,17 @@ def forgets_iut_ok(equivalence: dict[str, Any], near_ceiling: bool) -> bool:
                                                           or equivalence.get("multiplicative_ok") is True)
 
 
-def _pair_arrays(tables: np.ndarray, n_test: int | None = None, unit: float = 1.0) -> tuple[np.ndarray, ...]:
+def _pair_arrays(tables: np.ndarray, n_test: int | None = None, unit: float = 1.0,
+                 crossed: CrossedSeeds | None = None) -> tuple[np.ndarray, ...]:
     """Pair indices, |mean difference|, SE (floored at the lattice's resolution with ``n_test``:
     :func:`_run_var_floor`) and degrees of freedom for paired (..., L, S) tables (NaN where a run is absent:
-    each pair uses its shared seeds; a pair with fewer than two has NaN statistics)."""
+    each pair uses its shared seeds; a pair with fewer than two has NaN statistics). ``crossed``: the
+    crossed-block moments over the whole design (a pair with an absent run has NaN statistics)."""
     j, k = np.triu_indices(tables.shape[-2], 1)
     d = tables[..., j, :] - tables[..., k, :]
+    if crossed is not None:
+        mean, se, df, floor = _crossed_stats(d, crossed, 2.0 * _run_var_floor(n_test, unit), complete_only=True)
+        return j, k, np.abs(mean), np.maximum(se, floor), np.where(np.isfinite(df), df, 1.0)
     n = np.isfinite(d).sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN pairs (absent runs)
@@ -496,10 +712,14 @@ def _pair_arrays(tables: np.ndarray, n_test: int | None = None, unit: float = 1.
 
 
 def _peak_arrays(tables: np.ndarray, mid: int, n_test: int | None = None,
-                 unit: float = 1.0) -> tuple[np.ndarray, ...]:
+                 unit: float = 1.0, crossed: CrossedSeeds | None = None) -> tuple[np.ndarray, ...]:
     """|mean|, SE (floored as :func:`_peak_contrast`) and df of the peak contrast of paired (..., L, S) tables,
-    levels in sigma_w order (NaN with fewer than two seeds shared by the three levels)."""
+    levels in sigma_w order (NaN with fewer than two seeds shared by the three levels; ``crossed``: the
+    crossed-block moments, NaN with an absent run)."""
     c = tables[..., mid, :] - 0.5 * (tables[..., 0, :] + tables[..., -1, :])
+    if crossed is not None:
+        mean, se, df, floor = _crossed_stats(c, crossed, 1.5 * _run_var_floor(n_test, unit), complete_only=True)
+        return np.abs(mean), np.maximum(se, floor), np.where(np.isfinite(df), df, 1.0)
     n = np.isfinite(c).sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -517,21 +737,21 @@ def _share_levels(spend: Spending, share: np.ndarray) -> np.ndarray:
 
 
 def _ordered_pairs(tables: np.ndarray, alpha: float | Spending, n_test: int | None = None, unit: float = 1.0,
-                   sigma_w: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+                   sigma_w: np.ndarray | None = None, crossed: CrossedSeeds | None = None) -> tuple[np.ndarray, ...]:
     """|mean|, SE, df and the ordered test's level of every test of paired (..., L, S) tables, levels in sigma_w
     order (the extreme pair is the first against the last level): the pairs, then, with three or more levels,
     the peak contrast (its middle level from ``sigma_w``, :func:`middle_level`; without it the grid is taken as
     geometric, so the middle index, the lower of two)."""
     tables = np.asarray(tables, dtype=float)
     n_lev = tables.shape[-2]
-    j, k, ad, se, df = _pair_arrays(tables, n_test, unit)
+    j, k, ad, se, df = _pair_arrays(tables, n_test, unit, crossed)
     df = np.broadcast_to(df, ad.shape)
     ext = (j == 0) & (k == n_lev - 1)
     w_ext, w_peak, w_fall = step_shares(n_lev)
     share = np.where(ext, w_ext, w_fall / max(int((~ext).sum()), 1))
     if n_lev >= 3 and w_peak > 0:
         mid = (n_lev - 1) // 2 if sigma_w is None else middle_level(np.sort(np.asarray(sigma_w, dtype=float)))
-        ac, c_se, c_df = _peak_arrays(tables, mid, n_test, unit)
+        ac, c_se, c_df = _peak_arrays(tables, mid, n_test, unit, crossed)
         ad, se = np.concatenate([ad, ac[..., None]], axis=-1), np.concatenate([se, c_se[..., None]], axis=-1)
         df = np.concatenate([df, np.broadcast_to(c_df, ac.shape)[..., None]], axis=-1)
         share = np.append(share, w_peak)
@@ -540,23 +760,26 @@ def _ordered_pairs(tables: np.ndarray, alpha: float | Spending, n_test: int | No
 
 
 def remembers_at(tables: np.ndarray, delta: float, alpha: float | Spending = ALPHA, *, n_test: int | None = None,
-                 unit: float = 1.0, sigma_w: np.ndarray | None = None) -> np.ndarray:
+                 unit: float = 1.0, sigma_w: np.ndarray | None = None,
+                 crossed: CrossedSeeds | None = None) -> np.ndarray:
     """For paired (..., L, S) tables, levels in sigma_w order: whether the ordered test shows
     "remembers" at ``delta`` (the planner's and the simulations' vectorised form of
     :func:`paired_check`; the extreme pair is assumed testable). ``n_test`` floors the SEs at the lattice's
     resolution (``unit``: outcome units per table unit, for standardised tables); ``sigma_w`` names the peak
-    contrast's middle level (:func:`middle_level`)."""
-    ad, se, df, level = _ordered_pairs(tables, alpha, n_test, unit, sigma_w)
+    contrast's middle level (:func:`middle_level`); ``crossed``: complete crossed designs, each test by the
+    crossed-block moments (:func:`crossed_moments`)."""
+    ad, se, df, level = _ordered_pairs(tables, alpha, n_test, unit, sigma_w, crossed)
     p = _exceed_p(ad, se, df, delta, level)
     return (np.where(np.isnan(p), 1.0, p) <= level).any(axis=-1)
 
 
 def remembers_bounds(tables: np.ndarray, alpha: float | Spending = ALPHA, iterations: int = 30, *,
-                     n_test: int | None = None, unit: float = 1.0, sigma_w: np.ndarray | None = None) -> np.ndarray:
+                     n_test: int | None = None, unit: float = 1.0, sigma_w: np.ndarray | None = None,
+                     crossed: CrossedSeeds | None = None) -> np.ndarray:
     """The largest delta at which :func:`remembers_at` still holds, per table (-inf when none): the
     readout of which memory a design could show. Per test the Berger-Boos critical t lies between the
     one-sided and the two-sided t at (level - beta), so the test's bound is found by bisection there."""
-    ad, se, df, level = _ordered_pairs(tables, alpha, n_test, unit, sigma_w)
+    ad, se, df, level = _ordered_pairs(tables, alpha, n_test, unit, sigma_w, crossed)
     room = level * (1.0 - NUISANCE_SHARE)
     lo, hi = ad - stats.t.isf(room / 2.0, df) * se, ad - stats.t.isf(room, df) * se
     hi = np.where(np.isnan(hi), -np.inf, hi)
@@ -571,13 +794,14 @@ def remembers_bounds(tables: np.ndarray, alpha: float | Spending = ALPHA, iterat
 
 
 def forgets_bounds(tables: np.ndarray, alpha: float = ALPHA, *, n_test: int | None = None,
-                   unit: float = 1.0) -> np.ndarray:
+                   unit: float = 1.0, crossed: CrossedSeeds | None = None) -> np.ndarray:
     """For paired (..., L, S) tables: the smallest delta the intersection-union test shows every
     pair inside of, max over pairs of |mean d| + t_{1 - alpha, n-1} SE(d) (infinite when a pair
     cannot be tested; SEs floored with ``n_test`` as in :func:`remembers_at`). "forgets" is supported at delta
-    exactly when this bound is below delta (vectorised :func:`equivalence_check`)."""
+    exactly when this bound is below delta (vectorised :func:`equivalence_check`). ``crossed``: complete crossed
+    designs, every pair by the crossed-block moments (:func:`crossed_moments`)."""
     tables = np.asarray(tables, dtype=float)
-    _, _, ad, se, df = _pair_arrays(tables, n_test, unit)
+    _, _, ad, se, df = _pair_arrays(tables, n_test, unit, crossed)
     bound = ad + stats.t.ppf(1.0 - alpha, df) * se
     return np.where(np.isnan(bound), np.inf, bound).max(axis=-1)
 
@@ -602,8 +826,11 @@ def two_sided_ordered_bounds(tables: np.ndarray, alpha: float = ALPHA) -> np.nda
     return np.where(np.isnan(bound), -np.inf, bound).max(axis=-1)
 
 
-def _test_name(paired: bool, equivalence: bool = False) -> str:
+def _test_name(paired: bool, equivalence: bool = False, crossed: bool = False) -> str:
     kind = "paired t on per-seed differences" if paired else "Welch t (independent seeds)"
+    if paired and crossed:
+        kind = ("crossed-seed t on per-run differences (SE^2 = var(init-seed means) / I + var(data-seed means) / J, "
+                "Welch-Satterthwaite df)")
     if equivalence:
         return f"{kind}, intersection-union test: every pair of sigma_w levels inside +-delta by two one-sided tests"
     test = "Berger-Boos test" if paired else "two-sided test"
@@ -614,7 +841,8 @@ def _test_name(paired: bool, equivalence: bool = False) -> str:
             "pair at alpha)")
 
 
-__all__ = ["CEILING", "EXTREME_WEIGHT", "FORGETS_IUT_SHARE", "FORGETS_MODEL_SHARE", "LATTICE_STEPS", "NUISANCE_SHARE",
+__all__ = ["CEILING", "CrossedSeeds", "EXTREME_WEIGHT", "crossed_moments",
+           "FORGETS_IUT_SHARE", "FORGETS_MODEL_SHARE", "LATTICE_STEPS", "NUISANCE_SHARE",
            "PEAK_WEIGHT", "SKEW_GATE", "STEP_EXTREME", "STEP_FALLBACK", "STEP_PEAK", "bonferroni_bounds",
            "equivalence_check", "extreme_weight", "forgets_bounds", "forgets_iut_ok", "forgets_levels",
            "log_error_pairs", "log_ratio_bounds", "middle_level", "multiplicative_ok", "paired_check",

@@ -15,7 +15,8 @@ Per pipeline the plan reports the smallest S with P(decisive verdict) >= 0.8 and
 current S, the deltas that would decide: ``delta_forgets`` (the smallest delta with "forgets"
 in >= 80% of experiments) and ``delta_remembers`` (the largest delta with "remembers" in
 >= 80%); either is None (``-`` in the table) when no positive delta decides that way.
-Docs: docs/memory-model.md, "Planning".
+An analysis of a crossed init x data seed design is refused (:func:`refuse_crossed`): the posterior has no
+init and data seeds to simulate. Docs: docs/memory-model.md, "Planning".
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from initmem.models.priors import Priors, default_priors
 from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, as_spending
 from initmem.models.summaries import MIN_LEVELS_MODEL_FORGETS, binomial_mcse, model_thresholds
 from initmem.names import ALPHA
-from initmem.results import POSTERIOR_NC, SUMMARY_JSON, load_summary
+from initmem.results import POSTERIOR_NC, SUMMARY_JSON, Summary, load_summary
 
 SEED_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
 TARGET = 0.8
@@ -282,6 +283,35 @@ def sequential_plan(simulate, scale: float, delta: float, looks: Sequence[int], 
             "seeds_mean": float(seeds.mean()), "seeds_max": int(seeds.max())}
 
 
+def refuse_crossed(summary: Summary, folder: Path) -> None:
+    """Refuse to plan an analysis of a crossed seed design.
+
+    Why: the plan simulates future experiments from the memory model's posterior, which has one seed SD and no
+    init or data seeds, with S independent seeds per cell, and decides them by tests that read each run as one
+    seed. A crossed design's runs share init and data seeds, its scale tests read the crossed blocks and its
+    "forgets" needs the intersection-union test (models/summaries.py, ``verdict``); "more seeds" there means
+    more init seeds, more data seeds or both, which the posterior cannot simulate. A plan would price the
+    wrong experiment, so none is made.
+
+    Parameters
+    ----------
+    summary : Summary
+        The analysis's summary.json.
+    folder : pathlib.Path
+        The analysis folder, for the message.
+
+    Raises
+    ------
+    UserError
+        When the summary has a ``crossed`` block (a cube with a crossed seed design).
+    """
+    if summary.crossed is not None:
+        raise UserError(f"{folder / SUMMARY_JSON} is an analysis of a crossed seed design "
+                        f"({summary.crossed.n_init} init x {summary.crossed.n_data} data seeds): 'initmem plan' is "
+                        "for designs with one seed per run (a list of seeds); size a crossed design by its init and "
+                        "data seeds (docs/crossed.md)")
+
+
 def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: int = 200, seed: int = 0,
          ladder: tuple[int, ...] = SEED_LADDER, looks: tuple[int, ...] = (4, 8, 12, 16)) -> dict[str, Any]:
     """Seeds per cell needed for a decisive verdict with probability >= 0.8, per pipeline, and what the
@@ -312,12 +342,15 @@ def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: 
     Raises
     ------
     UserError
-        Not an analysis folder, or one written without the posterior the plan needs.
+        Not an analysis folder, one written without the posterior the plan needs, or an analysis of a cube whose
+        seeds are a crossed init x data design (summary.json's ``crossed`` block): the plan simulates
+        independent seeds, one per run, and a crossed design's runs share init and data seeds.
     OptionError
         ``delta`` not positive or ``n_sim`` below 10.
     """
     folder = Path(analysis_dir)
     summary = load_summary(folder)
+    refuse_crossed(summary, folder)
     delta = summary.delta if delta is None else float(delta)
     if not (delta is not None and np.isfinite(delta) and delta > 0):
         raise OptionError("delta", f"{{option}} must be a positive number, not {delta!r}")

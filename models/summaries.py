@@ -8,7 +8,9 @@ the levels co-vary); "forgets" when
 P(spread < delta) >= 1 - alpha/2 (0.975; the model's route, with at least 3 levels) OR the
 intersection-union test at alpha x 0.8 (0.04) shows every pair of levels inside +-delta (the
 design-based route, valid at its level on its own for any covariance of the levels; the split of
-alpha between the two routes: models/paired.py, ``forgets_levels``); else "inconclusive"; and
+alpha between the two routes: models/paired.py, ``forgets_levels``; on a crossed init x data seed design the
+intersection-union test on the crossed blocks is required, the model's route alone does not decide, since the
+model reads each run as a seed of its own); else "inconclusive"; and
 "borderline" when a deciding probability of the model lies within two Monte Carlo standard errors
 of its threshold and no design-based test decided, because then another run of the sampler could
 flip it. Each verdict comes with the model's own verdict, the prior's own
@@ -127,7 +129,7 @@ MIN_LEVELS_MODEL_FORGETS = 3  # below: "forgets" only by the intersection-union 
 
 def verdict(p_gt: float, p_lt: float, level: float | Spending = DECISION, mcse: tuple[float, float] | None = None,
             *, paired_ok: bool = True, iut_ok: bool = False, model_forgets_ok: bool = True,
-            near_ceiling: bool = False, draws: int = N_DRAWS) -> str:
+            near_ceiling: bool = False, crossed: bool = False, draws: int = N_DRAWS) -> str:
     """remembers when P(spread > delta) >= ``level`` (1 - alpha), forgets when P(spread < delta) >=
     1 - alpha/2 (the model's share of the same alpha, models/paired.py ``forgets_levels``); borderline
     when a probability is within 2 MCSE of its own threshold. ``level`` is 1 - alpha of a fixed design, or the
@@ -146,14 +148,19 @@ def verdict(p_gt: float, p_lt: float, level: float | Spending = DECISION, mcse: 
     1,000 tables: 9.2%). ``near_ceiling`` (an accuracy within 1 point of 100% at some level, :data:`CEILING`)
     makes "forgets" need BOTH routes: the seeds' skewed differences there cost each route its level
     (docs/memory-model.md, "Near the ceiling"), and a claim both must pass is wrong no more often than
-    the better of the two."""
+    the better of the two. ``crossed`` (a crossed init x data seed design, models/paired.py ``CrossedSeeds``)
+    makes "forgets" need the intersection-union test, which reads the crossed blocks: the model treats every run
+    as a seed of its own, so where runs share an init or data seed its posterior is too narrow: at a spread of
+    exactly delta it said "remembers" alone on 25-71% of crossed tables and "forgets" alone on up to 8.2% (3 levels,
+    a data x sigma_w interaction; studies/crossed_scale_calibration.py, ``--verdict``), so its route to "forgets"
+    is closed there unless the test shows it too (fail closed; then at most 0.7% false "forgets")."""
     spend = level if isinstance(level, Spending) else Spending(1.0 - float(level))
     t_gt, t_lt = model_thresholds(spend, draws)
     if iut_ok and not near_ceiling:
         return N.FORGETS
     if not paired_ok:
         p_gt, mcse = 0.0, None if mcse is None else (0.0, mcse[1])
-    if t_lt is None or not model_forgets_ok or (near_ceiling and not iut_ok):
+    if t_lt is None or not model_forgets_ok or ((near_ceiling or crossed) and not iut_ok):
         p_lt, t_lt, mcse = 0.0, 1.0, None if mcse is None else (mcse[0], 0.0)
     if mcse is not None and any(abs(p - t) <= 2 * m for p, t, m in zip((p_gt, p_lt), (t_gt, t_lt), mcse,
                                                                       strict=True)):
@@ -200,6 +207,8 @@ class Verdict:
         The model's route to "forgets" is open (at least ``MIN_LEVELS_MODEL_FORGETS`` levels).
     near_ceiling : bool
         An accuracy within one point of 100% at some level: "forgets" needs both routes.
+    crossed : bool
+        A crossed init x data seed design: "forgets" needs the intersection-union test (:func:`verdict`).
     """
 
     label: str
@@ -211,15 +220,18 @@ class Verdict:
     near_ceiling: bool
     level: Spending
     draws: int
+    crossed: bool = False
 
     def again(self, p_gt: float, p_lt: float, mcse: tuple[float, float] | None = None) -> str:
         """The label the same tests give with other probabilities (a reweighted posterior, another prior)."""
         return verdict(p_gt, p_lt, self.level, mcse, paired_ok=self.paired_ok, iut_ok=self.iut_ok,
-                       model_forgets_ok=self.model_forgets_ok, near_ceiling=self.near_ceiling, draws=self.draws)
+                       model_forgets_ok=self.model_forgets_ok, near_ceiling=self.near_ceiling, crossed=self.crossed,
+                       draws=self.draws)
 
 
 def decide(p_gt: float, p_lt: float, *, level: float | Spending, mcse: tuple[float, float] | None,
-           check: dict[str, Any], equivalence: dict[str, Any], near: bool, n_levels: int, draws: int) -> Verdict:
+           check: dict[str, Any], equivalence: dict[str, Any], near: bool, n_levels: int, draws: int,
+           crossed: bool = False) -> Verdict:
     """The verdict of one pipeline from P(spread > delta), P(spread < delta), their Monte Carlo errors and the
     seeds' tests (``check``: models/paired.py ``paired_check``; ``equivalence``: ``equivalence_check``).
 
@@ -239,6 +251,9 @@ def decide(p_gt: float, p_lt: float, *, level: float | Spending, mcse: tuple[flo
         sigma_w levels with usable runs.
     draws : int
         Posterior draws behind the probabilities (the thresholds they can resolve).
+    crossed : bool
+        The seeds are a crossed init x data design (``MemoryData.crossed_seeds``): "forgets" then needs the
+        intersection-union test, since the model reads every run as a seed of its own (:func:`verdict`).
 
     Returns
     -------
@@ -248,10 +263,10 @@ def decide(p_gt: float, p_lt: float, *, level: float | Spending, mcse: tuple[flo
     model_forgets_ok = n_levels >= MIN_LEVELS_MODEL_FORGETS
     paired_ok, iut_ok = bool(check["supports_remembers"]), forgets_iut_ok(equivalence, near)
     label = verdict(p_gt, p_lt, spend, mcse, paired_ok=paired_ok, iut_ok=iut_ok, model_forgets_ok=model_forgets_ok,
-                    near_ceiling=near, draws=draws)
+                    near_ceiling=near, crossed=crossed, draws=draws)
     model_label = verdict(p_gt, p_lt, spend, mcse, draws=draws)
     rule = decision_rule(label, model_label if model_forgets_ok else N.INCONCLUSIVE, check, equivalence)
-    return Verdict(label, model_label, rule, paired_ok, iut_ok, model_forgets_ok, near, spend, draws)
+    return Verdict(label, model_label, rule, paired_ok, iut_ok, model_forgets_ok, near, spend, draws, crossed)
 
 
 def probability_with_mcse(indicator: np.ndarray) -> tuple[float, float]:
@@ -332,9 +347,10 @@ def _tests(model: FittedModel, a: int, delta: float, y: np.ndarray | None = None
     paired = d.seed_design == cube.SEED_PAIRED
     spend = as_spending(alpha)
     n_test = d.n_test if d.is_accuracy else None     # the lattice of an accuracy floors every SE
-    return (paired_check(table, d.sigma_w[lev], delta, paired=paired, alpha=spend, n_test=n_test),
+    crossed = d.crossed_seeds                        # crossed seeds: the crossed-block moments
+    return (paired_check(table, d.sigma_w[lev], delta, paired=paired, alpha=spend, n_test=n_test, crossed=crossed),
             equivalence_check(table, d.sigma_w[lev], delta, paired=paired, alpha=forgets_levels(spend)[0],
-                              n_test=n_test, accuracy=d.is_accuracy))
+                              n_test=n_test, accuracy=d.is_accuracy, crossed=crossed))
 
 
 def _divergence(model: FittedModel, a: int, pipe: str, sensitivity: dict | None) -> dict[str, Any]:
@@ -367,9 +383,7 @@ def _refit_with(model: FittedModel, cells: np.ndarray, values: np.ndarray, delta
         s = alt.idata.posterior["spread"].values[..., a]
         p_gt, m_gt = probability_with_mcse(s > delta)
         p_lt, m_lt = probability_with_mcse(s < delta)
-        chk, eq = _tests(alt, a, delta, alpha=alpha)
-        vd = decide(p_gt, p_lt, level=alpha, mcse=(m_gt, m_lt), check=chk, equivalence=eq,
-                    near=near_ceiling(alt, a), n_levels=int(alt.data.level_mask[a].sum()), draws=s.size)
+        vd, _, _ = decide_pipeline(alt, a, delta, alpha, (p_gt, p_lt), (m_gt, m_lt), s.size)
         out[pipe] = {"verdict": vd.label,
                      "spread": quantiles(s), "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt, "note": note(a)}
     return out
@@ -470,13 +484,12 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
         spread = post["spread"].values[..., a]
         p_gt, m_gt = probability_with_mcse(spread > delta)
         p_lt, m_lt = probability_with_mcse(spread < delta)
-        check, equiv = _tests(model, a, delta, alpha=level)
         lev = d.level_mask[a]
         exp_ = expected_levels(model, a)
         med = np.median(exp_, axis=0)
-        near = near_ceiling(model, a, med)
-        decided = decide(p_gt, p_lt, level=level, mcse=(m_gt, m_lt), check=check, equivalence=equiv, near=near,
-                         n_levels=int(lev.sum()), draws=spread.size)
+        decided, check, equiv = decide_pipeline(model, a, delta, level, (p_gt, p_lt), (m_gt, m_lt), spread.size,
+                                                med)
+        near = decided.near_ceiling
         vd, model_vd, model_for, ok_for = decided.label, decided.model_label, decided.model_forgets_ok, decided.iut_ok
         flat = spread.ravel()
         out[pipe] = {
@@ -516,6 +529,8 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
                 f"the model alone says 'forgets', but with {int(d.level_mask[a].sum())} sigma_w levels its "
                 "P(spread < delta) is the prior's more than the data's; 'forgets' needs the intersection-union test "
                 "here (docs/memory-model.md, 'Verdict')")
+        elif model_vd == N.FORGETS and decided.crossed and vd != N.FORGETS:
+            out[pipe]["notes"].append(crossed_note(equiv))
         elif model_vd != vd:
             pc = check["p_value"]
             out[pipe]["notes"].append(
@@ -530,6 +545,56 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
             out[pipe]["notes"].append("sigma_w level(s) without an interpolating run, left out: " + ", ".join(
                 f"{s:g}" for s in out[pipe]["interpolation"]["levels_without_interpolation"]))
     return out
+
+
+def decide_pipeline(model: FittedModel, a: int, delta: float, alpha: float | Spending,
+                    p: tuple[float, float], mcse: tuple[float, float] | None, draws: int,
+                    medians: np.ndarray | None = None) -> tuple[Verdict, dict[str, Any], dict[str, Any]]:
+    """The verdict of pipeline ``a`` of a fitted model from its posterior probabilities: the seeds' design-based
+    tests of its table (:func:`_tests`), whether it is near the ceiling, and whether its seeds are a crossed
+    design, put through :func:`decide`. The one place that reads those facts off the model, so the fit and its
+    sensitivity refits decide by the same rule.
+
+    Parameters
+    ----------
+    model : FittedModel
+        The fit (its ``data`` and posterior ``expected``).
+    a : int
+        The pipeline's index.
+    delta : float
+        The smallest spread that matters, in outcome units.
+    alpha : float or Spending
+        The analysis's level, or a sequential look's spending.
+    p : tuple of float
+        P(spread > delta) and P(spread < delta).
+    mcse : tuple of float, optional
+        Their Monte Carlo standard errors.
+    draws : int
+        Posterior draws behind the probabilities.
+    medians : numpy.ndarray, optional
+        The posterior median of the expected outcome per level, when the caller has it (:func:`near_ceiling`).
+
+    Returns
+    -------
+    tuple
+        The :class:`Verdict`, the ordered paired test and the intersection-union test (models/paired.py).
+    """
+    d = model.data
+    check, equiv = _tests(model, a, delta, alpha=alpha)
+    return (decide(p[0], p[1], level=alpha, mcse=mcse, check=check, equivalence=equiv,
+                   near=near_ceiling(model, a, medians), n_levels=int(d.level_mask[a].sum()), draws=draws,
+                   crossed=d.crossed_seeds is not None), check, equiv)
+
+
+def crossed_note(equivalence: dict[str, Any]) -> str:
+    """The note on a pipeline of a crossed seed design that the model alone calls "forgets" and the
+    intersection-union test does not."""
+    p = equivalence.get("p_value")
+    return ("the model alone says 'forgets', but the seeds are a crossed init x data design and the model reads "
+            "every run as a seed of its own (runs sharing an init or data seed are not independent, so its "
+            "P(spread < delta) is overconfident); on a crossed design 'forgets' needs the intersection-union test "
+            f"on the crossed blocks, which does not show every pair of sigma_w levels inside +-delta ({_p(p)}; "
+            "models/paired.py, docs/crossed.md)")
 
 
 def ceiling_note(final: str, iut_ok: bool, equivalence: dict[str, Any]) -> str:
@@ -570,6 +635,6 @@ def attach_checks(pipelines: dict[str, dict[str, Any]], ppc: dict[str, dict[str,
 
 
 __all__ = ["DECISION", "MIN_LEVELS_MODEL_FORGETS", "N_DRAWS", "RESOLVE", "RULES", "VERDICTS", "attach_checks",
-           "binomial_mcse",
+           "binomial_mcse", "crossed_note", "decide_pipeline",
            "decision_rule", "estimand", "mcse_floor", "model_thresholds", "probability_with_mcse", "quantiles",
            "summarize_model", "verdict"]

@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is i
     from initmem.plot.core import Skip as Skip
     from initmem.plot.core import description as description
     from initmem.plot.core import is_figure_function as is_figure_function
+    from initmem.plot.crossed import crossed_components as crossed_components
+    from initmem.plot.crossed import init_share_curve as init_share_curve
     from initmem.plot.curves import clock_panels as clock_panels
     from initmem.plot.curves import forgetting_times as forgetting_times
     from initmem.plot.curves import kernel_norms as kernel_norms
@@ -50,6 +52,8 @@ _API: dict[str, tuple[str, str]] = {
     "metric_vs_sigma": ("initmem.plot.model", "metric_vs_sigma"),
     "variance_shares": ("initmem.plot.model", "variance_shares"),
     "spread_forest": ("initmem.plot.model", "spread_forest"),
+    "crossed_components": ("initmem.plot.crossed", "crossed_components"),
+    "init_share_curve": ("initmem.plot.crossed", "init_share_curve"),
     "training_curves": ("initmem.plot.curves", "training_curves"),
     "tau_scatter": ("initmem.plot.curves", "tau_scatter"),
     "kernel_norms": ("initmem.plot.curves", "kernel_norms"),

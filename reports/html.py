@@ -99,17 +99,18 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
     section table names, embedded as SVG), skipped parts with their reasons, methods, provenance."""
     figures: dict[str, list[Figure]] = {}
     skipped: dict[str, list[tuple[str, str]]] = {}  # section -> [(figure, why)]
-    for sec in sections.SECTIONS:
+    secs = sections.applicable(a)  # a section that does not apply (crossed seeds) is not on the page at all
+    for sec in secs:
         figures[sec.id] = []
         for name in sec.figures:
             try:
                 figures[sec.id].append(report_figure(name, a))
             except Skip as exc:
                 skipped.setdefault(sec.id, []).append((name.replace("_", " "), str(exc)))
-    shown = {sec.id: sec.shown(a, figures[sec.id]) for sec in sections.SECTIONS}
+    shown = {sec.id: sec.shown(a, figures[sec.id]) for sec in secs}
     section_skips = [(sec.title, "; ".join(sorted({why for _, why in skipped.get(sec.id, [])})) or sec.skip_reason)
-                     for sec in sections.SECTIONS if not shown[sec.id]]
-    figure_skips = [(f"{sec.title}: {what}", why) for sec in sections.SECTIONS if shown[sec.id]
+                     for sec in secs if not shown[sec.id]]
+    figure_skips = [(f"{sec.title}: {what}", why) for sec in secs if shown[sec.id]
                     for what, why in skipped.get(sec.id, [])]
     section_tables = {name: build(a) for sec in sections.SECTIONS for name, build in sec.tables}
     grid = a.grid()
@@ -131,6 +132,10 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         "collapse_sentence": sentences.collapse_sentence(a),
         "forgetting_sentence": sentences.forgetting_sentence(a),
         "interpolation_sentence": sentences.interpolation_sentence(a),
+        "crossed_sentence": sentences.crossed_sentence(a),
+        "crossed": a.summary.crossed,
+        "crossed_margin": (a.summary.crossed.margin * a.scale) if a.summary.crossed is not None
+        and a.summary.crossed.margin is not None else None,
         "min_p_note": sentences.min_p_note(a),
         "collapse": a.collapse,
         "collapse_verdict_words": sentences.collapse_verdict_words(a.collapse.verdict if a.collapse else None),
@@ -142,11 +147,11 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         "analysis_skipped": [f"{k}: {why}" for k, why in a.summary.skipped.items()],
         "figures": figures,
         **section_tables,
-        "sections": [(sec.id, sec.title, shown[sec.id]) for sec in sections.SECTIONS],
-        "section_number": sections.numbers(),
+        "sections": [(sec.id, sec.title, shown[sec.id]) for sec in secs],
+        "section_number": sections.numbers(secs),
         # Every section is drawn from its partial, in table order; a skipped one only if its entry keeps
         # it (its heading and the note saying why).
-        "page_sections": [sec for sec in sections.SECTIONS if shown[sec.id] or sec.kept_when_skipped],
+        "page_sections": [sec for sec in secs if shown[sec.id] or sec.kept_when_skipped],
         "section_skips": section_skips,
         "figure_skips": figure_skips,
         "methods": methods_paragraphs(a, report_versions()),

@@ -173,15 +173,18 @@ def design_sentences(a: Analysis) -> list[str]:
                        and C.A_N_TEST in a.cube.attrs else "") + ")")
         out.append(f"We trained a {arch}{width} {norm} on {data}.")
         sig = grid.get("sigma_w") or []
-        seeds = grid.get("seeds") or []
         pipes = grid.get("pipelines", {}) or {}
         own = {n: s["model"] for n, s in pipes.items() if isinstance(s, dict) and s.get("model")}
         if own:
             out.append("Pipelines with their own model: " + "; ".join(
                 f"{n}: {_model_text(m)}" for n, m in own.items()) + ".")
-        out.append(probe_sentence(init, sig, len(seeds)) + " " + seed_design_sentence(a))
+        n_runs = len(validated.runs)  # a crossed design's runs are its (init, data) pairs, not its two lists
+        out.append(probe_sentence(init, sig, n_runs) + " " + seed_design_sentence(a))
+        if validated.crossed:
+            out.append(f"The {n_runs} seeds of a level were crossed: every pair of {len(validated.seeds.init)} init "
+                       f"seeds and {len(validated.seeds.data)} data seeds.")
         out.append(f"Each of {len(pipes)} training pipelines ran every (sigma_w, seed) cell "
-                   f"({len(pipes) * len(sig) * len(seeds)} runs): "
+                   f"({len(pipes) * len(sig) * n_runs} runs): "
                    + "; ".join(_pipeline_text(n, s or {}) for n, s in pipes.items()) + ".")
         out.append(
             f"Each run is represented by {SELECT_TEXT.get(ev.get('select', 'best_val_acc'), ev.get('select'))}; "
@@ -242,6 +245,7 @@ def _sequential_and_radial_sentences(a: Analysis) -> list[Sentence]:
             f"decided {how} (the same rule as a fixed analysis, with alpha_k in place of alpha). "
             f"The design trained {q.runs_used} runs where the fixed design trains {q.runs_fixed}.",
             ("lan1983spending",)))
+    out += crossed_sentences(a)
     if any(a.pipe(p).radial is not None for p in a.pipelines):
         out.append(Sentence(
             "Radial memory was decided from the slope of the log final kernel norm on log sigma_w, averaged over "
@@ -249,6 +253,30 @@ def _sequential_and_radial_sentences(a: Analysis) -> list[Sentence]:
             "'forgets the scale' when two one-sided t tests show it inside +-0.1 (alpha = 0.05).",
             ("berger1982iut",)))
     return out
+
+
+def crossed_sentences(a: Analysis) -> list[Sentence]:
+    """The crossed seed design's model and draw verdict (docs/crossed.md), when the analysis has a crossed block."""
+    block = getattr(a.summary, "crossed", None)
+    if block is None:
+        return []
+    unit = "accuracy points" if a.is_accuracy else "metric units"
+    margin = (f"a margin of {block.margin * a.scale:g} {unit}" if block.margin is not None
+              else "a margin (none was set here, so no pipeline has a draw verdict)")
+    return [Sentence(
+        f"Seeds were crossed ({block.n_init} init seeds x {block.n_data} data seeds, every pair one run): the init "
+        "seed drew the initial weights, the data seed the data order, augmentation and dropout masks. Per pipeline "
+        "the final metric was modelled as y = mu[l] + a[l, i] + b[l, j] + e[l, i, j] (l the sigma_w level, i the "
+        "init seed, j the data seed), with SD_init the root mean over levels of the within-level SD of a, SD_data "
+        "that of b and SD_resid that of e. A pipeline was said to keep its draw when the one-sided "
+        f"{100 * (1 - block.alpha):g}% lower confidence bound of SD_init exceeded {margin}, "
+        "and to forget it when the upper bound fell below the margin; the bounds are modified large-sample bounds "
+        "on the mean squares averaged over levels, with the degrees of freedom of a single level, valid whatever "
+        "the correlation of the effects across levels. A Bayesian crossed model gave the posterior of the same "
+        "components beside them. In the paired tests of the scale verdict, the standard error of each difference "
+        "between levels summed the variances of its init-seed and data-seed means, with Welch-Satterthwaite "
+        "degrees of freedom.",
+        ("dodge2020finetuning", "graybill1980mls", "burdick1992variance"))]
 
 
 _MODEL_DATA = re.compile(r"gaussian, on (.+?); x is centred")
@@ -457,6 +485,7 @@ def methods_paragraphs(a: Analysis, report_versions: dict[str, str]) -> list[str
 
 
 __all__ = ["LIKELIHOOD_LABEL", "LIKELIHOOD_TEXT", "PAPER_KEY", "SEED_DESIGN_TEXT", "Sentence", "analysis_sentences",
+           "crossed_sentences",
            "design_sentences", "likelihood_label", "methods_paragraphs", "methods_text", "probe_sentence",
            "seed_caption",
            "seed_design", "seed_design_sentence", "software_sentence"]

@@ -401,8 +401,40 @@ def exponents_table(a: Analysis) -> Table:
     return t
 
 
+def crossed_table(a: Analysis) -> Table:
+    """Per pipeline of a crossed seed design: the draw verdict beside the scale verdict, SD_init, SD_data and SD_resid
+    with their 90% confidence intervals, the init share, and the Bayesian posterior of SD_init and P(SD_init >
+    margin)."""
+    rows = tables.crossed_rows(a)
+    if not rows:
+        raise LookupError("the cube has no crossed seed design (seeds: {init: [...], data: [...]})")
+    block = a.summary.crossed
+    unit, d = a.unit, a.digits + 1
+    rule = (f"A pipeline keeps its draw when SD_init's lower bound exceeds the margin of {block.margin * a.scale:g} "
+            f"{unit}, forgets it when the upper bound falls below it (alpha = {block.alpha:g}); "
+            if block.margin is not None else "No margin on SD_init was set, so there is no draw verdict; ")
+    t = Table("crossed", f"The memory of the initial draw ({block.n_init} init x {block.n_data} data seeds, crossed): "
+              f"per pipeline, the SD of the init seed's effect on the final {a.metric} (SD_init), of the data "
+              f"order's (SD_data) and of the rest (SD_resid), within sigma_w levels and pooled over them, in {unit} "
+              "with 90% confidence intervals; the init share SD_init^2 / (SD_init^2 + SD_data^2 + SD_resid^2); the "
+              "Bayesian crossed model's posterior median and 90% interval of SD_init and its P(SD_init > margin). "
+              + rule + "the scale verdict is the memory of sigma_w.",
+              [Column("pipeline", "Pipeline"), Column("draw_verdict", "Draw verdict"),
+               Column("scale_verdict", "Scale verdict"), Column("sd_init", f"SD_init ({unit})", d),
+               Column("sd_data", f"SD_data ({unit})", d), Column("sd_resid", f"SD_resid ({unit})", d),
+               Column("init_share", "Init share", 2), Column("bayes_sd_init", f"Bayes SD_init ({unit})", d),
+               Column("p_sd_init_gt_margin", "P(SD_init > margin)", 3)])
+    for r in rows:
+        t.rows.append([r["name"], r["draw_verdict"], r["scale_verdict"],
+                       *[Interval(r[f], r[f"{f}_lo"], r[f"{f}_hi"]) for f in ("sd_init", "sd_data", "sd_resid",
+                                                                               "init_share")],
+                       Interval(r["b_sd_init"], r["b_sd_init_lo"], r["b_sd_init_hi"]), r["p_gt_margin"]])
+    return t
+
+
 TABLES: tuple[Callable[[Analysis], Table], ...] = (verdict_table, atlas_table, variance_table, interpolation_table,
-                                                  collapse_table, forgetting_times_table, exponents_table)
+                                                  collapse_table, forgetting_times_table, exponents_table,
+                                                  crossed_table)
 
 
 def paper_tables(a: Analysis) -> tuple[list[Table], dict[str, str]]:

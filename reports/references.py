@@ -189,6 +189,32 @@ REFERENCES: dict[str, str] = {
   year    = {2003},
   doi     = {10.1037/1082-989X.8.4.434}
 }""",
+    "dodge2020finetuning": """@misc{dodge2020finetuning,
+  author        = {Dodge, Jesse and Ilharco, Gabriel and Schwartz, Roy and Farhadi, Ali and Hajishirzi, Hannaneh
+                   and Smith, Noah},
+  title         = {Fine-Tuning Pretrained Language Models: Weight Initializations, Data Orders, and Early Stopping},
+  year          = {2020},
+  eprint        = {2002.06305},
+  archivePrefix = {arXiv},
+  url           = {https://arxiv.org/abs/2002.06305}
+}""",
+    "graybill1980mls": """@article{graybill1980mls,
+  author  = {Graybill, Franklin A. and Wang, Chih-Ming},
+  title   = {Confidence intervals on nonnegative linear combinations of variances},
+  journal = {Journal of the American Statistical Association},
+  volume  = {75},
+  number  = {372},
+  pages   = {869--873},
+  year    = {1980},
+  doi     = {10.1080/01621459.1980.10477565}
+}""",
+    "burdick1992variance": """@book{burdick1992variance,
+  author    = {Burdick, Richard K. and Graybill, Franklin A.},
+  title     = {Confidence Intervals on Variance Components},
+  publisher = {Marcel Dekker},
+  address   = {New York},
+  year      = {1992}
+}""",
 }
 
 # Always written: the tool's own statistics stack and the paper, whether or not a sentence names them.

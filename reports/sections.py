@@ -54,6 +54,11 @@ def with_settings(drawn: Drawn) -> bool:
     return bool(tables.settings_rows(drawn.analysis))
 
 
+def with_crossed(a: Analysis) -> bool:
+    """The analysed cube was a crossed (init x data seeds) design: summary.json has a ``crossed`` block."""
+    return getattr(a.summary, "crossed", None) is not None
+
+
 @dataclass(frozen=True)
 class Section:
     """One report section.
@@ -66,6 +71,7 @@ class Section:
     section gets when no figure said why. A skipped section is left off the page (the contents and
     the notes at the top list it) unless ``kept_when_skipped``: then its heading stays, with the note
     under it (the figure sections do this, so a reader finds the figures' place and why they are absent).
+    ``applies`` says whether the section belongs to an analysis at all (:meth:`applies_to`).
     """
 
     id: str
@@ -76,10 +82,17 @@ class Section:
     partial: str = ""
     skip_reason: str = "nothing to show"
     kept_when_skipped: bool = False
+    applies: Callable[[Analysis], bool] | None = None
 
     def shown(self, a: Analysis, figures: list[Figure]) -> bool:
         """Whether the section is on the page, by its rule."""
         return self.show is None or self.show(Drawn(a, figures))
+
+    def applies_to(self, a: Analysis) -> bool:
+        """Whether the section belongs to this kind of analysis at all (None: every analysis). A section that
+        does not apply is not drawn, numbered, listed in the contents or noted as skipped: the report of an
+        analysis without a crossed design is the report it was before crossed designs existed."""
+        return self.applies is None or self.applies(a)
 
 
 SECTIONS: tuple[Section, ...] = (
@@ -90,6 +103,9 @@ SECTIONS: tuple[Section, ...] = (
             partial="metric.html.j2", kept_when_skipped=True),
     Section("variance", "Variance decomposition", figures=("variance_shares", "spread_forest"), show=with_figures,
             partial="variance.html.j2", kept_when_skipped=True),
+    Section("crossed", "Crossed seeds: the memory of the draw", figures=("crossed_components", "init_share_curve"),
+            tables=(("crossed_rows", tables.crossed_rows), ("crossed_level_rows", tables.crossed_level_rows)),
+            partial="crossed.html.j2", applies=with_crossed),
     Section("training", "Training curves", figures=("training_curves", "tau_scatter"), show=with_figures,
             partial="training.html.j2", kept_when_skipped=True),
     Section("radial", "Radial memory", figures=("kernel_norms", "rho_curves"), show=with_figures,
@@ -112,9 +128,14 @@ SECTIONS: tuple[Section, ...] = (
 BY_ID: dict[str, Section] = {s.id: s for s in SECTIONS}
 
 
-def numbers() -> dict[str, int]:
-    """Section id -> its number on the page (1-based, table order)."""
-    return {s.id: i for i, s in enumerate(SECTIONS, 1)}
+def applicable(a: Analysis) -> tuple[Section, ...]:
+    """The sections that belong to this analysis (:meth:`Section.applies_to`), in table order."""
+    return tuple(s for s in SECTIONS if s.applies_to(a))
+
+
+def numbers(secs: tuple[Section, ...] = SECTIONS) -> dict[str, int]:
+    """Section id -> its number on the page (1-based, table order), over ``secs`` (the sections that apply)."""
+    return {s.id: i for i, s in enumerate(secs, 1)}
 
 
 def _check() -> None:
@@ -132,5 +153,5 @@ def _check() -> None:
 
 _check()
 
-__all__ = ["BY_ID", "SECTIONS", "Drawn", "Section", "numbers", "with_cube", "with_figures", "with_figures_or_collapse",
-           "with_settings"]
+__all__ = ["BY_ID", "SECTIONS", "Drawn", "Section", "applicable", "numbers", "with_crossed", "with_cube",
+           "with_figures", "with_figures_or_collapse", "with_settings"]

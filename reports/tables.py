@@ -253,6 +253,62 @@ def settings_rows(a: Analysis) -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["assumption_rows", "collapse_rows", "diagnostics_rows", "failed_checks", "excluded_text",
-           "frequentist_rows", "interpolation_rows", "num", "q",
+# The draw verdicts (results/records.py, DRAW_VERDICTS) -> the badge class the report colours them by.
+DRAW_BADGE = {"keeps its draw": "keeps", "forgets its draw": "forgets", "undecided": "undecided"}
+
+
+def _bounds(b: Any, k: float, key: str = "estimate") -> tuple[float, float, float]:
+    """(estimate or median, lower, upper) of a crossed block's interval record, times ``k``; NaN where absent."""
+    if b is None:
+        return math.nan, math.nan, math.nan
+    return num(getattr(b, key, None)) * k, num(b.lower) * k, num(b.upper) * k
+
+
+def crossed_rows(a: Analysis) -> list[dict[str, Any]]:
+    """Per pipeline of a crossed design: the draw verdict beside the scale verdict, the variance components pooled
+    over sigma_w (SDs in report units, points for accuracies) with their 90% intervals, the init share, and the
+    Bayesian model's posterior of the same; empty for an analysis without a crossed block."""
+    block = getattr(a.summary, "crossed", None)
+    if block is None:
+        return []
+    k = a.scale
+    rows = []
+    order = [p for p in a.pipelines if p in block.pipelines] + [p for p in block.pipelines if p not in a.pipelines]
+    for p in order:
+        e = block.pipelines[p]
+        b = e.bayes
+        scale = a.summary.pipelines.get(p)
+        row: dict[str, Any] = {"name": p, "draw_verdict": e.draw_verdict,
+                               "draw_badge": DRAW_BADGE.get(str(e.draw_verdict), "unknown"),
+                               "scale_verdict": scale.verdict if scale is not None else None,
+                               "p_gt_margin": num(b.p_sd_init_gt_margin) if b is not None else math.nan}
+        for field in ("sd_init", "sd_data", "sd_resid", "init_share"):
+            kk = 1.0 if field == "init_share" else k
+            row[field], row[f"{field}_lo"], row[f"{field}_hi"] = _bounds(getattr(e, field), kk)
+            post = getattr(b, field, None) if b is not None else None
+            row[f"b_{field}"], row[f"b_{field}_lo"], row[f"b_{field}_hi"] = _bounds(post, kk, "median")
+        rows.append(row)
+    return rows
+
+
+def crossed_level_rows(a: Analysis) -> list[dict[str, Any]]:
+    """Per pipeline and sigma_w level of a crossed design: the variance components within the level (descriptive:
+    the draw verdict pools the levels), SDs in report units; empty without a crossed block."""
+    block = getattr(a.summary, "crossed", None)
+    if block is None:
+        return []
+    k = a.scale
+    rows = []
+    for p, e in block.pipelines.items():
+        for lv in sorted(e.by_sigma_w, key=lambda v: v.sigma_w):
+            row: dict[str, Any] = {"name": p, "sigma_w": float(lv.sigma_w)}
+            for field in ("sd_init", "sd_data", "sd_resid", "init_share"):
+                row[field], row[f"{field}_lo"], row[f"{field}_hi"] = _bounds(
+                    getattr(lv, field), 1.0 if field == "init_share" else k)
+            rows.append(row)
+    return rows
+
+
+__all__ = ["DRAW_BADGE", "assumption_rows", "collapse_rows", "crossed_level_rows", "crossed_rows", "diagnostics_rows",
+           "excluded_text", "failed_checks", "frequentist_rows", "interpolation_rows", "num", "q",
            "settings_rows", "summary_rows", "verdict_rows"]

@@ -337,6 +337,36 @@ def spread_sentence(a: Analysis) -> str | None:
     return f"The spread over σ_w is largest for {one(hi_p, hi)} and smallest for {one(lo_p, lo)}."
 
 
+def crossed_sentence(a: Analysis) -> str | None:
+    """The draw verdicts of a crossed design in one sentence (which pipelines keep, forget or leave undecided their
+    initial draw, at which margin); None for an analysis without a crossed block."""
+    block = getattr(a.summary, "crossed", None)
+    if block is None or not block.pipelines:
+        return None
+    if block.margin is None:
+        return (f"Crossed seeds ({block.n_init} init x {block.n_data} data seeds): no draw verdict, since no margin "
+                f"on SD_init was set ({option('draw_margin')}, in the metric's units).")
+    by: dict[str, list[str]] = {}
+    for p, e in block.pipelines.items():
+        by.setdefault(str(e.draw_verdict), []).append(p)
+    words = {"keeps its draw": ("keeps its draw", "keep their draw"),
+             "forgets its draw": ("forgets its draw", "forget their draw"),
+             "undecided": ("is undecided", "are undecided")}
+    parts = []
+    for verdict, (one, many) in words.items():
+        names = by.get(verdict, [])
+        if names:
+            parts.append(f"{_and(names)} {one if len(names) == 1 else many}")
+    margin = block.margin * a.scale
+    unit = a.unit if not (a.is_accuracy and margin == 1) else "point"
+    return (f"Crossed seeds ({block.n_init} init x {block.n_data} data seeds): " + "; ".join(parts)
+            + f" (margin {margin:g} {unit} on SD_init, alpha = {block.alpha:g}).")
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def interpolation_sentence(a: Analysis) -> str | None:
     """Which runs the verdicts rest on: the gate, and the levels left out for lack of interpolation."""
     gate = a.summary.gate or next((a.pipe(p).interpolation.gate for p in a.pipelines
@@ -423,6 +453,6 @@ def data_warnings(a: Analysis) -> list[str]:
     return out
 
 
-__all__ = ["collapse_sentence", "data_warnings", "divergence_warnings", "failures", "fmt", "fmt_p",
+__all__ = ["collapse_sentence", "crossed_sentence", "data_warnings", "divergence_warnings", "failures", "fmt", "fmt_p",
            "forgetting_sentence",
            "headline", "interpolation_recorded", "interpolation_sentence", "min_p_note", "sort_key", "spread_sentence"]

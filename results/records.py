@@ -350,6 +350,83 @@ class PipelineResult(Record):
         return self.n_excluded
 
 
+DrawVerdict = Literal["keeps its draw", "forgets its draw", "undecided"]
+DRAW_VERDICTS: tuple[str, ...] = ("keeps its draw", "forgets its draw", "undecided")
+
+
+class Bounds(Record):
+    """A frequentist estimate with its two-sided 90% confidence interval (each bound one-sided 95%: the bounds the
+    draw verdict reads)."""
+
+    estimate: Num = None
+    lower: Num = None
+    upper: Num = None
+
+
+class PosteriorBounds(Record):
+    """A posterior median with its 90% credible interval."""
+
+    median: Num = None
+    lower: Num = None
+    upper: Num = None
+
+
+class CrossedBayes(Record):
+    """The Bayesian crossed model's posterior of the same components, and P(SD_init > margin)."""
+
+    sd_init: PosteriorBounds = Field(default_factory=PosteriorBounds)
+    sd_data: PosteriorBounds = Field(default_factory=PosteriorBounds)
+    sd_resid: PosteriorBounds = Field(default_factory=PosteriorBounds)
+    init_share: PosteriorBounds = Field(default_factory=PosteriorBounds)
+    p_sd_init_gt_margin: Num = None
+
+
+class CrossedLevel(Record):
+    """The variance components within one sigma_w level (descriptive: the verdict pools the levels)."""
+
+    sigma_w: float
+    sd_init: Bounds = Field(default_factory=Bounds)
+    sd_data: Bounds = Field(default_factory=Bounds)
+    sd_resid: Bounds = Field(default_factory=Bounds)
+    init_share: Bounds = Field(default_factory=Bounds)
+
+
+class InitShareCurve(Record):
+    """The init share (and SD_init, SD_data) at each evaluated epoch: a descriptive curve, no test."""
+
+    epoch: list[float] = Field(default_factory=list)
+    init_share: list[Num] = Field(default_factory=list)
+    sd_init: list[Num] = Field(default_factory=list)
+    sd_data: list[Num] = Field(default_factory=list)
+
+
+class CrossedPipeline(Record):
+    """One pipeline of a crossed design: the draw verdict, the components pooled over sigma_w, their posterior,
+    per level, and over training (docs/crossed.md)."""
+
+    draw_verdict: DrawVerdict | None = None  # None: no margin (a metric other than an accuracy, no draw_margin)
+    sd_init: Bounds = Field(default_factory=Bounds)
+    sd_data: Bounds = Field(default_factory=Bounds)
+    sd_resid: Bounds = Field(default_factory=Bounds)
+    init_share: Bounds = Field(default_factory=Bounds)
+    bayes: CrossedBayes | None = None
+    by_sigma_w: list[CrossedLevel] = Field(default_factory=list)
+    init_share_curve: InitShareCurve | None = None
+
+
+class Crossed(Record):
+    """summary.json's ``crossed`` block: the draw verdicts of a crossed (init x data seeds) cube, absent for a
+    cube with a list of seeds. SDs are in the metric's units (fractions for accuracies), ``margin`` too (None: no
+    margin was given for a metric other than an accuracy, so there is no draw verdict)."""
+
+    margin: Num = None
+    alpha: float = 0.05
+    units: str = "points"
+    n_init: int
+    n_data: int
+    pipelines: dict[str, CrossedPipeline] = Field(default_factory=dict)
+
+
 class Attempt(Record):
     target_accept: Num = None
     tune: int | None = None
@@ -413,6 +490,15 @@ class Summary(Record):
     outputs: Outputs = Field(default_factory=Outputs)
     sequential: Sequential | None = None  # initmem run --until-decided: the design and what it spent
     spending: SpendingInfo | None = None  # what this analysis spent: alpha, and a sequential look's looks and look
+    crossed: Crossed | None = None  # a crossed (init x data seeds) cube: the draw verdicts; absent otherwise
+
+    def to_json(self) -> dict[str, Any]:
+        """As :meth:`Record.to_json`, without a ``crossed`` key when there is no crossed block: the summary of a
+        cube with a list of seeds is the file it was before crossed designs existed."""
+        out = super().to_json()
+        if out.get("crossed") is None:
+            out.pop("crossed", None)
+        return out
 
 
 class AxisScore(Record):

@@ -44,6 +44,9 @@ class AnalysisSpec(BaseModel):
     family: Literal[FAMILIES] | None = None      # type: ignore[valid-type]  # None: binomial when counts exist
     delta: float | None = None                   # smallest spread that matters; None: 1 point for accuracies
     alpha: float = Field(ALPHA, gt=0, le=0.5)    # each false verdict's rate over the whole design
+    # Crossed seed designs (docs/crossed.md): the draw verdict's margin on SD_init, in the metric's units;
+    # None: half a point for accuracies, and no draw verdict for other metrics.
+    draw_margin: float | None = None
     # One look of a sequential design (analysis/sequential.py): the design's seed counts, this look (1 = first)
     # and the design (models/sequential.py; None: SEQUENTIAL_DESIGN). Each share of alpha is then spent from its
     # own allotment at this look (models/sequential.py, ``Spending``); None: a fixed design at alpha.
@@ -90,7 +93,7 @@ class AnalysisSpec(BaseModel):
             raise ValueError(f"must lie strictly between 0 and 1 (got {v!r})")
         return v
 
-    @field_validator("delta", "rope", "tolerance")
+    @field_validator("delta", "draw_margin", "rope", "tolerance")
     @classmethod
     def _positive(cls, v: float | None) -> float | None:
         if v is not None and not (math.isfinite(v) and v > 0):
@@ -161,6 +164,7 @@ class AnalysisOptions(TypedDict, total=False):
     family: Literal["binomial", "gaussian"] | None
     delta: float | None
     alpha: float
+    draw_margin: float | None
     looks: Sequence[int] | None
     look: int | None
     design: str | None

@@ -28,6 +28,9 @@ N_CLASSES = 10
 FLAT = "flat"  # a truth axis along which nothing is forgotten
 TRUTH_AXES = (cube.EPOCH, *simulated_clocks(), FLAT)
 
+CROSSED_SDS = ("init_sd", "data_sd", "init_sigma_sd", "data_sigma_sd")
+CROSSED_FIELDS = ("n_init", "n_data", *CROSSED_SDS)
+
 _GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(40)
 _GH_W = _GH_W / _GH_W.sum()
 
@@ -71,13 +74,37 @@ class SimPipeline(optimizers.WeightDecaySplit):
     epochs: int | None = None  # horizon; None uses simulate_cube's ``epochs``
     p_not_interpolating: float = 0.0  # chance that a run never reaches the interpolation threshold
     extra: dict = field(default_factory=dict)
+    # A crossed seed design (``n_init`` x ``n_data`` runs, every (init, data) pair once; 0 x 0: one seed per run).
+    # The init seed's effect ``init_sd`` and the data seed's ``data_sd`` are shared by every sigma_w level, as a
+    # plain seed's; ``init_sigma_sd`` (``data_sigma_sd``) is the init x sigma_w (data x sigma_w) interaction, a
+    # seed's effect that differs by level. ``seed_sd`` is then the run's own effect shared by the levels (the
+    # init x data interaction) and ``residual_sd`` the cell's noise. ``n_seed`` becomes n_init x n_data.
+    n_init: int = 0
+    n_data: int = 0
+    init_sd: float = 0.0
+    data_sd: float = 0.0
+    init_sigma_sd: float = 0.0
+    data_sigma_sd: float = 0.0
+
+    @property
+    def crossed(self) -> bool:
+        """Whether the pipeline's runs cross init seeds with data seeds."""
+        return self.n_init > 0
 
     def __post_init__(self) -> None:
         if self.family not in ("binomial", "gaussian"):
             raise UserError(f"pipeline {self.name!r}: family must be binomial or gaussian, not {self.family!r}")
-        for name in ("sigma_sd", "seed_sd", "residual_sd"):
+        for name in ("sigma_sd", "seed_sd", "residual_sd", *CROSSED_SDS):
             if getattr(self, name) < 0:
                 raise UserError(f"pipeline {self.name!r}: {name} must be >= 0")
+        if (self.n_init > 0) != (self.n_data > 0) or self.n_init < 0 or self.n_data < 0:
+            raise UserError(f"pipeline {self.name!r}: a crossed seed design needs n_init >= 1 and n_data >= 1 "
+                            "(both 0 for one seed per run)")
+        if self.crossed:
+            object.__setattr__(self, "n_seed", self.n_init * self.n_data)
+        elif any(getattr(self, name) > 0 for name in CROSSED_SDS):
+            raise UserError(f"pipeline {self.name!r}: {', '.join(CROSSED_SDS)} need a crossed seed design "
+                            "(n_init and n_data)")
         if self.n_sigma < 1 or self.n_seed < 1:
             raise UserError(f"pipeline {self.name!r}: n_sigma and n_seed must be >= 1")
         if self.optimizer not in optimizers.BY_NAME:
@@ -263,9 +290,16 @@ def simulate_cube(
         raise UserError("pipeline names must be unique")
     if curves and truth_axis not in TRUTH_AXES:
         raise UserError(f"truth axis must be one of {', '.join(TRUTH_AXES)}, not {truth_axis!r}")
+    n_crossed = sum(p.crossed for p in pipelines)
+    if 0 < n_crossed < len(pipelines):
+        raise UserError("a cube's seed dim is either one seed per run or a crossed design's runs: every pipeline "
+                        "needs n_init and n_data, or none")
     rng = np.random.default_rng(seed)
     n_sig = max(p.n_sigma for p in pipelines)
     n_sd = max(p.n_seed for p in pipelines)
+    if n_crossed:
+        n_i, n_j = max(p.n_init for p in pipelines), max(p.n_data for p in pipelines)
+        n_sd = n_i * n_j
     levels = sigma_levels(n_sig)
     seeds = np.arange(n_sd)
     pipes = [replace(p, epochs=p.epochs or epochs) for p in pipelines]
@@ -286,12 +320,18 @@ def simulate_cube(
     for a, p in enumerate(pipes):
         idx = _subset(n_sig, p.n_sigma)
         u = rng.normal(0.0, p.sigma_sd, p.n_sigma)
-        v = rng.normal(0.0, p.seed_sd, p.n_seed)
-        e = rng.normal(0.0, p.residual_sd, (p.n_sigma, p.n_seed))
-        eta = p.baseline + u[:, None] + v[None, :] + e
-        status[a, idx, : p.n_seed] = cube.OK
-        eta_cell[a, idx, : p.n_seed] = eta
-        interp[a, idx, : p.n_seed] = rng.random((p.n_sigma, p.n_seed)) >= p.p_not_interpolating
+        if p.crossed:
+            eta, crossed_truth = _crossed_eta(p, u, rng)
+            cols = (np.arange(p.n_init)[:, None] * n_j + np.arange(p.n_data)[None, :]).ravel()
+            cells = (a, idx[:, None], cols[None, :])
+        else:
+            v = rng.normal(0.0, p.seed_sd, p.n_seed)
+            e = rng.normal(0.0, p.residual_sd, (p.n_sigma, p.n_seed))
+            eta = p.baseline + u[:, None] + v[None, :] + e
+            cells = (a, idx, slice(0, p.n_seed))
+        status[cells] = cube.OK
+        eta_cell[cells] = eta
+        interp[cells] = rng.random((p.n_sigma, p.n_seed)) >= p.p_not_interpolating
         if p.family == "binomial":
             # Independent errors: example x is right with probability sigmoid(eta + offset_x +
             # level-specific offset), so which examples a run gets right varies across seeds as
@@ -303,21 +343,24 @@ def simulate_cube(
             right = rng.random(prob.shape) < prob
             k = right.sum(axis=-1)
             wrong = (labels + rng.integers(1, N_CLASSES, right.shape)) % N_CLASSES
-            pred[a, idx, : p.n_seed] = np.where(right, labels, wrong)
-            correct[a, idx, : p.n_seed] = k
-            acc[a, idx, : p.n_seed] = k / n_test
-            expected = np.array([expected_accuracy(p.baseline + u_i, math.hypot(p.seed_sd, p.residual_sd), off)
+            pred[cells] = np.where(right, labels, wrong)
+            correct[cells] = k
+            acc[cells] = k / n_test
+            expected = np.array([expected_accuracy(p.baseline + u_i, _run_sd(p), off)
                                  for u_i, off in zip(u, lev_off, strict=True)]).ravel()
         else:
-            acc[a, idx, : p.n_seed] = eta
+            acc[cells] = eta
             expected = p.baseline + u
         total_var = p.sigma_sd**2 + p.seed_sd**2 + p.residual_sd**2
+        if p.crossed:
+            total_var += sum(getattr(p, name) ** 2 for name in CROSSED_SDS)
+        hidden = ("extra",) if p.crossed else ("extra", *CROSSED_FIELDS)
         truth["pipelines"][p.name] = {
-            **{k_: v_ for k_, v_ in asdict(p).items() if k_ != "extra"},
+            **{k_: v_ for k_, v_ in asdict(p).items() if k_ not in hidden},
             "alpha": p.baseline,
             "sigma_w": levels[idx].tolist(),
             "u": u.tolist(),
-            "v": v.tolist(),
+            **({"crossed": crossed_truth} if p.crossed else {"v": v.tolist()}),
             "expected": expected.tolist(),
             "spread": float(expected.max() - expected.min()) if p.n_sigma > 1 else 0.0,
             "memory_share": p.sigma_sd**2 / total_var if total_var > 0 else 0.0,
@@ -333,6 +376,9 @@ def simulate_cube(
     settings["family"] = [p.family for p in pipes]
     ds = ds.assign_coords({name: (cube.PIPELINE, np.array(v, dtype=object if isinstance(v[0], str) else None))
                            for name, v in settings.items()})
+    if n_crossed:
+        ds = ds.assign_coords({cube.INIT_SEED: (cube.SEED, np.repeat(np.arange(n_i), n_j)),
+                               cube.DATA_SEED: (cube.SEED, np.tile(np.arange(n_j), n_i))})
     if any(p.family == "binomial" for p in pipes):
         ds.coords[cube.EXAMPLE] = np.arange(n_test)
         ds[cube.TEST_PRED] = ((*cube.CELL_DIMS, cube.EXAMPLE), pred)
@@ -359,6 +405,36 @@ def simulate_cube(
         cube.A_TRUTH: truth,
     })
     return cube.canonicalize(ds)
+
+
+def _run_sd(p: SimPipeline) -> float:
+    """The SD of one run's eta around its level's mean over new seeds: every seed component and the residual."""
+    if not p.crossed:
+        return math.hypot(p.seed_sd, p.residual_sd)
+    return math.sqrt(p.seed_sd**2 + p.residual_sd**2 + sum(getattr(p, name) ** 2 for name in CROSSED_SDS))
+
+
+def _crossed_eta(p: SimPipeline, u: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+    """eta of a crossed pipeline's (n_sigma, n_init x n_data) runs, init outer and data inner, and its truth.
+
+    eta[l, (i, j)] = baseline + u_l + A_i + a_li + B_j + b_lj + v_ij + e_lij: the init seed's effect A_i and the
+    data seed's B_j shared by every level, their interactions with sigma_w a_li (SD ``init_sigma_sd``) and b_lj
+    (``data_sigma_sd``), the run's own effect v_ij shared by the levels (``seed_sd``) and the cell's noise e."""
+    n_l, n_i, n_j = p.n_sigma, p.n_init, p.n_data
+    big_a, big_b = rng.normal(0.0, p.init_sd, n_i), rng.normal(0.0, p.data_sd, n_j)
+    a = rng.normal(0.0, p.init_sigma_sd, (n_l, n_i))
+    b = rng.normal(0.0, p.data_sigma_sd, (n_l, n_j))
+    v = rng.normal(0.0, p.seed_sd, (n_i, n_j))
+    e = rng.normal(0.0, p.residual_sd, (n_l, n_i, n_j))
+    eta = (p.baseline + u[:, None, None] + (big_a[None, :] + a)[:, :, None] + (big_b[None, :] + b)[:, None, :]
+           + v[None] + e)
+    truth = {"n_init": n_i, "n_data": n_j,
+             "sd_init": math.hypot(p.init_sd, p.init_sigma_sd),    # the within-level SD of an init seed's effect
+             "sd_data": math.hypot(p.data_sd, p.data_sigma_sd),
+             "sd_resid": math.hypot(p.seed_sd, p.residual_sd),     # the init x data interaction and the noise
+             "init": big_a.tolist(), "data": big_b.tolist(), "init_sigma": a.tolist(), "data_sigma": b.tolist(),
+             "run": v.tolist()}
+    return eta.reshape(n_l, n_i * n_j), truth
 
 
 def _subset(n_total: int, n: int) -> np.ndarray:
@@ -464,6 +540,57 @@ def _add_curves(ds: xr.Dataset, pipes: list[SimPipeline], eta_cell: np.ndarray, 
     }
 
 
+def crossed_tables(n_tables: int, level_means: np.ndarray, n_init: int, n_data: int, rng: np.random.Generator, *,
+                   init_sd: float = 0.0, data_sd: float = 0.0, init_sigma_sd: float = 0.0,
+                   data_sigma_sd: float = 0.0, run_sd: float = 0.0, residual_sd: float = 0.0) -> np.ndarray:
+    """Gaussian tables of a crossed seed design drawn from the model of :func:`simulate_cube` (``_crossed_eta``)
+    in outcome units, many at once: the fast route for calibrating the tests that read such tables.
+
+    Parameters
+    ----------
+    n_tables : int
+        How many tables.
+    level_means : array of float
+        The expected outcome at each sigma_w level (L,): the truth the tests are about.
+    n_init, n_data : int
+        The design: n_init x n_data runs, init seed outer, data seed inner (the cube's run order).
+    rng : numpy.random.Generator
+        The random numbers.
+    init_sd, data_sd : float
+        The init (data) seed's effect shared by every level.
+    init_sigma_sd, data_sigma_sd : float
+        The init x sigma_w (data x sigma_w) interaction: the part of a seed's effect that differs by level, so the
+        seed's effects at two levels correlate by init_sd^2 / (init_sd^2 + init_sigma_sd^2) (0: independent, 1:
+        identical).
+    run_sd : float
+        The run's own effect shared by the levels (init x data interaction).
+    residual_sd : float
+        The cell's noise.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n_tables, L, n_init x n_data).
+
+    Raises
+    ------
+    UserError
+        A design without runs, or a negative SD.
+    """
+    mu = np.asarray(level_means, dtype=float)
+    sds = (init_sd, data_sd, init_sigma_sd, data_sigma_sd, run_sd, residual_sd)
+    if n_tables < 1 or n_init < 1 or n_data < 1 or mu.ndim != 1 or mu.size < 1:
+        raise UserError("crossed_tables needs n_tables, n_init, n_data >= 1 and one mean per sigma_w level")
+    if min(sds) < 0:
+        raise UserError("crossed_tables: every SD must be >= 0")
+    n, n_l = n_tables, mu.size
+    init = rng.normal(0.0, init_sd, (n, 1, n_init, 1)) + rng.normal(0.0, init_sigma_sd, (n, n_l, n_init, 1))
+    data = rng.normal(0.0, data_sd, (n, 1, 1, n_data)) + rng.normal(0.0, data_sigma_sd, (n, n_l, 1, n_data))
+    run = rng.normal(0.0, run_sd, (n, 1, n_init, n_data))
+    y = mu[None, :, None, None] + init + data + run + rng.normal(0.0, residual_sd, (n, n_l, n_init, n_data))
+    return y.reshape(n, n_l, n_init * n_data)
+
+
 def read_truth(ds: xr.Dataset) -> dict:
     """The truth a simulated cube was drawn from (raises UserError for a cube that has none)."""
     truth = cube.json_attr(ds, cube.A_TRUTH)
@@ -472,6 +599,7 @@ def read_truth(ds: xr.Dataset) -> dict:
     return truth
 
 
-__all__ = ["DESIGNS", "expected_accuracy", "SimPipeline", "clocks", "example_offsets", "lr_per_step",
+__all__ = ["CROSSED_FIELDS", "CROSSED_SDS", "DESIGNS", "crossed_tables",
+           "expected_accuracy", "SimPipeline", "clocks", "example_offsets", "lr_per_step",
            "preset_pipelines", "read_truth",
            "sigma_levels", "simulate_cube"]

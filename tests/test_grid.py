@@ -227,7 +227,7 @@ def _refused(data, *needles: str) -> str:
     return msg
 
 
-@pytest.mark.parametrize("name", ["quick", "digits", "paper", "clocks", "arms"])
+@pytest.mark.parametrize("name", ["quick", "digits", "paper", "clocks", "arms", "atlas", "crossed"])
 def test_every_packaged_preset_still_loads(name):
     assert load_grid(name).name == name
 

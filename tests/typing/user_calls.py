@@ -35,7 +35,8 @@ figures: list[matplotlib.figure.Figure] = [
     ip.metric_vs_sigma(analysis), ip.variance_shares(analysis), ip.spread_forest(analysis),
     ip.training_curves(analysis), ip.tau_scatter(analysis), ip.kernel_norms(analysis), ip.rho_curves(analysis),
     ip.clock_panels(analysis), ip.forgetting_times(analysis), ip.forgetting_dose(analysis),
-    ip.curves_side_by_side(analysis), ip.ppc_intervals(analysis),
+    ip.curves_side_by_side(analysis), ip.ppc_intervals(analysis), ip.crossed_components(analysis),
+    ip.init_share_curve(analysis, width=3.5),
 ]
 with ip.style():
     width: float = ip.WIDTHS["single"]

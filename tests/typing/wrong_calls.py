@@ -35,6 +35,8 @@ ip.forgetting_times("a", dpi=300)  # wrong
 ip.forgetting_dose("a", 2.0)  # wrong
 ip.curves_side_by_side(pipelines=["sgd"])  # wrong
 ip.ppc_intervals({"a": 1})  # wrong
+ip.crossed_components("a", width="single")  # wrong
+ip.init_share_curve()  # wrong
 ip.style("paper")  # wrong
 ip.screen_style(1)  # wrong
 ip.description("fig")  # wrong

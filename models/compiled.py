@@ -73,6 +73,14 @@ class Compiled:
     def cache_hit(self) -> bool:
         return self.source in ("memory", "disk")
 
+    def record(self) -> dict[str, Any]:
+        """The fit diagnostics' ``compile_cache`` entry: where the sampler came from, and why not from the
+        disk cache when there is a note."""
+        out: dict[str, Any] = {"source": self.source, "cache_hit": self.cache_hit, "key": self.key[:16]}
+        if self.note:
+            out["note"] = self.note
+        return out
+
 
 def cache_dir() -> Path | None:
     """The disk cache's folder: $INITMEM_CACHE_DIR, else $XDG_CACHE_HOME/initmem, else
@@ -156,6 +164,48 @@ def compile_model(model: Any, key: str, data: dict[str, np.ndarray]) -> Compiled
         note = note or store_note
     _remember(key, sampler)
     return Compiled(sampler, source, time.perf_counter() - t0, key, note)
+
+
+class NutpieFit:
+    """The compile-once, sample, swap-data bookkeeping that every PyMC model sampled with nutpie shares
+    (models/memory.py, models/crossed.py). A subclass provides ``model`` (the PyMC model) and
+    ``structure()`` (what its compiled sampler depends on besides the code), and calls
+    :meth:`_nutpie_sample` to fit and :meth:`_share_sampler` when it makes a copy with new data."""
+
+    model: Any
+    _compiled: Any = None
+    compile_seconds: float = 0.0
+    sampling_seconds: float = 0.0
+    compile_cache: dict[str, Any]
+
+    def structure(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _nutpie_sample(self, data: dict[str, np.ndarray], *, draws: int, tune: int, chains: int, seed: int,
+                       target_accept: float, progress: bool) -> Any:
+        """Compile (or fetch) this model's sampler on first use, then draw with nutpie; returns the
+        InferenceData and records where the sampler came from and how long each step took."""
+        import nutpie
+
+        if self._compiled is None:
+            got = compile_model(self.model, structure_key(self.structure()), data)
+            self._compiled = got.sampler
+            self.compile_seconds = got.seconds
+            self.compile_cache = got.record()
+        t0 = time.perf_counter()
+        idata = nutpie.sample(self._compiled, draws=draws, tune=tune, chains=chains, seed=seed,
+                              cores=min(chains, os.cpu_count() or 1), progress_bar=progress,
+                              target_accept=target_accept, save_warmup=False)
+        self.sampling_seconds = time.perf_counter() - t0
+        return idata
+
+    def _share_sampler(self, new: NutpieFit, data: dict[str, np.ndarray]) -> None:
+        """Give ``new`` (a copy of this model holding other data of the same shape) this model's compiled
+        sampler with ``data`` swapped in: a refit at no compile cost."""
+        if self._compiled is not None:
+            new._compiled = self._compiled.with_data(**data)
+            new.compile_seconds = 0.0
+            new.compile_cache = {**self.compile_cache, "source": "memory", "cache_hit": True}
 
 
 def clear_memory() -> None:

@@ -55,8 +55,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -176,7 +174,7 @@ def model_arrays(y: np.ndarray) -> dict[str, np.ndarray]:
     return {"z": z.ravel(), "obs": obs.astype(float).ravel(), "scale": scale, "center": center}
 
 
-class CrossedModel:
+class CrossedModel(compiled.NutpieFit):
     """Build, fit and summarize the crossed random-effects model of one metric's (P, L, I, J) table.
 
     Parameters
@@ -319,21 +317,9 @@ class CrossedModel:
         return self.idata
 
     def _sample(self, draws: int, tune: int, chains: int, seed: int, target_accept: float, progress: bool) -> None:
-        import nutpie
-
-        if self._compiled is None:
-            data = {k: self._arr[k] for k in ("z", "obs")}
-            got = compiled.compile_model(self.model, compiled.structure_key(self.structure()), data)
-            self._compiled = got.sampler
-            self.compile_seconds = got.seconds
-            self.compile_cache = {"source": got.source, "cache_hit": got.cache_hit, "key": got.key[:16]}
-            if got.note:
-                self.compile_cache["note"] = got.note
-        t0 = time.perf_counter()
-        idata = nutpie.sample(self._compiled, draws=draws, tune=tune, chains=chains, seed=seed,
-                              cores=min(chains, os.cpu_count() or 1), progress_bar=progress,
-                              target_accept=target_accept, save_warmup=False)
-        self.sampling_seconds = time.perf_counter() - t0
+        data = {k: self._arr[k] for k in ("z", "obs")}
+        idata = self._nutpie_sample(data, draws=draws, tune=tune, chains=chains, seed=seed,
+                                    target_accept=target_accept, progress=progress)
         self.idata = self._add_derived(idata)
 
     def refit(self, y: Any, **fit_kwargs: Any) -> CrossedModel:
@@ -363,10 +349,7 @@ class CrossedModel:
             raise UserError(f"refit needs a table of shape {self.shape}, not {arr.shape}")
         new = object.__new__(CrossedModel)
         new.__dict__.update({**self.__dict__, "y": arr, "_arr": model_arrays(arr), "idata": None, "attempts": []})
-        if self._compiled is not None:
-            new._compiled = self._compiled.with_data(z=new._arr["z"], obs=new._arr["obs"])
-            new.compile_seconds = 0.0
-            new.compile_cache = {**self.compile_cache, "source": "memory", "cache_hit": True}
+        self._share_sampler(new, {"z": new._arr["z"], "obs": new._arr["obs"]})
         new.fit(**{**self._fit_kwargs, **fit_kwargs})
         return new
 

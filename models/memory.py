@@ -101,7 +101,7 @@ def _model_arrays(d: MemoryData, priors: Priors, delta: float | None) -> dict[st
             "seed_effect": np.full(len(d.pipelines), 1.0 if d.seed_design == cube.SEED_PAIRED else 0.0)}
 
 
-class MemoryModel:
+class MemoryModel(compiled.NutpieFit):
     """Build, fit and summarize the memory model of one metric."""
 
     def __init__(self, data: MemoryData, *, delta: float | None = None, priors: Priors | None = None,
@@ -246,20 +246,8 @@ class MemoryModel:
         return self.idata
 
     def _fit_nutpie(self, draws, tune, chains, seed, target_accept, progress):
-        import nutpie
-
-        if self._compiled is None:
-            got = compiled.compile_model(self.model, compiled.structure_key(self.structure()), self._inputs())
-            self._compiled = got.sampler
-            self.compile_seconds = got.seconds
-            self.compile_cache = {"source": got.source, "cache_hit": got.cache_hit, "key": got.key[:16]}
-            if got.note:
-                self.compile_cache["note"] = got.note
-        t0 = time.perf_counter()
-        idata = nutpie.sample(self._compiled, draws=draws, tune=tune, chains=chains, seed=seed,
-                              cores=min(chains, os.cpu_count() or 1), progress_bar=progress,
-                              target_accept=target_accept, save_warmup=False)
-        self.sampling_seconds = time.perf_counter() - t0
+        idata = self._nutpie_sample(self._inputs(), draws=draws, tune=tune, chains=chains, seed=seed,
+                                    target_accept=target_accept, progress=progress)
         self.sampler_used = "nutpie"
         return idata
 
@@ -291,10 +279,7 @@ class MemoryModel:
         arr = new._inputs()
         with new.model:
             pm.set_data(arr)
-        if self._compiled is not None:
-            new._compiled = self._compiled.with_data(**arr)
-            new.compile_seconds = 0.0
-            new.compile_cache = {**self.compile_cache, "source": "memory", "cache_hit": True}
+        self._share_sampler(new, arr)
         new.fit(**{**self._fit_kwargs, **fit_kwargs})
         return new
 

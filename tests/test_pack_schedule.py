@@ -42,6 +42,21 @@ def test_one_pipeline_is_split_over_two_workers_and_every_cell_is_trained_once(t
     assert [len(t.cells) for t in fixed] == [20]
 
 
+def test_a_second_look_packs_only_its_new_seeds_in_equal_halves(tmp_path: Path) -> None:
+    """Seeds 4-7 added to one pipeline of an 8-seed grid: two packs of 10, not the 8 and 12 left by packing
+    the whole grid (sigma_w-major) and dropping the cells seeds 0-3 already trained."""
+    grid = _quick()
+    grid = grid.model_copy(update={"seeds": list(range(8))})
+    todo = {c for c in all_cells(grid) if c[0] == "sgd_low_lr" and c[2] >= 4}
+    run = RunDir(tmp_path)
+    (tmp_path / "checkpoints").mkdir()
+    two = plan_tasks(run, grid, todo, device="cpu", pack_size=None, workers=2)
+    assert [len(t.cells) for t in two] == [10, 10]
+    assert _cells(two) == sorted(todo)
+    one = plan_tasks(run, grid, todo, device="cpu", pack_size=None, workers=1)
+    assert [len(t.cells) for t in one] == [20] and _cells(one) == sorted(todo)
+
+
 @pytest.mark.slow
 def test_packs_go_longest_first_when_workers_share_them(tmp_path: Path) -> None:
     grid = _quick()

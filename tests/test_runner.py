@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 from collections import Counter
 from pathlib import Path
@@ -221,6 +222,27 @@ def test_merge_is_deterministic_and_rerunnable(tmp_path: Path, baseline: Path) -
     for v in first.data_vars:
         assert first[v].values.tobytes() == again[v].values.tobytes(), v
     assert leftover_temporaries(run_dir) == []
+
+
+@pytest.mark.slow
+def test_shards_read_by_several_processes_give_the_same_scan_and_cube(
+        tmp_path: Path, baseline: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The merge and the resume scan read shards with a process pool: the same good shards, the same corrupt
+    ones with the same reasons, the same cube, as one process."""
+    from initmem.collect.execution import shards as sh
+    from initmem.collect.execution.assemble import merge_run
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(baseline.parent, run_dir)
+    victim = sorted(shard_files(run_dir / "shards"))[3]
+    victim.write_bytes(victim.read_bytes()[:200])
+    monkeypatch.setattr(sh, "PARALLEL_MIN_SHARDS", 2)          # the baseline has 12 shards
+    one, two = sh.scan_shards(run_dir / "shards", jobs=1), sh.scan_shards(run_dir / "shards", jobs=2)
+    assert sorted(one[0]) == sorted(two[0]) and len(one[0]) == len(CELLS) - 1
+    assert one[1] == two[1] and [p.name for p, _ in two[1]] == [victim.name]
+    a = merge_run(run_dir, jobs=1).ds
+    b = merge_run(run_dir, jobs=2).ds
+    assert a.drop_attrs().identical(b.drop_attrs())
 
 
 @pytest.mark.slow

@@ -22,8 +22,9 @@ from initmem.errors import UserError, option
 from initmem.grid import grid_hash
 
 
-def merge_run(run_dir: str | os.PathLike, *, grid: Any = None) -> MergeReport:
-    """Merge every shard of a run folder into ``DIR/cube.nc`` (atomically, re-runnable)."""
+def merge_run(run_dir: str | os.PathLike, *, grid: Any = None, jobs: int = 1) -> MergeReport:
+    """Merge every shard of a run folder into ``DIR/cube.nc`` (atomically, re-runnable), reading the shards with
+    ``jobs`` processes."""
     run = RunDir(Path(run_dir))
     if not run.exists():
         raise run.not_a_run()
@@ -33,7 +34,7 @@ def merge_run(run_dir: str | os.PathLike, *, grid: Any = None) -> MergeReport:
         seeds=[int(k) for k in grid.runs], seed_coords=grid.seed_coords(), accepted_hashes=run.accepted_hashes(),
         attrs={cube.A_GRID: grid.to_yaml(), cube.A_GRID_HASH: grid_hash(grid), cube.A_GRID_NAME: grid.name},
         pipeline_defaults={p: pipeline_coords(spec, grid.model_of(p) if grid.mixed_models else None)
-                           for p, spec in grid.pipelines.items()})
+                           for p, spec in grid.pipelines.items()}, jobs=jobs)
     EventLog(run.events).emit("merge", cube=str(run.cube), shards=report.n_shards,
                               corrupt=[p.name for p, _ in report.corrupt],
                               foreign=[p.name for p, _ in report.foreign], missing=len(report.missing))

@@ -8,6 +8,7 @@ size of one member), capped, and then balanced so a pipeline's packs have near-e
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 from initmem.collect.train.data import load_split
 from initmem.collect.train.devices import device_kind, free_memory_bytes
@@ -36,14 +37,22 @@ def auto_pack_size(grid: Grid, pipeline: str, device: str) -> int:
     return max(1, min(fit, MAX_PACK.get(kind, 32)))
 
 
-def plan_packs(grid: Grid, *, device: str, pack_size: int | None = None) -> list[tuple[str, list[tuple[float, int]]]]:
-    """(pipeline, cells) per pack, pipelines in grid order, cells sigma_w-major: deterministic."""
+def plan_packs(grid: Grid, *, device: str, pack_size: int | None = None,
+               only: Collection[tuple[str, float, int]] | None = None) -> list[tuple[str, list[tuple[float, int]]]]:
+    """(pipeline, cells) per pack, pipelines in grid order, cells sigma_w-major: deterministic.
+
+    ``only`` restricts the packs to those (pipeline, sigma_w, seed) cells, sized on what is left to train:
+    a sequential look that adds seeds 4-7 to one pipeline gets packs of equal size, where packing the whole
+    grid first and then dropping the trained cells would leave packs of 8 and 12."""
     if pack_size is not None and pack_size < 1:
         raise ValueError("pack_size must be >= 1")
     size_opt = pack_size or grid.engine.pack_size
     plans: list[tuple[str, list[tuple[float, int]]]] = []
     for pipeline in grid.pipelines:
-        cells = grid.cells(pipeline)
+        cells = [(float(s), int(k)) for s, k in grid.cells(pipeline)
+                 if only is None or (pipeline, float(s), int(k)) in only]
+        if not cells:
+            continue
         cap = size_opt or auto_pack_size(grid, pipeline, device)
         n_packs = math.ceil(len(cells) / cap)
         size = math.ceil(len(cells) / n_packs)

@@ -32,7 +32,7 @@ from initmem.collect.execution import checkpoints
 from initmem.collect.execution.assemble import corrupt_error, merge_run, print_summary
 from initmem.collect.execution.budgets import training_grid
 from initmem.collect.execution.events import EventLog, cell_dict, now_iso
-from initmem.collect.execution.local_executor import auto_jobs, run_local, worker_plan
+from initmem.collect.execution.local_executor import auto_jobs, run_local, usable_cores, worker_plan
 from initmem.collect.execution.options import EXECUTORS, CollectFields, CollectOptions, Executor
 from initmem.collect.execution.pack_job import PackTask, TrainFn, default_train_fn
 from initmem.collect.execution.progress import ProgressView
@@ -143,7 +143,7 @@ def check_data(grid: Any) -> str:
 def finished_cells(run: RunDir, grid: Any, *, retry_failed: bool, quiet: bool) -> dict[Cell, int]:
     """Cells with a usable shard of this run (cell -> status); quarantines corrupt shards."""
     events = EventLog(run.events)
-    good, corrupt = scan_shards(run.shards)
+    good, corrupt = scan_shards(run.shards, jobs=usable_cores())
     for path, why in corrupt:
         run.corrupt.mkdir(parents=True, exist_ok=True)
         dest = run.corrupt / f"{path.name}.{now_iso().replace(':', '')}"
@@ -188,9 +188,7 @@ def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_siz
     rest = todo - covered
     n_started = len(tasks)
     if rest:
-        fresh = [(pipe, [(float(s), int(k)) for s, k in cells if (pipe, float(s), int(k)) in rest])
-                 for pipe, cells in plan_packs(grid, device=device, pack_size=pack_size)]
-        fresh = [(pipe, cells) for pipe, cells in fresh if cells]
+        fresh = plan_packs(grid, device=device, pack_size=pack_size, only=rest)
         if workers > 1:
             if pack_size is None and grid.engine.pack_size is None:   # the user's pack size is never split
                 fresh = spread_over_workers(fresh, workers - n_started)
@@ -343,7 +341,7 @@ def collect(grid_path_or_grid: Grid | str | os.PathLike, out_dir: str | os.PathL
         if lost is None:  # submitted to Slurm without waiting
             return run.cube
         cells = all_cells(grid)
-        report = merge_run(run.root, grid=grid)
+        report = merge_run(run.root, grid=grid, jobs=usable_cores())
         EventLog(run.events).emit("run_end", cells=len(cells), missing=len(report.missing), lost=lost)
         print_summary(report, run, opts.quiet)
         for line in lost:

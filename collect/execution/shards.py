@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,19 +158,59 @@ def shard_files(shards_dir: str | os.PathLike) -> list[Path]:
                   and not p.name.startswith("."))
 
 
-def scan_shards(shards_dir: str | os.PathLike, *, keep_data: bool = False
+# Below this many shards a process pool costs more to start (an interpreter importing xarray) than it saves.
+PARALLEL_MIN_SHARDS = 64
+
+
+def scan_shards(shards_dir: str | os.PathLike, *, keep_data: bool = False, jobs: int = 1
                 ) -> tuple[dict[Cell, ShardInfo], list[tuple[Path, str]]]:
-    """Read every shard: (cell -> info for the good ones, [(path, reason)] for the corrupt)."""
+    """Read every shard: (cell -> info for the good ones, [(path, reason)] for the corrupt).
+
+    Reading is most of a merge and of a resume's scan (about 50 ms a shard, nearly all of it xarray's and
+    HDF5's work in Python), so with ``jobs > 1`` and at least ``PARALLEL_MIN_SHARDS`` shards the files are
+    read by that many processes. The result does not depend on ``jobs``: it is assembled in file-name order.
+    """
+    paths = shard_files(shards_dir)
     good: dict[Cell, ShardInfo] = {}
     bad: list[tuple[Path, str]] = []
-    for path in shard_files(shards_dir):
-        try:
-            info = read_shard(path, keep_data=keep_data)
-        except CorruptShard as exc:
-            bad.append((path, str(exc)))
-            continue
-        good[info.cell] = info
+    for path, got in zip(paths, _read_shards(paths, keep_data, jobs), strict=True):
+        if isinstance(got, str):
+            bad.append((path, got))
+        else:
+            good[got.cell] = got
     return good, bad
+
+
+def _spawnable() -> bool:
+    """Whether a spawned process can start: it re-imports the parent's main script, which a program read from
+    standard input (``python - < script``) does not have as a file."""
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    return main_file is None or os.path.exists(main_file)
+
+
+def _read_or_reason(path: Path, keep_data: bool) -> ShardInfo | str:
+    """A shard's info, or the reason it is corrupt (a string travels between processes as it is)."""
+    try:
+        return read_shard(path, keep_data=keep_data)
+    except CorruptShard as exc:
+        return str(exc)
+
+
+def _read_shards(paths: list[Path], keep_data: bool, jobs: int) -> list[ShardInfo | str]:
+    if jobs <= 1 or len(paths) < PARALLEL_MIN_SHARDS or not _spawnable():
+        return [_read_or_reason(p, keep_data) for p in paths]
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    # spawn, as the training workers: the parent may hold torch's and OpenMP's threads, which fork does not copy
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
+            return list(pool.map(_read_or_reason, paths, [keep_data] * len(paths),
+                                 chunksize=max(1, len(paths) // (4 * jobs))))
+    except (BrokenProcessPool, OSError):
+        # no process could start (a parent run from standard input cannot be spawned again, say): read here
+        return [_read_or_reason(p, keep_data) for p in paths]
 
 
 # Merging -----------------------------------------------------------------------------------
@@ -353,10 +394,10 @@ def merge(infos: list[ShardInfo], *, pipelines: list[str], sigma_w: list[float],
 def merge_dir(shards_dir: str | os.PathLike, out_path: str | os.PathLike, *, pipelines: list[str],
               sigma_w: list[float], seeds: list[int], accepted_hashes: set[str], attrs: dict[str, Any],
               pipeline_defaults: dict[str, dict[str, Any]],
-              seed_coords: dict[str, list[int]] | None = None) -> MergeReport:
-    """Read every shard under ``shards_dir``, merge, and write the cube atomically (``seed_coords``: as
-    :func:`merge`)."""
-    good, corrupt = scan_shards(shards_dir, keep_data=True)
+              seed_coords: dict[str, list[int]] | None = None, jobs: int = 1) -> MergeReport:
+    """Read every shard under ``shards_dir`` (with ``jobs`` processes; :func:`scan_shards`), merge, and write
+    the cube atomically (``seed_coords``: as :func:`merge`)."""
+    good, corrupt = scan_shards(shards_dir, keep_data=True, jobs=jobs)
     wanted = {(p, float(s), int(k)) for p in pipelines for s in sigma_w for k in seeds}
     foreign: list[tuple[Path, str]] = []
     infos: list[ShardInfo] = []

@@ -7,7 +7,8 @@ modelled as
 
 with a[l, :] ~ N(0, SD_init_l^2), b[l, :] ~ N(0, SD_data_l^2) and e ~ N(0, SD_resid^2). The effects may be
 correlated across the levels l anywhere from independent to identical (the same draw trained at another
-scale), and every interval here is valid over that whole range.
+scale), and every interval here is valid over that whole range. SD_init's bounds also allow skewed or
+heavy-tailed init effects, up to Student t with 3 df (below).
 
 Point estimates. Each level's table gives the two-way mean squares MS_A,l (init, df I - 1), MS_B,l (data,
 df J - 1) and MS_E,l (df (I - 1)(J - 1)). Pooled over levels, MS_k = mean_l MS_k,l has expectation
@@ -26,12 +27,40 @@ Intervals (each bound a (1 - alpha) one-sided bound; the pair a (1 - 2 alpha) tw
   (I - 1)(J - 1), those of a single level: when the effects are identical across levels the pooled MS_A
   carries no more information than one level's, and counting L (I - 1) df there makes the bounds too narrow
   (false "keeps its draw" at the margin rise to about 15%).
+- The init mean square's df shrink further where the init effects look non-normal
+  (:func:`init_mean_square_df`). Var(s^2) / sigma^4 = 2 / (I - 1) + kappa / I for a sample variance of I
+  draws of excess kurtosis kappa (Bonett 2006 builds his interval for an SD on it). Pooled over levels,
+  with q_i = mean_l d_li^2 (d_li: init seed i's row mean at level l minus the level's mean) and S the L x L
+  covariance of a seed's row means across levels, Var(MS_A) / E(MS_A)^2 = (K - 1) / I + 2 r / (I (I - 1))
+  with K = E q^2 / (E q)^2 and r = tr(S^2) / tr(S)^2 <= 1, so at most 2 / (I - 1) + (K - 3) / I (K = 3 + kappa
+  when the draw is the same at every level). So the lower bound (the "keeps" side) uses
+  df_lower = min(I - 1, 2 / (2 / (I - 1) + kappa_hat / I)) with kappa_hat = max(0, 2 G2), G2 the sample
+  excess kurtosis of the q_i, K_hat - 3 = I sum q^2 / (sum q)^2 - 3, with the small-sample adjustment
+  G2 = (I - 1) / ((I - 2)(I - 3)) ((I + 1)(K_hat - 3) + 6) (Joanes & Gill 1998; unbiased for normal draws;
+  0 below four init seeds). Summing each init seed's squared deviations over the levels before taking the
+  moment ratio is what makes the estimate valid for any correlation across levels: the init seeds are the
+  independent units, and K itself falls from 3 + kappa (identical effects) towards 1 + (2 + kappa) / L
+  (independent ones), as Var(MS_A) does, so independent levels are not charged for a kurtosis that their
+  pooling averages away.
+  A false "keeps" needs an outlying draw in the sample, which shows in G2; the factor 2 covers the low bias
+  of G2 for skewed and heavy-tailed draws at a handful of seeds.
+- A false "forgets" needs the opposite, a sample that missed the tail, which no statistic of the sample
+  shows (an outlying draw raises MS_A, away from a false "forgets", so G2 does not enter here). The upper
+  bound therefore caps the df at a tail allowance instead,
+  df_upper = min(I - 1, 1.25 (I / c)^(2/3)): for draws as heavy-tailed as Student t with 3 df the
+  squared effects have tail index 3/2, their sum fluctuates as n^(2/3) rather than n^(1/2), so the
+  chi-square df that matches their lower tail grows as n^(2/3) of the n = I / c independent draws behind
+  MS_A; c in [1/L, 1] is the shared fraction 1'S_a 1 / (L tr S_a) of the init effects' covariance S_a across
+  levels, estimated from the row means with the residual's share MS_E / J removed (1 when the init variance
+  estimate is not positive).
+  The constant 1.25 holds false "forgets" at or under 5% for t3 init effects at 4 to 16 init seeds.
 - SD_resid: the chi-square interval of MS_E on (I - 1)(J - 1) df.
 - The init share SD_init^2 / (SD_init^2 + SD_data^2 + SD_resid^2): a generalized pivotal quantity
   (Weerahandi 1993; Hannig, Iyer & Patterson 2006): each expected mean square's pivot
   MS_k df_k / chi^2_{df_k} (the three independent), the components from them truncated at 0, and the
   share's alpha and 1 - alpha quantiles over a fixed set of chi-square draws (seeded, so the interval is a
-  deterministic function of the table).
+  deterministic function of the table); its lower quantile uses the init df of the lower bound, its upper
+  quantile those of the upper bound.
 
 Calibration on simulated tables (false verdicts, power and coverage in both correlation regimes):
 ``python studies/crossed_calibration.py``.
@@ -61,6 +90,9 @@ KEEPS_DRAW, FORGETS_DRAW, UNDECIDED_DRAW = "keeps its draw", "forgets its draw",
 DRAW_VERDICTS = (KEEPS_DRAW, FORGETS_DRAW, UNDECIDED_DRAW)
 GPQ_DRAWS = 10_000     # chi-square draws of the init share's generalized pivotal quantity
 GPQ_SEED = 20_240_917  # their fixed seed: the interval is a deterministic function of the table
+KURTOSIS_FACTOR = 2.0  # kappa_hat = max(0, 2 G2) in the init mean square's df (lower and upper bound)
+TAIL_SCALE = 1.25      # the upper bound's tail allowance: df <= TAIL_SCALE (I / c)^TAIL_EXPONENT
+TAIL_EXPONENT = 2.0 / 3.0
 _LOG_2PI = math.log(2 * math.pi)
 
 
@@ -97,7 +129,9 @@ class LevelComponents:
 class CrossedComponents:
     """SD_init, SD_data, SD_resid and the init share of one pipeline, pooled over sigma_w, and per level.
 
-    ``df`` holds the degrees of freedom the pooled intervals used for the init, data and residual mean squares.
+    ``df`` holds the degrees of freedom the pooled intervals used for the init (its lower bound), data and
+    residual mean squares; ``df_init_upper`` those of the init mean square in the upper bound
+    (:func:`init_mean_square_df`).
     """
 
     sd_init: Interval
@@ -110,6 +144,7 @@ class CrossedComponents:
     alpha: float
     df: tuple[float, float, float]
     by_sigma_w: tuple[LevelComponents, ...] = field(default=())
+    df_init_upper: float = math.nan
 
     def as_dict(self, margin: float | None = None) -> dict[str, Any]:
         """The summary.json shapes: ``{"estimate", "lower", "upper"}`` per quantity and ``by_sigma_w``; with a
@@ -156,6 +191,87 @@ def complete_block(y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise UserError(f"a crossed table needs init and data axes, got shape {y.shape}")
     rows, cols = complete_crossed_block(np.isfinite(y))
     return y[..., rows, :][..., cols], rows, cols
+
+
+# The init mean square's degrees of freedom --------------------------------------------------------------
+
+def _row_deviations(y: np.ndarray) -> np.ndarray:
+    """Each init seed's row mean minus its level's mean, ``d[..., L, I]`` of tables ``y[..., L, I, J]``."""
+    r = y.mean(axis=-1)
+    return r - r.mean(axis=-1, keepdims=True)
+
+
+def _init_kurtosis(d: np.ndarray) -> np.ndarray:
+    """The small-sample adjusted excess kurtosis G2 of q_i = mean_l d[l, i]^2 (K_hat - 3 with
+    K_hat = I sum q^2 / (sum q)^2; Joanes & Gill's G2, unbiased for normal draws at one level); 0 below four
+    init seeds and where every q is zero."""
+    q = (d**2).mean(axis=-2)
+    n = q.shape[-1]
+    if n < 4:
+        return np.zeros(q.shape[:-1])
+    tot = q.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = np.where(tot > 0, n * (q**2).sum(axis=-1) / tot**2, 3.0 - 6.0 / (n + 1))
+    return (n - 1) / ((n - 2) * (n - 3)) * ((n + 1) * (k - 3.0) + 6.0)
+
+
+def _shared_fraction(d: np.ndarray, ms_e: np.ndarray, n_data: int) -> np.ndarray:
+    """c = 1'S_a 1 / (L tr S_a) of the init effects' covariance S_a across the L levels, in [1/L, 1]: the row
+    deviations' shared and total sums of squares less the residual's part (MS_E / J per row mean, independent
+    across levels), clipped; 1 (no credit for independent levels) where the init part is not positive."""
+    n_lev, n_init = d.shape[-2:]
+    noise = (n_init - 1) * ms_e / n_data
+    shared = (d.mean(axis=-2) ** 2).sum(axis=-1) - noise / n_lev
+    total = (d**2).mean(axis=-2).sum(axis=-1) - noise
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where(total > 0, shared / total, 1.0)
+    return np.clip(c, 1.0 / n_lev, 1.0)
+
+
+def _init_df(d: np.ndarray, ms_e: np.ndarray, n_data: int) -> tuple[np.ndarray, np.ndarray]:
+    """(df_lower, df_upper) of the pooled init mean square from the row deviations ``d[..., L, I]`` and the
+    pooled residual mean square (see :func:`init_mean_square_df`)."""
+    n_init = d.shape[-1]
+    kappa = np.maximum(0.0, KURTOSIS_FACTOR * _init_kurtosis(d))
+    df_lower = np.minimum(n_init - 1.0, 2.0 / (2.0 / (n_init - 1) + kappa / n_init))
+    tail = TAIL_SCALE * (n_init / _shared_fraction(d, ms_e, n_data)) ** TAIL_EXPONENT
+    return df_lower, np.minimum(n_init - 1.0, tail)
+
+
+def init_mean_square_df(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Degrees of freedom of the pooled init mean square in SD_init's lower and upper bounds.
+
+    Both are at most I - 1, the conservative df of one level. The lower bound's (the "keeps its draw" side)
+    shrink with the init seeds' sample kurtosis, so that an outlying draw cannot carry a false "keeps";
+    the upper bound's stay under a tail allowance, so that a sample which happens to miss a heavy tail
+    cannot carry a false "forgets" (module docstring: the formulas and why).
+
+    Parameters
+    ----------
+    y : ndarray, shape (..., L, I, J)
+        Complete tables (sigma_w level, init seed, data seed); leading dims are independent tables.
+
+    Returns
+    -------
+    (df_lower, df_upper) : ndarray, shape (...)
+        Both at most I - 1. With four or fewer init seeds the tail allowance never binds (``df_upper`` is
+        I - 1); with three or fewer there is no kurtosis estimate either (both I - 1).
+
+    Raises
+    ------
+    UserError
+        When ``y`` has fewer than three dims, fewer than two init or data seeds, or a missing cell.
+    """
+    y = np.asarray(y, dtype=float)
+    if y.ndim < 3 or y.shape[-2] < 2 or y.shape[-1] < 2:
+        raise UserError(f"init_mean_square_df needs tables (..., sigma_w, init, data) with at least 2 init "
+                        f"and 2 data seeds, got shape {y.shape}")
+    if not np.isfinite(y).all():
+        raise UserError("the crossed table has missing cells: drop incomplete init seeds and data seeds first "
+                        "(complete_block)")
+    ms = mean_squares(y)
+    ms_e = ms.ss_e.sum(-1) / (y.shape[-3] * ms.df_e)
+    return _init_df(_row_deviations(y), ms_e, y.shape[-1])
 
 
 # The vectorised core ------------------------------------------------------------------------------------
@@ -209,33 +325,45 @@ def _mls_difference(s1: np.ndarray, s2: np.ndarray, n1: Any, n2: Any, alpha: flo
     return np.maximum(lower, 0.0), np.maximum(upper, 0.0)
 
 
-def _share_gpq(ms: np.ndarray, dfs: Sequence[float], n_init: int, n_data: int, alpha: float,
-               draws: int = GPQ_DRAWS) -> tuple[np.ndarray, np.ndarray]:
+def _gpq_chi(df: float, draws: int, stream: int) -> np.ndarray:
+    """chi^2_df / df draws of one fixed stream (so every table with the same df gets the same draws)."""
+    return np.random.default_rng([GPQ_SEED, stream]).chisquare(df, draws) / df
+
+
+def _share_gpq(ms: np.ndarray, df_init: tuple[np.ndarray, np.ndarray], df_data: float, df_resid: float,
+               n_init: int, n_data: int, alpha: float, draws: int = GPQ_DRAWS) -> tuple[np.ndarray, np.ndarray]:
     """(alpha, 1 - alpha) quantiles of the init share's generalized pivotal quantity, ``ms[..., 3]`` the
-    pooled (init, data, residual) mean squares on ``dfs`` degrees of freedom."""
-    rng = np.random.default_rng(GPQ_SEED)
-    chi = np.stack([rng.chisquare(d, draws) / d for d in dfs])          # (3, draws)
+    pooled (init, data, residual) mean squares; the init mean square's df ``df_init`` = (for the alpha
+    quantile, for the 1 - alpha quantile), arrays over the leading dims."""
+    chi_b, chi_e = _gpq_chi(df_data, draws, 1), _gpq_chi(df_resid, draws, 2)
     flat = ms.reshape(-1, 3)
-    lo, hi = np.empty(flat.shape[0]), np.empty(flat.shape[0])
-    step = max(1, 2_000_000 // draws)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for s in range(0, flat.shape[0], step):
-            m = flat[s:s + step, :, None] / chi[None]                     # (chunk, 3, draws) pivots
-            va = np.maximum(0.0, (m[:, 0] - m[:, 2]) / n_data)
-            vb = np.maximum(0.0, (m[:, 1] - m[:, 2]) / n_init)
-            share = va / (va + vb + m[:, 2])
-            q = np.quantile(share, [alpha, 1 - alpha], axis=-1)
-            lo[s:s + step], hi[s:s + step] = q[0], q[1]
-    return lo.reshape(ms.shape[:-1]), hi.reshape(ms.shape[:-1])
+    out = []
+    for q, df_a in ((alpha, df_init[0]), (1 - alpha, df_init[1])):
+        df_a = np.broadcast_to(np.asarray(df_a, float), ms.shape[:-1]).reshape(-1)
+        res = np.empty(flat.shape[0])
+        step = max(1, 2_000_000 // draws)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for d in np.unique(df_a):
+                idx = np.flatnonzero(df_a == d)
+                chi_a = _gpq_chi(float(d), draws, 0)
+                for s in range(0, idx.size, step):
+                    m = flat[idx[s:s + step]]
+                    va = np.maximum(0.0, (m[:, :1] / chi_a - m[:, 2:] / chi_e) / n_data)
+                    vb = np.maximum(0.0, (m[:, 1:2] / chi_b - m[:, 2:] / chi_e) / n_init)
+                    share = va / (va + vb + m[:, 2:] / chi_e)
+                    res[idx[s:s + step]] = np.quantile(share, q, axis=-1)
+        out.append(res.reshape(ms.shape[:-1]))
+    return out[0], out[1]
 
 
-def _components(y: np.ndarray, alpha: float, *, df_init: Any = None, df_resid: Any = None,
-                share: bool = True) -> dict[str, np.ndarray]:
+def _components(y: np.ndarray, alpha: float, *, df_init: Any = None, df_init_upper: Any = None,
+                df_resid: Any = None, share: bool = True) -> dict[str, np.ndarray]:
     """The pooled components of ``y[..., L, I, J]`` (complete), vectorised over leading dims.
 
     Returns arrays (leading dims) keyed ``<quantity>_<estimate|lower|upper>`` for sd_init, sd_data, sd_resid
-    and init_share (the share's bounds only with ``share``). ``df_init`` / ``df_resid`` replace the
-    conservative df of the pooled init and residual mean squares (used by the calibration study only).
+    and init_share (the share's bounds only with ``share``), and ``df_init_lower`` / ``df_init_upper``.
+    ``df_init`` replaces the init mean square's df of both bounds (``df_init_upper`` that of the upper bound
+    alone) and ``df_resid`` the residual's conservative df: the calibration study's alternatives.
     """
     n_lev, n_init, n_data = y.shape[-3:]
     ms = mean_squares(y)  # arrays over (..., L)
@@ -243,9 +371,15 @@ def _components(y: np.ndarray, alpha: float, *, df_init: Any = None, df_resid: A
     ss = np.stack([ms.ss_level.sum(-1), ms.ss_seed.sum(-1), ms.ss_e.sum(-1)], axis=-1)
     s2 = _pooled_reml(ss, n_lev * np.array([d_a, d_b, d_e], float), n_init, n_data)
     pooled = ss / (n_lev * np.array([d_a, d_b, d_e], float))          # mean_l MS_k,l
-    n_a = d_a if df_init is None else df_init
+    if df_init is None:
+        n_a, n_a_up = _init_df(_row_deviations(y), pooled[..., 2], n_data)
+    else:
+        n_a = n_a_up = np.broadcast_to(np.asarray(df_init, float), pooled.shape[:-1])
+    if df_init_upper is not None:
+        n_a_up = np.broadcast_to(np.asarray(df_init_upper, float), pooled.shape[:-1])
     n_e = d_e if df_resid is None else df_resid
-    lo_a, up_a = _mls_difference(pooled[..., 0] / n_data, pooled[..., 2] / n_data, n_a, n_e, alpha)
+    lo_a, _ = _mls_difference(pooled[..., 0] / n_data, pooled[..., 2] / n_data, n_a, n_e, alpha)
+    _, up_a = _mls_difference(pooled[..., 0] / n_data, pooled[..., 2] / n_data, n_a_up, n_e, alpha)
     lo_b, up_b = _mls_difference(pooled[..., 1] / n_init, pooled[..., 2] / n_init, d_b, n_e, alpha)
     ms_e = pooled[..., 2]
     n_e_arr = np.asarray(n_e, float)
@@ -255,12 +389,13 @@ def _components(y: np.ndarray, alpha: float, *, df_init: Any = None, df_resid: A
         "sd_resid_estimate": np.sqrt(s2[..., 2]),
         "sd_resid_lower": np.sqrt(n_e_arr * ms_e / stats.chi2.ppf(1 - alpha, n_e_arr)),
         "sd_resid_upper": np.sqrt(n_e_arr * ms_e / stats.chi2.ppf(alpha, n_e_arr)),
+        "df_init_lower": np.asarray(n_a, float), "df_init_upper": np.asarray(n_a_up, float),
     }
     with np.errstate(divide="ignore", invalid="ignore"):
         out["init_share_estimate"] = np.where(s2.sum(-1) > 0, s2[..., 0] / s2.sum(-1), np.nan)
     if share:
-        dfs = (float(np.asarray(n_a)), float(d_b), float(np.asarray(n_e)))
-        out["init_share_lower"], out["init_share_upper"] = _share_gpq(pooled, dfs, n_init, n_data, alpha)
+        out["init_share_lower"], out["init_share_upper"] = _share_gpq(
+            pooled, (n_a, n_a_up), float(d_b), float(np.asarray(n_e)), n_init, n_data, alpha)
     return out
 
 
@@ -311,7 +446,8 @@ def crossed_components(y: np.ndarray, *, alpha: float = ALPHA,
     -------
     CrossedComponents
         Pooled over levels (conservative df: valid whether the effects are independent or identical across
-        levels) and ``by_sigma_w``, each level's own table; all SDs in the metric's units.
+        levels, and shrunk for non-normal init effects by :func:`init_mean_square_df`) and ``by_sigma_w``,
+        each level's own table; all SDs in the metric's units.
 
     Raises
     ------
@@ -329,10 +465,11 @@ def crossed_components(y: np.ndarray, *, alpha: float = ALPHA,
     per = _components(y[:, None], alpha)  # each level its own (1, I, J) table
     names = ("sd_init", "sd_data", "sd_resid", "init_share")
     by = tuple(LevelComponents(levels[k], **{n: _interval(per, n, k) for n in names}) for k in range(n_lev))
-    d_a, d_e = n_init - 1, (n_init - 1) * (n_data - 1)
+    d_e = (n_init - 1) * (n_data - 1)
     return CrossedComponents(**{n: _interval(pooled, n) for n in names}, n_levels=n_lev, n_init=n_init,
-                             n_data=n_data, alpha=alpha, df=(float(d_a), float(n_data - 1), float(d_e)),
-                             by_sigma_w=by)
+                             n_data=n_data, alpha=alpha,
+                             df=(float(pooled["df_init_lower"]), float(n_data - 1), float(d_e)),
+                             by_sigma_w=by, df_init_upper=float(pooled["df_init_upper"]))
 
 
 def draw_verdict(components_or_y: CrossedComponents | np.ndarray, margin: float, alpha: float = ALPHA) -> str:
@@ -417,4 +554,5 @@ def init_share_curve(y_t: np.ndarray, epochs: Sequence[Any]) -> dict[str, list[f
 
 
 __all__ = ["CrossedComponents", "DRAW_VERDICTS", "FORGETS_DRAW", "Interval", "KEEPS_DRAW", "LevelComponents",
-           "UNDECIDED_DRAW", "complete_block", "crossed_components", "draw_verdict", "init_share_curve"]
+           "UNDECIDED_DRAW", "complete_block", "crossed_components", "draw_verdict", "init_mean_square_df",
+           "init_share_curve"]

@@ -215,6 +215,26 @@ REFERENCES: dict[str, str] = {
   address   = {New York},
   year      = {1992}
 }""",
+    "bonett2006sd": r"""@article{bonett2006sd,
+  author  = {Bonett, Douglas G.},
+  title   = {Approximate confidence interval for standard deviation of nonnormal distributions},
+  journal = {Computational Statistics \& Data Analysis},
+  volume  = {50},
+  number  = {3},
+  pages   = {775--782},
+  year    = {2006},
+  doi     = {10.1016/j.csda.2004.10.003}
+}""",
+    "joanes1998kurtosis": """@article{joanes1998kurtosis,
+  author  = {Joanes, D. N. and Gill, C. A.},
+  title   = {Comparing measures of sample skewness and kurtosis},
+  journal = {Journal of the Royal Statistical Society: Series D (The Statistician)},
+  volume  = {47},
+  number  = {1},
+  pages   = {183--189},
+  year    = {1998},
+  doi     = {10.1111/1467-9884.00122}
+}""",
 }
 
 # Always written: the tool's own statistics stack and the paper, whether or not a sentence names them.

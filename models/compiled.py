@@ -172,11 +172,12 @@ class NutpieFit:
     ``structure()`` (what its compiled sampler depends on besides the code), and calls
     :meth:`_nutpie_sample` to fit and :meth:`_share_sampler` when it makes a copy with new data."""
 
-    model: Any
-    _compiled: Any = None
-    compile_seconds: float = 0.0
-    sampling_seconds: float = 0.0
-    compile_cache: dict[str, Any]
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self._compiled: Any = None        # compiled on the first fit
+        self.compile_seconds = 0.0
+        self.compile_cache: dict[str, Any] = {}
+        self.sampling_seconds = 0.0
 
     def structure(self) -> dict[str, Any]:
         raise NotImplementedError

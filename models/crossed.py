@@ -200,12 +200,8 @@ class CrossedModel(compiled.NutpieFit):
             SIGMA: _labels(sigma_w, n_l, "sigma_w"), INIT: _labels(init_seeds, n_i, "init seed"),
             DATA: _labels(data_seeds, n_j, "data seed")}
         self._arr = model_arrays(self.y)
-        self.model = self._build()
-        self._compiled: Any = None
+        super().__init__(self._build())
         self.idata: Any = None
-        self.compile_seconds = 0.0
-        self.compile_cache: dict[str, Any] = {}
-        self.sampling_seconds = 0.0
         self.attempts: list[dict[str, Any]] = []
         self._fit_kwargs: dict[str, Any] = {}
 

@@ -117,12 +117,8 @@ class MemoryModel(compiled.NutpieFit):
         # default is the metric's own (one point for accuracies), none for other metrics.
         self.delta = delta if delta is not None else _default_delta(data)
         self._arr: dict[str, np.ndarray] | None = None
-        self.model = self._build()
-        self._compiled: Any = None
+        super().__init__(self._build())
         self.idata: Any = None
-        self.compile_seconds = 0.0
-        self.compile_cache: dict[str, Any] = {}
-        self.sampling_seconds = 0.0
         self.sampler_used: str | None = None
         self.fallback_reason: str | None = None
         self._fit_kwargs: dict[str, Any] = {}

@@ -24,6 +24,7 @@ from initmem.cube.describe import crossed_design
 from initmem.errors import UserError
 from initmem.models.crossed import CrossedModel
 from initmem.models.data import MemoryData
+from initmem.models.paired import CrossedSeeds
 from initmem.stats.crossed import complete_block, crossed_components, init_share_curve
 
 DRAW_MARGIN_POINTS = 0.5   # the default margin on SD_init for accuracies, in points
@@ -45,10 +46,9 @@ def crossed_index(ds: xr.Dataset, seeds: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def to_crossed(values: np.ndarray, i_idx: np.ndarray, j_idx: np.ndarray, n_init: int, n_data: int) -> np.ndarray:
-    """A (..., seed) array as (..., init, data), NaN where the design has no run."""
-    out = np.full((*values.shape[:-1], n_init, n_data), np.nan)
-    out[..., i_idx, j_idx] = values
-    return out
+    """A (..., seed) array as (..., init, data), NaN where the design has no run (the paired tests' layout,
+    :meth:`~initmem.models.paired.CrossedSeeds.grid`)."""
+    return CrossedSeeds(np.asarray(i_idx), np.asarray(j_idx), int(n_init), int(n_data)).grid(values)
 
 
 def draw_margin(data: MemoryData, margin: float | None) -> float | None:
@@ -73,16 +73,14 @@ def _curve_tables(ds: xr.Dataset, data: MemoryData, index: tuple[np.ndarray, np.
             np.asarray(acc[cube.EPOCH].values)[evaluated])
 
 
-def _frequentist(y: np.ndarray, sigma_w: np.ndarray, margin: float | None, alpha: float
-                 ) -> tuple[dict[str, Any], np.ndarray, np.ndarray] | str:
-    """One pipeline's components and draw verdict on its largest complete init x data block, with the block's
-    init and data indices; a reason string when fewer than two init or two data seeds are complete."""
+def _frequentist(y: np.ndarray, sigma_w: np.ndarray, margin: float | None, alpha: float) -> dict[str, Any] | str:
+    """One pipeline's components and draw verdict on its largest complete init x data block; a reason string
+    when fewer than two init or two data seeds are complete."""
     y, rows, cols = complete_block(y)
     if rows.size < 2 or cols.size < 2:
         return (f"only {rows.size} init x {cols.size} data seeds complete at every sigma_w (at least 2 x 2 "
                 "are needed)")
-    comp = crossed_components(y, alpha=alpha, sigma_w=sigma_w)
-    return comp.as_dict(margin=margin), rows, cols
+    return crossed_components(y, alpha=alpha, sigma_w=sigma_w).as_dict(margin=margin)
 
 
 def _bayes(y: np.ndarray, pipes: list[str], sigma_w: np.ndarray, seeds: tuple[list, list], margin: float | None,
@@ -133,11 +131,10 @@ def crossed_block(ds: xr.Dataset, data: MemoryData, *, margin: float | None, alp
         if pipe in data.skipped:
             continue
         levels = np.isfinite(table[a]).any(axis=(1, 2))
-        got = _frequentist(table[a][levels], data.sigma_w[levels], margin, alpha)
-        if isinstance(got, str):
-            notes.append(f"pipeline {pipe!r}: no draw verdict: {got}")
+        entry = _frequentist(table[a][levels], data.sigma_w[levels], margin, alpha)
+        if isinstance(entry, str):
+            notes.append(f"pipeline {pipe!r}: no draw verdict: {entry}")
             continue
-        entry, _, _ = got
         if curves is not None:
             entry["init_share_curve"] = init_share_curve(curves[0][a][:, levels], curves[1])
         pipelines[pipe] = entry

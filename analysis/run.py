@@ -25,6 +25,7 @@ import numpy as np
 
 from initmem import cube as C
 from initmem import results as R
+from initmem.analysis.sampler_warmup import SamplerWarmup, warm_shape
 from initmem.analysis.sequential import check_looks, fixed_analysis_note, refuse_crossed, run_until_decided
 from initmem.collect.execution.options import CollectOptions
 from initmem.errors import OptionError, UserError, option
@@ -256,16 +257,41 @@ def run_all(
         refuse_crossed(grid)
     out = Path(out_dir) if out_dir is not None else Path("runs") / grid.name
     run_ = _Stages(grid, out, say or (lambda _msg: None), quiet)
+    options = dict(analyze_options or {})
+    warmup = None
     if analyze_fn is None:
         from initmem.analysis.analyze import analyze_cube as analyze_fn
-    options = dict(analyze_options or {})
-    if looks is not None:
-        cube_path, analysis_dir = _collect_and_analyze_by_looks(
-            run_, run_.collect_options(device, jobs), train_fn, analyze_fn, options, looks, max_seeds)
-    else:
-        cube_path = _collect(run_, run_.collect_options(device, jobs), train_fn)
-        analysis_dir = _analyze(run_, cube_path, analyze_fn, options, reanalyze=reanalyze)
+        if train_fn is None and not grid.crossed:   # a real run: compile the sampler while the grid trains
+            warmup = _warm_sampler(grid, options, looks)
+            analyze_fn = _after(warmup, analyze_fn)
+    try:
+        if looks is not None:
+            cube_path, analysis_dir = _collect_and_analyze_by_looks(
+                run_, run_.collect_options(device, jobs), train_fn, analyze_fn, options, looks, max_seeds)
+        else:
+            cube_path = _collect(run_, run_.collect_options(device, jobs), train_fn)
+            analysis_dir = _analyze(run_, cube_path, analyze_fn, options, reanalyze=reanalyze)
+    finally:
+        if warmup is not None:
+            warmup.stop()
     return _report(run_, analysis_dir, cube_path, command)
+
+
+def _warm_sampler(grid: Any, options: dict[str, Any], looks: Sequence[int] | None) -> SamplerWarmup:
+    """Start compiling the memory model's sampler for the shape this run's analysis fits (every look of a
+    sequential design shares the last look's: analysis/sequential.py)."""
+    seeds = looks[-1] if looks else len(grid.seeds)
+    return SamplerWarmup(warm_shape(grid, seeds, options.get("compile_shape"))).start()
+
+
+def _after(warmup: SamplerWarmup, analyze_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``analyze_fn`` that first waits for the background compile, so it loads the sampler from the disk cache
+    instead of compiling it a second time beside it."""
+    def analyze(*args: Any, **kwargs: Any) -> Any:
+        warmup.wait()
+        return analyze_fn(*args, **kwargs)
+
+    return analyze
 
 
 def _collect(run_: _Stages, options: CollectOptions, train_fn: Callable[..., Any] | None) -> Path:

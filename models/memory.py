@@ -392,6 +392,46 @@ def _default_delta(data: MemoryData) -> float | None:
         return None
 
 
+def placeholder_data(shape: tuple[int, int, int]) -> MemoryData:
+    """A standard-normal table of ``shape`` (pipeline, sigma_w, seed), every cell used, noise scale 1: data of
+    the compiled structure every real table of that shape (or padded to it) shares (:meth:`MemoryModel.structure`
+    reads shapes, dtypes and prior constants only)."""
+    n_p, n_l, n_s = (int(n) for n in shape)
+    if min(n_p, n_l, n_s) < 1 or n_l < 2 or n_s < 2:
+        raise ValueError(f"a memory model needs >= 1 pipeline, 2 sigma_w levels and 2 seeds, not {shape}")
+    y = np.random.default_rng(0).standard_normal((n_p, n_l, n_s))
+    used = np.ones(y.shape, dtype=bool)
+    names = [f"p{k}" for k in range(n_p)]
+    return MemoryData(metric="placeholder", family="gaussian", likelihood="gaussian", gate="all", pipelines=names,
+                      sigma_w=np.geomspace(0.25, 4.0, n_l), seeds=np.arange(n_s), y=y, used=used,
+                      scale=np.ones(n_p), center=y.reshape(n_p, -1).mean(axis=1), n_test=None,
+                      diverged=np.zeros(y.shape, dtype=bool))
+
+
+def compile_sampler(shape: tuple[int, int, int], *, priors: Priors | None = None) -> compiled.Compiled:
+    """Compile the memory model's sampler for tables of ``shape`` (pipeline, sigma_w, seed), or load it from the
+    caches (models/compiled.py), before any data exist.
+
+    Why: the compiled code depends on the shape alone, and a run knows its shape from the grid. ``initmem run``
+    compiles it in a background process while the grid trains, so that the analysis loads it from the disk
+    cache instead of compiling for 10-20 s on cores that just finished training.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        (pipelines, sigma_w levels, seeds) of the table the analysis will fit, or the slots it is padded to.
+    priors : Priors, optional
+        The prior constants (they are part of the compiled graph); None: the defaults.
+
+    Returns
+    -------
+    Compiled
+        The sampler and where it came from (``source`` "compiled", "disk" or "memory").
+    """
+    model = MemoryModel(placeholder_data(shape), priors=priors)
+    return compiled.compile_model(model.model, compiled.structure_key(model.structure()), model._inputs())
+
+
 def versions() -> dict[str, str]:
     import nutpie
     import pymc
@@ -404,4 +444,4 @@ def versions() -> dict[str, str]:
 
 
 __all__ = ["DEFAULT_TARGET_ACCEPT", "FAMILIES", "MemoryData", "MemoryModel", "RETRY_TARGET_ACCEPT", "SAMPLERS",
-           "prepare_data", "quantiles", "resolve_delta", "verdict", "versions"]
+           "compile_sampler", "placeholder_data", "prepare_data", "quantiles", "resolve_delta", "verdict", "versions"]

@@ -53,7 +53,11 @@ Intervals (each bound a (1 - alpha) one-sided bound; the pair a (1 - 2 alpha) tw
   MS_A; c in [1/L, 1] is the shared fraction 1'S_a 1 / (L tr S_a) of the init effects' covariance S_a across
   levels, estimated from the row means with the residual's share MS_E / J removed (1 when the init variance
   estimate is not positive).
-  The constant 1.25 holds false "forgets" at or under 5% for t3 init effects at 4 to 16 init seeds.
+  The constant 1.25 holds false "forgets" at or under 5% for t3 init effects at 4 to 16 init seeds and 3 or
+  more sigma_w levels. With one or two levels it is 0.8: there the residual's heavy tail is averaged over
+  only J or 2J cells of each row mean, not 3J or more, and 1.25 let false "forgets" reach 9.5% (t3 seeds, one
+  level, 4 x 4) and 5.9% (two levels, 16 x 4); 0.8 holds them at or under 3%, at a cost in the power to
+  forget (studies/crossed_calibration.py, "Fewer sigma_w levels").
 - SD_resid: the chi-square interval of MS_E on (I - 1)(J - 1) df.
 - The init share SD_init^2 / (SD_init^2 + SD_data^2 + SD_resid^2): a generalized pivotal quantity
   (Weerahandi 1993; Hannig, Iyer & Patterson 2006): each expected mean square's pivot
@@ -92,6 +96,8 @@ GPQ_DRAWS = 10_000     # chi-square draws of the init share's generalized pivota
 GPQ_SEED = 20_240_917  # their fixed seed: the interval is a deterministic function of the table
 KURTOSIS_FACTOR = 2.0  # kappa_hat = max(0, 2 G2) in the init mean square's df (lower and upper bound)
 TAIL_SCALE = 1.25      # the upper bound's tail allowance: df <= TAIL_SCALE (I / c)^TAIL_EXPONENT
+TAIL_SCALE_FEW_LEVELS = 0.8   # ... its scale with one or two sigma_w levels (MIN_LEVELS_FOR_TAIL_SCALE)
+MIN_LEVELS_FOR_TAIL_SCALE = 3
 TAIL_EXPONENT = 2.0 / 3.0
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -231,10 +237,11 @@ def _shared_fraction(d: np.ndarray, ms_e: np.ndarray, n_data: int) -> np.ndarray
 def _init_df(d: np.ndarray, ms_e: np.ndarray, n_data: int) -> tuple[np.ndarray, np.ndarray]:
     """(df_lower, df_upper) of the pooled init mean square from the row deviations ``d[..., L, I]`` and the
     pooled residual mean square (see :func:`init_mean_square_df`)."""
-    n_init = d.shape[-1]
+    n_lev, n_init = d.shape[-2:]
     kappa = np.maximum(0.0, KURTOSIS_FACTOR * _init_kurtosis(d))
     df_lower = np.minimum(n_init - 1.0, 2.0 / (2.0 / (n_init - 1) + kappa / n_init))
-    tail = TAIL_SCALE * (n_init / _shared_fraction(d, ms_e, n_data)) ** TAIL_EXPONENT
+    scale = TAIL_SCALE if n_lev >= MIN_LEVELS_FOR_TAIL_SCALE else TAIL_SCALE_FEW_LEVELS
+    tail = scale * (n_init / _shared_fraction(d, ms_e, n_data)) ** TAIL_EXPONENT
     return df_lower, np.minimum(n_init - 1.0, tail)
 
 

@@ -32,11 +32,11 @@ def warm_shape(grid: Any, seeds: int, compile_shape: tuple[int, int, int] | None
             max(int(seeds), int(asked[2])))
 
 
-def _compile_in_background(shape: tuple[int, int, int]) -> None:
-    """The background process: compile at the lowest priority, and never fail loudly (the analysis compiles
-    what this one could not)."""
+def _compile_in_background(shape: tuple[int, int, int], niceness: int) -> None:
+    """The background process: compile at low priority, and never fail loudly (the analysis compiles what this
+    one could not)."""
     with contextlib.suppress(OSError, AttributeError):
-        os.nice(NICENESS)
+        os.nice(niceness)
     with contextlib.suppress(Exception):
         from initmem.models.memory import compile_sampler
 
@@ -50,22 +50,27 @@ class SamplerWarmup:
     ----------
     shape : tuple of int
         (pipelines, sigma_w levels, seeds) the analysis will compile for (:func:`warm_shape`).
+    niceness : int, default NICENESS
+        Added to the background process's niceness (19: it runs only on cores nothing else wants).
     """
 
-    def __init__(self, shape: tuple[int, int, int]) -> None:
+    def __init__(self, shape: tuple[int, int, int], niceness: int = NICENESS) -> None:
         self.shape = tuple(int(n) for n in shape)
+        self.niceness = int(niceness)
         self._process: Any = None
 
     @staticmethod
     def possible(shape: tuple[int, int, int]) -> bool:
-        """Whether a warm-up can help: the disk cache is on (a sampler compiled in another process reaches
-        this one only through it), the shape is one the model fits, and a process can be spawned (a program
-        read from standard input cannot be)."""
-        from initmem.models.compiled import cache_dir
+        """Whether a warm-up can help: the disk cache is on and trusted (a sampler compiled in another process
+        reaches this one only through it), the shape is one the model fits, and a process can be spawned (a
+        program read from standard input cannot be)."""
+        from initmem.models.compiled import cache_dir, untrusted
 
+        root = cache_dir()
+        if root is None or (root.exists() and untrusted(root)):
+            return False
         main_file = getattr(sys.modules.get("__main__"), "__file__", None)
-        return (cache_dir() is not None and shape[0] >= 1 and shape[1] >= 2 and shape[2] >= 2
-                and (main_file is None or os.path.exists(main_file)))
+        return shape[0] >= 1 and shape[1] >= 2 and shape[2] >= 2 and (main_file is None or os.path.exists(main_file))
 
     def start(self) -> SamplerWarmup:
         """Start the background process (spawned, as the training workers are: the parent may hold torch's
@@ -73,7 +78,8 @@ class SamplerWarmup:
         if self._process is None and self.possible(self.shape):
             try:
                 proc = multiprocessing.get_context("spawn").Process(
-                    target=_compile_in_background, args=(self.shape,), name="initmem-sampler-warmup", daemon=True)
+                    target=_compile_in_background, args=(self.shape, self.niceness), name="initmem-sampler-warmup",
+                    daemon=True)
                 proc.start()
                 self._process = proc
             except OSError:

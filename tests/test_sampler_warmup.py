@@ -12,6 +12,7 @@ from initmem.models import compiled
 from initmem.models.data import prepare_data
 from initmem.models.memory import MemoryModel, placeholder_data
 from initmem.simulate import SimPipeline, simulate_cube
+from initmem.tests._memory_designs import SMALL
 
 
 def _key(model: MemoryModel) -> str:
@@ -39,17 +40,37 @@ def test_the_warm_shape_is_the_shape_each_analysis_of_the_run_compiles():
     assert warm_shape(grid, 16, (8, 0, 20)) == (8, 5, 20)                  # never below the compile_shape option
 
 
-def test_no_warm_up_without_a_disk_cache_or_for_a_shape_the_model_cannot_fit(monkeypatch):
+def test_no_warm_up_without_a_trusted_disk_cache_or_for_a_shape_the_model_cannot_fit(monkeypatch, tmp_path):
     monkeypatch.setenv(compiled.CACHE_ENV, "off")
     assert not SamplerWarmup.possible((7, 5, 16))
     warm = SamplerWarmup((7, 5, 16)).start()
     assert warm._process is None
     warm.wait()
     warm.stop()
-    monkeypatch.delenv(compiled.CACHE_ENV)
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)                                                  # writable by others: never loaded from
+    monkeypatch.setenv(compiled.CACHE_ENV, str(shared))
+    assert not SamplerWarmup.possible((7, 5, 16))
+    monkeypatch.setenv(compiled.CACHE_ENV, str(tmp_path / "mine"))
+    assert SamplerWarmup.possible((7, 5, 16))
     assert not SamplerWarmup.possible((7, 1, 16)) and not SamplerWarmup.possible((7, 5, 1))
 
 
 def test_a_placeholder_refuses_a_shape_without_two_levels_and_two_seeds():
     with pytest.raises(ValueError, match="2 sigma_w levels and 2 seeds"):
         placeholder_data((1, 1, 4))
+
+
+@pytest.mark.slow
+def test_the_background_process_leaves_the_sampler_in_the_disk_cache():
+    # The suite's small shape: the session cache holds it already, or this compile is the one other tests load.
+    # Niceness 0 here: at 19 a test beside a busy machine would wait for idle cores.
+    warm = SamplerWarmup(SMALL, niceness=0).start()
+    assert warm._process is not None
+    warm.wait()
+    model = MemoryModel(placeholder_data(SMALL))
+    key = compiled.structure_key(model.structure())
+    assert (compiled.cache_dir() / "compiled" / key[:32] / "meta.json").is_file()
+    compiled.clear_memory()                      # this process must load it from disk, as an analysis would
+    assert compiled.compile_model(model.model, key, model._inputs()).source == "disk"

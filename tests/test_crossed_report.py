@@ -89,6 +89,7 @@ def _row(section: str, table_id: str, name: str) -> str:
     return table[i:table.index("</tr>", i)]
 
 
+@pytest.mark.slow   # these use the module's fixtures, which render two whole reports
 def test_the_block_round_trips_and_a_plain_summary_gains_no_key(crossed, plain):
     data = json.loads((crossed[0] / R.SUMMARY_JSON).read_text())
     assert data["crossed"]["pipelines"][XSS]["sd_init"] == {"estimate": 0.0123, "lower": 0.0081, "upper": 0.017}
@@ -110,6 +111,7 @@ def test_a_draw_verdict_outside_the_contract_is_refused():
         RR.Crossed.model_validate(bad)
 
 
+@pytest.mark.slow
 def test_the_section_shows_the_components_in_points_beside_the_scale_verdict(crossed):
     sec = _section(crossed[1])
     assert "Crossed seeds: the memory of the draw" in sec
@@ -132,6 +134,7 @@ def test_the_section_shows_the_components_in_points_beside_the_scale_verdict(cro
     assert re.search(r">4</td>\s*<td[^>]*>1\.20 <span", levels)
 
 
+@pytest.mark.slow
 def test_the_section_draws_both_figures_and_escapes_the_names(crossed):
     text = crossed[1]
     sec = _section(text)
@@ -147,6 +150,7 @@ def test_the_section_draws_both_figures_and_escapes_the_names(crossed):
     assert re.search(r"<h2>5\. Training curves:", text)
 
 
+@pytest.mark.slow
 def test_a_plain_analysis_shows_no_trace_of_the_section(plain):
     text = plain[1]
     assert "sec-crossed" not in text and "Crossed seeds" not in text and "draw verdict" not in text.lower()
@@ -160,6 +164,7 @@ def test_a_plain_analysis_shows_no_trace_of_the_section(plain):
     assert not any("dodge2020finetuning" in s.cites for para in methods_text(a, {}) for s in para)
 
 
+@pytest.mark.slow
 def test_the_export_table_and_the_methods_cite_the_crossed_design(crossed):
     a = load_analysis(crossed[0])
     built, _ = paper_tables(a)
@@ -174,6 +179,7 @@ def test_the_export_table_and_the_methods_cite_the_crossed_design(crossed):
     assert {"dodge2020finetuning", "graybill1980mls", "burdick1992variance"} <= cites <= set(REFERENCES)
 
 
+@pytest.mark.slow
 def test_without_a_margin_there_is_no_draw_verdict_and_nothing_breaks(crossed):
     """A metric other than an accuracy without --draw-margin: the block has no margin and no verdicts."""
     from initmem.plot.core import description

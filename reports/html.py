@@ -23,7 +23,7 @@ from typing import Any
 from jinja2 import Environment, FunctionLoader, StrictUndefined, select_autoescape
 
 from initmem import cube, results
-from initmem.atomic import write_text
+from initmem.atomic import blocking_file, write_text
 from initmem.errors import UserError
 from initmem.plot.core import Skip
 from initmem.plot.load import Analysis, load_analysis, seed_design, verdict_levels
@@ -215,7 +215,8 @@ def build_report(analysis_dir: str | os.PathLike, out_file: str | os.PathLike | 
     Raises
     ------
     UserError
-        ``analysis_dir`` is not an analysis folder, or ``out_file`` is a folder or a file that is not HTML.
+        ``analysis_dir`` is not an analysis folder, ``out_file`` is a folder or a file that is not HTML, or a file
+        stands where its folder would be.
     """
     a = load_analysis(analysis_dir)
     out = Path(out_file) if out_file is not None else Path(analysis_dir) / results.REPORT_HTML
@@ -223,5 +224,8 @@ def build_report(analysis_dir: str | os.PathLike, out_file: str | os.PathLike | 
         raise UserError(f"{out} is a folder; give the report's file name (for example {out / results.REPORT_HTML})")
     if out.exists() and out.suffix.lower() not in (".html", ".htm"):
         raise UserError(f"{out} exists and is not an HTML file; refusing to overwrite it with the report")
+    blocker = blocking_file(out.parent)   # refused before the figures are drawn, not after
+    if blocker is not None:
+        raise UserError(f"{out} cannot be written: {blocker} is a file, not a folder")
     write_text(out, render_html(a, command if command is not None else default_command()))
     return out

@@ -6,7 +6,8 @@ analysis to reuse) and, unless ``--warm-caches``, empty caches: the generated da
 compiled sampler (``INITMEM_CACHE_DIR``), PyTensor's compile folder and torch's inductor cache all
 point into the run's temporary folder, as on a fresh clone. Prints the seconds of each stage
 (collect, analyze, report, from the run's timings.json) and the wall time of each run, then the
-minimum / median / maximum over ``--repeat`` runs and their ratio to the 6-minute goal. Run it with
+minimum / median / maximum over ``--repeat`` runs and their ratio to the 6-minute goal, and where each
+analysis's sampler came from ("disk": compiled by the run's background warm-up). Run it with
 ``ATEN_CPU_CAPABILITY=avx2`` to time torch's AVX2 kernels on an AVX-512 machine (the cube records which ran).
 
     python benchmarks/end_to_end.py [--repeat 3] [--jobs N] [--keep DIR] [--preset quick | --grid GRID.yaml]
@@ -56,8 +57,21 @@ def one_run(target: list[str], out: Path, jobs: str, env: dict[str, str]) -> flo
         print(f"{stage:<10}{sec:>10.1f}{sec / wall:>9.0%}")
     print(f"{'startup':<10}{wall - staged:>10.1f}{(wall - staged) / wall:>9.0%}   (interpreter, imports, I/O)")
     print(f"{'total':<10}{wall:>10.1f}")
+    print_samplers(out)
     print("report:", proc.stdout.strip().splitlines()[-1], flush=True)
     return wall
+
+
+def print_samplers(out: Path) -> None:
+    """Per analysis (each look of a sequential run): where its sampler came from and what it cost, so that a
+    compile the run's background warm-up missed shows (``compile_cache.source`` "compiled")."""
+    looks = sorted((out / "analysis" / "looks").glob("*-seeds/summary.json"), key=lambda p: int(p.parent.name[:-6]))
+    for path in looks or [out / "analysis" / "summary.json"]:
+        diag = json.loads(path.read_text()).get("diagnostics", {})
+        cache = diag.get("compile_cache", {})
+        source, seconds = cache.get("source", "?"), diag.get("compile_seconds", 0.0)
+        print(f"analysis {path.parent.name}: sampler {source} in {seconds:.1f} s, "
+              f"sampling {diag.get('sampling_seconds', 0.0):.1f} s", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-import sys
 from typing import Any
 
 NICENESS = 19       # the lowest priority: training is never slowed by more than a scheduler's crumbs
@@ -64,13 +63,13 @@ class SamplerWarmup:
         """Whether a warm-up can help: the disk cache is on and trusted (a sampler compiled in another process
         reaches this one only through it), the shape is one the model fits, and a process can be spawned (a
         program read from standard input cannot be)."""
+        from initmem.collect.execution.shards import spawnable
         from initmem.models.compiled import cache_dir, untrusted
 
         root = cache_dir()
         if root is None or (root.exists() and untrusted(root)):
             return False
-        main_file = getattr(sys.modules.get("__main__"), "__file__", None)
-        return shape[0] >= 1 and shape[1] >= 2 and shape[2] >= 2 and (main_file is None or os.path.exists(main_file))
+        return shape[0] >= 1 and shape[1] >= 2 and shape[2] >= 2 and spawnable()
 
     def start(self) -> SamplerWarmup:
         """Start the background process (spawned, as the training workers are: the parent may hold torch's

@@ -181,7 +181,7 @@ def scan_shards(shards_dir: str | os.PathLike, *, keep_data: bool = False, jobs:
     return good, bad
 
 
-def _spawnable() -> bool:
+def spawnable() -> bool:
     """Whether a spawned process can start: it re-imports the parent's main script, which a program read from
     standard input (``python - < script``) does not have as a file."""
     main_file = getattr(sys.modules.get("__main__"), "__file__", None)
@@ -197,7 +197,7 @@ def _read_or_reason(path: Path, keep_data: bool) -> ShardInfo | str:
 
 
 def _read_shards(paths: list[Path], keep_data: bool, jobs: int) -> list[ShardInfo | str]:
-    if jobs <= 1 or len(paths) < PARALLEL_MIN_SHARDS or not _spawnable():
+    if jobs <= 1 or len(paths) < PARALLEL_MIN_SHARDS or not spawnable():
         return [_read_or_reason(p, keep_data) for p in paths]
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor

@@ -18,7 +18,7 @@ backward (the usual convention); BatchNorm, ReLU, pooling and the optimizer are 
 so utilisation is a lower bound on how busy the arithmetic units are.
 
 ``--compare`` measures instead two ways of training a whole pack of the quick preset:
-``train_pack`` of one pipeline's 20 cells for ``--epochs`` epochs (evaluated every 10, as the
+``train_pack`` of one pipeline's 20 cells (five sigma_w levels) for ``--epochs`` epochs (evaluated every 10, as the
 preset), each side in a fresh process, alternating the two for ``--repeats`` rounds. It prints
 the best CPU seconds (user + system) and wall seconds of each side, runs per CPU-second, the page
 faults per training step, the ratio, and whether the cubes are bitwise equal.
@@ -275,8 +275,10 @@ def model_images_per_second(grid: Grid, pipe: str, G: int, split: Split, device:
 
 
 def quick_pack_grid(pipeline: str, epochs: int, channels_last: bool | None = None) -> Grid:
-    """The quick preset cut to one pipeline (its 5 x 4 = 20 cells) trained for ``epochs`` epochs."""
+    """The quick preset cut to one pipeline on five sigma_w levels (1/4..4; 5 x 4 = 20 cells, the pack the figures
+    in docs/benchmarks.md measure; the preset itself sweeps 1/4, 1 and 4) trained for ``epochs`` epochs."""
     d = load_grid("quick").to_dict()
+    d["sigma_w"] = [0.25, 0.5, 1.0, 2.0, 4.0]
     if pipeline not in d["pipelines"]:
         raise SystemExit(f"no pipeline {pipeline!r} in the quick preset: {', '.join(d['pipelines'])}")
     d["pipelines"] = {pipeline: {**d["pipelines"][pipeline], "epochs": epochs}}

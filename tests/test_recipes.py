@@ -39,7 +39,7 @@ PRESET_HASHES = {
     "clocks": "ad43fcc0b1c50096e56825e88401f3290016a96d6b7e2047c71900de1253a8bc",
     "digits": "caf83c89abec2c9afa16d48053901b8c598d7fc231fdf609578922958836c0c2",
     "paper": "2fcb321a89bbcfa76eefdc4ba2f11cc215ef79ff95a3b2fdf4f1c7c910b4e42e",
-    "quick": "89404199a0d02cd59f4496ab13e82f0ee98e8d4ae8950947b1adaed92bc6de45",
+    "quick": "587444b9b7d83e6060e293064e8507d6335389ba3efeb8fece1ec678835c175a",
 }
 
 RECIPES = {

@@ -20,24 +20,24 @@ def _key(model: MemoryModel) -> str:
 
 
 def test_the_placeholder_has_the_compiled_structure_of_every_real_table_of_its_shape():
-    # A simulated cube of the quick preset's shape at its first look (7 pipelines x 5 levels x 4 seeds, per-example
+    # A simulated cube of the quick preset's shape at its first look (7 pipelines x 3 levels x 4 seeds, per-example
     # predictions, a cell lost), padded to the last look's 16 seeds as a sequential run compiles it.
-    pipes = [SimPipeline(f"p{k}", sigma_sd=0.1 * k, n_sigma=5, n_seed=4) for k in range(7)]
+    pipes = [SimPipeline(f"p{k}", sigma_sd=0.1 * k, n_sigma=3, n_seed=4) for k in range(7)]
     ds = simulate_cube(pipes, n_test=600, seed=3)
     acc = ds["selected_test_acc"].values.copy()
-    acc[0, 4, 1] = np.nan
+    acc[0, 2, 1] = np.nan
     ds["selected_test_acc"].values[:] = acc
     real = MemoryModel(prepare_data(ds, "selected_test_acc", gate="all"), delta=0.02, slots=(0, 0, 16))
-    assert real.shape == (7, 5, 16)
-    assert _key(MemoryModel(placeholder_data((7, 5, 16)))) == _key(real)
-    assert _key(MemoryModel(placeholder_data((7, 5, 15)))) != _key(real)   # another shape, another sampler
+    assert real.shape == (7, 3, 16)
+    assert _key(MemoryModel(placeholder_data((7, 3, 16)))) == _key(real)
+    assert _key(MemoryModel(placeholder_data((7, 3, 15)))) != _key(real)   # another shape, another sampler
 
 
 def test_the_warm_shape_is_the_shape_each_analysis_of_the_run_compiles():
     grid = load_grid(resolve_preset("quick"))
-    assert warm_shape(grid, len(grid.seeds)) == (7, 5, 4)                  # a fixed design
-    assert warm_shape(grid, 16) == (7, 5, 16)                              # every look of looks 4, 8, 12, 16
-    assert warm_shape(grid, 16, (8, 0, 20)) == (8, 5, 20)                  # never below the compile_shape option
+    assert warm_shape(grid, len(grid.seeds)) == (7, 3, 4)                  # a fixed design
+    assert warm_shape(grid, 16) == (7, 3, 16)                              # every look of looks 4, 8, 12, 16
+    assert warm_shape(grid, 16, (8, 0, 20)) == (8, 3, 20)                  # never below the compile_shape option
 
 
 def test_no_warm_up_without_a_trusted_disk_cache_or_for_a_shape_the_model_cannot_fit(monkeypatch, tmp_path):

@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 import numpy as np
+import xarray as xr
 
 from initmem import cube as C
 from initmem import names as N
@@ -432,12 +433,27 @@ def _ppc_failures(a: Analysis) -> list[str]:
     return out
 
 
+def _cells_asked_for(a: Analysis) -> Any:
+    """The cube's cells that the design trained or meant to: under a sequential design a pipeline decided at a look
+    keeps the look's seeds (the first ``seeds_used`` of the cube's), and its cells at later seeds were never asked
+    for, so they are not missing runs."""
+    seq = a.summary.sequential
+    if seq is None or not seq.seeds_used:
+        return a.cube
+    seeds = a.cube[C.SEED].values
+    asked = np.zeros((a.cube.sizes[C.PIPELINE], seeds.size), dtype=bool)
+    for i, p in enumerate(a.cube[C.PIPELINE].values.tolist()):
+        asked[i, : seq.seeds_used.get(str(p), seeds.size)] = True
+    mask = xr.DataArray(asked, dims=(C.PIPELINE, C.SEED))
+    return a.cube.assign({C.STATUS: a.cube[C.STATUS].where(mask, C.OK)})
+
+
 def data_warnings(a: Analysis) -> list[str]:
     """Data problems that are not fit failures: failed or diverged runs, excluded cells."""
     out: list[str] = []
     if a.cube is not None:
         bad_status = [C.STATUS_NAMES[s] for s in (C.DIVERGED, C.FAILED, C.MISSING)]
-        for p, counts in C.status_counts(a.cube).items():
+        for p, counts in C.status_counts(_cells_asked_for(a)).items():
             bad = {k: v for k, v in counts.items() if k in bad_status and v}
             if bad:
                 out.append(f"{p}: " + ", ".join(f"{v} run(s) {k}" for k, v in bad.items()) + ".")

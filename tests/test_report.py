@@ -338,6 +338,27 @@ def test_partial_cube_without_curves_skips_sections_with_reasons(tmp_path):
     assert doc.summary_names == ["remembering", "forgetting"]
 
 
+def test_a_sequential_designs_untrained_seeds_are_not_missing_runs(tmp_path):
+    # "forgetting" was decided at the first look (2 seeds), so the design never trained its third seed; a run of
+    # "remembering" (3 seeds) that is missing among its own seeds is still reported.
+    from initmem.plot.load import load_analysis
+    from initmem.reports.text import data_warnings
+
+    ds = small_cube(curves=False)
+    status = ds[C.STATUS].values
+    status[1, :, 2] = C.MISSING
+    status[0, 1, 0] = C.MISSING
+    ds[C.STATUS].values[:] = status
+
+    def sequential(s: R.Summary) -> None:
+        s.sequential = R.Sequential(looks=[2, 3], seeds_used={"remembering": 3, "forgetting": 2})
+
+    assert data_warnings(load_analysis(write_analysis(ds, tmp_path / "fixed"))) == [
+        "remembering: 1 run(s) missing.", "forgetting: 4 run(s) missing."]
+    assert data_warnings(load_analysis(write_analysis(ds, tmp_path / "seq", edit=sequential))) == [
+        "remembering: 1 run(s) missing."]
+
+
 @pytest.mark.slow
 def test_missing_cube_still_reports_from_the_summary(tmp_path):
     analysis = write_analysis(small_cube(), tmp_path)

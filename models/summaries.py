@@ -418,7 +418,25 @@ def _put_back_fit(model: FittedModel, delta: float, alpha: float | Spending = AL
                                  "their final test accuracy")
 
 
-def _missingness(model: FittedModel, a: int, pipe: str, vd: str, sensitivity: dict | None) -> dict[str, Any]:
+def put_back_direction(fit_median: float, refit_median: float, delta: float) -> str:
+    """Where the survivorship refit moves the spread's median relative to delta: ``"further"`` (the same side, at
+    least as far), ``"towards"`` (the same side, closer) or ``"across"`` (the other side, or onto delta).
+
+    A verdict that the put-back runs change while moving the spread further from delta changes because they add
+    noise (slow runs are noisy), not because they point the other way: a "remembers" whose lost runs at the large
+    sigma_w are worse still has more memory with them, not less."""
+    a, b = fit_median - delta, refit_median - delta
+    if a == 0 or b == 0 or (a > 0) != (b > 0):
+        return "across"
+    return "further" if abs(b) >= abs(a) else "towards"
+
+
+def _spread_text(d: MemoryData, x: float) -> str:
+    return f"{100 * x:.2f} points" if d.is_accuracy else f"{x:.4g}"
+
+
+def _missingness(model: FittedModel, a: int, pipe: str, vd: str, sensitivity: dict | None,
+                 fit_median: float, delta: float) -> dict[str, Any]:
     """Whether the runs the verdict leaves out (gated out, failed, missing) depend on sigma_w, and what the
     verdict becomes with the gated ones put back; a warning when either should change the reading. The p-value
     is models/data.py's Bonferroni combination of an omnibus test (any pattern over the levels) and an exact trend
@@ -433,6 +451,9 @@ def _missingness(model: FittedModel, a: int, pipe: str, vd: str, sensitivity: di
     omnibus_p = d.missingness_omnibus_p.get(pipe)
     depends = p_value is not None and p_value < ALPHA
     changes = sensitivity is not None and sensitivity.get("verdict") not in (None, vd)
+    refit_median = ((sensitivity or {}).get("spread") or {}).get("median")
+    direction = (put_back_direction(fit_median, refit_median, delta)
+                 if refit_median is not None and np.isfinite(refit_median) else None)
     refit = None
     if no_value.any():
         which = ("none of them has a" if int(no_value.sum()) == int(lost.sum())
@@ -449,6 +470,12 @@ def _missingness(model: FittedModel, a: int, pipe: str, vd: str, sensitivity: di
         if sensitivity is not None:
             parts.append(f"put back at their final accuracy the verdict becomes {sensitivity['verdict']!r}"
                          if changes else "put back at their final accuracy the verdict stands")
+            if changes and direction is not None:
+                where = {"further": "further from delta", "towards": "towards delta", "across": "across delta"}
+                parts.append(f"the spread moves {where[direction]} ({_spread_text(d, fit_median)} -> "
+                             f"{_spread_text(d, refit_median)})" + (": the runs put back add noise, not doubt "
+                                                                   "about the direction" if direction == "further"
+                                                                   else ""))
         if refit is not None:
             parts.append(refit)
         warning = "; ".join(parts) + " (survivorship: docs/memory-model.md)"
@@ -456,7 +483,7 @@ def _missingness(model: FittedModel, a: int, pipe: str, vd: str, sensitivity: di
             "by_sigma_w": {sigma_key(s): int(n) for s, n in zip(d.sigma_w, gated.sum(axis=1), strict=True) if n},
             "lost_by_sigma_w": {sigma_key(s): int(n) for s, n in zip(d.sigma_w, lost.sum(axis=1), strict=True) if n},
             "p_value": p_value, "p_trend": trend_p, "p_omnibus": omnibus_p,
-            "depends_on_sigma_w": bool(depends), "verdict_changes": bool(changes),
+            "depends_on_sigma_w": bool(depends), "verdict_changes": bool(changes), "put_back_direction": direction,
             "refit_impossible": refit, "warning": warning, "sensitivity": sensitivity}
 
 
@@ -514,7 +541,7 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
             "prior_sensitivity": _prior_sensitivity(model, a, flat, delta, decided),
             "interpolation": d.interpolation[pipe],
             "divergence": _divergence(model, a, pipe, sens.get(pipe)),
-            "missingness": _missingness(model, a, pipe, vd, put_back.get(pipe)),
+            "missingness": _missingness(model, a, pipe, vd, put_back.get(pipe), float(np.median(flat)), delta),
             "notes": list(d.notes),
         }
         if near and (equiv["supports_forgets"] or (model_vd == N.FORGETS and model_for)):

@@ -413,9 +413,17 @@ def divergence_warnings(a: Analysis) -> list[str]:
     out = []
     for p in a.pipelines:
         for part in (a.pipe(p).divergence, a.pipe(p).missingness):
-            if part is not None and part.warning:
+            if part is not None and part.warning and not _adds_noise_only(part):
                 out.append(f"{p}: {part.warning}")
     return out
+
+
+def _adds_noise_only(part: Any) -> bool:
+    """A survivorship warning whose one ground is a put-back refit that moves the spread further from delta (the
+    lost runs do not depend on sigma_w detectably): the runs add noise, not doubt about the verdict's direction.
+    A note on the report, not a problem with the fit."""
+    return (not getattr(part, "depends_on_sigma_w", True)
+            and getattr(part, "put_back_direction", None) == "further")
 
 
 def _ppc_failures(a: Analysis) -> list[str]:
@@ -459,6 +467,8 @@ def data_warnings(a: Analysis) -> list[str]:
                 out.append(f"{p}: " + ", ".join(f"{v} run(s) {k}" for k, v in bad.items()) + ".")
     for p in a.pipelines:
         info = a.pipe(p)
+        if info.missingness is not None and info.missingness.warning and _adds_noise_only(info.missingness):
+            out.append(f"{p}: {info.missingness.warning}")
         if (info.n_excluded_total or 0) > 0:
             out.append(f"{p}: cells excluded from the analysis ({excluded_text(info.n_excluded)}).")
     d = a.summary.diagnostics

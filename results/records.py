@@ -208,6 +208,7 @@ class Missingness(Record):
     p_value: Num = None            # permutation test: do lost runs depend on sigma_w
     depends_on_sigma_w: bool = False
     verdict_changes: bool = False  # the put-back refit gives another verdict
+    put_back_direction: str | None = None  # the refit's spread against the fit's: further from / towards / across delta
     warning: str | None = None
     sensitivity: DivergenceSensitivity | None = None
 

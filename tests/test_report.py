@@ -359,6 +359,25 @@ def test_a_sequential_designs_untrained_seeds_are_not_missing_runs(tmp_path):
         "remembering: 1 run(s) missing."]
 
 
+@pytest.mark.parametrize("direction, depends, problem", [("further", False, False), ("towards", False, True),
+                                                        ("across", False, True), ("further", True, True)])
+def test_a_put_back_refit_that_only_adds_noise_is_a_note_not_a_problem(tmp_path, direction, depends, problem):
+    # The survivorship refit changed the verdict. Red (a problem with the fit) when the lost runs depend on sigma_w
+    # or move the spread towards or across delta; a note when they only move it further from delta.
+    from initmem.plot.load import load_analysis
+    from initmem.reports.text import data_warnings, failures
+
+    def lost(s: R.Summary) -> None:
+        s.pipelines["remembering"].missingness = R.Missingness(
+            n_gated=2, by_sigma_w={"8.0": 2}, p_value=0.01 if depends else 0.4, depends_on_sigma_w=depends,
+            verdict_changes=True, put_back_direction=direction, warning="2 run(s) were left out")
+
+    a = load_analysis(write_analysis(small_cube(curves=False), tmp_path, edit=lost))
+    line = "remembering: 2 run(s) were left out"
+    assert (line in failures(a)) == problem
+    assert (line in data_warnings(a)) == (not problem)
+
+
 @pytest.mark.slow
 def test_missing_cube_still_reports_from_the_summary(tmp_path):
     analysis = write_analysis(small_cube(), tmp_path)

@@ -11,6 +11,7 @@ import pytest
 from initmem import cube
 from initmem.analysis.analyze import analyze_cube
 from initmem.models.data import _dependence_test
+from initmem.models.summaries import put_back_direction
 from initmem.simulate import SimPipeline, simulate_cube
 from initmem.tests._memory_designs import SMALL
 
@@ -25,6 +26,16 @@ def test_the_dependence_test_sees_runs_lost_at_one_end_of_the_grid():
     spread_out[np.arange(5), np.arange(5)] = True  # one lost run per level
     assert _dependence_test(spread_out, observed, rng) > 0.5
     assert _dependence_test(np.zeros((5, 6), dtype=bool), observed, rng) is None
+
+
+def test_the_put_back_direction_is_where_the_refit_moves_the_spread_against_delta():
+    assert put_back_direction(0.073, 0.112, 0.02) == "further"      # a memory the lost runs make larger
+    assert put_back_direction(0.073, 0.030, 0.02) == "towards"
+    assert put_back_direction(0.073, 0.010, 0.02) == "across"
+    assert put_back_direction(0.005, 0.002, 0.02) == "further"      # below delta, further below
+    assert put_back_direction(0.005, 0.015, 0.02) == "towards"
+    assert put_back_direction(0.005, 0.030, 0.02) == "across"
+    assert put_back_direction(0.020, 0.050, 0.02) == "across"       # from delta itself: no side to keep
 
 
 @pytest.mark.slow
@@ -49,5 +60,7 @@ def test_runs_left_out_by_the_gate_are_tested_put_back_and_warned_about(tmp_path
     assert flat.sensitivity is not None and flat.sensitivity.spread.median > 0.08
     assert s.pipelines["flat"].spread.median < 0.03
     assert flat.verdict_changes == (flat.sensitivity.verdict != s.pipelines["flat"].verdict)
+    assert flat.put_back_direction == put_back_direction(s.pipelines["flat"].spread.median,
+                                                         flat.sensitivity.spread.median, s.delta)
     assert any("put back at their final accuracy" in n for n in s.pipelines["flat"].notes)
     assert other.n_gated == 0 and other.sensitivity is None and other.warning is None

@@ -412,18 +412,19 @@ def divergence_warnings(a: Analysis) -> list[str]:
     hinges on leaving them out: the analysis's own warnings."""
     out = []
     for p in a.pipelines:
-        for part in (a.pipe(p).divergence, a.pipe(p).missingness):
-            if part is not None and part.warning and not _adds_noise_only(part):
-                out.append(f"{p}: {part.warning}")
+        dv, mi = a.pipe(p).divergence, a.pipe(p).missingness
+        if dv is not None and dv.warning:
+            out.append(f"{p}: {dv.warning}")
+        if mi is not None and mi.warning and not _adds_noise_only(mi):
+            out.append(f"{p}: {mi.warning}")
     return out
 
 
-def _adds_noise_only(part: Any) -> bool:
+def _adds_noise_only(mi: Any) -> bool:
     """A survivorship warning whose one ground is a put-back refit that moves the spread further from delta (the
     lost runs do not depend on sigma_w detectably): the runs add noise, not doubt about the verdict's direction.
     A note on the report, not a problem with the fit."""
-    return (not getattr(part, "depends_on_sigma_w", True)
-            and getattr(part, "put_back_direction", None) == "further")
+    return not mi.depends_on_sigma_w and mi.put_back_direction == "further"
 
 
 def _ppc_failures(a: Analysis) -> list[str]:
@@ -457,7 +458,8 @@ def _cells_asked_for(a: Analysis) -> Any:
 
 
 def data_warnings(a: Analysis) -> list[str]:
-    """Data problems that are not fit failures: failed or diverged runs, excluded cells."""
+    """Data problems that are not fit failures: failed or diverged runs, excluded cells, and the survivorship
+    warnings whose put-back runs only add noise (:func:`_adds_noise_only`)."""
     out: list[str] = []
     if a.cube is not None:
         bad_status = [C.STATUS_NAMES[s] for s in (C.DIVERGED, C.FAILED, C.MISSING)]

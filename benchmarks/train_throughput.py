@@ -1,9 +1,9 @@
 """Training throughput of the packed engine: G models in one pack versus one model alone.
 
-Prints, from one run: the machine's fp32 GEMM peak (GFLOP/s), the network's training FLOPs per
-image, model-images per second and utilisation (achieved FLOP/s over GEMM peak) for each pack
-size G, all through the same engine (``PackTrainer.train_step``), and last the packed-over-
-single ratio of per-model throughput.
+Prints, from one run: the machine's GEMM peak (GFLOP/s; fp32, or bf16 on CUDA where the engine
+autocasts), the network's training FLOPs per image, model-images per second and utilisation
+(achieved FLOP/s over GEMM peak) for each pack size G, all through the same engine
+(``PackTrainer.train_step``), and last the packed-over-single ratio of per-model throughput.
 
 On CPU the GEMM peak is measured twice, because the two GEMM libraries inside torch disagree by
 more than 2x on some machines: ``torch.mm`` runs MKL, which takes its AVX2 code path on AMD
@@ -116,13 +116,16 @@ def best_rate(fn: Callable[[], object], flop: float, device: str, seconds: float
     return best
 
 
-def gemm_peak(device: str, n: int, seconds: float) -> float:
-    """Best fp32 (tf32 off) ``torch.mm`` rate in GFLOP/s for n x n matrices (MKL on CPU)."""
+def gemm_peak(device: str, n: int, seconds: float, dtype: torch.dtype = torch.float32) -> float:
+    """Best ``torch.mm`` rate in GFLOP/s for n x n matrices of ``dtype`` (fp32 with tf32 off; MKL on CPU).
+
+    Utilisation is only meaningful against the peak of the arithmetic the engine runs: on CUDA that is
+    bf16 under autocast, whose tensor-core peak is an order of magnitude above fp32's."""
     if device_kind(device) == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False
-    a = torch.randn(n, n, device=device)
-    b = torch.randn(n, n, device=device)
-    c = torch.empty(n, n, device=device)
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    c = torch.empty(n, n, device=device, dtype=dtype)
     return best_rate(lambda: torch.mm(a, b, out=c), 2 * n ** 3, device, seconds)
 
 
@@ -157,7 +160,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=None, help="default: the quick preset's sgd_low_lr")
     ap.add_argument("--seconds", type=float, default=4.0, help="timed seconds per pack size")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's)")
-    ap.add_argument("--gemm-n", type=int, default=1024)
+    ap.add_argument("--gemm-n", type=int, default=None, help="GEMM peak size (default 1024 on CPU, 8192 on CUDA)")
     ap.add_argument("--channels-last", action=argparse.BooleanOptionalAction, default=None,
                     help="engine.channels_last (default: the quick preset's setting)")
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False,
@@ -212,16 +215,18 @@ def main() -> None:
     sizes = [int(g) for g in args.G.split(",")]
 
     with deterministic(device):
-        peak = gemm_peak(device, args.gemm_n, 2.0)
-        peak_dnnl = onednn_gemm_peak(args.gemm_n, 2.0) if device_kind(device) == "cpu" else None
         probe = PackTrainer(grid, pipe, [(1.0, 0)], split, device)
+        bf16 = probe.amp and device_kind(device) == "cuda"
+        gemm_n = args.gemm_n or (8192 if device_kind(device) == "cuda" else 1024)
+        peak = gemm_peak(device, gemm_n, 2.0, torch.bfloat16 if bf16 else torch.float32)
+        peak_dnnl = onednn_gemm_peak(gemm_n, 2.0) if device_kind(device) == "cpu" else None
         flops = count_train_flops_per_image(probe.net, split.in_channels, split.image_size)
         print(f"device {device}, threads {torch.get_num_threads()}, arch {arch} width {grid.model.width or 'default'}, "
               f"batch {b}, channels_last {probe.channels_last}")
         if peak_dnnl is None:
-            print(f"fp32 GEMM peak ({args.gemm_n}^3, torch.mm): {peak:.1f} GFLOP/s")
+            print(f"{'bf16' if bf16 else 'fp32'} GEMM peak ({gemm_n}^3, torch.mm): {peak:.1f} GFLOP/s")
         else:
-            print(f"fp32 GEMM peak ({args.gemm_n}^3): torch.mm (MKL) {peak:.1f} GFLOP/s, "
+            print(f"fp32 GEMM peak ({gemm_n}^3): torch.mm (MKL) {peak:.1f} GFLOP/s, "
                   f"oneDNN {peak_dnnl:.1f} GFLOP/s")
         print(f"training FLOPs per image: {flops / 1e6:.3f} MFLOP")
         rates: dict[int, float] = {}

@@ -12,21 +12,32 @@ import pytest
 
 from initmem.errors import UserError
 from initmem.models.crossed import CrossedModel, check_table, model_arrays, pipeline_scale
+from initmem.tests._memory_designs import log_density
 
 SD_INIT, SD_DATA, SD_RESID = (1.5, 0.0), 0.8, 0.5     # points; pipeline "forgets" has no init effect
 SHAPE = (2, 3, 8, 4)                                  # pipelines, sigma_w levels, init seeds, data seeds
 SMALL = {"draws": 200, "tune": 200, "chains": 2, "retry": False}
 
 
-def simulate(seed: int = 0) -> np.ndarray:
+def draw(seed: int = 0) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """A table in points: each init seed's effect is the same at every sigma_w level (shared fraction 1), each
-    data seed's drawn afresh at every level (shared fraction 0), the two ends the model must cover."""
+    data seed's drawn afresh at every level (shared fraction 0), the two ends the model must cover. Also the
+    SDs of the effects actually drawn, per pipeline: the init effects' over the init seeds, the data effects'
+    pooled within levels (the level means belong to mu), the residuals'."""
     rng = np.random.default_rng(seed)
     p, n_l, n_i, n_j = SHAPE
     a = rng.standard_normal((p, 1, n_i, 1)) * np.array(SD_INIT)[:, None, None, None]
     b = rng.standard_normal((p, n_l, 1, n_j)) * SD_DATA
     mu = rng.normal(80.0, 3.0, (p, n_l, 1, 1))
-    return mu + a + b + rng.standard_normal(SHAPE) * SD_RESID
+    e = rng.standard_normal(SHAPE) * SD_RESID
+    drawn = {"sd_init": a.std(axis=2, ddof=1).ravel(),
+             "sd_data": np.sqrt(b.var(axis=3, ddof=1).mean(axis=(1, 2))),
+             "sd_resid": e.reshape(p, -1).std(axis=1, ddof=1)}
+    return mu + a + b + e, drawn
+
+
+def simulate(seed: int = 0) -> np.ndarray:
+    return draw(seed)[0]
 
 
 # Fast checks (no sampling) ------------------------------------------------------------------
@@ -76,15 +87,20 @@ def fitted() -> CrossedModel:
 
 @pytest.mark.slow
 def test_intervals_contain_the_known_components(fitted):
-    """A table of known SDs (simulation seed 0, fit seed 0): every 90% interval contains its truth, the draw's
-    effect being the same at every level; the pipeline without init effect has its sd_init near 0, its upper
-    bound below the margin and the other's lower bound above it; the shared fraction of the draw's effect is
-    high where it is 1."""
+    """A table of known effects (simulation seed 0, fit seed 0): every 90% interval contains the SD of the effects
+    drawn into this table, the draw's effect being the same at every level; the pipeline without init effect has
+    its sd_init near 0, its upper bound below the margin and the other's lower bound above it; the shared
+    fraction of the draw's effect is high where it is 1.
+
+    One table's interval is checked against what the table holds, not the generating SD: 8 init seeds give that
+    SD's estimate 7 df, so a single table sits in its tail often (seed 0's drawn sd_init is 0.89 against 1.5),
+    and how often the intervals cover the generating SDs is a rate, studies/crossed_bayes_coverage.py's."""
     s = fitted.summary(margin=0.5)
     assert not fitted.diagnostics()["flags"]
+    drawn = draw(0)[1]
     for p, name in enumerate(("keeps", "forgets")):
-        truth = {"sd_init": SD_INIT[p], "sd_data": SD_DATA, "sd_resid": SD_RESID}
-        for comp, t in truth.items():
+        for comp in ("sd_init", "sd_data", "sd_resid"):
+            t = drawn[comp][p]
             q = s[name][comp]
             assert q["lower"] <= q["median"] <= q["upper"]
             if t > 0:
@@ -141,7 +157,7 @@ def test_missing_runs_leave_the_likelihood(fitted):
     # the graph: a model built on this table has the same log density whatever value sits in the missing cell
     model = CrossedModel(y).model
     point = model.initial_point()
-    logp = model.compile_logp()
+    logp = log_density(model)
     before = logp(point)
     arr = model_arrays(y)
     z = arr["z"].copy()

@@ -24,7 +24,7 @@ from initmem.models.paired import CEILING
 from initmem.models.priors import Priors
 from initmem.models.summaries import probability_with_mcse, verdict
 from initmem.simulate import SimPipeline, simulate_cube
-from initmem.tests._memory_designs import SMALL, SMALL_FLAG, pad_seeds, table_data
+from initmem.tests._memory_designs import SMALL, SMALL_FLAG, log_density, pad_seeds, table_data
 
 # Fast checks (no sampling) ------------------------------------------------------------------
 
@@ -436,7 +436,7 @@ def test_padding_multiplies_the_density_by_a_factor_free_of_the_real_parameters(
     used[1, 2, 0] = False                                     # one imputed cell
     d = table_data(rng.standard_normal((2, 4, 3)), used, 1.0)
     own, big = MemoryModel(d, delta=0.01), MemoryModel(d, delta=0.01, slots=(3, 6, 5))
-    f_own, f_big = own.model.compile_logp(), big.model.compile_logp()
+    f_own, f_big = log_density(own.model), log_density(big.model)
     start = big.model.initial_point()
     pad = {n: np.random.default_rng(5).standard_normal(v.shape) for n, v in start.items()}
     diffs = []

@@ -14,7 +14,7 @@ from initmem import cube
 from initmem.models.data import prepare_data
 from initmem.models.memory import MemoryModel
 from initmem.simulate import SimPipeline, simulate_cube
-from initmem.tests._memory_designs import SMALL
+from initmem.tests._memory_designs import SMALL, log_density
 
 
 def _relabel_within_level(ds, level: int):
@@ -34,7 +34,7 @@ def _logp(ds, design: str) -> tuple[MemoryModel, float]:
     point = model.model.initial_point()
     rng = np.random.default_rng(1)
     point = {k: v + 0.3 * rng.standard_normal(np.shape(v)) for k, v in point.items()}
-    return model, float(model.model.compile_logp()(point))
+    return model, float(log_density(model.model)(point))
 
 
 @pytest.mark.slow

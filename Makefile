@@ -29,15 +29,19 @@ lint: install
 # pytest exits 5 when it collects no test; that is a failure, never a success.
 # Two workers (pytest-xdist), one test file per worker at a time: a file's module fixtures are built once,
 # and the long single-threaded tests (training, sampling) overlap instead of queueing.
+# Plugins load by name: pytest would otherwise load every installed package's plugin (hypothesis, zarr, anyio,
+# platformdirs) and assertion-rewrite each module of those packages that a worker imports, about 2 s of each
+# worker's 13 s collection (benchmarks/suite_timing.py --ab-autoload).
 TEST_WORKERS ?= 2
+PYTEST = PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(VENV)/bin/pytest -p xdist
 test: lint
-	@rc=0; $(VENV)/bin/pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder || rc=$$?; \
+	@rc=0; $(PYTEST) -q --durations=15 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 # The quick check while editing: every test not marked slow (sampling, training, statistical rates, report
 # rendering) or browser, on the same two workers.
 test-fast: install
-	@rc=0; $(VENV)/bin/pytest -q -m "not slow and not browser" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder || rc=$$?; \
+	@rc=0; $(PYTEST) -q -m "not slow and not browser" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test-fast: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 # The documentation site, offline, warnings as errors: open site/index.html. The API reference is generated from

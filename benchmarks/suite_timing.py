@@ -4,6 +4,7 @@
     python benchmarks/suite_timing.py -m "not slow and not browser"    # the tests `make test-fast` runs
     python benchmarks/suite_timing.py --ab-threads [--repeats 2] [tests...]
     python benchmarks/suite_timing.py --ab-holm [--repeats 2] [tests...]
+    python benchmarks/suite_timing.py --ab-autoload [--repeats 2] [tests...]
 
 ``--ab-threads``: whether two workers on two cores lose time to oversubscribed thread pools. The given tests
 (default: four of the heaviest files) on two workers, alternately with each library's default thread count
@@ -14,6 +15,10 @@ from one run of this script. Measured: no difference (docs/benchmarks.md), so `m
 ``--ab-holm``: the given tests (default: every file) alternately with statsmodels' Holm put back
 (benchmarks/_statsmodels_holm.py, a pytest plugin: it calls ``gc.collect()`` on every Holm call) and with
 pingouin's, which stats/frequentist.py uses; wall and CPU seconds of every run, both sides in one run.
+
+``--ab-autoload``: the given tests (default: every file) alternately with pytest loading every installed
+plugin (hypothesis, zarr, anyio and platformdirs ship one; pytest then assertion-rewrites every module of
+those packages that a worker imports) and with plugins by name, as `make test` runs pytest.
 
 Per file: the sum of its tests' setup, call and teardown durations (a file runs on one worker, so this is
 the file's share of that worker's time). The table goes into docs/benchmarks.md. Then the slowest tests
@@ -46,17 +51,22 @@ def _cpu_of_children() -> float:
     return use.ru_utime + use.ru_stime
 
 
+# As `make test` runs pytest: plugins by name (the Makefile's PYTEST), two workers, whole files per worker.
+PYTEST = [sys.executable, "-m", "pytest", "-p", "xdist", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+          "--no-loadscope-reorder"]
+PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
 def ab_runs(sides: dict[str, tuple[list[str], dict[str, str]]], tests: list[str], repeats: int) -> int:
     """Each side (extra pytest arguments, extra environment) in turn, ``repeats`` times: wall and CPU seconds."""
-    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
-            "--no-loadscope-reorder"]
+    base = [*PYTEST, "-q"]
     print("| side | wall s | CPU s (user + sys) | result |\n|---|---|---|---|")
     rc = 0
     for _ in range(repeats):
         for name, (extra, env) in sides.items():
             cpu0, t0 = _cpu_of_children(), time.perf_counter()
             proc = subprocess.run([*base, *extra, *tests], cwd=ROOT, capture_output=True, text=True,
-                                  env={**os.environ, **env})
+                                  env={**os.environ, **PYTEST_ENV, **env})
             wall, cpu = time.perf_counter() - t0, _cpu_of_children() - cpu0
             tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "no output"
             print(f"| {name} | {wall:.1f} | {cpu:.1f} | {tail.strip('= ')} |", flush=True)
@@ -78,21 +88,28 @@ def ab_holm(tests: list[str], repeats: int) -> int:
                     "pingouin's Holm (as shipped)": ([], {})}, tests, repeats)
 
 
+def ab_autoload(tests: list[str], repeats: int) -> int:
+    return ab_runs({"every installed plugin autoloaded": ([], {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": ""}),
+                    "plugins by name (make test)": ([], {})}, tests, repeats)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ab-threads", action="store_true", help="compare thread counts per worker (above)")
     ap.add_argument("--ab-holm", action="store_true", help="statsmodels' Holm against pingouin's (above)")
-    ap.add_argument("--repeats", type=int, default=2, help="runs of each side with --ab-threads or --ab-holm")
+    ap.add_argument("--ab-autoload", action="store_true",
+                    help="pytest's plugin autoload against plugins by name, as `make test` runs (above)")
+    ap.add_argument("--repeats", type=int, default=2, help="runs of each side of an --ab-* comparison")
     args, rest = ap.parse_known_args()
     if args.ab_threads:
         return ab_threads(rest, args.repeats)
     if args.ab_holm:
         return ab_holm(rest, args.repeats)
-    cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
-           "--no-loadscope-reorder",
-           "--durations=0", *rest]
+    if args.ab_autoload:
+        return ab_autoload(rest, args.repeats)
+    cmd = [*PYTEST, "-v", "--durations=0", *rest]
     cpu0, t0 = _cpu_of_children(), time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, **PYTEST_ENV})
     wall, cpu = time.perf_counter() - t0, _cpu_of_children() - cpu0
     per: dict[str, float] = defaultdict(float)
     per_test: dict[str, float] = defaultdict(float)

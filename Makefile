@@ -30,8 +30,8 @@ lint: install
 # Two workers (pytest-xdist), one test file per worker at a time: a file's module fixtures are built once,
 # and the long single-threaded tests (training, sampling) overlap instead of queueing.
 # Plugins load by name: pytest would otherwise load every installed package's plugin (hypothesis, zarr, anyio,
-# platformdirs) and assertion-rewrite each module of those packages that a worker imports, about 2 s of each
-# worker's 13 s collection (benchmarks/suite_timing.py --ab-autoload).
+# platformdirs) and assertion-rewrite each module of those packages that a worker imports (230 modules;
+# benchmarks/suite_timing.py --ab-autoload).
 TEST_WORKERS ?= 2
 PYTEST = PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(VENV)/bin/pytest -p xdist
 test: lint

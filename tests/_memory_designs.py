@@ -55,9 +55,8 @@ def table_data(y: np.ndarray, used: np.ndarray, scale: float | np.ndarray, metri
 @functools.lru_cache(maxsize=2)
 def log_density(model) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
     """A PyMC model's log density as a function of a point, for exact-identity tests that evaluate a few
-    points: PyTensor's FAST_COMPILE mode skips the C compilation of the graph (18 s on a fresh machine
-    against 1.5 s, the same value to the last bit on these models), which only a sampler's thousands of
-    evaluations repay."""
+    points: PyTensor's FAST_COMPILE mode skips the C compilation of the graph, which only a sampler's
+    thousands of evaluations repay and which a fresh machine pays in full."""
     return model.compile_logp(mode="FAST_COMPILE")
 
 

@@ -1,13 +1,13 @@
 """Cost of the measured clocks per training step: engine.measure_clocks on versus off, one run.
 
 Both sides train the same pack (same cells, data order and optimizer) through
-``PackTrainer.train_step``, with the quick preset's thread count; bursts alternate between them
+``PackTrainer.train_step``, with the digits preset's thread count; bursts alternate between them
 so that machine load hits both alike, and the best burst of each side is kept. Prints seconds
 per step for each side and their ratio, and the measurement alone (``StepMeter.before_step`` +
 ``after_step``) as a share of a step: on a shared machine the A/B ratio is noisy, the
 measurement-alone figure much less so.
 
-    python benchmarks/measure_cost.py                        # quick preset's first pipeline, CPU, G = 1, 8
+    python benchmarks/measure_cost.py                        # digits preset's first pipeline, CPU, G = 1, 8
     python benchmarks/measure_cost.py --device cuda --G 1,32 --arch resnet9 --width 64
 """
 

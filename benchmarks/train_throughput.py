@@ -10,7 +10,7 @@ more than 2x on some machines: ``torch.mm`` runs MKL, which takes its AVX2 code 
 CPUs, while oneDNN (the library behind torch's CPU convolutions) runs AVX-512. Utilisation is
 printed against both; the oneDNN figure is the honest one wherever it is the larger.
 
-    python benchmarks/train_throughput.py                       # quick preset net, CPU, G = 1,4,16
+    python benchmarks/train_throughput.py                       # digits preset net, CPU, G = 1,4,16
     python benchmarks/train_throughput.py --device cuda --arch resnet9 --G 1,8,32,64
 
 FLOPs count multiply-adds of convolutions and the head as 2 FLOPs, times 3 for forward plus

@@ -48,7 +48,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is i
     from initmem.simulate import simulate_cube as simulate_cube
 
 
-
 def _checkout_version() -> str:
     """The version in pyproject.toml, for a checkout put on the path without being installed (a GPU machine
     that runs ``benchmarks/gpu_checks.sh``, say)."""

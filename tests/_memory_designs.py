@@ -52,7 +52,6 @@ def table_data(y: np.ndarray, used: np.ndarray, scale: float | np.ndarray, metri
                                      for k, n in enumerate(names)}, divergence_p={n: None for n in names})
 
 
-@functools.lru_cache(maxsize=2)
 def log_density(model) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
     """A PyMC model's log density as a function of a point, for exact-identity tests that evaluate a few
     points: PyTensor's FAST_COMPILE mode skips the C compilation of the graph, which only a sampler's
@@ -60,6 +59,7 @@ def log_density(model) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
     return model.compile_logp(mode="FAST_COMPILE")
 
 
+@functools.lru_cache(maxsize=2)
 def compiled_model(n_seed: int = S, **fit: int) -> MemoryModel:
     """A fitted model of the shared shape (standard-normal tables), compiled once per session;
     sigma_sd's prior is neutral at delta = 0.01 (one point)."""

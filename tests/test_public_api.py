@@ -74,6 +74,7 @@ def installed(tmp_path_factory):
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
                     "--no-compile", "--target", str(target), str(ROOT)], check=True, capture_output=True)
     assert (target / "initmem" / "py.typed").is_file()
+
     def partials(root: Path) -> list[str]:
         return sorted(p.name for p in (root / "reports" / "templates" / "sections").glob("*.j2"))
 

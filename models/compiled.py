@@ -1,4 +1,4 @@
-"""The memory model's nutpie sampler, compiled once per model structure.
+"""The nutpie samplers of the memory, crossed and exponent models, compiled once per model structure.
 
 nutpie compiles a PyMC model in two steps: PyTensor builds and rewrites the log density and its
 gradient, and numba turns them, wrapped in two C callbacks (log density, expansion to the traced
@@ -128,6 +128,12 @@ def versions() -> dict[str, str]:
             "cpu": llvmlite.binding.get_host_cpu_name()}
 
 
+def source_hash(path: str | Path) -> str:
+    """sha256 of a module's source: a model written outside ``_GRAPH_SOURCES`` puts the hash of the module that
+    writes its graph into its ``structure()``, so that an edit there is a new structure."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def structure_key(structure: dict[str, Any]) -> str:
     """sha256 of the model's structure (shapes, graph constants), the source of the modules that
     write the graph, the PyTensor flags that change numba's code, the versions and the format."""
@@ -168,7 +174,7 @@ def compile_model(model: Any, key: str, data: dict[str, np.ndarray]) -> Compiled
 
 class NutpieFit:
     """The compile-once, sample, swap-data bookkeeping that every PyMC model sampled with nutpie shares
-    (models/memory.py, models/crossed.py). A subclass provides ``model`` (the PyMC model) and
+    (models/memory.py, models/crossed.py, models/exponents.py). A subclass provides ``model`` (the PyMC model) and
     ``structure()`` (what its compiled sampler depends on besides the code), and calls
     :meth:`_nutpie_sample` to fit and :meth:`_share_sampler` when it makes a copy with new data."""
 
@@ -307,6 +313,14 @@ def _keyed_cache(py_func: Any, folder: Path, name: str, key: str, load_only: boo
             self._lineno = 0
             self._locator = Locator()
             self._filename_base = name
+            self.cachable = True
+
+        def check_cachable(self, cres: Any) -> bool:
+            # numba's own check, without its warning (which needs a source file this locator does not have): code
+            # that calls a C function through a pointer, such as scipy's special functions behind a censored
+            # likelihood's normal CDF, holds an address of this process and cannot be stored
+            self.cachable = all(x.can_cache for x in cres.lifted) and not cres.library.has_dynamic_globals
+            return self.cachable
 
     class Cache(FunctionCache):
         def __init__(self) -> None:
@@ -374,6 +388,10 @@ def _compile_cached(model: Any, folder: Path | None, key: str) -> tuple[Any, str
         shared_data=shared_data, user_data=user_data, n_expanded=n_expanded, shape_info=shape_info,
         logp_func=logp_pt, expand_func=expand_pt)
     note = None
+    if folder is not None and not all(cf._cache._impl.cachable for cf in (logp_cf, expand_cf)):
+        note = ("compiled code that calls C functions through pointers of this process (such as scipy's special "
+                "functions) cannot be stored in the disk cache; compiled in every process")
+        folder = None
     if folder is not None:
         names, slices, shapes = shape_info
         meta = {"format": FORMAT, "key": key, "n_dim": int(n_dim), "n_expanded": int(n_expanded),
@@ -442,4 +460,5 @@ def _never_compiled(_a: Any, _b: Any, _c: Any, _d: Any, _e: Any) -> int:
     return -1
 
 
-__all__ = ["CACHE_ENV", "Compiled", "cache_dir", "clear_memory", "compile_model", "structure_key", "untrusted"]
+__all__ = ["CACHE_ENV", "Compiled", "cache_dir", "clear_memory", "compile_model", "source_hash", "structure_key",
+           "untrusted"]

@@ -53,9 +53,7 @@ draw.
 
 from __future__ import annotations
 
-import hashlib
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -77,10 +75,6 @@ REPORTED = ("sd_init", "sd_data", "sd_resid", "init_share")
 SHARED = ("init_shared", "data_shared")   # the fractions of sd_init^2 and sd_data^2 shared by all levels
 _SAMPLED = ("sd_init_z", "sd_data_z", "sd_resid_z")
 _SHARES = tuple(f"{n}_w" for n in SHARED)
-
-
-def _source_hash() -> str:
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
 def _labels(given: Any, n: int, what: str) -> list[Any]:
@@ -218,7 +212,7 @@ class CrossedModel(compiled.NutpieFit):
     def structure(self) -> dict[str, Any]:
         """What the compiled sampler depends on besides the libraries: the shape, the prior constants and the
         source of this module (the graph is written here)."""
-        return {"model": "crossed", "shape": list(self.shape), "source": _source_hash(),
+        return {"model": "crossed", "shape": list(self.shape), "source": compiled.source_hash(__file__),
                 "priors": {"sd_nu": SD_NU, "sd_scale": SD_SCALE, "mu_scale": MU_SCALE,
                            "share_prior": list(SHARE_PRIOR)}}
 

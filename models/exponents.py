@@ -23,7 +23,6 @@ Torch-free: models/ never imports torch.
 from __future__ import annotations
 
 import math
-import os
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from initmem import cube
+from initmem.models import compiled
 
 warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS installation")
 
@@ -45,6 +45,8 @@ DEFAULT_TOLERANCE = 0.25  # |fitted - predicted| on every exponent: "the clock's
 INTERVAL = (0.05, 0.95)
 MIN_L2_PIPELINES = 5  # with at least this many L2 pipelines, the fit uses only those (one mechanism)
 MIN_PIPELINES = 8  # fewer: up to 5 exponents and a pipeline SD are barely identified; a dose design has more
+ALPHA_SD, BETA_SD, SCALE_SD = 5.0, 2.0, 1.0  # priors: alpha ~ N(mean log t, 5), beta ~ N(0, 2), tau, sigma ~ HN(1)
+TARGET_ACCEPT = 0.95
 
 
 @dataclass
@@ -110,78 +112,123 @@ def build_data(names, lr, l2, batch, momentum, family, times: np.ndarray, budget
                         np.asarray(upper, float), np.asarray(cens, bool), notes)
 
 
-def build_model(d: ExponentData):
-    import pymc as pm
-
-    n_p, k = d.x.shape
+def _arrays(d: ExponentData) -> dict[str, np.ndarray]:
+    """The model's ``pm.Data`` arrays: everything that changes between tables of one shape, so that one compiled
+    sampler serves them all (models/compiled.py). ``center`` is alpha's prior mean, the mean observed log time."""
     obs_y = d.y[~d.censored]
     center = float(np.mean(obs_y)) if obs_y.size else float(np.mean(d.y))
+    return {"x": np.asarray(d.x, float), "pipe": np.asarray(d.pipe, np.int64), "upper": np.asarray(d.upper, float),
+            "y": np.asarray(d.y, float), "center": np.asarray(center, float)}
+
+
+def build_model(d: ExponentData) -> Any:
+    """The PyMC model of the forgetting times ``d`` (the module docstring writes it out)."""
+    import pymc as pm
+
+    arr = _arrays(d)
     with pm.Model(coords={"column": d.columns, "pipeline": d.pipelines}) as model:
-        x = pm.Data("x", d.x)
-        pipe = pm.Data("pipe", d.pipe)
-        upper = pm.Data("upper", d.upper)
-        y = pm.Data("y", d.y)
-        alpha = pm.Normal("alpha", center, 5.0)
-        beta = pm.Normal("beta", 0.0, 2.0, dims="column")
-        tau = pm.HalfNormal("tau", 1.0)
+        x = pm.Data("x", arr["x"])
+        pipe = pm.Data("pipe", arr["pipe"])
+        upper = pm.Data("upper", arr["upper"])
+        y = pm.Data("y", arr["y"])
+        center = pm.Data("center", arr["center"])
+        alpha = pm.Normal("alpha", center, ALPHA_SD)
+        beta = pm.Normal("beta", 0.0, BETA_SD, dims="column")
+        tau = pm.HalfNormal("tau", SCALE_SD)
         z = pm.Normal("z", 0.0, 1.0, dims="pipeline")
-        sigma = pm.HalfNormal("sigma", 1.0)
+        sigma = pm.HalfNormal("sigma", SCALE_SD)
         mu_p = alpha + pm.math.dot(x, beta) + tau * z
         pm.Censored("log_t", pm.Normal.dist(mu_p[pipe], sigma), lower=None, upper=upper, observed=y)
     return model
 
 
-class ExponentModel:
-    """Compile once, fit, refit on data of the same shape (the known-truth controls)."""
+class ExponentModel(compiled.NutpieFit):
+    """Compile once, fit, refit on data of the same shape (the known-truth controls).
+
+    The compiled sampler depends on the shape of the forgetting-time table only (observations, pipelines,
+    exponent columns): a refit, or a later analysis of a table of that shape, loads it from this process's table
+    or the disk cache (models/compiled.py) instead of compiling it again, which is most of a fit's time.
+
+    Parameters
+    ----------
+    data : ExponentData
+        The forgetting times and the pipelines' design (:func:`build_data`).
+    """
 
     def __init__(self, data: ExponentData) -> None:
         self.data = data
-        self.model = build_model(data)
-        self._compiled: Any = None
-        self.compile_seconds = 0.0
-        self.sampling_seconds = 0.0
+        super().__init__(build_model(data))
         self.sampler_used = ""
-        self.idata = None
+        self.idata: Any = None
+
+    def structure(self) -> dict[str, Any]:
+        """What the compiled sampler depends on besides the libraries: the table's shape, the prior constants
+        and this module's source (the graph is written here)."""
+        d = self.data
+        return {"model": "exponents", "observations": int(d.y.size), "pipelines": len(d.pipelines),
+                "columns": len(d.columns), "source": compiled.source_hash(__file__),
+                "priors": {"alpha_sd": ALPHA_SD, "beta_sd": BETA_SD, "scale_sd": SCALE_SD},
+                "target_accept": TARGET_ACCEPT}
 
     def fit(self, *, draws: int = 1000, tune: int = 1000, chains: int = 2, seed: int = 0,
             progress: bool = False, sampler: str = "nutpie") -> ExponentModel:
-        t0 = time.perf_counter()
+        """Sample the posterior (nutpie; PyMC's NUTS when nutpie is missing or asked for).
+
+        Parameters
+        ----------
+        draws, tune, chains : int
+            Draws kept per chain, warm-up steps per chain, chains.
+        seed : int
+            The sampler's seed: the same seed gives the same draws.
+        progress : bool
+            Show the sampler's progress bar.
+        sampler : {"nutpie", "pymc"}
+            Which NUTS implementation draws.
+
+        Returns
+        -------
+        ExponentModel
+            This model, with ``idata`` holding the posterior.
+        """
         if sampler == "nutpie":
             try:
-                import nutpie
-
-                if self._compiled is None:
-                    self._compiled = nutpie.compile_pymc_model(self.model)
-                    self.compile_seconds = time.perf_counter() - t0
-                t0 = time.perf_counter()
-                self.idata = nutpie.sample(self._compiled, draws=draws, tune=tune, chains=chains, seed=seed,
-                                           cores=min(chains, os.cpu_count() or 1), progress_bar=progress,
-                                           target_accept=0.95)
-                self.sampler_used = "nutpie"
+                import nutpie  # noqa: F401
             except ImportError:
                 sampler = "pymc"
-        if sampler == "pymc":
+        if sampler == "nutpie":
+            self.idata = self._nutpie_sample(_arrays(self.data), draws=draws, tune=tune, chains=chains, seed=seed,
+                                             target_accept=TARGET_ACCEPT, progress=progress)
+        else:
             import pymc as pm
 
+            t0 = time.perf_counter()
             with self.model:
                 self.idata = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed, progressbar=progress,
-                                       target_accept=0.95, cores=1, compute_convergence_checks=False)
-            self.sampler_used = "pymc"
-        self.sampling_seconds = time.perf_counter() - t0
+                                       target_accept=TARGET_ACCEPT, cores=1, compute_convergence_checks=False)
+            self.sampling_seconds = time.perf_counter() - t0
+        self.sampler_used = sampler
         return self
 
     def refit(self, data: ExponentData, **kw: Any) -> ExponentModel:
-        """Same design shape, new times: reuses the compiled sampler (no recompilation)."""
-        import pymc as pm
+        """The same model on new forgetting times of the same shape, on this model's compiled sampler with the new
+        times and initial point swapped in.
 
-        new = object.__new__(ExponentModel)
-        new.__dict__.update({**self.__dict__, "data": data, "idata": None})
-        arr = {"x": data.x, "pipe": data.pipe, "upper": data.upper, "y": data.y}
-        with new.model:
-            pm.set_data(arr)
-        if self._compiled is not None:
-            new._compiled = self._compiled.with_data(**arr)
-        return new.fit(**kw)
+        Parameters
+        ----------
+        data : ExponentData
+            New times; their table must have this model's shape.
+        **kw
+            :meth:`fit`'s options.
+
+        Returns
+        -------
+        ExponentModel
+            A new fitted model; this one is unchanged.
+        """
+        new = ExponentModel(data)
+        if new.structure() != self.structure():
+            raise ValueError("refit needs forgetting times of the same shape as the compiled model's")
+        return new.fit(**kw)   # this process's table of compiled samplers has the sampler (models/compiled.py)
 
     def beta_draws(self) -> np.ndarray:
         b = self.idata.posterior["beta"].values
@@ -224,6 +271,7 @@ class ExponentModel:
             "interval": "90% posterior interval (5% and 95% quantiles)",
             "diagnostics": {"rhat_max": rhat_max, "ess_min": ess_min, "divergences": div,
                             "sampler": self.sampler_used, "compile_seconds": self.compile_seconds,
+                            "compile_cache": dict(self.compile_cache),
                             "sampling_seconds": self.sampling_seconds},
             "notes": list(d.notes),
         }

@@ -90,19 +90,13 @@ def test_censored_sd_equals_the_sample_sd_without_censoring_and_grows_with_it():
 
 
 @pytest.mark.slow
-def test_a_refit_reuses_the_compiled_sampler_and_a_fresh_compile_draws_the_same(model):
-    from initmem.models import compiled
-
-    d = data_for(TRUTHS["T_sgd"], np.random.default_rng(5))
-    again = model.refit(d, draws=100, tune=100, seed=3)
-    assert again.compile_cache["source"] == "memory"
+def test_a_refit_reuses_the_compiled_sampler_and_keeps_its_shape(model):
     # The censored likelihood's normal CDF calls scipy through a pointer of this process: numba cannot store
-    # that code, so the disk level is skipped with its reason (not compiled twice) and a later process compiles.
-    compiled.clear_memory()
-    fresh = ExponentModel(d).fit(draws=100, tune=100, seed=3)
-    cache = fresh.summary()["diagnostics"]["compile_cache"]
-    assert cache["source"] == "compiled" and "cannot be stored in the disk cache" in cache["note"]
-    np.testing.assert_array_equal(fresh.beta_draws(), again.beta_draws())
+    # that code, so the disk level is skipped with its reason (compiled once, not a second time to store it).
+    assert model.compile_cache["source"] == "compiled"
+    assert "cannot be stored in the disk cache" in model.summary()["diagnostics"]["compile_cache"]["note"]
+    again = model.refit(data_for(TRUTHS["T_sgd"], np.random.default_rng(5)), draws=100, tune=100, seed=3)
+    assert again.compile_cache["source"] == "memory"
     t, budget = forgetting_times(TRUTHS["T_sgd"], np.random.default_rng(6))
     fewer = build_data(list(NAMES[:-1]), ETA[:-1], LAM[:-1], BATCH[:-1], np.zeros(len(ETA) - 1),
                        ["sgd"] * (len(ETA) - 1), t[:-1], budget[:-1])

@@ -101,21 +101,35 @@ def collapse(cube_path: Path, out_dir: Path, memory: str, fraction: float | None
 @click.command()
 @click.argument("analysis_dir", metavar="DIR", type=click.Path(path_type=Path))
 @click.option("--delta", type=float, default=None, help="Smallest spread that matters (default: the analysis's).")
-@click.option("--n-sim", type=click.IntRange(min=10), default=200, show_default=True,
-              help="Simulated experiments per seed count.")
+@click.option("--n-sim", type=click.IntRange(min=10), default=None,
+              help="Simulated experiments per seed count (default 200; for a crossed design's draw plan, 4000 "
+                   "tables per init seed count).")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--looks", type=LOOKS, default="4,8,12,16", show_default=True,
               help="The sequential design to plan for (initmem run --until-decided --looks).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-def plan(analysis_dir: Path, delta: float | None, n_sim: int, seed: int, looks: list[int], as_json: bool) -> None:
+def plan(analysis_dir: Path, delta: float | None, n_sim: int | None, seed: int, looks: list[int],
+         as_json: bool) -> None:
     """Seeds per cell needed for a decisive verdict (80% probability), per pipeline, and what the
-    sequential design at --looks would spend."""
+    sequential design at --looks would spend. For an analysis of a crossed seed design: the init seeds
+    needed for a decided draw verdict (docs/crossed.md)."""
     from initmem.analysis.sequential import check_looks
     from initmem.models.plan import plan as make_plan
     from initmem.models.plan import render_table
+    from initmem.results import load_summary
 
+    if load_summary(analysis_dir).crossed is not None:
+        from initmem.stats.crossed_plan import plan_draw, render_draw_plan
+
+        given = click.get_current_context().get_parameter_source("looks") != click.core.ParameterSource.DEFAULT
+        if delta is not None or given:
+            raise click.UsageError(f"{'--delta' if delta is not None else '--looks'} plans the scale verdict; a "
+                                   "crossed design's plan is for the draw verdict, at the analysis's draw margin")
+        draw = plan_draw(analysis_dir, n_sim=4000 if n_sim is None else n_sim, seed=seed)
+        click.echo(json.dumps(draw, indent=2) if as_json else render_draw_plan(draw))
+        return
     looks = check_looks(looks, None)
-    result = make_plan(analysis_dir, delta, n_sim=n_sim, seed=seed, looks=tuple(looks))
+    result = make_plan(analysis_dir, delta, n_sim=200 if n_sim is None else n_sim, seed=seed, looks=tuple(looks))
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:

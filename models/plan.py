@@ -16,7 +16,8 @@ current S, the deltas that would decide: ``delta_forgets`` (the smallest delta w
 in >= 80% of experiments) and ``delta_remembers`` (the largest delta with "remembers" in
 >= 80%); either is None (``-`` in the table) when no positive delta decides that way.
 An analysis of a crossed init x data seed design is refused (:func:`refuse_crossed`): the posterior has no
-init and data seeds to simulate. Docs: docs/memory-model.md, "Planning".
+init and data seeds to simulate; ``initmem plan`` gives its draw plan instead (stats/crossed_plan.py). Docs:
+docs/memory-model.md, "Planning".
 """
 
 from __future__ import annotations
@@ -308,8 +309,8 @@ def refuse_crossed(summary: Summary, folder: Path) -> None:
     if summary.crossed is not None:
         raise UserError(f"{folder / SUMMARY_JSON} is an analysis of a crossed seed design "
                         f"({summary.crossed.n_init} init x {summary.crossed.n_data} data seeds): 'initmem plan' is "
-                        "for designs with one seed per run (a list of seeds); size a crossed design by its init and "
-                        "data seeds (docs/crossed.md)")
+                        "for designs with one seed per run (a list of seeds); the init seeds a crossed design needs "
+                        "come from its draw plan (initmem.stats.crossed_plan.plan_draw, docs/crossed.md)")
 
 
 def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: int = 200, seed: int = 0,

@@ -146,8 +146,9 @@ class ExponentModel(compiled.NutpieFit):
     """Compile once, fit, refit on data of the same shape (the known-truth controls).
 
     The compiled sampler depends on the shape of the forgetting-time table only (observations, pipelines,
-    exponent columns): a refit, or a later analysis of a table of that shape, loads it from this process's table
-    or the disk cache (models/compiled.py) instead of compiling it again, which is most of a fit's time.
+    exponent columns): a refit, or another table of that shape in this process, gets it from the process's table
+    of compiled samplers (models/compiled.py) instead of compiling it again, which is most of a fit's time. Its
+    code calls scipy through a pointer of the running process, so it is not stored in the disk cache.
 
     Parameters
     ----------
@@ -167,8 +168,7 @@ class ExponentModel(compiled.NutpieFit):
         d = self.data
         return {"model": "exponents", "observations": int(d.y.size), "pipelines": len(d.pipelines),
                 "columns": len(d.columns), "source": compiled.source_hash(__file__),
-                "priors": {"alpha_sd": ALPHA_SD, "beta_sd": BETA_SD, "scale_sd": SCALE_SD},
-                "target_accept": TARGET_ACCEPT}
+                "priors": {"alpha_sd": ALPHA_SD, "beta_sd": BETA_SD, "scale_sd": SCALE_SD}}
 
     def fit(self, *, draws: int = 1000, tune: int = 1000, chains: int = 2, seed: int = 0,
             progress: bool = False, sampler: str = "nutpie") -> ExponentModel:

@@ -417,6 +417,12 @@ def _check_alpha(alpha: float) -> float:
     return float(alpha)
 
 
+def _check_margin(margin: float) -> float:
+    if not (isinstance(margin, numbers.Real) and math.isfinite(margin) and margin > 0):
+        raise UserError(f"draw_margin must be a positive number, got {margin!r}")
+    return float(margin)
+
+
 def _as_table(y: np.ndarray) -> np.ndarray:
     y = np.asarray(y, dtype=float)
     if y.ndim == 2:
@@ -503,9 +509,7 @@ def draw_verdict(components_or_y: CrossedComponents | np.ndarray, margin: float,
     UserError
         When the margin is not a positive number, or the components were computed at another alpha.
     """
-    alpha = _check_alpha(alpha)
-    if not (isinstance(margin, numbers.Real) and math.isfinite(margin) and margin > 0):
-        raise UserError(f"draw_margin must be a positive number, got {margin!r}")
+    alpha, margin = _check_alpha(alpha), _check_margin(margin)
     comp = components_or_y
     if not isinstance(comp, CrossedComponents):
         comp = crossed_components(np.asarray(comp), alpha=alpha)
@@ -639,8 +643,7 @@ def draw_verdict_rates(sd_init: float, sd_data: float, sd_resid: float, *, n_lev
                         f"{n_levels} x {n_init} x {n_data}")
     if min(sd_init, sd_data, sd_resid) < 0 or not all(map(math.isfinite, (sd_init, sd_data, sd_resid))):
         raise UserError("the components to plan for must be finite SDs >= 0")
-    if not (isinstance(margin, numbers.Real) and math.isfinite(margin) and margin > 0):
-        raise UserError(f"draw_margin must be a positive number, got {margin!r}")
+    margin = _check_margin(margin)
     rng = np.random.default_rng(seed)
     keeps = forgets = 0
     chunk = max(1, 2_000_000 // (n_levels * n_init * n_data))   # tables per batch: about 16 MB of floats

@@ -37,7 +37,8 @@ from initmem.models.paired import (
     forgets_levels,
 )
 from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, as_spending, parse_design, spending_label
-from initmem.models.summaries import RESOLVE, attach_checks, estimand, model_thresholds
+from initmem.models.summaries import AGREE, attach_checks, estimand, model_thresholds
+from initmem.results.records import sampler_flags
 from initmem.results.spec import AnalysisOptions, AnalysisSpec
 
 
@@ -60,9 +61,9 @@ def verdict_rule(alpha: float | Spending, draws: int | None = None) -> str:
     allotment. ``draws``: the posterior draws, which set the finest threshold the model can resolve."""
     spend = as_spending(alpha)
     full = spend.level(1.0)
-    t_gt, t_lt = model_thresholds(spend, draws)
+    _, t_lt = model_thresholds(spend, draws)
     iut_alpha = forgets_levels(spend)[0]
-    p = f"{t_gt:.4g}"
+    p = f"{AGREE:g}"
     if spend.looks:
         where = (f"look {spend.look + 1} of looks {', '.join(map(str, spend.looks))} seeds under "
                  f"{spending_label(parse_design(spend.design)[1])} spending of alpha = {spend.alpha:g}, each share of "
@@ -70,10 +71,6 @@ def verdict_rule(alpha: float | Spending, draws: int | None = None) -> str:
                  f"{FORGETS_IUT_SHARE:g}, the model's 'forgets' {FORGETS_MODEL_SHARE:g}; models/sequential.py)")
     else:
         where = f"alpha = {spend.alpha:.4g}"
-    capped = ""
-    if t_gt < 1 - full:
-        capped = (f" (1 - alpha = {1 - full:.4g} is finer than the posterior draws resolve, so the model's threshold "
-                  f"is capped at {RESOLVE:g} MCSE floors inside 1; the ordered test alone keeps alpha)")
     if t_lt is None:
         model_forgets = ("the model's route is closed at this analysis (its share of alpha is finer than the "
                          "posterior draws resolve)")
@@ -81,14 +78,15 @@ def verdict_rule(alpha: float | Spending, draws: int | None = None) -> str:
     else:
         q = f"{t_lt:.4g}"
         model_forgets = f"P(spread < delta) >= {q} (the model's share, with at least 3 sigma_w levels)"
-    return (f"at {where}: remembers if P(spread > delta) >= {p}{capped} and the seeds' paired differences carry it "
-            f"(the ordered test of models/paired.py, the extreme sigma_w pair first, then the peak contrast of the "
-            f"grid's middle level, then the other pairs, at alpha = {full:.4g}); "
+    return (f"at {where}: remembers if the seeds' paired differences carry it (the ordered test of "
+            f"models/paired.py, the extreme sigma_w pair first, then the peak contrast of the grid's middle level, "
+            f"then the other pairs, at alpha = {full:.4g}) and the model agrees, P(spread > delta) >= {p}; "
             f"forgets if {model_forgets} or every pair of levels is "
             f"shown inside +-delta by the seeds' paired differences (intersection-union test at its share, "
             f"{iut_alpha:.4g}; the two routes share alpha), both routes where an accuracy's expected value reaches "
             f"{CEILING:g} at some level (near the ceiling), and there also the log-ratio test of every pair "
-            f"where the seeds' log-error SD reaches {SKEW_GATE:g} (the skew gate); else inconclusive; borderline "
+            f"where the seeds' log-error SD reaches {SKEW_GATE:g} (the skew gate); where a fit's sampler diagnostics "
+            f"failed, the two design-based tests alone; else inconclusive; borderline "
             f"when a verdict probability lies within 2 Monte Carlo standard errors of its threshold "
             f"({p if q is None else f'{p} or {q}'}; not counted as decided); "
             "spread = max - min over the sigma_w grid of the expected metric with seed and residual "
@@ -135,6 +133,17 @@ def fit_checked(model: MemoryModel, *, sampler: str, draws: int, tune: int, chai
         diag["flags"].append(model.fallback_reason)
         warn(model.fallback_reason)
     return diag
+
+
+def failed_fits(diag: dict[str, Any]) -> dict[str, str | None]:
+    """Per pipeline, what its fit missed of the sampler goals after the retry (R-hat, bulk ESS, divergences, which
+    the sampler counts over every pipeline at once), None where nothing did: a verdict never rests on a failed fit
+    (models/summaries.py, ``verdict``'s ``model_ok``)."""
+    out: dict[str, str | None] = {}
+    for pipe, s in diag["per_pipeline"].items():
+        flags = sampler_flags(pipe, s["max_rhat"], s["min_ess_bulk"], diag.get("divergences", 0))
+        out[pipe] = "; ".join(f.split(": ", 1)[1] for f in flags) or None
+    return out
 
 
 def _gated_note(ds: Any, gate: str, pipeline: str | None = None) -> str | None:
@@ -227,7 +236,7 @@ def analyze_cube(
     diag = fit_checked(model, sampler=spec.sampler, draws=spec.draws, tune=spec.tune, chains=spec.chains, seed=seed,
                        progress=progress)
     spend = spending_of(spec)
-    pipelines = model.summarize(delta, spend)
+    pipelines = model.summarize(delta, spend, failed_fits(diag))
     attach_checks(pipelines, model.ppc(seed=seed))
     for pipe, entry in pipelines.items():
         entry["diagnostics"] = diag["per_pipeline"][pipe]
@@ -302,4 +311,4 @@ def analyze_cube(
     return record
 
 
-__all__ = ["analyze_cube", "fit_checked"]
+__all__ = ["analyze_cube", "failed_fits", "fit_checked"]

@@ -12,7 +12,8 @@ repeat with the rest; stop when a round keeps none. A row passes at share ``s`` 
 (models/summaries.py, :func:`~initmem.models.summaries.verdict`) holds with every share of alpha in it multiplied
 by ``s``:
 
-* "remembers": ``1 - P(spread > delta)`` and the ordered paired test's adjusted p both at most ``level(s)``;
+* "remembers": the ordered paired test's adjusted p at most ``level(s)`` (the model's agreement,
+  P(spread > delta) >= 1/2, does not depend on the share);
 * "forgets": ``1 - P(spread < delta)`` at most ``level(s x FORGETS_MODEL_SHARE)`` (the model's route, open with at
   least ``MIN_LEVELS_MODEL_FORGETS`` levels) or the intersection-union test's p at most
   ``level(s x FORGETS_IUT_SHARE)`` with the skew gate passed; near the ceiling both routes.
@@ -38,7 +39,7 @@ from initmem import names as N
 from initmem import results as R
 from initmem.models.paired import FORGETS_IUT_SHARE, FORGETS_MODEL_SHARE
 from initmem.models.sequential import Spending
-from initmem.models.summaries import MIN_LEVELS_MODEL_FORGETS
+from initmem.models.summaries import AGREE, MIN_LEVELS_MODEL_FORGETS
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def passes(row: RowEvidence, share: float) -> bool:
     level = row.spending.level
     if row.verdict == N.REMEMBERS:
         return (row.paired_p is not None and float(row.paired_p) <= level(share)
-                and _tail(row.p_gt, row.draws) <= level(share))
+                and float(row.p_gt) >= AGREE)
     if row.verdict != N.FORGETS:
         return False
     model = (row.n_levels >= MIN_LEVELS_MODEL_FORGETS

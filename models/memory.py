@@ -375,12 +375,14 @@ class MemoryModel(compiled.NutpieFit):
         return out
 
     # summary ------------------------------------------------------------------------------
-    def summarize(self, delta: float, alpha: float | Spending = ALPHA) -> dict[str, dict[str, Any]]:
+    def summarize(self, delta: float, alpha: float | Spending = ALPHA,
+                  failed: dict[str, str | None] | None = None) -> dict[str, dict[str, Any]]:
         """Per-pipeline summaries in the summary/2 shape (docs/memory-model.md, "Verdict"),
-        including the divergence sensitivity refit when some runs diverged."""
+        including the divergence sensitivity refit when some runs diverged. ``failed``: per pipeline, what failed
+        in the fit's sampler diagnostics (:func:`~initmem.models.summaries.summarize_model`)."""
         if delta <= 0:
             raise OptionError("delta", "{option} must be positive")
-        return summarize_model(self, float(delta), alpha)
+        return summarize_model(self, float(delta), alpha, failed)
 
 
 def _default_delta(data: MemoryData) -> float | None:

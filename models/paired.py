@@ -304,6 +304,53 @@ def _pairs(table: np.ndarray, paired: bool, n_test: int | None = None,
     return j[keep], k[keep], diff[keep], se[keep], df[keep], floored[keep]
 
 
+def pair_interval(table: np.ndarray, hi: int, lo: int, level: float = 0.9, *, paired: bool = True,
+                  n_test: int | None = None, crossed: CrossedSeeds | None = None,
+                  run_sd: float = 0.0) -> tuple[float, float, float] | None:
+    """The seeds' own ``level`` (two-sided) t interval of the difference y[hi] - y[lo] between two levels.
+
+    The pair's SE is the paired (Welch for independent seeds, crossed-block for crossed ones) SE of
+    :func:`paired_check`, from the pair's own runs, so a level noisier than the others widens it whatever the other
+    levels do; floored at the test set's resolution (``n_test``) and at ``run_sd``, the noise of one run's value
+    (each level mean then has an SE of at least ``run_sd`` / sqrt(runs)).
+
+    Parameters
+    ----------
+    table : numpy.ndarray
+        (L, S) values in outcome units, NaN where a run is absent.
+    hi, lo : int
+        The two levels' indices.
+    level : float
+        The interval's coverage.
+    paired, n_test, crossed
+        As :func:`paired_check`.
+    run_sd : float
+        The smallest SD a run's value is taken to have (0: none).
+
+    Returns
+    -------
+    tuple of float or None
+        (difference, lower, upper), None when the pair has too few runs.
+
+    Examples
+    --------
+    >>> t = np.array([[0.91, 0.90], [0.84, 0.83]])
+    >>> diff, lower, upper = pair_interval(t, 0, 1, n_test=10_000, run_sd=0.0034)
+    >>> round(diff, 4), round(upper - diff, 4)           # 2 seeds, the same difference: the floor sets the width
+    (0.07, 0.0214)
+    """
+    j, k = min(hi, lo), max(hi, lo)
+    rows = np.asarray(table, dtype=float)[[j, k]]
+    pj, pk, diff, se, df, _ = _pairs(rows, paired, n_test, crossed if paired else None)
+    if not diff.size:
+        return None
+    runs = np.isfinite(rows).sum(axis=1)
+    se_run = run_sd * np.sqrt(1.0 / runs[0] + 1.0 / runs[1])
+    d = float(diff[0]) * (1.0 if hi == j else -1.0)
+    half = float(stats.t.ppf(0.5 + level / 2, df[0]) * max(float(se[0]), float(se_run)))
+    return d, d - half, d + half
+
+
 def _welch(va: np.ndarray, vb: np.ndarray, na: np.ndarray, nb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Welch's SE and approximate degrees of freedom from the two sides' squared SEs ``va``, ``vb``."""
     with np.errstate(invalid="ignore", divide="ignore"):

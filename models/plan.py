@@ -36,7 +36,7 @@ from initmem.models import arviz_io, core
 from initmem.models.paired import forgets_bounds, forgets_levels, remembers_at, remembers_bounds
 from initmem.models.priors import Priors, default_priors
 from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, as_spending
-from initmem.models.summaries import MIN_LEVELS_MODEL_FORGETS, binomial_mcse, model_thresholds
+from initmem.models.summaries import AGREE, MIN_LEVELS_MODEL_FORGETS, binomial_mcse, model_thresholds
 from initmem.names import ALPHA
 from initmem.results import POSTERIOR_NC, SUMMARY_JSON, Summary, load_summary
 
@@ -166,8 +166,8 @@ def _clears(p: np.ndarray, threshold: float, n_eff: float) -> np.ndarray:
 def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF,
            alpha: float | Spending = ALPHA) -> np.ndarray:
     """1 remembers, -1 forgets, 0 inconclusive or borderline per simulated experiment: the
-    analysis's rule at ``alpha`` (models/summaries.py, ``verdict``): "remembers" needs P(spread >
-    delta) >= 1 - alpha and the ordered paired test (``paired_ok``); "forgets" comes from
+    analysis's rule at ``alpha`` (models/summaries.py, ``verdict``): "remembers" needs the ordered paired test
+    (``paired_ok``) and the model's agreement, P(spread > delta) >= AGREE; "forgets" comes from
     P(spread < delta) >= 1 - alpha/2 (with at least 3 levels) or from the intersection-union test
     (``iut_bound``, computed by :func:`posterior_spread` at its share of the same alpha). The model's
     probabilities must clear the borderline band, at each threshold, of an analysis whose sampler
@@ -178,9 +178,9 @@ def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF,
     the caller has the tables in accuracy units, the skew gate (``skew_ok``, models/paired.py ``multiplicative_ok``;
     absent, it is taken as passed: the planner's tables are in noise units, so its predictions near the ceiling
     leave the gate out)."""
-    t_gt, t_lt = model_thresholds(alpha, int(round(n_eff)))
+    _, t_lt = model_thresholds(alpha, int(round(n_eff)))
     out = np.zeros(post["p_gt"].shape, dtype=int)
-    out[_clears(post["p_gt"], t_gt, n_eff) & post["paired_ok"]] = 1
+    out[_clears(post["p_gt"], AGREE, n_eff) & post["paired_ok"]] = 1
     model = np.zeros(out.shape, dtype=bool) if t_lt is None else _clears(post["p_lt"], t_lt, n_eff)
     model = model & post.get("model_forgets_ok", True)
     iut = post["iut_bound"] < delta

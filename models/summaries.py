@@ -1,19 +1,21 @@
 """Per-pipeline summaries of a fitted memory model: the verdict and how far to trust it.
 
 The verdict rule (docs/memory-model.md, "Verdict"), with the route that decided it in ``rule``:
-"remembers" when P(spread > delta) >= 1 - alpha (0.95) AND the seeds' own paired differences carry
-it (the ordered test of models/paired.py: the extreme sigma_w pair first, then the peak contrast of
-the grid's middle level, then the other pairs, family-wise error <= alpha with no assumption on how
-the levels co-vary); "forgets" when
-P(spread < delta) >= 1 - alpha/2 (0.975; the model's route, with at least 3 levels) OR the
-intersection-union test at alpha x 0.8 (0.04) shows every pair of levels inside +-delta (the
-design-based route, valid at its level on its own for any covariance of the levels; the split of
-alpha between the two routes: models/paired.py, ``forgets_levels``; on a crossed init x data seed design the
-intersection-union test on the crossed blocks is required, the model's route alone does not decide, since the
-model reads each run as a seed of its own); else "inconclusive"; and
-"borderline" when a deciding probability of the model lies within two Monte Carlo standard errors
-of its threshold and no design-based test decided, because then another run of the sampler could
-flip it. Each verdict comes with the model's own verdict, the prior's own
+"remembers" when the seeds' own paired differences carry it (the ordered test of models/paired.py: the extreme
+sigma_w pair first, then the peak contrast of the grid's middle level, then the other pairs, family-wise error
+<= alpha with no assumption on how the levels co-vary) AND the model agrees, its P(spread > delta) at least
+:data:`AGREE` (its posterior median spread above delta). The ordered test is a level-alpha test on its own, so
+the agreement only removes claims; demanding P(spread > delta) >= 1 - alpha of the model as well lost a third of
+clear 2-point memories on count imports at 10 seeds, where the model shrinks the level effects (docs/memory-model.md,
+"Power against an oracle"). "forgets" when P(spread < delta) >= 1 - alpha/2 (0.975; the model's route, with at
+least 3 levels) OR the intersection-union test at alpha x 0.8 (0.04) shows every pair of levels inside +-delta (the
+design-based route, valid at its level on its own for any covariance of the levels; the split of alpha between
+the two routes: models/paired.py, ``forgets_levels``; on a crossed init x data seed design the intersection-union
+test on the crossed blocks is required, the model's route alone does not decide, since the model reads each run as
+a seed of its own); else "inconclusive"; and "borderline" when a deciding probability of the model lies within two
+Monte Carlo standard errors of its threshold and no design-based test decided, because then another run of the
+sampler could flip it. A fit whose sampler diagnostics failed decides nothing: the design-based tests alone decide
+(``model_ok`` False), and the rule says so. Each verdict comes with the model's own verdict, the prior's own
 probabilities (what the verdict would be before any data), the verdict under a second prior
 (importance reweighting), the model checks that failed, the interpolation gate's counts and, when
 runs diverged, a test of whether divergence depends on sigma_w and a refit with the diverged runs
@@ -41,6 +43,7 @@ from initmem.models.paired import (
     equivalence_check,
     forgets_iut_ok,
     forgets_levels,
+    pair_interval,
     paired_check,
 )
 from initmem.models.priors import Priors, prior_p_spread_gt
@@ -62,7 +65,8 @@ class FittedModel(Protocol):
 
     def refit(self, data: MemoryData) -> FittedModel: ...
 
-DECISION = 1.0 - ALPHA                     # "remembers": P(spread > delta) >= 0.95
+DECISION = 1.0 - ALPHA                     # the model alone says "remembers" at P(spread > delta) >= 0.95
+AGREE = 0.5        # "remembers" needs the model to agree with the ordered test: P(spread > delta) >= 1/2
 N_DRAWS = 4000     # posterior draws of a default analysis (4 chains x 1000): the planner's and verdict's default
 RESOLVE = 4.0      # a model threshold sits at least this many MCSE floors inside 1 (model_thresholds)
 
@@ -113,13 +117,14 @@ def quantiles(x: np.ndarray) -> dict[str, float]:
 
 
 # which route decided (summary.json's ``rule``)
-RULE_REMEMBERS_EXTREME = "model + ordered paired test (extreme pair)"
-RULE_REMEMBERS_PEAK = "model + ordered paired test (peak contrast)"
-RULE_REMEMBERS_FALLBACK = "model + ordered paired test (fallback over the other pairs)"
+RULE_REMEMBERS_EXTREME = "ordered paired test (extreme pair), the model agreeing"
+RULE_REMEMBERS_PEAK = "ordered paired test (peak contrast), the model agreeing"
+RULE_REMEMBERS_FALLBACK = "ordered paired test (fallback over the other pairs), the model agreeing"
 RULE_FORGETS_MODEL = "model"
 RULE_FORGETS_IUT = "intersection-union test"
 RULE_FORGETS_BOTH = "model + intersection-union test"
 RULE_NONE = "none"
+WITHOUT_MODEL = " alone (the fit's sampler diagnostics failed)"   # appended to a rule the model took no part in
 RULES = (RULE_REMEMBERS_EXTREME, RULE_REMEMBERS_PEAK, RULE_REMEMBERS_FALLBACK, RULE_FORGETS_MODEL, RULE_FORGETS_IUT,
          RULE_FORGETS_BOTH, RULE_NONE)
 
@@ -129,39 +134,97 @@ MIN_LEVELS_MODEL_FORGETS = 3  # below: "forgets" only by the intersection-union 
 
 def verdict(p_gt: float, p_lt: float, level: float | Spending = DECISION, mcse: tuple[float, float] | None = None,
             *, paired_ok: bool = True, iut_ok: bool = False, model_forgets_ok: bool = True,
-            near_ceiling: bool = False, crossed: bool = False, draws: int = N_DRAWS) -> str:
-    """remembers when P(spread > delta) >= ``level`` (1 - alpha), forgets when P(spread < delta) >=
-    1 - alpha/2 (the model's share of the same alpha, models/paired.py ``forgets_levels``); borderline
-    when a probability is within 2 MCSE of its own threshold. ``level`` is 1 - alpha of a fixed design, or the
-    analysis's :class:`~initmem.models.sequential.Spending` (a look of a sequential design: each share spent
-    from its own allotment); the thresholds are :func:`model_thresholds` for an analysis of ``draws`` posterior
-    draws (a threshold the draws cannot resolve is capped for "remembers" and closes the model's route to
-    "forgets").
-    Without the ordered paired test's support (``paired_ok`` False) "remembers" is out of reach, so
-    P(spread > delta) decides nothing. With the intersection-union test's support (``iut_ok``) the
-    verdict is "forgets" whatever the model says: that route is valid on its own and has no
-    Monte Carlo error (and it cannot coexist with a supported "remembers": one needs every pair's
-    upper bound below delta, the other some pair's lower bound above it). ``model_forgets_ok``
-    False (a pipeline with fewer than MIN_LEVELS_MODEL_FORGETS levels) closes the model's route to
-    "forgets": with one level contrast sigma_sd is the prior's, and P(spread < delta) >= 0.95 came
-    out at a spread of exactly delta in 5/48 and 1/48 real fits at the demo's scale (quadrature over
-    1,000 tables: 9.2%). ``near_ceiling`` (an accuracy within 1 point of 100% at some level, :data:`CEILING`)
-    makes "forgets" need BOTH routes: the seeds' skewed differences there cost each route its level
-    (docs/memory-model.md, "Near the ceiling"), and a claim both must pass is wrong no more often than
-    the better of the two. ``crossed`` (a crossed init x data seed design, models/paired.py ``CrossedSeeds``)
-    makes "forgets" need the intersection-union test, which reads the crossed blocks: the model treats every run
-    as a seed of its own, so where runs share an init or data seed its posterior is too narrow: at a spread of
-    exactly delta it said "remembers" alone on 25-71% of crossed tables and "forgets" alone on up to 8.2% (3 levels,
-    a data x sigma_w interaction; studies/crossed_scale_calibration.py, ``--verdict``), so its route to "forgets"
-    is closed there unless the test shows it too (fail closed; then at most 0.7% false "forgets")."""
+            near_ceiling: bool = False, crossed: bool = False, draws: int = N_DRAWS, model_ok: bool = True) -> str:
+    """The verdict from the model's P(spread > delta), P(spread < delta) and the seeds' design-based tests.
+
+    "remembers" when the ordered paired test supports it (``paired_ok``, a level-alpha test on its own) and the
+    model agrees: P(spread > delta) >= :data:`AGREE`. "forgets" when P(spread < delta) >= 1 - alpha/2 (the model's
+    share of the same alpha, models/paired.py ``forgets_levels``) or the intersection-union test supports it
+    (``iut_ok``: valid on its own, no Monte Carlo error, and it cannot coexist with a supported "remembers": one
+    needs every pair's upper bound below delta, the other some pair's lower bound above it). "borderline" when a
+    probability of the model is within 2 MCSE of its own threshold and no design-based test decided.
+
+    Parameters
+    ----------
+    p_gt, p_lt : float
+        P(spread > delta) and P(spread < delta).
+    level : float or Spending
+        1 - alpha of a fixed design, or the analysis's :class:`~initmem.models.sequential.Spending` (a look of a
+        sequential design: each share spent from its own allotment).
+    mcse : tuple of float, optional
+        The probabilities' Monte Carlo standard errors (None: no borderline band).
+    paired_ok, iut_ok : bool
+        The ordered paired test supports "remembers"; the intersection-union test supports "forgets".
+    model_forgets_ok : bool
+        False with fewer than MIN_LEVELS_MODEL_FORGETS levels: with one level contrast sigma_sd is the prior's, and
+        P(spread < delta) >= 0.95 came out at a spread of exactly delta in 5/48 and 1/48 real fits at the demo's
+        scale (quadrature over 1,000 tables: 9.2%), so the model's route to "forgets" is closed.
+    near_ceiling : bool
+        An accuracy within 1 point of 100% at some level (:data:`CEILING`): "forgets" needs BOTH routes, since the
+        seeds' skewed differences there cost each route its level (docs/memory-model.md, "Near the ceiling").
+    crossed : bool
+        A crossed init x data seed design (models/paired.py ``CrossedSeeds``): "forgets" needs the
+        intersection-union test on the crossed blocks. The model treats every run as a seed of its own, so at a
+        spread of exactly delta it said "forgets" alone on up to 8.2% of crossed tables
+        (studies/crossed_scale_calibration.py, ``--verdict``); its route is closed there unless the test shows it
+        too (fail closed).
+    draws : int
+        Posterior draws behind the probabilities (:func:`model_thresholds`: a threshold the draws cannot resolve
+        closes the model's route to "forgets").
+    model_ok : bool
+        The fit's sampler diagnostics passed. When False the model decides nothing: "remembers" rests on the
+        ordered test alone and "forgets" on the intersection-union test alone (near the ceiling, where "forgets"
+        needs both routes, it is then out of reach).
+
+    Returns
+    -------
+    str
+        "remembers", "forgets", "inconclusive" or "borderline".
+
+    Examples
+    --------
+    >>> verdict(0.7, 0.3)                      # the ordered test carries it and the model agrees
+    'remembers'
+    >>> verdict(0.4, 0.6)                      # the model's median spread is below delta: no agreement
+    'inconclusive'
+    >>> verdict(0.99, 0.01, paired_ok=False)   # the model alone cannot say "remembers"
+    'inconclusive'
+    >>> verdict(0.3, 0.7, paired_ok=True, model_ok=False)   # a failed fit: the ordered test alone
+    'remembers'
+    """
     spend = level if isinstance(level, Spending) else Spending(1.0 - float(level))
-    t_gt, t_lt = model_thresholds(spend, draws)
+    _, t_lt = model_thresholds(spend, draws)
     if iut_ok and not near_ceiling:
         return N.FORGETS
+    if not model_ok:
+        return N.REMEMBERS if paired_ok else N.INCONCLUSIVE
     if not paired_ok:
         p_gt, mcse = 0.0, None if mcse is None else (0.0, mcse[1])
     if t_lt is None or not model_forgets_ok or ((near_ceiling or crossed) and not iut_ok):
         p_lt, t_lt, mcse = 0.0, 1.0, None if mcse is None else (mcse[0], 0.0)
+    return _by_thresholds(p_gt, p_lt, AGREE, t_lt, mcse)
+
+
+def model_verdict(p_gt: float, p_lt: float, level: float | Spending = DECISION,
+                  mcse: tuple[float, float] | None = None, draws: int = N_DRAWS) -> str:
+    """What the model's probabilities alone say, without the seeds' tests: "remembers" at P(spread > delta) >=
+    1 - alpha, "forgets" at P(spread < delta) >= 1 - alpha/2, the thresholds :func:`model_thresholds` for
+    ``draws`` draws (a closed route decides nothing), "borderline" within 2 MCSE of either.
+
+    Examples
+    --------
+    >>> model_verdict(0.97, 0.03), model_verdict(0.7, 0.3), model_verdict(0.01, 0.99)
+    ('remembers', 'inconclusive', 'forgets')
+    """
+    spend = level if isinstance(level, Spending) else Spending(1.0 - float(level))
+    t_gt, t_lt = model_thresholds(spend, draws)
+    if t_lt is None:
+        p_lt, t_lt, mcse = 0.0, 1.0, None if mcse is None else (mcse[0], 0.0)
+    return _by_thresholds(p_gt, p_lt, t_gt, t_lt, mcse)
+
+
+def _by_thresholds(p_gt: float, p_lt: float, t_gt: float, t_lt: float, mcse: tuple[float, float] | None) -> str:
+    """remembers / forgets where a probability reaches its threshold, borderline within 2 MCSE of one."""
     if mcse is not None and any(abs(p - t) <= 2 * m for p, t, m in zip((p_gt, p_lt), (t_gt, t_lt), mcse,
                                                                       strict=True)):
         return N.BORDERLINE
@@ -172,13 +235,18 @@ def verdict(p_gt: float, p_lt: float, level: float | Spending = DECISION, mcse: 
     return N.INCONCLUSIVE
 
 
-def decision_rule(final: str, model_verdict: str, paired: dict[str, Any], equivalence: dict[str, Any]) -> str:
-    """The route that decided ``final`` (one of RULES): for "remembers" the model with the ordered
-    test's step; for "forgets" the model, the intersection-union test, or both."""
+def decision_rule(final: str, model_verdict: str, paired: dict[str, Any], equivalence: dict[str, Any],
+                  model_ok: bool = True) -> str:
+    """The route that decided ``final`` (one of RULES): for "remembers" the ordered test's step with the model
+    agreeing; for "forgets" the model, the intersection-union test, or both. Without a healthy fit
+    (``model_ok`` False) the design-based test's route, marked as deciding alone (:data:`WITHOUT_MODEL`)."""
     if final == N.REMEMBERS:
-        return {STEP_EXTREME: RULE_REMEMBERS_EXTREME, STEP_PEAK: RULE_REMEMBERS_PEAK}.get(paired.get("step"),
+        rule = {STEP_EXTREME: RULE_REMEMBERS_EXTREME, STEP_PEAK: RULE_REMEMBERS_PEAK}.get(paired.get("step"),
                                                                                       RULE_REMEMBERS_FALLBACK)
+        return rule if model_ok else rule.split(",")[0] + WITHOUT_MODEL
     if final == N.FORGETS:
+        if not model_ok:
+            return RULE_FORGETS_IUT + WITHOUT_MODEL
         by_model = model_verdict == N.FORGETS
         if equivalence.get("supports_forgets"):
             return RULE_FORGETS_BOTH if by_model else RULE_FORGETS_IUT
@@ -209,6 +277,8 @@ class Verdict:
         An accuracy within one point of 100% at some level: "forgets" needs both routes.
     crossed : bool
         A crossed init x data seed design: "forgets" needs the intersection-union test (:func:`verdict`).
+    model_ok : bool
+        The fit's sampler diagnostics passed; when False the design-based tests decided alone.
     """
 
     label: str
@@ -221,17 +291,18 @@ class Verdict:
     level: Spending
     draws: int
     crossed: bool = False
+    model_ok: bool = True
 
     def again(self, p_gt: float, p_lt: float, mcse: tuple[float, float] | None = None) -> str:
         """The label the same tests give with other probabilities (a reweighted posterior, another prior)."""
         return verdict(p_gt, p_lt, self.level, mcse, paired_ok=self.paired_ok, iut_ok=self.iut_ok,
                        model_forgets_ok=self.model_forgets_ok, near_ceiling=self.near_ceiling, crossed=self.crossed,
-                       draws=self.draws)
+                       draws=self.draws, model_ok=self.model_ok)
 
 
 def decide(p_gt: float, p_lt: float, *, level: float | Spending, mcse: tuple[float, float] | None,
            check: dict[str, Any], equivalence: dict[str, Any], near: bool, n_levels: int, draws: int,
-           crossed: bool = False) -> Verdict:
+           crossed: bool = False, model_ok: bool = True) -> Verdict:
     """The verdict of one pipeline from P(spread > delta), P(spread < delta), their Monte Carlo errors and the
     seeds' tests (``check``: models/paired.py ``paired_check``; ``equivalence``: ``equivalence_check``).
 
@@ -254,6 +325,8 @@ def decide(p_gt: float, p_lt: float, *, level: float | Spending, mcse: tuple[flo
     crossed : bool
         The seeds are a crossed init x data design (``MemoryData.crossed_seeds``): "forgets" then needs the
         intersection-union test, since the model reads every run as a seed of its own (:func:`verdict`).
+    model_ok : bool
+        The fit's sampler diagnostics passed; when False the design-based tests decide alone.
 
     Returns
     -------
@@ -263,10 +336,11 @@ def decide(p_gt: float, p_lt: float, *, level: float | Spending, mcse: tuple[flo
     model_forgets_ok = n_levels >= MIN_LEVELS_MODEL_FORGETS
     paired_ok, iut_ok = bool(check["supports_remembers"]), forgets_iut_ok(equivalence, near)
     label = verdict(p_gt, p_lt, spend, mcse, paired_ok=paired_ok, iut_ok=iut_ok, model_forgets_ok=model_forgets_ok,
-                    near_ceiling=near, crossed=crossed, draws=draws)
-    model_label = verdict(p_gt, p_lt, spend, mcse, draws=draws)
-    rule = decision_rule(label, model_label if model_forgets_ok else N.INCONCLUSIVE, check, equivalence)
-    return Verdict(label, model_label, rule, paired_ok, iut_ok, model_forgets_ok, near, spend, draws, crossed)
+                    near_ceiling=near, crossed=crossed, draws=draws, model_ok=model_ok)
+    model_label = model_verdict(p_gt, p_lt, spend, mcse, draws=draws)
+    rule = decision_rule(label, model_label if model_forgets_ok else N.INCONCLUSIVE, check, equivalence, model_ok)
+    return Verdict(label, model_label, rule, paired_ok, iut_ok, model_forgets_ok, near, spend, draws, crossed,
+                   model_ok)
 
 
 def probability_with_mcse(indicator: np.ndarray) -> tuple[float, float]:
@@ -317,6 +391,44 @@ def _prior_only(model: FittedModel, a: int, delta: float) -> dict[str, Any]:
         out["note"] = ("of the exchangeable level effects; the memory's linear trend in log sigma_w has a flat prior "
                        "(no prior probability), so its verdict rests on the data alone")
     return out
+
+
+def spread_interval(model: FittedModel, a: int, spread: np.ndarray, medians: np.ndarray,
+                    ) -> tuple[dict[str, float], str]:
+    """The spread's reported median and 90% interval: the model's, widened where needed to hold the seeds' own
+    paired t interval of the two levels that attain the spread (their posterior medians' max and min).
+
+    Why: the model pools one residual SD over every sigma_w level, and on real grids the level that carries the
+    memory (the largest sigma_w, where runs barely interpolate) is the noisiest, so the model's interval for the
+    spread was too narrow on disjoint sets of real seeds (docs/memory-model.md, "Real reruns"). The pair's own
+    interval reads that level's noise from its runs; with few seeds or runs that agree to the last test example it
+    is floored at the noise of one run (the pipeline's noise scale for an accuracy: the test set's), so no interval
+    is narrower than the test set allows. The median stays the model's.
+
+    Returns
+    -------
+    tuple
+        The quantiles (median, q05, q95) and which bound set the interval: "model", or the pair that widened it.
+    """
+    d = model.data
+    post = quantiles(spread)
+    lev = d.level_mask[a]
+    if lev.sum() < 2:
+        return post, "model"
+    hi, lo = int(np.argmax(medians)), int(np.argmin(medians))
+    paired = d.seed_design == cube.SEED_PAIRED
+    got = pair_interval(d.y[a][lev], hi, lo, paired=paired, n_test=d.n_test if d.is_accuracy else None,
+                        crossed=d.crossed_seeds if paired else None,
+                        run_sd=float(d.scale[a]) if d.is_accuracy else 0.0)
+    if got is None:
+        return post, "model"
+    _, lower, upper = got
+    q05, q95 = min(post["q05"], max(lower, 0.0)), max(post["q95"], upper)
+    if (q05, q95) == (post["q05"], post["q95"]):
+        return post, "model"
+    sw = d.sigma_w[lev]
+    return ({"median": post["median"], "q05": q05, "q95": q95},
+            f"the seeds' paired t interval of sigma_w {sw[hi]:g} against {sw[lo]:g}")
 
 
 def expected_levels(model: FittedModel, a: int) -> np.ndarray:
@@ -491,13 +603,15 @@ def _p(p: float | None) -> str:
     return "n/a" if p is None else f"p = {p:.3g}"
 
 
-def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = ALPHA) -> dict[str, dict[str, Any]]:
+def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = ALPHA,
+                    model_ok: dict[str, str | None] | None = None) -> dict[str, dict[str, Any]]:
     """The per-pipeline entries of summary.json (schema initmem.summary/2) that models/ owns. ``alpha`` is
     each false verdict's rate: "remembers" needs P >= 1 - alpha and the ordered test at alpha, "forgets" comes
     from P >= 1 - alpha/2 or the intersection-union test at 0.8 alpha (models/paired.py, ``forgets_levels``). A
     look of the sequential design passes its :class:`Spending` (analysis/sequential.py): each share is then spent
     from its own allotment, and a model threshold the draws cannot resolve is capped or closed
-    (:func:`model_thresholds`)."""
+    (:func:`model_thresholds`). ``model_ok``: per pipeline, what failed in its fit's sampler diagnostics (None or
+    absent: nothing); a pipeline whose fit failed is decided by the design-based tests alone, with a note."""
     post = model.idata.posterior
     d = model.data
     level = as_spending(alpha)
@@ -514,16 +628,19 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
         lev = d.level_mask[a]
         exp_ = expected_levels(model, a)
         med = np.median(exp_, axis=0)
+        failed = (model_ok or {}).get(pipe)
         decided, check, equiv = decide_pipeline(model, a, delta, level, (p_gt, p_lt), (m_gt, m_lt), spread.size,
-                                                med)
+                                                med, model_ok=failed is None)
         near = decided.near_ceiling
         vd, model_vd, model_for, ok_for = decided.label, decided.model_label, decided.model_forgets_ok, decided.iut_ok
         flat = spread.ravel()
+        reported, interval_source = spread_interval(model, a, flat, med)
         out[pipe] = {
             "n_sigma": int(lev.sum()), "n_seed": int(d.seed_mask[a].sum()), "n_cells": int(d.used[a].sum()),
             "sigma_sd": q("sigma_sd"), "seed_sd": q("seed_sd"), "slope_sd": q("slope_sd"),
             "residual_sd": q("residual_sd"),
-            "memory_share": q("memory_share"), "spread": quantiles(flat),
+            "memory_share": q("memory_share"), "spread": reported, "spread_model": quantiles(flat),
+            "spread_interval": interval_source,
             "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
             "mcse": {"p_spread_gt_delta": m_gt, "p_spread_lt_delta": m_lt},
             "borderline": vd == N.BORDERLINE, "verdict": vd, "model_verdict": model_vd,
@@ -544,7 +661,13 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
             "missingness": _missingness(model, a, pipe, vd, put_back.get(pipe), float(np.median(flat)), delta),
             "notes": list(d.notes),
         }
-        if near and (equiv["supports_forgets"] or (model_vd == N.FORGETS and model_for)):
+        if failed is not None:
+            out[pipe]["notes"].append(
+                f"the fit's sampler diagnostics failed ({failed}), so the model decides nothing here: the verdict "
+                "rests on the seeds' design-based tests alone (the ordered paired test for 'remembers', the "
+                "intersection-union test for 'forgets'), and the model's interval is shown but not trusted "
+                "(docs/memory-model.md, 'Verdict')")
+        elif near and (equiv["supports_forgets"] or (model_vd == N.FORGETS and model_for)):
             out[pipe]["notes"].append(ceiling_note(vd, ok_for, equiv))
         elif model_vd != vd and vd == N.FORGETS:
             out[pipe]["notes"].append(
@@ -558,6 +681,12 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
                 "here (docs/memory-model.md, 'Verdict')")
         elif model_vd == N.FORGETS and decided.crossed and vd != N.FORGETS:
             out[pipe]["notes"].append(crossed_note(equiv))
+        elif model_vd != vd and vd == N.REMEMBERS:
+            out[pipe]["notes"].append(
+                f"the model alone says {model_vd!r} (P(spread > delta) = {p_gt:.3g}, below 1 - alpha): it shrinks the "
+                "level effects, and the seeds' paired differences carry 'remembers' on their own (ordered test, "
+                f"adjusted p = {check['p_value']:.3g}), with the model agreeing that the spread is more likely above "
+                "delta than below (docs/memory-model.md, 'Verdict')")
         elif model_vd != vd:
             pc = check["p_value"]
             out[pipe]["notes"].append(
@@ -576,7 +705,8 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
 
 def decide_pipeline(model: FittedModel, a: int, delta: float, alpha: float | Spending,
                     p: tuple[float, float], mcse: tuple[float, float] | None, draws: int,
-                    medians: np.ndarray | None = None) -> tuple[Verdict, dict[str, Any], dict[str, Any]]:
+                    medians: np.ndarray | None = None, model_ok: bool = True,
+                    ) -> tuple[Verdict, dict[str, Any], dict[str, Any]]:
     """The verdict of pipeline ``a`` of a fitted model from its posterior probabilities: the seeds' design-based
     tests of its table (:func:`_tests`), whether it is near the ceiling, and whether its seeds are a crossed
     design, put through :func:`decide`. The one place that reads those facts off the model, so the fit and its
@@ -600,6 +730,8 @@ def decide_pipeline(model: FittedModel, a: int, delta: float, alpha: float | Spe
         Posterior draws behind the probabilities.
     medians : numpy.ndarray, optional
         The posterior median of the expected outcome per level, when the caller has it (:func:`near_ceiling`).
+    model_ok : bool
+        The fit's sampler diagnostics passed (:func:`decide`).
 
     Returns
     -------
@@ -610,7 +742,7 @@ def decide_pipeline(model: FittedModel, a: int, delta: float, alpha: float | Spe
     check, equiv = _tests(model, a, delta, alpha=alpha)
     return (decide(p[0], p[1], level=alpha, mcse=mcse, check=check, equivalence=equiv,
                    near=near_ceiling(model, a, medians), n_levels=int(d.level_mask[a].sum()), draws=draws,
-                   crossed=d.crossed_seeds is not None), check, equiv)
+                   crossed=d.crossed_seeds is not None, model_ok=model_ok), check, equiv)
 
 
 def crossed_note(equivalence: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -225,22 +226,14 @@ _RULE_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
 def verdict_levels(a: Analysis) -> VerdictLevels:
     """The analysis's own thresholds (a sequential run decides at a smaller alpha than 0.05): from summary.json's
-    ``alpha``; an analysis written before it was stored has them only in ``verdict_rule``'s text, read from there
-    (the default rule at alpha = 0.05 where that does not state them either)."""
+    ``alpha`` and ``spending``, and the bar on P(spread > delta) from ``verdict_rule``'s text (the model's agreement,
+    1/2, since "remembers" rests on the ordered test; an analysis written under the earlier rule states 1 - alpha
+    there); an analysis written before ``alpha`` was stored has every threshold only in that text (the default rule
+    at alpha = 0.05 where that does not state them either)."""
     from initmem.models.paired import forgets_levels
     from initmem.models.sequential import Spending
     from initmem.models.summaries import model_thresholds
     from initmem.names import ALPHA
-
-    sp = getattr(a.summary, "spending", None)
-    if sp is not None and sp.looks:        # a sequential look: each share spent from its own allotment
-        spend = Spending(sp.alpha, tuple(sp.looks), sp.look - 1, sp.design)
-        rem, fgt = model_thresholds(spend, sp.draws)
-        return VerdictLevels(spend.level(1.0), rem, fgt, forgets_levels(spend)[0])
-    if a.summary.alpha is not None:
-        iut, fgt = forgets_levels(a.summary.alpha)
-        return VerdictLevels(a.summary.alpha, 1 - a.summary.alpha, fgt, iut)
-    import re
 
     rule = a.summary.verdict_rule or ""
 
@@ -248,12 +241,22 @@ def verdict_levels(a: Analysis) -> VerdictLevels:
         m = re.search(pattern + _RULE_NUMBER, rule)
         return float(m.group(1)) if m else math.nan
 
+    stated = find(r"P\(spread > delta\) >= ")
+    sp = getattr(a.summary, "spending", None)
+    if sp is not None and sp.looks:        # a sequential look: each share spent from its own allotment
+        spend = Spending(sp.alpha, tuple(sp.looks), sp.look - 1, sp.design)
+        rem, fgt = model_thresholds(spend, sp.draws)
+        return VerdictLevels(spend.level(1.0), stated if math.isfinite(stated) else rem, fgt,
+                             forgets_levels(spend)[0])
+    if a.summary.alpha is not None:
+        iut, fgt = forgets_levels(a.summary.alpha)
+        return VerdictLevels(a.summary.alpha, stated if math.isfinite(stated) else 1 - a.summary.alpha, fgt, iut)
     alpha = find(r"at alpha = ")
     if not math.isfinite(alpha):
         alpha = ALPHA
     iut_default, forgets_default = forgets_levels(alpha)
-    rem, fgt, iut = find(r"P\(spread > delta\) >= "), find(r"P\(spread < delta\) >= "), find(r"0\.8 alpha = ")
-    return VerdictLevels(alpha, rem if math.isfinite(rem) else 1 - alpha,
+    fgt, iut = find(r"P\(spread < delta\) >= "), find(r"0\.8 alpha = ")
+    return VerdictLevels(alpha, stated if math.isfinite(stated) else 1 - alpha,
                          fgt if math.isfinite(fgt) else forgets_default, iut if math.isfinite(iut) else iut_default)
 
 

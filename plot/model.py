@@ -254,9 +254,11 @@ def spread_forest(a: Analysis, *, width: float | None = None, ax: Any = None) ->
     finish(fig, own)
     lv = verdict_levels(a)
     caption = (f"Forest plot of the spread (max minus min over the σ_w grid of the expected metric) per pipeline, "
-               f"in {unit}: dot = posterior median, bar = 90% interval, coloured by verdict. The green band marks "
+               f"in {unit}: dot = posterior median, bar = 90% interval (the model's, held to the seeds' own paired t "
+               f"interval of the two levels that attain the spread), coloured by verdict. The green band marks "
                f"spreads below δ = {delta:g} {dunit}. A pipeline 'remembers' when "
-               f"P(spread > δ) ≥ {lv.remembers:g} and the seeds' ordered paired test carries it, 'forgets' when "
+               f"the seeds' ordered paired test carries it and the model agrees (P(spread > δ) ≥ {lv.remembers:g}), "
+               "'forgets' when "
                + (f"P(spread < δ) ≥ {lv.forgets:g} or " if lv.forgets is not None else "")
                + "the seeds' paired differences show every pair of levels within ±δ "
                f"(α = {lv.alpha:g}), and is 'inconclusive' otherwise: absence of evidence is not forgetting.")

@@ -352,14 +352,15 @@ def _rule_sentence(a: Analysis) -> Sentence:
         (est + " " if est else
          "The spread is the maximum minus the minimum over the sigma_w grid of the expected metric with seed noise "
          "averaged out. ")
-        + f"A pipeline remembers its initialization if P(spread > delta) >= {lv.remembers:g} and {diffs} "
-        f"carry it: a pre-specified ordered test, first the smallest against the largest sigma_w at "
+        + f"A pipeline remembers its initialization if {diffs} carry it and the model agrees, "
+        f"P(spread > delta) >= {lv.remembers:g}. The seeds' test is a pre-specified ordered test, first the "
+        f"smallest against the largest sigma_w at "
         f"{EXTREME_WEIGHT:g} alpha, then the middle level of the grid against the mean of the two ends at "
         f"{PEAK_WEIGHT:g} alpha, then the other pairs of levels with Bonferroni at the remaining "
         f"{1 - EXTREME_WEIGHT - PEAK_WEIGHT:.2g} alpha, each tested against delta by a "
         f"{t_test} whose p-value is maximized over an upper confidence bound of the pair's standard deviation at "
         f"2% of its level (Berger-Boos; alpha = {lv.alpha:g}; an accuracy's standard errors are floored at one test "
-        "example). It forgets its initialization if "
+        "example); where the fit's sampler diagnostics failed it decides alone. It forgets its initialization if "
         + (f"P(spread < delta) >= {lv.forgets:g} (with at least three sigma_w levels), or if " if lv.forgets is not None
            else "")
         + f"every pair of levels is shown "

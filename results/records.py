@@ -306,7 +306,7 @@ class PipelineResult(Record):
     slope_sd: Quantiles | None = None
     residual_sd: Quantiles
     memory_share: Quantiles
-    spread: Quantiles
+    spread: Quantiles        # the model's median; its interval held to the seeds' own (models/summaries.py)
     p_spread_gt_delta: Num
     p_spread_lt_delta: Num = None
     verdict: Verdict
@@ -342,6 +342,8 @@ class PipelineResult(Record):
     looks: list[Look] = Field(default_factory=list)  # a sequential run's verdict per look
     near_ceiling: bool | None = None  # accuracy within 1 point of 100%: "forgets" needs both routes and the skew gate
     decided_look: int | None = None  # a sequential run: the look (1 = first) whose analysis this entry is, if decided
+    spread_model: Quantiles | None = None  # the model's own posterior quantiles of the spread
+    spread_interval: str | None = None  # what set the reported interval: "model", or the pair of levels that widened it
 
     @property
     def n_excluded_total(self) -> int | None:

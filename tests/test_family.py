@@ -60,13 +60,14 @@ def test_near_the_ceiling_forgets_needs_both_routes_and_the_gate():
     assert not passes(RowEvidence(N.FORGETS, FIXED, **model_only, n_levels=2), 1.0)
 
 
-def test_remembers_needs_the_model_and_the_paired_test():
-    assert not passes(RowEvidence(N.REMEMBERS, FIXED, 0.9, 0.0, 1e-4, 1.0), 1.0)       # P = 0.9 < 0.95
+def test_remembers_needs_the_paired_test_at_the_share_and_the_models_agreement():
+    assert passes(RowEvidence(N.REMEMBERS, FIXED, 0.9, 0.0, 1e-4, 1.0), 1.0)
+    assert not passes(RowEvidence(N.REMEMBERS, FIXED, 0.4, 0.0, 1e-4, 1.0), 1.0)       # P = 0.4 < 1/2
     assert not passes(RowEvidence(N.REMEMBERS, FIXED, 1.0, 0.0, None, 1.0), 1.0)       # no paired test
     assert not passes(RowEvidence(N.BORDERLINE, FIXED, 1.0, 0.0, 1e-6, 1.0), 1.0)
-    # P = 1 from 4,000 draws stands for 1 - 1/4001: it passes at alpha/12 (0.0042), not at alpha/250 (0.0002)
-    row = RowEvidence(N.REMEMBERS, FIXED, 1.0, 0.0, 1e-6, 1.0, draws=4000)
-    assert passes(row, 1 / 12) and not passes(row, 1 / 250)
+    # the ordered test's adjusted p 0.004 passes at alpha/12 (0.0042), not at alpha/13 (0.0038)
+    row = RowEvidence(N.REMEMBERS, FIXED, 1.0, 0.0, 0.004, 1.0, draws=4000)
+    assert passes(row, 1 / 12) and not passes(row, 1 / 13)
 
 
 def test_a_sequential_row_is_tested_at_its_shares_own_level():

@@ -20,9 +20,9 @@ from initmem.errors import UserError
 from initmem.models import compiled, core
 from initmem.models.data import near_ceiling_data, noise_scale, prepare_data, resolve_delta
 from initmem.models.memory import MemoryModel
-from initmem.models.paired import CEILING
+from initmem.models.paired import CEILING, pair_interval
 from initmem.models.priors import Priors
-from initmem.models.summaries import probability_with_mcse, verdict
+from initmem.models.summaries import model_verdict, probability_with_mcse, verdict
 from initmem.simulate import SimPipeline, simulate_cube
 from initmem.tests._memory_designs import SMALL, SMALL_FLAG, log_density, pad_seeds, table_data
 
@@ -32,26 +32,42 @@ DATA = Path(__file__).resolve().parent / "data"
 
 
 def test_verdict_rule_and_borderline():
-    assert verdict(0.95, 0.05) == "remembers"
+    # "remembers": the ordered test (paired_ok, True by default here) with the model agreeing, P >= 1/2
+    assert verdict(0.95, 0.05) == verdict(0.6, 0.4) == "remembers"
+    assert verdict(0.4, 0.6) == "inconclusive"
+    assert verdict(0.99, 0.01, paired_ok=False) == "inconclusive"
     # "forgets" by the model needs P(spread < delta) >= 1 - alpha/2 = 0.975 (models/paired.py, forgets_levels)
     assert verdict(0.03, 0.97) == "inconclusive"
     assert verdict(0.02, 0.98) == "forgets"
-    assert verdict(0.6, 0.4) == "inconclusive"
-    assert verdict(0.94, 0.06) == "inconclusive"
     # near the ceiling "forgets" needs the model AND the intersection-union test
     assert verdict(0.02, 0.98, iut_ok=True) == verdict(0.5, 0.5, iut_ok=True) == "forgets"
     assert verdict(0.02, 0.98, iut_ok=True, near_ceiling=True) == "forgets"
-    assert verdict(0.5, 0.5, iut_ok=True, near_ceiling=True) == "inconclusive"
+    assert verdict(0.5, 0.5, paired_ok=False, iut_ok=True, near_ceiling=True) == "inconclusive"
     assert verdict(0.02, 0.98, near_ceiling=True) == "inconclusive"
-    # within 2 MCSE of 0.95 on either side: not decided
-    assert verdict(0.96, 0.04, mcse=(0.006, 0.006)) == "borderline"
-    assert verdict(0.94, 0.06, mcse=(0.006, 0.006)) == "borderline"
-    assert verdict(0.99, 0.01, mcse=(0.006, 0.006)) == "remembers"
+    # within 2 MCSE of the agreement bar, 1/2, on either side: not decided
+    assert verdict(0.51, 0.49, mcse=(0.006, 0.006)) == "borderline"
+    assert verdict(0.49, 0.51, mcse=(0.006, 0.006)) == "borderline"
+    assert verdict(0.53, 0.47, mcse=(0.006, 0.006)) == "remembers"
     assert verdict(0.005, 0.995, mcse=(0.005, 0.005)) == "forgets"
     # the borderline band of "forgets" sits at its own threshold, 0.975
     assert verdict(0.02, 0.98, mcse=(0.005, 0.005)) == "borderline"
     assert verdict(0.04, 0.96, mcse=(0.005, 0.005)) == "inconclusive"
     assert verdict(0.01, 0.99, level=0.99) == "inconclusive"   # alpha 0.01: "forgets" needs 0.995
+
+
+def test_a_failed_fit_leaves_the_verdict_to_the_design_based_tests():
+    # the model's probabilities count for nothing: the ordered test alone, the intersection-union test alone
+    assert verdict(0.1, 0.9, model_ok=False) == "remembers"
+    assert verdict(0.99, 0.01, paired_ok=False, model_ok=False) == "inconclusive"
+    assert verdict(0.0, 1.0, paired_ok=False, model_ok=False) == "inconclusive"
+    assert verdict(0.0, 1.0, paired_ok=False, iut_ok=True, model_ok=False) == "forgets"
+    assert verdict(0.0, 1.0, paired_ok=False, iut_ok=True, near_ceiling=True, model_ok=False) == "inconclusive"
+
+
+def test_the_model_alone_decides_at_its_own_thresholds():
+    assert model_verdict(0.96, 0.04) == "remembers" and model_verdict(0.94, 0.06) == "inconclusive"
+    assert model_verdict(0.96, 0.04, mcse=(0.006, 0.006)) == "borderline"
+    assert model_verdict(0.02, 0.98) == "forgets"
 
 
 def test_mcse_of_a_probability_matches_the_binomial_for_independent_draws():
@@ -326,6 +342,17 @@ def test_summary_shape_verdicts_and_divergence_sensitivity(quick_fit):
     assert out["null6"]["divergence"]["sensitivity"] is None
     ppc = quick_fit.ppc(seed=0)
     assert all(0.0 < ppc[p]["spread"]["p_value"] < 1.0 for p in ppc)
+    # the reported interval holds both the model's and the seeds' own t interval of the attaining pair, median kept
+    d = quick_fit.data
+    for a, e in enumerate(out.values()):
+        rep, mod = e["spread"], e["spread_model"]
+        assert rep["median"] == mod["median"] and rep["q05"] <= mod["q05"] and rep["q95"] >= mod["q95"]
+        med = np.asarray(e["expected"]["median"])
+        lev = d.level_mask[a]
+        _, lower, upper = pair_interval(d.y[a][lev], int(np.argmax(med)), int(np.argmin(med)), n_test=d.n_test,
+                                        run_sd=float(d.scale[a]))
+        assert rep["q05"] <= max(lower, 0.0) + 1e-12 and rep["q95"] >= upper - 1e-12
+        assert (e["spread_interval"] == "model") == (rep["q05"] == mod["q05"] and rep["q95"] == mod["q95"])
 
 
 @pytest.mark.slow

@@ -28,6 +28,7 @@ from initmem.models.paired import (
     equivalence_check,
     forgets_bounds,
     middle_level,
+    pair_interval,
     paired_check,
     remembers_at,
     remembers_bounds,
@@ -397,3 +398,23 @@ def test_independent_seeds_near_the_ceiling_cannot_reach_forgets_through_a_skipp
     assert eq["supports_forgets"] and eq["multiplicative_ok"] is None and "paired seeds" in eq["gate_note"]
     assert not forgets_iut_ok(eq, near_ceiling=True) and forgets_iut_ok(eq, near_ceiling=False)
     assert verdict(0.01, 0.99, paired_ok=False, iut_ok=forgets_iut_ok(eq, True), near_ceiling=True) != N.FORGETS
+
+
+def test_pair_interval_is_the_paired_t_interval_floored_at_one_runs_noise():
+    # the README's four-row CSV: two seeds whose differences agree exactly (SD 0), 10,000 test examples at 87%
+    table = np.array([[0.91, 0.90], [0.84, 0.83]])
+    run_sd = np.sqrt(0.87 * 0.13 / 10_000)              # the binomial bound of one run, the count import's noise scale
+    diff, lower, upper = pair_interval(table, 0, 1, n_test=10_000, run_sd=run_sd)
+    half = stats.t.ppf(0.95, 1) * run_sd * np.sqrt(1 / 2 + 1 / 2)
+    assert diff == pytest.approx(0.07) and (lower, upper) == pytest.approx((0.07 - half, 0.07 + half))
+    assert upper - lower > 2 * run_sd                     # never narrower than the test set's noise
+    # differing seeds: the paired t interval itself, in either order of the pair
+    rng = np.random.default_rng(0)
+    t = rng.normal(0.9, 0.01, (3, 6))
+    d = t[2] - t[0]
+    se = d.std(ddof=1) / np.sqrt(6)
+    got = pair_interval(t, 2, 0)
+    assert got == pytest.approx((d.mean(), d.mean() - stats.t.ppf(0.95, 5) * se, d.mean() + stats.t.ppf(0.95, 5) * se))
+    back = pair_interval(t, 0, 2)
+    assert back == pytest.approx((-d.mean(), -got[2], -got[1]))
+    assert pair_interval(np.array([[0.9, np.nan], [0.8, 0.7]]), 0, 1) is None      # one shared seed: no interval

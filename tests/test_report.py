@@ -641,8 +641,8 @@ def test_thresholds_come_from_the_verdict_rule(tmp_path):
     from initmem.plot.model import spread_forest
     from initmem.reports.methods import methods_paragraphs
 
-    def sequential(s: R.Summary) -> None:
-        s.verdict_rule = SEQUENTIAL_RULE
+    def sequential(s: R.Summary) -> None:     # an analysis written before alpha was stored: the rule's text alone
+        s.verdict_rule, s.alpha = SEQUENTIAL_RULE, None
 
     a = load_analysis(write_analysis(small_cube(), tmp_path, edit=sequential))
     lv = verdict_levels(a)
@@ -675,9 +675,10 @@ def test_default_thresholds_at_alpha_005(two_pipelines):
 
     a = load_analysis(two_pipelines)
     caption = spread_forest(a).initmem_description.caption
-    assert "P(spread > δ) ≥ 0.95 " in caption and "P(spread < δ) ≥ 0.975" in caption
+    # "remembers" rests on the ordered test with the model agreeing (P >= 1/2); "forgets" on the model at 0.975
+    assert "agrees (P(spread > δ) ≥ 0.5)" in caption and "P(spread < δ) ≥ 0.975" in caption
     text = html.unescape(render_html(a))
-    assert "(0.95 for P(spread > δ), 0.975 for P(spread < δ) at α = 0.05)" in text
+    assert "(0.5 for P(spread > δ), 0.975 for P(spread < δ) at α = 0.05)" in text
 
 
 @pytest.mark.slow

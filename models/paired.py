@@ -337,7 +337,7 @@ def pair_interval(table: np.ndarray, hi: int, lo: int, level: float = 0.9, *, pa
     >>> t = np.array([[0.91, 0.90], [0.84, 0.83]])
     >>> diff, lower, upper = pair_interval(t, 0, 1, n_test=10_000, run_sd=0.0034)
     >>> round(diff, 4), round(upper - diff, 4)           # 2 seeds, the same difference: the floor sets the width
-    (0.07, 0.0214)
+    (0.07, 0.0215)
     """
     j, k = min(hi, lo), max(hi, lo)
     rows = np.asarray(table, dtype=float)[[j, k]]

@@ -13,9 +13,9 @@ from pathlib import Path
 import click
 
 from initmem.cli.output import echo, fmt_stat, is_quiet
-from initmem.cli.params import LOOKS, SEED, SHAPE, FiniteFloatRange, SpecChoice
+from initmem.cli.params import LOOKS, MARGIN, SEED, SHAPE, SpecChoice, check_margin
 
-# --- analyze and plan (issues 5-6) ---------------------------------------------------------
+# --- analyze and plan ---------------------------------------------------------------------
 
 @click.command()
 @click.argument("cube_path", metavar="CUBE.nc", type=click.Path(path_type=Path))
@@ -24,12 +24,12 @@ from initmem.cli.params import LOOKS, SEED, SHAPE, FiniteFloatRange, SpecChoice
 @click.option("--metric", default=None, help="Run variable to analyze (default: selected_test_acc).")
 @click.option("--family", type=SpecChoice("FAMILIES"), default=None,
               help="Likelihood (default: binomial when test counts exist, else gaussian).")
-@click.option("--delta", type=FiniteFloatRange(min=0, min_open=True), default=None,
-              help="Smallest spread that matters, in outcome units (default 0.01 = 1 point for accuracies; "
-                   "required for other metrics).")
-@click.option("--draw-margin", type=FiniteFloatRange(min=0, min_open=True), default=None,
-              help="Crossed seed designs: the SD of the initial draw's effect that matters, in outcome units "
-                   "(default 0.005 = half a point for accuracies; no draw verdict for other metrics without it).")
+@click.option("--delta", type=MARGIN, default=None,
+              help="Smallest spread that matters: accuracy points (2pt) or the metric's units (0.02 = 2 points for "
+                   "an accuracy; default 1pt for accuracies, required for other metrics).")
+@click.option("--draw-margin", type=MARGIN, default=None,
+              help="Crossed seed designs: the SD of the initial draw's effect that matters, in points (0.5pt) or "
+                   "the metric's units (default 0.5pt for accuracies; no draw verdict for other metrics without it).")
 @click.option("--gate", type=SpecChoice("GATES"), default="interpolated", show_default=True,
               help="Fit only runs that reached the interpolation threshold, or every run.")
 @click.option("--sampler", type=SpecChoice("SAMPLERS"), default="nutpie", show_default=True)
@@ -49,6 +49,13 @@ def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | No
     from initmem.analysis import analyze_cube
     from initmem.results import SUMMARY_JSON
 
+    if delta is not None or draw_margin is not None:    # the unit, before anything is fitted
+        from initmem.cube import open_cube
+        from initmem.models.data import choose_metric
+
+        chosen = choose_metric(open_cube(cube_path), metric)
+        check_margin(chosen, delta, "--delta")
+        check_margin(chosen, draw_margin, "--draw-margin")
     summary = analyze_cube(cube_path, out_dir, metric=metric, family=family, delta=delta,
                            draw_margin=draw_margin, gate=gate, sampler=sampler, draws=draws, tune=tune,
                            chains=chains, seed=seed, memory=memory, compile_shape=compile_shape,
@@ -100,7 +107,9 @@ def collapse(cube_path: Path, out_dir: Path, memory: str, fraction: float | None
 
 @click.command()
 @click.argument("analysis_dir", metavar="DIR", type=click.Path(path_type=Path))
-@click.option("--delta", type=float, default=None, help="Smallest spread that matters (default: the analysis's).")
+@click.option("--delta", type=MARGIN, default=None,
+              help="Smallest spread that matters: accuracy points (2pt) or the metric's units (default: the "
+                   "analysis's).")
 @click.option("--n-sim", type=click.IntRange(min=10), default=None,
               help="Simulated experiments per seed count (default 200; for a crossed design's draw plan, 4000 "
                    "tables per init seed count).")
@@ -118,7 +127,9 @@ def plan(analysis_dir: Path, delta: float | None, n_sim: int | None, seed: int, 
     from initmem.models.plan import render_table
     from initmem.results import load_summary
 
-    if load_summary(analysis_dir).crossed is not None:
+    stored = load_summary(analysis_dir)
+    check_margin(stored.metric, delta, "--delta")
+    if stored.crossed is not None:
         from initmem.stats.crossed_plan import plan_draw, render_draw_plan
 
         given = click.get_current_context().get_parameter_source("looks") != click.core.ParameterSource.DEFAULT

@@ -25,7 +25,7 @@ from initmem.cli import analyze as cli_analyze
 from initmem.cli import cubes as cli_cubes
 from initmem.cli import export as cli_export
 from initmem.cli.output import Verbosity, check_not_run_folder, echo, is_quiet, output_error
-from initmem.cli.params import JOBS, LOOKS, FiniteFloatRange, option_flag
+from initmem.cli.params import JOBS, LOOKS, MARGIN, check_margin, option_flag
 from initmem.errors import OptionError, UserError, options_as_flags
 
 log = logging.getLogger("initmem")
@@ -106,11 +106,11 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
               help="CPU worker processes, or auto: one per engine.cpu_threads cores.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True)
 @click.option("--reanalyze", is_flag=True, help="Redo the analysis even if it is newer than the cube.")
-@click.option("--delta", type=FiniteFloatRange(min=0, min_open=True), default=None,
-              help="Smallest spread that matters, in outcome units (default 0.01 = 1 point for accuracies).")
-@click.option("--draw-margin", type=FiniteFloatRange(min=0, min_open=True), default=None,
-              help="Crossed seed designs: the SD of the initial draw's effect that matters, in outcome units "
-                   "(default 0.005 = half a point for accuracies).")
+@click.option("--delta", type=MARGIN, default=None,
+              help="Smallest spread that matters: accuracy points (2pt) or a fraction (0.02); default 1pt.")
+@click.option("--draw-margin", type=MARGIN, default=None,
+              help="Crossed seed designs: the SD of the initial draw's effect that matters, in points (0.5pt) or "
+                   "as a fraction (0.005, the default).")
 @click.option("--draws", type=click.IntRange(min=50), default=None, help="Posterior draws per chain.")
 @click.option("--chains", type=click.IntRange(min=1), default=None, help="Sampler chains.")
 @click.option("--until-decided/--fixed", default=None,
@@ -147,6 +147,10 @@ def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int 
     for hint, value in (("--max-seeds", max_seeds), ("--looks", looks)):
         if value is not None and not until_decided:   # explicit, also over a grid's decide block
             raise click.BadParameter("only with --until-decided", param_hint=hint)
+    from initmem.cube import SELECTED_TEST_ACC
+
+    check_margin(SELECTED_TEST_ACC, delta, "--delta")            # before any training: the grid's accuracy
+    check_margin(SELECTED_TEST_ACC, draw_margin, "--draw-margin")
     spec = AnalysisSpec.of(**{k: v for k, v in (("delta", delta), ("draw_margin", draw_margin),
                                                      ("draws", draws), ("chains", chains)) if v is not None})
     result = run(grid_file, out, preset=preset, jobs=jobs, device=device, reanalyze=reanalyze, spec=spec,

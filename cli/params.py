@@ -9,6 +9,7 @@ neither pydantic nor numpy.
 from __future__ import annotations
 
 import math
+import re
 
 import click
 
@@ -47,6 +48,62 @@ class FiniteFloatRange(click.FloatRange):
         if not math.isfinite(out):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return out
+
+
+class Margin(float):
+    """A margin (``--delta``, ``--draw-margin``) in the metric's units, remembering whether it was given in
+    accuracy points (``2pt``), so that a command can refuse points for a metric that is not an accuracy."""
+
+    points: bool = False
+
+    def __new__(cls, value: float, points: bool = False) -> Margin:
+        out = super().__new__(cls, value)
+        out.points = points
+        return out
+
+
+_MARGIN = re.compile(r"([0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)(pt|pts|points?)?")
+
+
+class MarginType(click.ParamType):
+    """``--delta`` / ``--draw-margin``: accuracy points (``2pt``, stored as the fraction 0.02) or a number in the
+    metric's units (a fraction for an accuracy: ``0.02``). Whether a bare number is ambiguous depends on the
+    metric, which :func:`check_margin` decides before any work."""
+
+    name = "MARGIN"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> Margin:
+        if isinstance(value, Margin):
+            return value
+        m = _MARGIN.fullmatch(str(value).strip().lower().replace(" ", ""))
+        if m is None:
+            self.fail(f"{value!r} is not a margin: give accuracy points (2pt) or a number in the metric's units "
+                      "(0.02 for an accuracy, as a fraction)", param, ctx)
+        number = float(m.group(1))
+        if not (math.isfinite(number) and number > 0):
+            self.fail(f"{value!r} must be a positive finite number", param, ctx)
+        return Margin(number / 100 if m.group(2) else number, points=bool(m.group(2)))
+
+
+MARGIN = MarginType()
+
+
+def check_margin(metric: str, value: float | None, flag: str) -> None:
+    """Refuse, before any training or sampling, a margin whose unit the metric cannot have: points for a metric
+    that is not an accuracy, or a bare number of 1 or more for an accuracy (a fraction of the test set cannot
+    reach it: it was meant in points). Raises click.BadParameter (exit 2, one line, with the fix)."""
+    if value is None:
+        return
+    from initmem.cube import points_scale
+
+    accuracy = points_scale(metric) != 1.0
+    if getattr(value, "points", False) and not accuracy:
+        raise click.BadParameter(f"{100 * value:g}pt is in accuracy points, but metric {metric!r} is not an "
+                                 "accuracy: give it in the metric's own units", param_hint=flag)
+    if accuracy and not getattr(value, "points", False) and value >= 1.0:
+        raise click.BadParameter(f"{value:g} is ambiguous: metric {metric!r} is an accuracy, analyzed as a fraction "
+                                 f"of the test set; give {flag} {value:g}pt for {value:g} points, or "
+                                 f"{flag} {value / 100:g} as a fraction", param_hint=flag)
 
 
 # Random seeds: numpy's generators take none below 0.

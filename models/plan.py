@@ -52,13 +52,14 @@ _SB = np.linspace(-5.0, 2.0, 8)
 RULE = ("the analysis's own rule: its posterior (restricted likelihood of the four SDs, seed slopes and the memory's "
         "flat trend included, "
         "the same priors and noise scale), computed by quadrature over the SDs for each simulated experiment, "
-        "and for 'remembers' the ordered paired test of the seeds' differences; 'forgets' by the posterior or by the "
+        "'remembers' by the ordered paired test of the seeds' differences with the posterior agreeing "
+        "(P(spread > delta) >= 1/2); 'forgets' by the posterior or by the "
         "intersection-union test of every pair of levels (P(spread < delta) >= 1 - alpha/2 or the test at 0.8 alpha), "
         "by both for a pipeline near the ceiling (summary.json's near_ceiling; the skew gate of the analysis, which "
         "needs the tables in accuracy units, is not simulated, so near the ceiling the plan can be optimistic where "
         "the seeds' errors are strongly multiplicative); at a sequential look each share of alpha is spent from its "
-        "own allotment, and a model threshold the posterior's draws cannot resolve (within 4 MCSE floors of 1) is "
-        "capped for 'remembers' (whose ordered test keeps the level) and closes the model's route to 'forgets'")
+        "own allotment, and a model threshold the posterior's draws cannot resolve (within 4 MCSE floors of 1) "
+        "closes the model's route to 'forgets'")
 
 
 @functools.lru_cache(maxsize=32)
@@ -172,8 +173,8 @@ def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF,
     (``iut_bound``, computed by :func:`posterior_spread` at its share of the same alpha). The model's
     probabilities must clear the borderline band, at each threshold, of an analysis whose sampler
     gives ``n_eff`` effective draws (2 binomial MCSE), and the thresholds are models/summaries.py's
-    ``model_thresholds`` for that many draws (capped for "remembers", the model's route to "forgets" closed
-    where a sequential look's level is finer than the draws resolve); the design-based tests have no Monte Carlo
+    ``model_thresholds`` for that many draws (the model's route to "forgets" closed where a sequential look's
+    level is finer than the draws resolve); the design-based tests have no Monte Carlo
     error. Near the ceiling (``near_ceiling``, a bool or one per experiment) "forgets" needs both routes and, where
     the caller has the tables in accuracy units, the skew gate (``skew_ok``, models/paired.py ``multiplicative_ok``;
     absent, it is taken as passed: the planner's tables are in noise units, so its predictions near the ceiling

@@ -94,10 +94,9 @@ def model_thresholds(alpha: float | Spending = ALPHA, draws: int | None = N_DRAW
     threshold, "borderline", and no look could decide. Each threshold therefore stays at least RESOLVE MCSE
     floors (:func:`mcse_floor`) inside 1, and alpha is kept as follows.
 
-    - "remembers" needs the model AND the ordered paired test, and the ordered test alone is a valid test at
-      the analysis's level (its shares spent from their own allotments, models/paired.py). A claim that needs
-      a level-alpha test and something else is wrong no more often than alpha, whatever the something else, so
-      the model's threshold may be capped at 1 - max(alpha_k, RESOLVE x floor) without raising the false rate.
+    - the model's own "remembers" (:func:`model_verdict`) is capped at 1 - max(alpha_k, RESOLVE x floor); the
+      rule's "remembers" asks the model only for its agreement (:data:`AGREE`) and rests on the ordered paired
+      test, a valid test at the analysis's level (its shares spent from their own allotments, models/paired.py).
     - "forgets" is the UNION of the model's route and the intersection-union test, so the model's route must
       hold its own share (1 - alpha_k x FORGETS_MODEL_SHARE) and cannot be relaxed. Where that share is below
       RESOLVE x floor the draws cannot resolve it and the route is closed (None): the intersection-union test
@@ -606,11 +605,11 @@ def _p(p: float | None) -> str:
 def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = ALPHA,
                     model_ok: dict[str, str | None] | None = None) -> dict[str, dict[str, Any]]:
     """The per-pipeline entries of summary.json (schema initmem.summary/2) that models/ owns. ``alpha`` is
-    each false verdict's rate: "remembers" needs P >= 1 - alpha and the ordered test at alpha, "forgets" comes
-    from P >= 1 - alpha/2 or the intersection-union test at 0.8 alpha (models/paired.py, ``forgets_levels``). A
-    look of the sequential design passes its :class:`Spending` (analysis/sequential.py): each share is then spent
-    from its own allotment, and a model threshold the draws cannot resolve is capped or closed
-    (:func:`model_thresholds`). ``model_ok``: per pipeline, what failed in its fit's sampler diagnostics (None or
+    each false verdict's rate: "remembers" needs the ordered test at alpha with the model agreeing (P >= 1/2),
+    "forgets" comes from P >= 1 - alpha/2 or the intersection-union test at 0.8 alpha (models/paired.py,
+    ``forgets_levels``). A look of the sequential design passes its :class:`Spending` (analysis/sequential.py):
+    each share is then spent from its own allotment, and the model's route to "forgets" closes where the draws
+    cannot resolve its threshold (:func:`model_thresholds`). ``model_ok``: per pipeline, what failed in its fit's sampler diagnostics (None or
     absent: nothing); a pipeline whose fit failed is decided by the design-based tests alone, with a note."""
     post = model.idata.posterior
     d = model.data

@@ -111,6 +111,32 @@ def test_analyze_needs_delta_for_a_metric_that_is_not_an_accuracy(tmp_path):
     assert not (tmp_path / "a").exists()  # refused before anything was fitted or written
 
 
+def test_margins_take_points_and_refuse_an_ambiguous_unit_before_any_work(tmp_path, monkeypatch):
+    from initmem.cli.params import MARGIN
+
+    assert MARGIN.convert("2pt", None, None) == pytest.approx(0.02) and MARGIN.convert("2pt", None, None).points
+    assert MARGIN.convert("0.5 points", None, None) == pytest.approx(0.005)
+    assert MARGIN.convert("0.02", None, None) == 0.02 and not MARGIN.convert("0.02", None, None).points
+    # run: refused before any training (no run folder appears), with the fix in the message
+    monkeypatch.chdir(tmp_path)
+    assert_user_error(invoke("run", "--preset", "quick", "--delta", "2", "--out", tmp_path / "r"),
+                      "--delta 2pt", "--delta 0.02")
+    assert_user_error(invoke("run", "--preset", "quick", "--draw-margin", "1", "--out", tmp_path / "r"),
+                      "--draw-margin 1pt")
+    assert not (tmp_path / "r").exists()
+    assert_user_error(invoke("run", "--preset", "quick", "--delta", "two", "--out", tmp_path / "r"), "not a margin")
+    # analyze: points for a metric that is not an accuracy, and a bare 2 for an accuracy
+    from initmem.simulate import SimPipeline, simulate_cube
+
+    ds = simulate_cube([SimPipeline("a", n_sigma=3, n_seed=2)], seed=0)
+    ds[cube.WALL_SECONDS] = 60.0 + 100 * ds[cube.SELECTED_TEST_ACC]
+    cube.write_cube(ds, tmp_path / "c.nc")
+    assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--delta", "2"), "--delta 2pt")
+    assert_user_error(invoke("analyze", tmp_path / "c.nc", "--out", tmp_path / "a", "--metric", cube.WALL_SECONDS,
+                             "--delta", "2pt"), "not an accuracy")
+    assert not (tmp_path / "a").exists()
+
+
 @pytest.mark.slow
 def test_analyze_then_plan_from_the_command_line(tmp_path):
     """The user's path: simulate, analyze, plan. The plan reads the folder through results.py and
@@ -146,6 +172,7 @@ def test_analyze_then_plan_from_the_command_line(tmp_path):
         needed = post["seeds_needed"]
         assert needed is None or (needed in p_dec and p_dec[needed] >= plan["target"])
     assert_user_error(invoke("plan", tmp_path / "nowhere"), "nowhere")
+    assert_user_error(invoke("plan", tmp_path / "a", "--delta", "2"), "--delta 2pt")   # before any simulation
     assert_user_error(invoke("plan", tmp_path / "a", "--looks", "4,3"), "--looks")
     assert_user_error(invoke("plan", tmp_path / "a", "--looks", "four"), "--looks")
     proc = invoke("plan", tmp_path / "a", "--n-sim", "10", "--looks", "3,4")

@@ -609,8 +609,9 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
     "forgets" comes from P >= 1 - alpha/2 or the intersection-union test at 0.8 alpha (models/paired.py,
     ``forgets_levels``). A look of the sequential design passes its :class:`Spending` (analysis/sequential.py):
     each share is then spent from its own allotment, and the model's route to "forgets" closes where the draws
-    cannot resolve its threshold (:func:`model_thresholds`). ``model_ok``: per pipeline, what failed in its fit's sampler diagnostics (None or
-    absent: nothing); a pipeline whose fit failed is decided by the design-based tests alone, with a note."""
+    cannot resolve its threshold (:func:`model_thresholds`). ``model_ok``: per pipeline, what failed in its fit's
+    sampler diagnostics (None or absent: nothing); a pipeline whose fit failed is decided by the design-based tests
+    alone, with a note."""
     post = model.idata.posterior
     d = model.data
     level = as_spending(alpha)

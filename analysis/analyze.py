@@ -118,7 +118,8 @@ def fit_checked(model: MemoryModel, *, sampler: str, draws: int, tune: int, chai
             warn(f"{label}{flag}; retrying with target_accept={RETRY_TARGET_ACCEPT} and tune={2 * tune}")
         target, tune = RETRY_TARGET_ACCEPT, 2 * tune
     for flag in diag["flags"]:
-        warn(f"{label}{flag} (after {len(attempts)} attempt(s)); the results are reported but flagged")
+        warn(f"{label}{flag} (after {len(attempts)} attempt(s)); the results are reported but flagged, and "
+             "the model decides no verdict: the seeds' design-based tests decide alone")
     diag.update({
         "sampler": model.sampler_used,
         "compile_seconds": model.compile_seconds,
@@ -173,6 +174,7 @@ def analyze_cube(
     *,
     progress: bool = True,
     command: list[str] | None = None,
+    replace: bool = False,
     **options: Unpack[AnalysisOptions],
 ) -> R.Summary:
     """Analyze one metric of a cube into an analysis folder: the memory model and its verdicts, the
@@ -191,6 +193,9 @@ def analyze_cube(
         Show the sampler's progress bar.
     command : list of str, optional
         The command line recorded in summary.json (the CLI passes its own).
+    replace : bool, default False
+        Replace ``out_dir`` whole (nothing of an earlier folder is kept) instead of writing the analysis's files
+        into it; either way the folder changes all at once, or not at all.
     **options
         Fields of :class:`AnalysisSpec` as keywords (``delta=0.02``), replacing the spec's, typed by
         :class:`~initmem.results.spec.AnalysisOptions`; each is validated once, here. ``gate="interpolated"``
@@ -300,8 +305,8 @@ def analyze_cube(
         R.attach_forgetting_times(record, collapse)
     # Nothing is written before every part has been computed, and then all at once (analysis/staging.py): a
     # failure leaves no folder holding curves.nc alone, and an earlier analysis in DIR stays whole.
-    with staged_folder(out, what="analysis", last=R.SUMMARY_JSON,
-                       stale=(R.CURVES_NC, R.COLLAPSE_JSON)) as tmp:
+    with staged_folder(out, what="analysis", last=R.SUMMARY_JSON, replace=replace,
+                       stale=(R.CURVES_NC, R.COLLAPSE_JSON, R.REPORT_HTML)) as tmp:
         if curves is not None:
             write_curves(curves, tmp / R.CURVES_NC)
         if collapse is not None:

@@ -33,14 +33,15 @@ def check_out_dir(out_dir: str | os.PathLike, what: str = "output") -> Path:
 
 @contextlib.contextmanager
 def staged_folder(out_dir: str | os.PathLike, *, what: str = "output", last: str | None = None,
-                  stale: Sequence[str] = ()) -> Iterator[Path]:
+                  stale: Sequence[str] = (), replace: bool = False) -> Iterator[Path]:
     """Yield an empty temporary folder beside ``out_dir``; when the block succeeds its files become
     ``out_dir``'s (the folder itself is renamed into place when ``out_dir`` did not exist).
 
     ``last``: the file moved last into an existing folder (the one readers start from). ``stale``: files an
     earlier run may have left in ``out_dir`` that this run did not write (they would be read beside the new
-    files), removed after the move. On failure the temporary folder and any parent folders it created are
-    removed and ``out_dir`` is left as it was."""
+    files), removed after the move. ``replace``: the new folder takes the place of ``out_dir`` whole (nothing of
+    the old one is kept; the old folder is renamed aside, then removed). On failure the temporary folder and any
+    parent folders it created are removed and ``out_dir`` is left as it was."""
     out = check_out_dir(out_dir, what)
     created = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
     try:
@@ -52,7 +53,10 @@ def staged_folder(out_dir: str | os.PathLike, *, what: str = "output", last: str
         raise UserError(f"cannot write {out} ({exc.strerror or exc})") from None
     try:
         yield tmp
-        _publish(tmp, out, last, stale)
+        if replace and out.is_dir():
+            _swap(tmp, out)
+        else:
+            _publish(tmp, out, last, stale)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         _remove_empty(created)
@@ -76,6 +80,15 @@ def _publish(tmp: Path, out: Path, last: str | None, stale: Sequence[str]) -> No
         if name not in written:
             with contextlib.suppress(FileNotFoundError):
                 (out / name).unlink()
+
+
+def _swap(tmp: Path, out: Path) -> None:
+    """Put the folder ``tmp`` in the place of the folder ``out``: two renames, so a reader sees the old folder or
+    the new one, never a mix; the old one is removed afterwards."""
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", suffix=TMP_SUFFIX, dir=out.parent))
+    os.rename(out, old / out.name)
+    os.rename(tmp, out)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _umask() -> int:

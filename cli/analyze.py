@@ -17,6 +17,26 @@ from initmem.cli.params import LOOKS, MARGIN, SEED, SHAPE, SpecChoice, check_mar
 
 # --- analyze and plan ---------------------------------------------------------------------
 
+def other_output(out_dir: Path, cube_path: Path) -> str | None:
+    """What ``out_dir`` holds that an analysis of ``cube_path`` would overwrite: the analysis of another cube, or
+    files that are not an analysis; None for a folder that is absent, empty, or the same cube's analysis (a rerun
+    stays idempotent)."""
+    from initmem.results import SUMMARY_JSON
+
+    if not out_dir.is_dir() or not any(out_dir.iterdir()):
+        return None
+    summary = out_dir / SUMMARY_JSON
+    if not summary.is_file():
+        return "files that are not an analysis"
+    try:
+        cube = json.loads(summary.read_text()).get("cube")
+    except (OSError, ValueError):
+        return "an unreadable summary.json"
+    if cube is None or Path(cube).resolve() != Path(cube_path).resolve():
+        return f"the analysis of another cube ({cube})"
+    return None
+
+
 @click.command()
 @click.argument("cube_path", metavar="CUBE.nc", type=click.Path(path_type=Path))
 @click.option("--out", "-o", "out_dir", required=True, metavar="DIR", type=click.Path(path_type=Path),
@@ -42,12 +62,18 @@ from initmem.cli.params import LOOKS, MARGIN, SEED, SHAPE, SpecChoice, check_mar
 @click.option("--compile-shape", type=SHAPE, default=None,
               help="Compile the memory model for at least this shape (0: the cube's own size), so that smaller "
                    "cubes share one compiled sampler; the posterior is the same, only the draws differ.")
+@click.option("--force", is_flag=True,
+              help="Replace DIR whole when it holds something else (another cube's analysis, other files).")
 def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | None, delta: float | None,
             draw_margin: float | None, gate: str, sampler: str, draws: int, tune: int, chains: int, seed: int,
-            memory: str, compile_shape: tuple[int, int, int] | None) -> None:
+            memory: str, compile_shape: tuple[int, int, int] | None, force: bool) -> None:
     """Fit the hierarchical memory model; write DIR/posterior.nc and DIR/summary.json."""
     from initmem.analysis import analyze_cube
     from initmem.results import SUMMARY_JSON
+
+    held = other_output(out_dir, cube_path)
+    if held and not force:
+        raise click.UsageError(f"{out_dir} holds {held}; give another --out, or --force to replace the folder whole")
 
     if delta is not None or draw_margin is not None:    # the unit, before anything is fitted
         from initmem.cube import open_cube
@@ -59,7 +85,7 @@ def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | No
     summary = analyze_cube(cube_path, out_dir, metric=metric, family=family, delta=delta,
                            draw_margin=draw_margin, gate=gate, sampler=sampler, draws=draws, tune=tune,
                            chains=chains, seed=seed, memory=memory, compile_shape=compile_shape,
-                           progress=not is_quiet(), command=["initmem", *sys.argv[1:]])
+                           progress=not is_quiet(), command=["initmem", *sys.argv[1:]], replace=force)
     d = summary.diagnostics
     echo(f"{summary.metric} ({summary.family}), delta = {summary.delta:g}, gate {summary.gate}; sampler "
          f"{d.sampler}: compile {d.compile_seconds or 0:.1f} s, sampling {d.sampling_seconds or 0:.1f} s"
@@ -71,7 +97,8 @@ def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | No
     for pipe, reason in summary.skipped.items():
         echo(f"  {pipe:<20} skipped: {reason}")
     if d.flags:
-        echo("diagnostics FAILED: " + "; ".join(d.flags), err=True)
+        echo("diagnostics FAILED: " + "; ".join(d.flags) + " (those pipelines' verdicts rest on the seeds' "
+             "design-based tests alone)", err=True)
     click.echo(str(Path(out_dir) / SUMMARY_JSON))
 
 

@@ -43,13 +43,18 @@ if TYPE_CHECKING:
 @click.option("--nan-as-missing", is_flag=True, help="Import runs whose results are NaN or infinite as missing.")
 @click.option("--n-train", type=click.IntRange(min=1), default=None,
               help="Training examples, for steps per epoch of the clocks (without a step column).")
+@click.option("--force", is_flag=True, help="Replace CUBE.nc when it holds something else (a cube of another source).")
 def import_(source: Path, out: Path, seeds: SeedDesign | None, fmt: SourceFormat, n_test: int | None, scale: Scale,
             metric_col: tuple[str, ...], ignore_col: tuple[str, ...], pipeline_col: str | None,
             sigma_col: str | None, seed_col: str | None, mapping: Path | None, nan_as_missing: bool,
-            n_train: int | None) -> None:
+            n_train: int | None, force: bool) -> None:
     """Turn runs made elsewhere into a cube: a long table (pipeline, sigma_w, seed, [epoch], metrics)
     or a tracker export (docs/import.md)."""
     from initmem.importers.source import import_table
+
+    held = _other_cube(out, source)
+    if held and not force:
+        raise click.UsageError(f"{out} holds {held}; give another --out, or --force to replace it")
 
     # No --seeds: import_table reads the source first, then says what each design means (seeds_help).
     result = import_table(source, out, seeds=seeds, format=fmt, n_test=n_test,  # type: ignore[arg-type]
@@ -59,6 +64,26 @@ def import_(source: Path, out: Path, seeds: SeedDesign | None, fmt: SourceFormat
     for note in result.notes:
         echo(f"  {note}")
     echo(f"wrote {out}: {shape(result.dataset)}")
+
+
+def _other_cube(out: Path, source: Path) -> str | None:
+    """What ``out`` holds that importing ``source`` would replace: a cube imported from another source, or a file
+    that is not a cube of this command; None when absent or imported from the same source (a rerun stays
+    idempotent)."""
+    if not out.exists():
+        return None
+    import xarray as xr
+
+    from initmem import cube
+
+    try:
+        with xr.open_dataset(out) as ds:
+            made = ds.attrs.get(cube.A_SOURCE)
+    except (OSError, ValueError):
+        return "a file that is not a cube"
+    if made != f"initmem import {source}":
+        return f"a cube of another source ({made or 'not recorded'})"
+    return None
 
 
 # --- simulate ----------------------------------------------------------------------------

@@ -208,3 +208,39 @@ def test_collect_quiet_under_global_verbose_is_refused(tmp_path):
     assert_user_error(invoke("--verbose", "collect", "digits", "--out", tmp_path / "run", "--quiet"),
                       "--quiet and --verbose exclude each other")
     assert not (tmp_path / "run").exists()
+
+
+def test_import_and_analyze_refuse_to_replace_another_output_without_force(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.csv").write_text("pipeline,sigma_w,seed,selected_test_acc\nsgd,0.5,0,0.91\nsgd,2,0,0.84\n"
+                                    "sgd,0.5,1,0.90\nsgd,2,1,0.83\n")
+    (tmp_path / "b.csv").write_text((tmp_path / "a.csv").read_text())
+    args = ("--n-test", "10000", "--seeds", "paired")
+    assert invoke("import", "a.csv", "--out", "a.nc", *args).returncode == 0
+    assert invoke("import", "a.csv", "--out", "a.nc", *args).returncode == 0          # the same input: idempotent
+    before = (tmp_path / "a.nc").read_bytes()
+    assert_user_error(invoke("import", "b.csv", "--out", "a.nc", *args), "another source", "--force")
+    assert (tmp_path / "a.nc").read_bytes() == before
+    assert invoke("import", "b.csv", "--out", "a.nc", *args, "--force").returncode == 0
+    # an analysis folder holding another cube's analysis (or other files) is refused before anything is fitted
+    folder = tmp_path / "an"
+    folder.mkdir()
+    (folder / "summary.json").write_text('{"cube": "elsewhere.nc"}')
+    (folder / "report.html").write_text("an old report")
+    assert_user_error(invoke("analyze", "a.nc", "--out", folder), "another cube (elsewhere.nc)", "--force")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "x.txt").write_text("mine")
+    assert_user_error(invoke("analyze", "a.nc", "--out", tmp_path / "notes"), "not an analysis")
+    assert (folder / "report.html").read_text() == "an old report"
+
+
+def test_analyze_force_replaces_the_whole_folder(tmp_path):
+    from initmem.analysis.staging import staged_folder
+
+    out = tmp_path / "an"
+    out.mkdir()
+    (out / "report.html").write_text("an old report")
+    with staged_folder(out, replace=True) as tmp:
+        (tmp / "summary.json").write_text("{}")
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json"]
+    assert [p.name for p in tmp_path.iterdir()] == ["an"]             # nothing left beside it

@@ -19,7 +19,7 @@ install: $(STAMP)
 # still undecided (docs/sequential.md), so that the headline does not hang on one machine's cube
 # (docs/reading-the-demo.md says why 2 points).
 demo: install
-	$(VENV)/bin/initmem run --preset quick --until-decided --looks 4,8,12,16 --delta 0.02 --out $(OUT)
+	$(VENV)/bin/initmem run --preset quick --until-decided --looks 4,8,12,16 --delta 2pt --out $(OUT)
 
 # ruff (style, unused arguments and noqa, complexity) and the layer contract (docs/architecture.md).
 lint: install

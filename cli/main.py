@@ -130,7 +130,7 @@ def run_(grid_file: str | None, preset: str | None, out: Path | None, jobs: int 
     \b
     initmem run --preset quick
     initmem run GRID.yaml --out runs/mine
-    initmem run --preset quick --until-decided --looks 4,8,12,16 --delta 0.02
+    initmem run --preset quick --until-decided --looks 4,8,12,16 --delta 2pt
     """
     from rich.console import Console
 

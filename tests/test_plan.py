@@ -246,11 +246,11 @@ def test_remembers_finds_held_out_count_ramps_and_keeps_its_level_at_delta():
     rng = np.random.default_rng(57)
     sw, n_test = np.geomspace(0.25, 4.0, 5), 719
     scale = float(np.sqrt(0.97 * 0.03 / n_test))     # the counts' binomial bound at the design's mean accuracy
-    power = rule_decisions(_count_ramps(0.02, 600, 10, rng) / scale, 0.01 / scale, ALPHA, rng, sw, n_test=n_test,
+    power = rule_decisions(_count_ramps(0.02, 400, 10, rng) / scale, 0.01 / scale, ALPHA, rng, sw, n_test=n_test,
                            unit=scale)
     print(f"held-out 2-point count ramps, 10 seeds: 'remembers' {(power == 1).mean():.3f}")
     assert (power == 1).mean() >= 0.78
-    null = rule_decisions(_count_ramps(0.01, 1600, 10, rng) / scale, 0.01 / scale, ALPHA, rng, sw, n_test=n_test,
+    null = rule_decisions(_count_ramps(0.01, 1200, 10, rng) / scale, 0.01 / scale, ALPHA, rng, sw, n_test=n_test,
                           unit=scale)
     for verdict, name in ((1, "remembers"), (-1, "forgets")):
         k = int((null == verdict).sum())

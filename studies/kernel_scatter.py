@@ -50,8 +50,8 @@ def main() -> None:
             print(f"| {p} | {s:g} | {int(np.sum(d == 0))}/{ok.sum()} | {np.std(d, ddof=1):.2f} | "
                   f"{np.std(ya[i][ok], ddof=1):.2f} |")
     print()
-    print("| pipeline | extreme pair, reference (pt) | other kernels (pt) | difference | its SE (per-seed differences) | "
-          "one cube's SE |")
+    print("| pipeline | extreme pair, reference (pt) | other kernels (pt) | difference | "
+          "its SE (per-seed differences) | one cube's SE |")
     print("|---|---|---|---|---|---|")
     for p in pipes:
         ya = 100 * a[metric].sel({cube.PIPELINE: p, cube.SEED: seeds}).values

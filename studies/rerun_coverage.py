@@ -165,9 +165,11 @@ def main() -> None:
         # the quadrature needs complete tables: each set's seeds with a run at every level (all of them, except
         # where the interpolation gate left a run out), the reference the complete seeds of all
         complete = ~np.isnan(table).any(axis=0)
-        iv = np.concatenate([quadrature_interval(table[None, :, k * args.set_size:(k + 1) * args.set_size][
-            ..., complete[k * args.set_size:(k + 1) * args.set_size]], float(data.scale[a]), sig, args.delta, rng,
-            data.n_test) for k in range(n_sets)])
+        blocks = [table[:, k * args.set_size:(k + 1) * args.set_size][:, complete[k * args.set_size:
+                                                                               (k + 1) * args.set_size]]
+                  for k in range(n_sets)]
+        iv = np.concatenate([quadrature_interval(b[None], float(data.scale[a]), sig, args.delta, rng, data.n_test)
+                             for b in blocks if b.shape[1] >= 2])    # a set needs two complete seeds
         q_quad = q_stats(iv.mean(axis=1), iv[:, 0], iv[:, 1])[0]
         table = table[:, complete]
         ref = reference(table, float(data.scale[a]), sig, args.delta, args.set_size, n_sets, args.n_ref, rng,
@@ -175,7 +177,7 @@ def main() -> None:
         ref_total += ref
         for key, q in (("rep", q_rep), ("mod", q_mod), ("quad", q_quad)):
             pooled[key][0] += q
-            pooled[key][1] += n_sets - 1
+            pooled[key][1] += (len(iv) if key == "quad" else n_sets) - 1
         pooled["cover_rep"][0] += cov_rep
         pooled["cover_mod"][0] += cov_mod
         pooled["cover_rep"][1] += n_sets

@@ -70,8 +70,8 @@ def _other_cube(out: Path, source: Path) -> str | None:
     """What ``out`` holds that importing ``source`` would replace: a cube imported from another source, or a file
     that is not a cube of this command; None when absent or imported from the same source (a rerun stays
     idempotent)."""
-    if not out.exists():
-        return None
+    if not out.is_file() or out.suffix != ".nc" or out.resolve() == Path(source).resolve():
+        return None       # absent, or refused by the import's own checks of the output path
     import xarray as xr
 
     from initmem import cube

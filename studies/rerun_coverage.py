@@ -129,12 +129,15 @@ def main() -> None:
     ap.add_argument("--n-ref", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", help="keep the analyses here (default: a temporary folder)")
+    ap.add_argument("--shuffle", type=int, default=None, metavar="SEED",
+                    help="split a random permutation of the seeds (drawn with SEED) instead of consecutive blocks")
     args = ap.parse_args()
     ds = cube.open_cube(args.cube)
     sha = hashlib.sha256(Path(args.cube).read_bytes()).hexdigest()
     seeds = list(ds[cube.SEED].values)
+    order = seeds if args.shuffle is None else list(np.random.default_rng(args.shuffle).permutation(seeds))
     n_sets = len(seeds) // args.set_size
-    sets = [seeds[k * args.set_size:(k + 1) * args.set_size] for k in range(n_sets)]
+    sets = [sorted(order[k * args.set_size:(k + 1) * args.set_size]) for k in range(n_sets)]
     rng = np.random.default_rng(args.seed)
     print(f"{args.cube} (sha256 {sha[:16]}): {len(seeds)} seeds, {n_sets} disjoint sets of {args.set_size}, delta "
           f"{100 * args.delta:g} points (python studies/rerun_coverage.py {args.cube} --delta {args.delta:g})")
@@ -142,7 +145,8 @@ def main() -> None:
         tmp = Path(args.out) if args.out else Path(t)
         tmp.mkdir(parents=True, exist_ok=True)
         full = analyze(ds, seeds, tmp, "all", args.delta)
-        per_set = [analyze(ds, s, tmp, f"set{k}", args.delta) for k, s in enumerate(sets)]
+        tag = "set" if args.shuffle is None else f"shuffle{args.shuffle}-set"
+        per_set = [analyze(ds, s, tmp, f"{tag}{k}", args.delta) for k, s in enumerate(sets)]
     data = prepare_data(ds)
     print("| pipeline | all seeds | sets: median [90%] | covers (reported / model) | Q reported / model (df) | "
           "mean z^2 reported / model | quadrature Q real / reference median, p | verdicts of the sets | "
@@ -165,9 +169,8 @@ def main() -> None:
         # the quadrature needs complete tables: each set's seeds with a run at every level (all of them, except
         # where the interpolation gate left a run out), the reference the complete seeds of all
         complete = ~np.isnan(table).any(axis=0)
-        blocks = [table[:, k * args.set_size:(k + 1) * args.set_size][:, complete[k * args.set_size:
-                                                                               (k + 1) * args.set_size]]
-                  for k in range(n_sets)]
+        columns = [[seeds.index(x) for x in members] for members in sets]
+        blocks = [table[:, c][:, complete[c]] for c in columns]
         iv = np.concatenate([quadrature_interval(b[None], float(data.scale[a]), sig, args.delta, rng, data.n_test)
                              for b in blocks if b.shape[1] >= 2])    # a set needs two complete seeds
         q_quad = q_stats(iv.mean(axis=1), iv[:, 0], iv[:, 1])[0]

@@ -53,7 +53,7 @@ def test_a_delta_in_answers_or_points_is_refused_for_an_accuracy(remembering_cub
     for bad in ("6", "1"):
         proc = invoke("analyze", path, "--out", tmp_path / "a", "--metric", cube.SELECTED_TEST_ACC,
                       "--delta", bad, *SMALL_FLAG)
-        assert_user_error(proc, "--delta", "not a fraction", "0.01 = 1 point")
+        assert_user_error(proc, "--delta", "is ambiguous", f"--delta {bad}pt", f"--delta {int(bad) / 100:g}")
 
 
 @pytest.mark.slow

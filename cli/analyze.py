@@ -87,12 +87,18 @@ def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | No
                            chains=chains, seed=seed, memory=memory, compile_shape=compile_shape,
                            progress=not is_quiet(), command=["initmem", *sys.argv[1:]], replace=force)
     d = summary.diagnostics
-    echo(f"{summary.metric} ({summary.family}), delta = {summary.delta:g}, gate {summary.gate}; sampler "
+    points = bool(summary.is_accuracy)      # an accuracy speaks in points, as the report does
+
+    def shown(v: float | None) -> str:
+        return fmt_stat(None if v is None else 100 * v, ".2f") if points else fmt_stat(v)
+
+    unit = " points" if points else ""
+    echo(f"{summary.metric} ({summary.family}), delta = {shown(summary.delta)}{unit}, gate {summary.gate}; sampler "
          f"{d.sampler}: compile {d.compile_seconds or 0:.1f} s, sampling {d.sampling_seconds or 0:.1f} s"
          + (" (retried)" if d.retried else ""))
     for pipe, p in summary.pipelines.items():
         sp = p.spread
-        echo(f"  {pipe:<20} {p.verdict:<13} spread {fmt_stat(sp.median)} [{fmt_stat(sp.q05)}, {fmt_stat(sp.q95)}]  "
+        echo(f"  {pipe:<20} {p.verdict:<13} spread {shown(sp.median)} [{shown(sp.q05)}, {shown(sp.q95)}]{unit}  "
              f"P(spread > delta) = {fmt_stat(p.p_spread_gt_delta, '.3f')}")
     for pipe, reason in summary.skipped.items():
         echo(f"  {pipe:<20} skipped: {reason}")

@@ -81,7 +81,9 @@ def test_scale_is_the_pooled_sd_within_levels_and_missing_runs_leave_the_data():
 @pytest.fixture(scope="module")
 def fitted() -> CrossedModel:
     model = CrossedModel(simulate(), pipelines=["keeps", "forgets"], sigma_w=[0.5, 1.0, 2.0])
-    model.fit(seed=0)
+    # 2,000 draws a chain: R-hat's own estimate from 1,000 scatters around its 1.01 goal at this seed (1.0125 on
+    # some machines and not others), and the intervals, not that estimate, are what the tests below check
+    model.fit(seed=0, draws=2000)
     return model
 
 

@@ -503,6 +503,62 @@ class Summary(Record):
             out.pop("crossed", None)
         return out
 
+    def _rows(self) -> list[tuple[str, str, str]]:
+        """(pipeline, verdict, spread median [90%]) per pipeline, in points for an accuracy."""
+        k = 100.0 if self.is_accuracy else 1.0
+        spec = ".2f" if self.is_accuracy else ".4g"
+
+        def num(v: float | None) -> str:
+            return "-" if v is None or not math.isfinite(v) else format(k * v, spec)
+
+        return [(name, str(p.verdict), f"{num(p.spread.median)} [{num(p.spread.q05)}, {num(p.spread.q95)}]")
+                for name, p in self.pipelines.items()]
+
+    def _head(self) -> str:
+        unit = " points" if self.is_accuracy else ""
+        delta = format(100 * self.delta, "g") if self.is_accuracy else format(self.delta, "g")
+        return f"{self.metric}, delta = {delta}{unit}, {len(self.pipelines)} pipeline(s); spread median [90%]{unit}"
+
+    def __repr__(self) -> str:
+        """One line per pipeline: its verdict and spread (``print(summary)`` in a notebook reads at a glance;
+        every field is still an attribute, and :meth:`to_frame` gives the numbers)."""
+        rows = self._rows()
+        width = max((len(n) for n, _, _ in rows), default=0)
+        return "\n".join([f"Summary: {self._head()}"] + [f"  {n:<{width}}  {v:<13} {sp}" for n, v, sp in rows])
+
+    __str__ = __repr__
+
+    def _repr_html_(self) -> str:
+        """The same table as HTML, names escaped (Jupyter shows it in place of the repr)."""
+        from html import escape
+
+        body = "".join(f"<tr><td>{escape(n)}</td><td>{escape(v)}</td><td>{escape(sp)}</td></tr>"
+                       for n, v, sp in self._rows())
+        return (f"<p>{escape(self._head())}</p><table><thead><tr><th>pipeline</th><th>verdict</th>"
+                f"<th>spread</th></tr></thead><tbody>{body}</tbody></table>")
+
+    def to_frame(self) -> Any:
+        """A tidy pandas DataFrame: one row per pipeline and quantity (the spread, the model's spread and the
+        variance components), with the verdict, the median and the 90% interval in the analysis's units.
+
+        Examples
+        --------
+        >>> summary = initmem.analyze("sim.nc", "sim-analysis")          # doctest: +SKIP
+        >>> summary.to_frame().query("quantity == 'spread'")              # doctest: +SKIP
+        """
+        import pandas as pd
+
+        rows = []
+        for name, p in self.pipelines.items():
+            for quantity in ("spread", "spread_model", "sigma_sd", "seed_sd", "slope_sd", "residual_sd",
+                             "memory_share"):
+                q = getattr(p, quantity, None)
+                if q is None:
+                    continue
+                rows.append({"pipeline": name, "verdict": str(p.verdict), "quantity": quantity,
+                             "median": q.median, "q05": q.q05, "q95": q.q95})
+        return pd.DataFrame(rows, columns=["pipeline", "verdict", "quantity", "median", "q05", "q95"])
+
 
 class AxisScore(Record):
     """How well one axis collapses the memory curves (extras: scored_pipelines, note, ...)."""

@@ -233,6 +233,7 @@ def write_analysis(ds: xr.Dataset, root: Path, *, delta: float = 0.01, verdicts:
         collapse = collapse_result(ds, curves)
     summary = R.Summary(
         metric=C.SELECTED_TEST_ACC, family="binomial", likelihood="counts", estimand=ESTIMAND, delta=delta, gate=gate,
+        is_accuracy=True,
         n_test=int(ds.attrs.get(C.A_N_TEST, 0)) or None, pipelines=pipes,
         priors={"alpha": "Normal(logit(mean accuracy), 1.5)", "log sigma_sd": "Normal(mu, 1)"},
         model="A hierarchical binomial-logit model with crossed sigma_w-level, seed and residual effects.",

@@ -326,3 +326,23 @@ def test_the_old_collect_name_still_works_with_a_deprecation_warning(tmp_path):
                        pack_size=3, train_fn=fake_train_pack)
     assert path == tmp_path / "run" / "cube.nc"
     assert initmem.open_cube(path).sizes["seed"] == 2
+
+
+def test_a_summary_reads_at_a_glance_and_as_a_tidy_frame(tmp_path):
+    from initmem.results import load_summary
+    from initmem.tests._report_fixture import small_cube, write_analysis
+
+    s = load_summary(write_analysis(small_cube(), tmp_path))
+    text = repr(s)
+    assert len(text) < 2000 and text == str(s)
+    lines = text.splitlines()
+    assert lines[0].startswith("Summary: selected_test_acc, delta = 1 points") and len(lines) == 1 + len(s.pipelines)
+    for name, p in s.pipelines.items():
+        line = next(ln for ln in lines[1:] if ln.split()[0] == name)
+        assert p.verdict in line and f"{100 * p.spread.median:.2f} [{100 * p.spread.q05:.2f}" in line  # points
+    assert "<table>" in s._repr_html_() and all(name in s._repr_html_() for name in s.pipelines)
+    frame = s.to_frame()
+    assert list(frame.columns) == ["pipeline", "verdict", "quantity", "median", "q05", "q95"]
+    assert not frame.duplicated(["pipeline", "quantity"]).any()                     # one row per pipeline and quantity
+    spread = frame[frame.quantity == "spread"].set_index("pipeline")
+    assert all(spread.loc[n, "median"] == p.spread.median for n, p in s.pipelines.items())

@@ -57,7 +57,11 @@ def resolve_grid(grid_file: str | None, preset: str | None) -> Path:
         return resolve_preset(preset or "quick")
     path = Path(grid_file)
     if not path.is_file():
-        raise UserError(f"no such grid file: {path}")
+        from initmem.grid import PRESETS
+
+        hint = (f"; the packaged grid of that name is {option('preset', path.stem)}" if path.stem in PRESETS else
+                f" (or a packaged grid: {option('preset', 'NAME')}, NAME one of {', '.join(PRESETS)})")
+        raise UserError(f"no such grid file: {path}{hint}")
     return path
 
 

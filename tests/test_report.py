@@ -508,7 +508,9 @@ def test_cli_run_refuses_both_grid_and_preset(tmp_path):
     grid = tmp_path / "g.yaml"
     grid.write_text(GRID_YAML)
     assert_user_error(invoke("run", str(grid), "--preset", "quick"), "not both")
-    assert_user_error(invoke("run", str(tmp_path / "none.yaml")), "no such grid file")
+    assert_user_error(invoke("run", str(tmp_path / "none.yaml")), "no such grid file", "--preset NAME")
+    # the README's grid path, run from a folder outside the clone: the packaged grid of that name is named
+    assert_user_error(invoke("run", str(tmp_path / "configs" / "quick.yaml")), "--preset quick")
 
 
 @pytest.mark.slow

@@ -341,7 +341,7 @@ def pair_interval(table: np.ndarray, hi: int, lo: int, level: float = 0.9, *, pa
     """
     j, k = min(hi, lo), max(hi, lo)
     rows = np.asarray(table, dtype=float)[[j, k]]
-    pj, pk, diff, se, df, _ = _pairs(rows, paired, n_test, crossed if paired else None)
+    _, _, diff, se, df, _ = _pairs(rows, paired, n_test, crossed if paired else None)
     if not diff.size:
         return None
     runs = np.isfinite(rows).sum(axis=1)

@@ -5,9 +5,9 @@ The verdict rule (docs/memory-model.md, "Verdict"), with the route that decided 
 sigma_w pair first, then the peak contrast of the grid's middle level, then the other pairs, family-wise error
 <= alpha with no assumption on how the levels co-vary) AND the model agrees, its P(spread > delta) at least
 :data:`AGREE` (its posterior median spread above delta). The ordered test is a level-alpha test on its own, so
-the agreement only removes claims; demanding P(spread > delta) >= 1 - alpha of the model as well lost a third of
-clear 2-point memories on count imports at 10 seeds, where the model shrinks the level effects (docs/memory-model.md,
-"Power against an oracle"). "forgets" when P(spread < delta) >= 1 - alpha/2 (0.975; the model's route, with at
+the agreement only removes claims; demanding P(spread > delta) >= 1 - alpha of the model as well failed on count
+imports where the seeds' test found a clear memory and the model shrank the level effects (docs/memory-model.md,
+"How the routes combine"). "forgets" when P(spread < delta) >= 1 - alpha/2 (0.975; the model's route, with at
 least 3 levels) OR the intersection-union test at alpha x 0.8 (0.04) shows every pair of levels inside +-delta (the
 design-based route, valid at its level on its own for any covariance of the levels; the split of alpha between
 the two routes: models/paired.py, ``forgets_levels``; on a crossed init x data seed design the intersection-union
@@ -115,15 +115,24 @@ def quantiles(x: np.ndarray) -> dict[str, float]:
     return {"median": float(np.median(x)), "q05": float(np.quantile(x, 0.05)), "q95": float(np.quantile(x, 0.95))}
 
 
-# which route decided (summary.json's ``rule``)
-RULE_REMEMBERS_EXTREME = "ordered paired test (extreme pair), the model agreeing"
-RULE_REMEMBERS_PEAK = "ordered paired test (peak contrast), the model agreeing"
-RULE_REMEMBERS_FALLBACK = "ordered paired test (fallback over the other pairs), the model agreeing"
+# which route decided (summary.json's ``rule``); "remembers" names the ordered test's step that carried it
+_STEPS = {STEP_EXTREME: "extreme pair", STEP_PEAK: "peak contrast"}   # any other step: the fallback
+AGREEING = ", the model agreeing"
+WITHOUT_MODEL = " alone (the fit's sampler diagnostics failed)"   # a rule the model took no part in
+
+
+def _remembers_rule(step: str | None, model_ok: bool = True) -> str:
+    name = _STEPS.get(step or "", "fallback over the other pairs")
+    return f"ordered paired test ({name})" + (AGREEING if model_ok else WITHOUT_MODEL)
+
+
+RULE_REMEMBERS_EXTREME = _remembers_rule(STEP_EXTREME)
+RULE_REMEMBERS_PEAK = _remembers_rule(STEP_PEAK)
+RULE_REMEMBERS_FALLBACK = _remembers_rule(None)
 RULE_FORGETS_MODEL = "model"
 RULE_FORGETS_IUT = "intersection-union test"
 RULE_FORGETS_BOTH = "model + intersection-union test"
 RULE_NONE = "none"
-WITHOUT_MODEL = " alone (the fit's sampler diagnostics failed)"   # appended to a rule the model took no part in
 RULES = (RULE_REMEMBERS_EXTREME, RULE_REMEMBERS_PEAK, RULE_REMEMBERS_FALLBACK, RULE_FORGETS_MODEL, RULE_FORGETS_IUT,
          RULE_FORGETS_BOTH, RULE_NONE)
 
@@ -240,9 +249,7 @@ def decision_rule(final: str, model_verdict: str, paired: dict[str, Any], equiva
     agreeing; for "forgets" the model, the intersection-union test, or both. Without a healthy fit
     (``model_ok`` False) the design-based test's route, marked as deciding alone (:data:`WITHOUT_MODEL`)."""
     if final == N.REMEMBERS:
-        rule = {STEP_EXTREME: RULE_REMEMBERS_EXTREME, STEP_PEAK: RULE_REMEMBERS_PEAK}.get(paired.get("step"),
-                                                                                      RULE_REMEMBERS_FALLBACK)
-        return rule if model_ok else rule.split(",")[0] + WITHOUT_MODEL
+        return _remembers_rule(paired.get("step"), model_ok)
     if final == N.FORGETS:
         if not model_ok:
             return RULE_FORGETS_IUT + WITHOUT_MODEL
@@ -603,13 +610,13 @@ def _p(p: float | None) -> str:
 
 
 def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = ALPHA,
-                    model_ok: dict[str, str | None] | None = None) -> dict[str, dict[str, Any]]:
+                    failed: dict[str, str | None] | None = None) -> dict[str, dict[str, Any]]:
     """The per-pipeline entries of summary.json (schema initmem.summary/2) that models/ owns. ``alpha`` is
     each false verdict's rate: "remembers" needs the ordered test at alpha with the model agreeing (P >= 1/2),
     "forgets" comes from P >= 1 - alpha/2 or the intersection-union test at 0.8 alpha (models/paired.py,
     ``forgets_levels``). A look of the sequential design passes its :class:`Spending` (analysis/sequential.py):
     each share is then spent from its own allotment, and the model's route to "forgets" closes where the draws
-    cannot resolve its threshold (:func:`model_thresholds`). ``model_ok``: per pipeline, what failed in its fit's
+    cannot resolve its threshold (:func:`model_thresholds`). ``failed``: per pipeline, what failed in its fit's
     sampler diagnostics (None or absent: nothing); a pipeline whose fit failed is decided by the design-based tests
     alone, with a note."""
     post = model.idata.posterior
@@ -628,9 +635,9 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
         lev = d.level_mask[a]
         exp_ = expected_levels(model, a)
         med = np.median(exp_, axis=0)
-        failed = (model_ok or {}).get(pipe)
+        fit_failed = (failed or {}).get(pipe)
         decided, check, equiv = decide_pipeline(model, a, delta, level, (p_gt, p_lt), (m_gt, m_lt), spread.size,
-                                                med, model_ok=failed is None)
+                                                med, model_ok=fit_failed is None)
         near = decided.near_ceiling
         vd, model_vd, model_for, ok_for = decided.label, decided.model_label, decided.model_forgets_ok, decided.iut_ok
         flat = spread.ravel()
@@ -661,9 +668,9 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
             "missingness": _missingness(model, a, pipe, vd, put_back.get(pipe), float(np.median(flat)), delta),
             "notes": list(d.notes),
         }
-        if failed is not None:
+        if fit_failed is not None:
             out[pipe]["notes"].append(
-                f"the fit's sampler diagnostics failed ({failed}), so the model decides nothing here: the verdict "
+                f"the fit's sampler diagnostics failed ({fit_failed}), so the model decides nothing here: the verdict "
                 "rests on the seeds' design-based tests alone (the ordered paired test for 'remembers', the "
                 "intersection-union test for 'forgets'), and the model's interval is shown but not trusted "
                 "(docs/memory-model.md, 'Verdict')")

@@ -31,6 +31,7 @@ from initmem.grid.schema import (
     ModelSpec,
     PipelineSpec,
     SlurmSpec,
+    UserPipelineSpec,
     probe_levels,
     probe_target,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "ModelSpec",
     "InitSpec",
     "PipelineSpec",
+    "UserPipelineSpec",
     "EvalSpec",
     "SlurmSpec",
     "CrossedSeeds",

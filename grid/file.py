@@ -18,7 +18,7 @@ import yaml
 from pydantic import ValidationError
 
 from initmem.errors import UserError
-from initmem.grid.schema import Grid
+from initmem.grid.schema import ENGINE_TAG, USER_TAG, Grid
 
 PRESETS = ("quick", "digits", "paper", "clocks", "arms", "atlas", "crossed")
 
@@ -35,7 +35,9 @@ def resolve_preset(name_or_path: str | Path) -> Path:
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if not (isinstance(p, str) and p in ("function-after", "function-before"))]
+    # pydantic's own steps in a location (validators, the tags of the two pipeline kinds) are no keys of the file
+    skip = ("function-after", "function-before", ENGINE_TAG, USER_TAG)
+    parts = [str(p) for p in loc if not (isinstance(p, str) and p in skip)]
     return ".".join(parts) if parts else "(top level)"
 
 

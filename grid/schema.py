@@ -12,7 +12,16 @@ import re
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from initmem import clocks, optimizers
 from initmem.errors import UserError
@@ -220,6 +229,10 @@ class PipelineSpec(optimizers.WeightDecaySplit, _Strict):
     # member with its own masks (0: off; resnet1d only, see DROPOUT_ARCHS).
     dropout: Real = Field(0.0, ge=0, lt=1)
 
+    @property
+    def is_user_code(self) -> bool:
+        return False
+
     @model_validator(mode="before")
     @classmethod
     def _kind_betas(cls, data: Any) -> Any:
@@ -287,6 +300,87 @@ class PipelineSpec(optimizers.WeightDecaySplit, _Strict):
         return None
 
 
+# A pipeline that is the user's own code (docs/own-model.md, "The grid"): an entry point or a command instead of
+# the built-in engine's optimizer and schedule. Its fields; a mapping that gives one of ENTRY_KEYS is one.
+ENTRY_KEYS = ("entry", "command")
+ENTRY_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*"
+                           r"(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+class UserPipelineSpec(_Strict):
+    """A pipeline whose training is the user's code: ``entry`` names a callable ``package.module:function`` that
+    receives a :class:`~initmem.collect.custom.cell.Cell`; ``command`` a program (``python train.py --fast``)
+    that reads its cell from the JSON file named by ``INITMEM_CELL``. Exactly one of the two.
+
+    ``settings`` is free-form (the cell hands it to the code as given: part of the grid's identity);
+    ``timeout_min`` bounds one cell's wall time (past it the cell is stopped and recorded failed, "timed out");
+    ``workdir`` is the folder a command runs in and the first place an entry point's module is looked for
+    (default: the folder ``initmem`` was started from). None of the built-in engine's fields applies: the
+    code's optimizer and schedule are read by the recorder from the optimizer itself."""
+
+    entry: str | None = None
+    command: str | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+    timeout_min: Real | None = Field(None, gt=0)
+    workdir: str | None = None
+
+    @field_validator("entry")
+    @classmethod
+    def _entry(cls, v: str | None) -> str | None:
+        if v is not None and not ENTRY_PATTERN.fullmatch(v):
+            raise ValueError(f"must be 'package.module:function' (got {v!r})")
+        return v
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError("must name a program to run (got an empty command)")
+        return v
+
+    @model_validator(mode="after")
+    def _one(self) -> UserPipelineSpec:
+        if (self.entry is None) == (self.command is None):
+            raise ValueError("entry: give an entry point or a command, not both")
+        return self
+
+    # What the collector asks of every pipeline, answered for user code: no built-in model, no horizon
+    # in epochs known before the code runs (its record holds the epochs it evaluated), no clock budget.
+    @property
+    def model(self) -> None:
+        return None
+
+    @property
+    def epochs(self) -> None:
+        return None
+
+    @property
+    def budget(self) -> None:
+        return None
+
+    @property
+    def is_user_code(self) -> bool:
+        return True
+
+    def label(self) -> str:
+        """The entry point or the command, as the grid gives it."""
+        return self.entry if self.entry is not None else str(self.command)
+
+
+def _pipeline_kind(v: Any) -> str:
+    """Which pipeline model a grid mapping's pipeline is: user code when it names an entry point or a command."""
+    if isinstance(v, UserPipelineSpec) or (isinstance(v, dict) and any(k in v for k in ENTRY_KEYS)):
+        return USER_TAG
+    return ENGINE_TAG
+
+
+# The tags of the two pipeline kinds; not valid field names, so the grid file's messages can drop them.
+ENGINE_TAG, USER_TAG = "engine-pipeline", "user-pipeline"
+AnyPipeline = Annotated[
+    Annotated[PipelineSpec, Tag(ENGINE_TAG)] | Annotated[UserPipelineSpec, Tag(USER_TAG)],
+    Discriminator(_pipeline_kind),
+]
+
 
 class EvalSpec(_Strict):
     """Which epoch a run reports (see grid/select.py and docs/cube.md).
@@ -304,13 +398,62 @@ class EvalSpec(_Strict):
     every: Whole = Field(1, ge=1)
 
 
+# The Slurm options added after grids were first hashed, with the value at which each is off and then left out of
+# the canonical YAML (so a grid that sets none keeps its hash). max_num_timeout's is submitit's own default.
+SLURM_OPTIONAL = {"account": None, "qos": None, "constraint": None, "gres": None, "setup": [],
+                  "additional_parameters": {}, "max_num_timeout": 3}
+# sbatch options the named fields set: additional_parameters may not set them a second time.
+SLURM_NAMED = ("partition", "account", "qos", "constraint", "gres", "time", "mem", "gpus_per_node", "gpus-per-node",
+               "cpus_per_task", "cpus-per-task", "array", "job_name", "job-name", "output", "error")
+
+
 class SlurmSpec(_Strict):
+    """The Slurm job array's resources (docs/collect.md, "On a Slurm cluster").
+
+    ``account``, ``qos``, ``constraint`` and ``gres`` are sbatch's options of those names; ``setup`` lines run in
+    the job script before the task starts (``module load cuda``, ``source venv/bin/activate``: submitit's
+    ``slurm_setup``); ``additional_parameters`` are further ``#SBATCH`` options as ``{name: value}`` (submitit's
+    ``slurm_additional_parameters``, e.g. ``{mail-type: END}``); ``max_num_timeout`` is how many times a task that
+    ran out of time is requeued (submitit's, default 3)."""
+
     partition: str | None = None
     gpus_per_job: Whole = Field(1, ge=0)
     time_min: Whole = Field(60, ge=1)
     mem_gb: Whole = Field(16, ge=1)
     array_parallelism: Whole = Field(16, ge=1)
     cpus_per_task: Whole = Field(4, ge=1)
+    account: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    gres: str | None = None
+    setup: list[str] = Field(default_factory=list)
+    additional_parameters: dict[str, str | Whole] = Field(default_factory=dict)
+    max_num_timeout: Whole = Field(3, ge=0)
+
+    @field_validator("account", "qos", "constraint", "gres", "partition")
+    @classmethod
+    def _one_word(cls, v: str | None) -> str | None:
+        if v is not None and (not v.strip() or any(c in v for c in "\n\r")):
+            raise ValueError(f"must be one non-empty line (got {v!r})")
+        return v
+
+    @field_validator("setup")
+    @classmethod
+    def _lines(cls, v: list[str]) -> list[str]:
+        for i, line in enumerate(v):
+            if "\n" in line or "\r" in line:
+                raise ValueError(f"{i}: one shell line per entry (got {line!r})")
+        return v
+
+    @field_validator("additional_parameters")
+    @classmethod
+    def _additional(cls, v: dict[str, str | int]) -> dict[str, str | int]:
+        for key in v:
+            if key in SLURM_NAMED:
+                raise ValueError(f"{key}: set by the slurm block's own field, not by additional_parameters")
+            if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", key):
+                raise ValueError(f"{key!r}: not an sbatch option name (letters, digits, '-', '_')")
+        return v
 
 
 class DecideSpec(_Strict):
@@ -355,6 +498,9 @@ class EngineSpec(_Strict):
     # The measured clocks (cos_to_init, angular_path, eff_lr, T_angle, T_eff) cost a float64 pass
     # over the kernels at every step (docs/benchmarks.md); off leaves them NaN.
     measure_clocks: bool = True
+    # Worker processes that share each visible GPU (user-code cells, or packs): a small model leaves most of a
+    # GPU idle, so several cells at once fill it. Off at 1, and then left out of the canonical YAML.
+    cells_per_gpu: Whole = Field(1, ge=1, le=64)
 
 
 def _seed_list(v: Any) -> list[int]:
@@ -455,7 +601,7 @@ class Grid(_Strict):
     init: InitSpec = InitSpec()
     sigma_w: list[Real] = Field(min_length=1)
     seeds: Annotated[list[int] | CrossedSeeds, BeforeValidator(_seeds_field)]
-    pipelines: dict[str, PipelineSpec] = Field(min_length=1)
+    pipelines: dict[str, AnyPipeline] = Field(min_length=1)
     eval: EvalSpec = EvalSpec()
     slurm: SlurmSpec | None = None
     engine: EngineSpec = EngineSpec()
@@ -489,7 +635,7 @@ class Grid(_Strict):
 
     @field_validator("pipelines")
     @classmethod
-    def _names(cls, v: dict[str, PipelineSpec]) -> dict[str, PipelineSpec]:
+    def _names(cls, v: dict[str, PipelineSpec | UserPipelineSpec]) -> dict[str, PipelineSpec | UserPipelineSpec]:
         for name in v:
             check_name(name, "pipeline name")
         return v
@@ -515,22 +661,32 @@ class Grid(_Strict):
             if self.dataset.name == "mnist1d" and model.arch == "vit_tiny" and MNIST1D_LENGTH % (model.patch or 2):
                 raise ValueError(f"{where}.patch: must divide the mnist1d length {MNIST1D_LENGTH} (got {model.patch})")
             self._check_probe(model, where)
-        for name, spec in self.pipelines.items():
+        for name, spec in self.engine_pipelines.items():
             arch = self.model_of(name).arch
             if spec.dropout > 0 and arch not in DROPOUT_ARCHS:
                 raise ValueError(f"pipelines.{name}.dropout: only for arch {' or '.join(DROPOUT_ARCHS)} (this "
                                  f"pipeline trains {arch})")
         if self.init.parametrization == "mup":
-            for name, spec in self.pipelines.items():
+            for name, spec in self.engine_pipelines.items():
                 if optimizers.get(spec.optimizer).schedule_free:
                     raise ValueError(f"pipelines.{name}.optimizer: muP's per-layer learning rates scale a step's "
                                      f"change, which {spec.optimizer}'s averaged iterates do not allow")
         if self.budget is not None:
             _check_budget(self.budget)
-        for name, spec in self.pipelines.items():
+        for name, spec in self.engine_pipelines.items():
             if spec.epochs is None and spec.budget is None and self.budget is None:
                 raise ValueError(f"pipelines.{name}: give epochs or a clock budget (pipeline or grid-wide)")
         return self
+
+    @property
+    def engine_pipelines(self) -> dict[str, PipelineSpec]:
+        """The pipelines the built-in engine trains, in grid order."""
+        return {n: p for n, p in self.pipelines.items() if isinstance(p, PipelineSpec)}
+
+    @property
+    def user_pipelines(self) -> dict[str, UserPipelineSpec]:
+        """The pipelines that are the user's code (an entry point or a command), in grid order."""
+        return {n: p for n, p in self.pipelines.items() if isinstance(p, UserPipelineSpec)}
 
     def model_of(self, pipeline: str) -> ModelSpec:
         """The model section a pipeline trains: its own, or the grid's."""
@@ -544,9 +700,10 @@ class Grid(_Strict):
     def _models_in_use(self) -> list[tuple[str, ModelSpec]]:
         """Every model section some pipeline trains, with the key that sets it (``model`` for the
         grid's, ``pipelines.NAME.model`` for a pipeline's own), so a message can name it."""
-        own = [(f"pipelines.{name}.model", spec.model) for name, spec in self.pipelines.items()
+        own = [(f"pipelines.{name}.model", spec.model) for name, spec in self.engine_pipelines.items()
                if spec.model is not None]
-        shared = [("model", self.model)] if any(spec.model is None for spec in self.pipelines.values()) else []
+        shared = [("model", self.model)] if any(spec.model is None for spec in self.engine_pipelines.values()) \
+            else []
         return shared + own
 
     def _check_model(self) -> None:
@@ -637,7 +794,18 @@ class Grid(_Strict):
                 d.pop(key, None)
         if d["eval"].get("every") == 1:
             d["eval"].pop("every")
-        for p in d["pipelines"].values():
+        if d.get("slurm") is not None:
+            for key, off in SLURM_OPTIONAL.items():
+                if d["slurm"].get(key) == off:
+                    d["slurm"].pop(key)
+        if d["engine"].get("cells_per_gpu") == 1:
+            d["engine"].pop("cells_per_gpu")
+        for name, p in d["pipelines"].items():
+            if name in self.user_pipelines:
+                for key in ("timeout_min", "workdir", "entry", "command"):
+                    if p.get(key) is None:
+                        p.pop(key)
+                continue
             for key in ("budget", "eval_every"):
                 if p.get(key) is None:
                     p.pop(key, None)

@@ -1,9 +1,15 @@
-"""One compiled memory model shared by the calibration and plan tests (compiling costs ~20 s).
+"""The memory model's calibration designs: simulated tables whose truth is known, and one compiled model they share.
+
+The designs (nulls, steps, ramps, peaks, count-like and lattice-bound tables, the late held-out designs) are
+what every null and power control of the verdict rules draws: the test suite and the studies in studies/
+both read them from here, so a study runs from an installed package. They produce the model's own data
+(:class:`~initmem.models.data.MemoryData`) and fit the compiled :class:`~initmem.models.memory.MemoryModel`,
+so they sit with the model, above the cube simulator (initmem.simulate), which knows nothing of the model.
 
 Every calibration dataset is brought to one shape, (24 pipelines, 7 sigma_w, 6 seeds): smaller
 designs leave seeds unused (outside a pipeline's rectangle nothing is imputed, so an unused
 seed is exactly absent), and ``MemoryModel.refit`` runs each new dataset on the compiled
-sampler.
+sampler (compiling costs ~20 s, once).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Calibration of the memory verdict on designs the model does not describe (real NUTS fits).
 
-For each design (tests/_memory_designs.py: seed-specific slopes, one sigma_w level 10-20x
+For each design (models/designs.py: seed-specific slopes, one sigma_w level 10-20x
 noisier, step / ramp / single-level memory exactly at delta, 3 levels x 3 seeds at delta, slopes
 and a noisy level with memory at delta, a compound-symmetric null, and a 2-point memory at 10
 seeds) and each scale (the demo's: 720 examples, 6 levels, 3-5 seeds; the paper's: 10,000
@@ -12,7 +12,7 @@ sampler's health: divergences, the largest R-hat, the smallest bulk ESS. The cal
 docs/memory-model.md comes from here.
 
 ``--rules N`` instead measures the decision rules themselves by fast simulation (no NUTS): on N
-tables per design of tests/_memory_designs.py's RULE_DESIGNS (nulls, steps / ramps / one level /
+tables per design of models/designs.py's RULE_DESIGNS (nulls, steps / ramps / one level /
 2 and 3 levels exactly at delta, seed slopes, a noisy level, t3 seed noise, runs missing not at
 random, 16 seeds, power designs; and the designs held out late: noise rising along sigma_w, seeds
 that wander along sigma_w, one wild run, memory peaking mid-sweep) the rates, with 95% Wilson
@@ -38,16 +38,7 @@ from dataclasses import replace
 import numpy as np
 from scipy import stats
 
-from initmem.models.paired import (
-    bonferroni_bounds,
-    forgets_bounds,
-    forgets_levels,
-    remembers_at,
-    two_sided_ordered_bounds,
-)
-from initmem.models.summaries import DECISION, attach_checks
-from initmem.names import ALPHA, ESS_MIN, RHAT_MAX
-from initmem.tests._memory_designs import (
+from initmem.models.designs import (
     DESIGNS,
     LATE_HELD_OUT,
     RULE_DESIGNS,
@@ -63,6 +54,15 @@ from initmem.tests._memory_designs import (
     table_data,
     wilson,
 )
+from initmem.models.paired import (
+    bonferroni_bounds,
+    forgets_bounds,
+    forgets_levels,
+    remembers_at,
+    two_sided_ordered_bounds,
+)
+from initmem.models.summaries import DECISION, attach_checks
+from initmem.names import ALPHA, ESS_MIN, RHAT_MAX
 
 DEFAULT = {"draws": 1000, "tune": 1000, "chains": 4, "progress": False}
 
@@ -74,7 +74,7 @@ def _rate(verdicts: list[str], which: str) -> dict:
 
 
 def rule_design_data(kind: str, scale: str, rng: np.random.Generator, n_seed: int, delta: float = 0.01):
-    """A rule-level design (tests/_memory_designs.py, RULE_DESIGNS) as MemoryData of the compiled
+    """A rule-level design (models/designs.py, RULE_DESIGNS) as MemoryData of the compiled
     shape (P pipelines, L levels, ``n_seed`` seeds; unused cells absent)."""
     spec = RULE_DESIGNS[kind]
     y = np.full((P, L, n_seed), np.nan)
@@ -187,7 +187,7 @@ def rule_rows(n: int, n_quad: int, seed: int = 0, delta: float = 0.01,
 
 
 def simulator_memory(n_cubes: int, delta: float = 0.01, looks: tuple[int, ...] = (3, 4, 5, 6)) -> dict:
-    """The simulator's own memories of 12 points or more (tests/_memory_designs.py, ``simulator_memories``),
+    """The simulator's own memories of 12 points or more (models/designs.py, ``simulator_memories``),
     each with ``looks[-1]`` seeds: at its first 3 the ordered test against the former Bonferroni check
     (paired tests alone), and the full rule (planner's quadrature) at a fixed 3 and 4 seeds and under the
     sequential design at ``looks`` (docs/sequential.md: the paired-t levels), with the seeds it spent. The

@@ -21,11 +21,11 @@ import time
 import numpy as np
 from scipy import optimize, special
 
+from initmem.models.designs import counts_scale, wilson
 from initmem.models.paired import CEILING, SKEW_GATE, forgets_levels, multiplicative_ok
 from initmem.models.plan import decide, posterior_spread
 from initmem.names import ALPHA
 from initmem.studies import ceiling_skew as K
-from initmem.tests._memory_designs import counts_scale, wilson
 
 DELTA = K.DELTA
 CS = (0.3, 0.4, 0.5)

@@ -30,10 +30,10 @@ import argparse
 
 import numpy as np
 
+from initmem.models.designs import ceiling_tables, counts_scale, wilson
 from initmem.models.paired import CEILING, forgets_bounds, forgets_levels, multiplicative_ok
 from initmem.models.plan import decide, posterior_spread
 from initmem.names import ALPHA
-from initmem.tests._memory_designs import ceiling_tables, counts_scale, wilson
 
 DELTA, N_TEST = 0.01, 10_000  # the test-set size is ceiling_tables' own
 

@@ -7,7 +7,7 @@ external audit's ceiling design (a ramp of exactly delta, 99.75% -> 98.75% over 
 10,000 test examples, seed SD 0.3 and level x seed SD 0.15 on the logit scale) false "forgets" fell from 7.6%
 (either route) to 4.4% (both routes near the ceiling). The audit's own real fits (nutpie, 2 chains x 500
 draws) said "forgets" for 11 of 120 pipelines under the former rule. This benchmark measures the same with real
-fits: each fit is 24 pipelines of the design on the tests' compiled model (tests/_memory_designs.py; 10 seeds,
+fits: each fit is 24 pipelines of the design on the tests' compiled model (models/designs.py; 10 seeds,
 the 7th sigma_w slot unused), summarized at delta 1 point as `initmem analyze` does, with the verdict of the
 rule (summary.json's "verdict": 0.9.0's, with the skew gate near the ceiling) and of the former
 rule (the intersection-union test OR the model's
@@ -26,7 +26,7 @@ import numpy as np
 from initmem import cube, names
 from initmem.models import arviz_io
 from initmem.models.data import noise_scale
-from initmem.tests._memory_designs import L, P, ceiling_tables, compiled_model, table_data, wilson
+from initmem.models.designs import L, P, ceiling_tables, compiled_model, table_data, wilson
 
 DELTA, N_TEST, N_SEED = 0.01, 10_000, 10
 # name: (level means, seeds used, true spread is delta); seed SD 0.3 and interaction SD 0.15 (logit) in both

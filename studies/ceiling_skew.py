@@ -49,11 +49,11 @@ import time
 import numpy as np
 from scipy import optimize, special, stats
 
+from initmem.models.designs import ceiling_tables, counts_scale, wilson
 from initmem.models.paired import CEILING, _log_mean_ucb, forgets_levels, log_error_pairs, multiplicative_ok
 from initmem.models.paired import log_ratio_bounds as paired_log_ratio_bounds
 from initmem.models.plan import decide, posterior_spread
 from initmem.names import ALPHA
-from initmem.tests._memory_designs import ceiling_tables, counts_scale, wilson
 
 DELTA = 0.01
 RATIO_SHARE = 0.5   # the share of the pair's level spent on theta's bound; the rest bounds the pair's error level

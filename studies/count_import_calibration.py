@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from initmem.tests._memory_designs import wilson
+from initmem.models.designs import wilson
 
 DESIGNS = {  # spread in points, levels, seeds, n_test; the shape is the name's prefix (ramp, step, peak, null)
     "ramp2": (2.0, 5, 10, 719),

@@ -21,7 +21,7 @@ false rate is at most the ordered test's; "forgets" is the UNION of the intersec
 model's route (P(spread < delta) >= 0.975 with three or more levels), which decides without the seed tests: the
 model treats each run as a seed with its own effect and slope, not as init x data, so ``--model N`` also refits
 N batches of 24 crossed tables (7 levels exactly delta apart at the ends, a ramp) on the compiled memory model
-(tests/_memory_designs.py, 2 chains x 500 draws) and prints the final verdict's and the model's own rates.
+(models/designs.py, 2 chains x 500 draws) and prints the final verdict's and the model's own rates.
 
     python studies/crossed_scale_calibration.py [--tables 4000] [--seed 0] [--model 0] [--verdict 0]
 
@@ -160,8 +160,8 @@ def model_rates(shape: tuple[int, int], sds: dict, batches: int, rng: np.random.
     """The final verdict's and the model's own "forgets" and "remembers" counts over batches of 24 crossed tables
     at a spread of exactly delta (7 levels, a ramp), refitted on the compiled memory model."""
     from initmem.models.data import noise_scale
+    from initmem.models.designs import P, compiled_model, table_data
     from initmem.models.summaries import summarize_model
-    from initmem.tests._memory_designs import P, compiled_model, table_data
 
     n_i, n_j = shape
     s = n_i * n_j

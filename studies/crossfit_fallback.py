@@ -9,7 +9,7 @@ the OTHER seeds' level means, take seed s's difference on that pair, and test th
 differences against delta with a one-sided t. Each difference is unbiased for its pair given the pick, so
 the test looks valid. It is not: the pick for seed s uses the seeds whose own differences enter the same
 mean, so the differences are dependent in a way the t does not know about. This script measures the
-test's false "remembers" on every design of tests/_memory_designs.py whose true spread is 0 or exactly
+test's false "remembers" on every design of models/designs.py whose true spread is 0 or exactly
 delta (those with runs missing not at random excepted), at both scales, and prints the five worst.
 """
 
@@ -20,7 +20,7 @@ import argparse
 import numpy as np
 from scipy import stats
 
-from initmem.tests._memory_designs import RULE_DESIGNS, SCALES, rule_tables
+from initmem.models.designs import RULE_DESIGNS, SCALES, rule_tables
 
 DELTA = 0.01
 

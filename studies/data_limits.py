@@ -39,10 +39,10 @@ import numpy as np
 from scipy import stats
 
 from initmem.models.data import prepare_data
+from initmem.models.designs import RULE_DESIGNS, pooled_pair_se, rule_tables, simulator_memories
 from initmem.models.paired import _exceed_p, extreme_weight, forgets_levels, remembers_at
 from initmem.names import ALPHA
 from initmem.simulate import SimPipeline, read_truth, simulate_cube
-from initmem.tests._memory_designs import RULE_DESIGNS, pooled_pair_se, rule_tables, simulator_memories
 
 DELTA_POINTS = 1.0
 

@@ -5,7 +5,7 @@ closed testing with Bonferroni's local tests, each row re-decided at the share 1
 (``passes``). The module claims a family-wise error at about alpha. This study measures it where every false
 verdict is possible: families whose rows are NULL for the verdict they could get wrong.
 
-Rows. Each row is one simulated pipeline, a (levels x seeds) table of tests/_memory_designs.py's rule-level designs
+Rows. Each row is one simulated pipeline, a (levels x seeds) table of models/designs.py's rule-level designs
 (``rule_tables``: seed effect 1.5 and run noise 1 noise unit, the noise 0.6 x the binomial SD at 90% accuracy), at
 delta = 1 point, decided without NUTS as the analysis decides it: the ordered paired test's adjusted p and the
 intersection-union test's p of models/paired.py (``paired_check``'s and ``equivalence_check``'s p-values, computed
@@ -137,6 +137,7 @@ import zlib
 import numpy as np
 
 from initmem import names as N
+from initmem.models.designs import SCALES, rule_tables, wilson
 from initmem.models.family import RowEvidence, passes
 from initmem.models.sequential import Spending
 from initmem.tests._family_rows import (
@@ -150,7 +151,6 @@ from initmem.tests._family_rows import (
     families,
     pool,
 )
-from initmem.tests._memory_designs import SCALES, rule_tables, wilson
 
 
 def family_rates(fams: list[Family]) -> dict[str, dict]:

@@ -3,7 +3,7 @@
 With 2-4 seeds the per-seed differences of a pair of sigma_w levels are often all equal (SE 0) or nearly so, and a
 t test that trusts that SE decides at any level (models/paired.py, ``_run_var_floor``). Each design: binomial runs
 out of n_test (50, 100, 600) at accuracy 90, 97 or 99% (the top level), 2-4 seeds, 2, 3 or 5 levels, a ramp of
-spread 0 or exactly delta (delta 1 point, 2 points or 3 test examples); tests/_memory_designs.py,
+spread 0 or exactly delta (delta 1 point, 2 points or 3 test examples); models/designs.py,
 ``lattice_tables``. Columns: false "remembers" (the ordered test at alpha 0.05; spreads 0 and delta) and false
 "forgets" (the intersection-union test at its share of alpha, 0.04; spread delta) with the SE
 
@@ -25,9 +25,9 @@ import numpy as np
 from scipy import stats
 
 from initmem.models import paired
+from initmem.models.designs import lattice_tables
 from initmem.models.sequential import Spending
 from initmem.names import ALPHA
-from initmem.tests._memory_designs import lattice_tables
 
 IUT_ALPHA = paired.forgets_levels(ALPHA)[0]
 

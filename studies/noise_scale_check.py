@@ -25,10 +25,10 @@ import argparse
 
 import numpy as np
 
+from initmem.models.designs import wilson
 from initmem.models.paired import CEILING, forgets_levels, multiplicative_ok
 from initmem.models.plan import decide, posterior_spread
 from initmem.studies import ceiling_skew as skew
-from initmem.tests._memory_designs import wilson
 
 DELTA = 0.01
 

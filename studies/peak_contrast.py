@@ -3,12 +3,12 @@
 The ordered test of "remembers" (models/paired.py, ``paired_check``) spends alpha on the extreme sigma_w pair, the
 peak contrast (the middle level against the mean of the two ends) and a Bonferroni fallback over the other pairs.
 Each row is a split (extreme / peak / fallback; 0.75 / 0 / 0.25 is the test without a peak step); each column the
-rate of "remembers" on count-like designs (tests/_memory_designs.py, ``count_tables``: about 97% accuracy, counts
+rate of "remembers" on count-like designs (models/designs.py, ``count_tables``: about 97% accuracy, counts
 out of 10,000 examples, 10 seeds, run noise 2 points, seed effect 1 point), delta 1 point, alpha 0.05:
 
 - false "remembers" at a spread of exactly delta (ramp, plateau and peak; 5, 6 and 7 levels): each must stay <= 5%;
 - power: a 3-point peak (5, 6, 7 levels) and 2- and 3-point ramps (5, 7 levels), and the power controls of the
-  calibration designs (tests/_memory_designs.py ``rule_tables``): the 2-point ramp (5 levels, 10 seeds, demo noise),
+  calibration designs (models/designs.py ``rule_tables``): the 2-point ramp (5 levels, 10 seeds, demo noise),
   2-point exchangeable memory at the paper's scale and 12-19 points of it at 3 seeds x 6 levels.
 
 Run: ``python studies/peak_contrast.py [n_tables]`` (default 4,000 tables per design and split; the binomial SE
@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 from initmem.models import paired
-from initmem.tests._memory_designs import count_tables, peak_grid, rule_tables
+from initmem.models.designs import count_tables, peak_grid, rule_tables
 
 DELTA = 0.01
 SPLITS = ((0.75, 0.0), (0.65, 0.25), (0.6, 0.25), (0.6, 0.3), (0.6, 0.35), (0.5, 0.35))

@@ -36,10 +36,10 @@ import numpy as np
 from scipy import stats
 
 from initmem.models.data import near_ceiling_data, noise_scale
+from initmem.models.designs import wilson
 from initmem.models.plan import N_EFF, _clears, decide, posterior_spread
 from initmem.models.summaries import model_thresholds
 from initmem.names import ALPHA
-from initmem.tests._memory_designs import wilson
 
 DELTA, LOW, SEED_SD = 0.01, 0.96, 0.005
 SHAPES = ("ramp", "step", "peak")

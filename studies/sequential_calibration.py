@@ -32,11 +32,11 @@ import zlib
 
 import numpy as np
 
+from initmem.models.designs import RULE_DESIGNS, SCALES, noise_sd, rule_tables, simulator_memories, wilson
 from initmem.models.paired import forgets_bounds, remembers_at
 from initmem.models.plan import rule_decisions, sequential_decisions
 from initmem.models.sequential import DESIGNS, design_levels
 from initmem.names import ALPHA
-from initmem.tests._memory_designs import RULE_DESIGNS, SCALES, noise_sd, rule_tables, simulator_memories, wilson
 
 DELTA = 0.01
 # (design, scale): the nulls (the seeds the design saves), the false-verdict designs at delta it was first
@@ -78,7 +78,7 @@ def run_case(kind: str, scale: str, n: int, looks: list[int], designs: list[str]
 
 def simulator_case(n_cubes: int, looks: list[int], designs: list[str]) -> dict:
     """Power in the same run as the false verdicts: the simulator's exchangeable memories of 12 points or more
-    (tests/_memory_designs.py, ``simulator_memories``; 6 levels, about 1.3 points of run noise), each decided
+    (models/designs.py, ``simulator_memories``; 6 levels, about 1.3 points of run noise), each decided
     on its own noise scale, sequentially and at the fixed design of the last look and of the first."""
     rng = np.random.default_rng(zlib.crc32(b"seq-simulator"))
     rows = list(simulator_memories(n_cubes, looks[-1]))

@@ -6,7 +6,7 @@ Every pipeline is decided by the analysis's rule look by look, with the model's 
 planner's quadrature (models/plan.py, ``sequential_decisions``; each share of alpha spent from its own
 allotment at each look, models/sequential.py ``Spending``). All families see the same simulated tables.
 
-- False verdicts (tests/_memory_designs.py's rule-level designs): no memory ("null", false "remembers"), and
+- False verdicts (models/designs.py's rule-level designs): no memory ("null", false "remembers"), and
   memories of exactly delta where neither verdict is true: a ramp and two levels delta apart at the demo's
   scale, a ramp under seed slopes and two levels at the paper's scale, and the demo-like ramp below.
 - Demo-like designs (5 sigma_w levels, accuracy about 0.97 on 10,000 test examples, delta 1 point): seeds
@@ -26,11 +26,11 @@ import time
 
 import numpy as np
 
+from initmem.models.designs import SCALES, noise_sd, rule_tables, wilson
 from initmem.models.paired import paired_check
 from initmem.models.plan import sequential_decisions
 from initmem.models.sequential import Spending, design_name
 from initmem.names import ALPHA
-from initmem.tests._memory_designs import SCALES, noise_sd, rule_tables, wilson
 
 DELTA = 0.01
 N_TEST, ACC, N_LEVELS = 10_000, 0.97, 5

@@ -15,12 +15,12 @@ import numpy as np
 
 from initmem import names as N
 from initmem.models import paired
+from initmem.models.designs import SCALES, noise_sd, rule_tables
 from initmem.models.family import RowEvidence, holm_verdicts, passes
 from initmem.models.paired import equivalence_check, forgets_levels, paired_check
 from initmem.models.plan import posterior_spread
 from initmem.models.sequential import Spending
 from initmem.models.summaries import binomial_mcse, decide
-from initmem.tests._memory_designs import SCALES, noise_sd, rule_tables
 
 DELTA = 0.01                       # the designs' delta: one accuracy point
 KINDS = ("ramp", "step", "single")  # the shapes at delta (and of the true memories), in turn along a family
@@ -108,7 +108,7 @@ def row_evidence(tables: np.ndarray, scale: str, rng: np.random.Generator, *, de
     Parameters
     ----------
     tables : numpy.ndarray
-        (n, L, S) complete accuracy tables of one scale (tests/_memory_designs.py, ``rule_tables``).
+        (n, L, S) complete accuracy tables of one scale (models/designs.py, ``rule_tables``).
     scale : str
         "demo" or "paper" (``SCALES``): the test set's size and the noise scale the tables are standardised by.
     rng : numpy.random.Generator

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from initmem import results as R
-from initmem.tests._memory_designs import SMALL
+from initmem.models.designs import SMALL
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -4,7 +4,7 @@ Designs (docs/memory-model.md, "Calibration"): all pipelines null; null pipeline
 and large seed noise beside pipelines that remember; the paper's scale without memory (10,000
 test examples, 7 sigma_w, 5 seeds); real memory of about 5 points; and simulation-based
 calibration from the model's own prior. Every fit refits one compiled sampler
-(tests/_memory_designs.py).
+(models/designs.py).
 
 The level checks here rest on a few dozen real NUTS fits; each prints the true false-verdict rate it
 catches with probability 0.9 (``detectable_rate``); the rule's level itself is checked at 3,200 tables per
@@ -21,10 +21,10 @@ import pytest
 from scipy import optimize, stats
 
 from initmem.models.data import prepare_data
+from initmem.models.designs import L, P, S, compiled_model, fit_cube, pad_seeds, wilson
 from initmem.models.paired import paired_check
 from initmem.models.summaries import N_DRAWS
 from initmem.simulate import SimPipeline, read_truth, simulate_cube
-from initmem.tests._memory_designs import L, P, S, compiled_model, fit_cube, pad_seeds, wilson
 
 pytestmark = pytest.mark.slow
 DELTA = 0.01
@@ -178,7 +178,7 @@ def test_forgets_near_the_ceiling_carries_the_measured_caveat():
     import numpy as np
 
     from initmem import cube
-    from initmem.tests._memory_designs import fit_tables, table_data
+    from initmem.models.designs import fit_tables, table_data
 
     rng = np.random.default_rng(3)
     y = 0.995 + rng.normal(0, 0.0005, (P, L, S))

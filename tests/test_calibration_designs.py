@@ -13,8 +13,8 @@ import pytest
 from scipy import optimize, stats
 
 from initmem.models.core import slope_axis
+from initmem.models.designs import L, P, S, design_tables, fit_tables, table_data, wilson
 from initmem.models.priors import Priors
-from initmem.tests._memory_designs import L, P, S, design_tables, fit_tables, table_data, wilson
 
 pytestmark = pytest.mark.slow
 DELTA = 0.01

@@ -12,8 +12,8 @@ import pytest
 
 from initmem import cube
 from initmem.cli import app
+from initmem.models.designs import SMALL_FLAG
 from initmem.tests._cli import assert_user_error, invoke, run_cli
-from initmem.tests._memory_designs import SMALL_FLAG
 
 COMMANDS = sorted(app.commands)
 
@@ -145,7 +145,7 @@ def test_analyze_then_plan_from_the_command_line(tmp_path):
 
     from initmem.simulate import SimPipeline, simulate_cube
 
-    # three pipelines x 4 levels x 3 seeds, compiled as the suite's other small cubes (_memory_designs.SMALL)
+    # three pipelines x 4 levels x 3 seeds, compiled as the suite's other small cubes (designs.SMALL)
     ds = simulate_cube([SimPipeline("mem", sigma_sd=0.4, n_sigma=4, n_seed=3),
                         SimPipeline("null", sigma_sd=0.0, n_sigma=4, n_seed=3),
                         SimPipeline("small", sigma_sd=0.05, n_sigma=4, n_seed=3)], seed=1)

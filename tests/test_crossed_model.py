@@ -12,7 +12,7 @@ import pytest
 
 from initmem.errors import UserError
 from initmem.models.crossed import CrossedModel, check_table, model_arrays, pipeline_scale
-from initmem.tests._memory_designs import log_density
+from initmem.models.designs import log_density
 
 SD_INIT, SD_DATA, SD_RESID = (1.5, 0.0), 0.8, 0.5     # points; pipeline "forgets" has no init effect
 SHAPE = (2, 3, 8, 4)                                  # pipelines, sigma_w levels, init seeds, data seeds

@@ -15,11 +15,11 @@ import pytest
 
 from initmem import results as R
 from initmem.errors import OptionError, UserError
+from initmem.models.designs import wilson
 from initmem.results import records as RR
 from initmem.stats.crossed import draw_verdict_rates, simulate_tables
 from initmem.stats.crossed_plan import plan_draw, render_draw_plan
 from initmem.tests._cli import assert_user_error, invoke
-from initmem.tests._memory_designs import wilson
 from initmem.tests._report_fixture import small_cube, write_analysis
 
 M = 0.5  # the calibration's margin, in points

@@ -16,7 +16,7 @@ from initmem.analysis import analyze_cube
 from initmem.collect.execution.in_process import collect_grid
 from initmem.collect.train.devices import deterministic
 from initmem.grid import load_grid, parse_grid
-from initmem.tests._memory_designs import SMALL
+from initmem.models.designs import SMALL
 
 REMEMBERS, SGD_L2, ADAM_FAMILY = "sgd_low_lr", "sgd_l2", "adamw"
 
@@ -42,7 +42,7 @@ def test_reduced_quick_grid_low_lr_sgd_remembers_sgd_l2_and_adamw_lean_to_forget
 
     cube.write_cube(ds, tmp_path / "cube.nc")
     summary = analyze_cube(tmp_path / "cube.nc", tmp_path / "analysis", progress=False, command=["test"],
-                           compile_shape=SMALL)   # the suite's small cubes share one compile (_memory_designs.py)
+                           compile_shape=SMALL)   # the suite's small cubes share one compile (models/designs.py)
     verdicts = {p: e.verdict for p, e in summary.pipelines.items()}
     p_lt = {p: e.p_spread_lt_delta for p, e in summary.pipelines.items()}
     print(verdicts, p_lt)

@@ -13,11 +13,11 @@ from initmem.analysis.collapse import collapse_view
 from initmem.analysis.staging import staged_folder
 from initmem.atomic import leftover_temporaries
 from initmem.errors import UserError
+from initmem.models.designs import SMALL
 from initmem.models.plan import deciding_deltas, render_table
 from initmem.simulate import preset_pipelines, simulate_cube
 from initmem.stats.loo import floor_var, smooth_var
 from initmem.tests._cli import assert_user_error, invoke
-from initmem.tests._memory_designs import SMALL
 
 
 @pytest.fixture(scope="module")

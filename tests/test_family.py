@@ -111,8 +111,8 @@ def _fwer(rows, r, rule):
 
 
 def test_the_studys_vectorised_p_values_are_the_analysis_tests():
+    from initmem.models.designs import rule_tables
     from initmem.tests._family_rows import check_tests
-    from initmem.tests._memory_designs import rule_tables
 
     rng = np.random.default_rng(7)
     for scale, n_test, seeds in (("demo", 720, 4), ("paper", 10_000, 8)):

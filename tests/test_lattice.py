@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from initmem.models.designs import lattice_tables
 from initmem.models.paired import (
     LATTICE_STEPS,
     equivalence_check,
@@ -25,7 +26,6 @@ from initmem.models.paired import (
 )
 from initmem.models.sequential import Spending
 from initmem.names import ALPHA
-from initmem.tests._memory_designs import lattice_tables
 
 IUT = forgets_levels(ALPHA)[0]
 

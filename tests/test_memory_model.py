@@ -19,12 +19,12 @@ from initmem import cube
 from initmem.errors import UserError
 from initmem.models import compiled, core
 from initmem.models.data import near_ceiling_data, noise_scale, prepare_data, resolve_delta
+from initmem.models.designs import SMALL, SMALL_FLAG, log_density, pad_seeds, table_data
 from initmem.models.memory import MemoryModel
 from initmem.models.paired import CEILING, pair_interval
 from initmem.models.priors import Priors
 from initmem.models.summaries import model_verdict, probability_with_mcse, verdict
 from initmem.simulate import SimPipeline, simulate_cube
-from initmem.tests._memory_designs import SMALL, SMALL_FLAG, log_density, pad_seeds, table_data
 
 # Fast checks (no sampling) ------------------------------------------------------------------
 
@@ -266,7 +266,7 @@ def test_divergence_that_depends_on_sigma_w_is_detected():
 
 # Sampling ---------------------------------------------------------------------------------
 
-# First in the file: it compiles the suite's small shape (_memory_designs.SMALL) before the demo-contrast
+# First in the file: it compiles the suite's small shape (designs.SMALL) before the demo-contrast
 # test on the other worker needs it, which then loads it from the shared cache instead of compiling it too.
 @pytest.mark.slow
 def test_default_sampling_is_healthy_on_two_pipeline_cubes():

@@ -18,6 +18,7 @@ import pytest
 from scipy import integrate, stats
 
 from initmem import names as N
+from initmem.models.designs import RULE_DESIGNS, SCALES, design_tables, rule_rates, rule_tables, wilson
 from initmem.models.paired import (
     EXTREME_WEIGHT,
     NUISANCE_SHARE,
@@ -45,7 +46,6 @@ from initmem.models.summaries import (
     verdict,
 )
 from initmem.names import ALPHA
-from initmem.tests._memory_designs import RULE_DESIGNS, SCALES, design_tables, rule_rates, rule_tables, wilson
 
 DELTA = 0.01
 N_TABLES = 4000
@@ -221,7 +221,7 @@ def test_the_middle_level_comes_from_the_grid():
 def test_the_peak_step_in_vectorised_and_per_table_form():
     # peaks, valleys and ramps on 6 levels 0.125-4 (the middle level sigma_w 1 is index 3, not the middle index
     # 2 that the vectorised form takes without sigma_w): both forms decide alike, the peak step decides some
-    from initmem.tests._memory_designs import count_tables, peak_grid, shape_effects
+    from initmem.models.designs import count_tables, peak_grid, shape_effects
 
     rng = np.random.default_rng(4)
     sig = 2.0 ** np.arange(-3, 3)
@@ -248,7 +248,7 @@ def test_peaks_at_delta_keep_alpha_and_peaks_above_are_found():
     # count-like designs (studies/peak_contrast.py): ~97% accuracy, 10 seeds, run noise 2 points. At a spread of
     # exactly delta the ramp, the plateau and the peak stay within alpha; a 3-point peak is found about half the
     # time (0.51-0.52 at 5-7 levels over 4,000 tables; 0.14-0.19 before the peak step)
-    from initmem.tests._memory_designs import count_tables, peak_grid
+    from initmem.models.designs import count_tables, peak_grid
 
     rng = np.random.default_rng(12)
     for shape in ("ramp", "plateau", "peak"):

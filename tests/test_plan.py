@@ -17,9 +17,9 @@ import pytest
 
 from initmem.errors import UserError
 from initmem.models import core
+from initmem.models.designs import FIT, SCALES, L, P, S, fit_tables, noise_sd, rule_tables, table_data, wilson
 from initmem.models.plan import decide, posterior_spread, power, rule_decisions
 from initmem.names import ALPHA
-from initmem.tests._memory_designs import FIT, SCALES, L, P, S, fit_tables, noise_sd, rule_tables, table_data, wilson
 
 DELTA = 0.01
 SCALE = 0.01  # the noise scale the priors are expressed in (outcome units)
@@ -91,8 +91,8 @@ def test_near_the_ceiling_both_routes_keep_false_forgets_at_delta():
     # examples, logit seed and interaction noise): either route alone says "forgets" above alpha (skewed
     # differences); requiring both near the ceiling keeps it at alpha (N_LEVEL tables), and a two-level design,
     # where the model has no route, at 0. Flat accuracy at 99.5% is still "forgets" (studies/ceiling_check.py).
+    from initmem.models.designs import ceiling_tables, counts_scale
     from initmem.models.paired import CEILING
-    from initmem.tests._memory_designs import ceiling_tables, counts_scale
 
     rng = np.random.default_rng(7)
     rates, counts = {}, {}
@@ -119,8 +119,8 @@ def test_the_skew_gate_keeps_false_forgets_at_delta_under_a_multiplicative_seed_
     # of exactly delta, 12 seeds: the paired t of the intersection-union test is skewed past its level and both
     # routes alone say "forgets" above alpha; the skew gate also asks the log-ratio test there
     # (docs/memory-model.md, "The skew gate"). Flat 99.5% with logit seed SD 0.3 is still "forgets".
+    from initmem.models.designs import ceiling_tables, counts_scale
     from initmem.models.paired import forgets_levels, multiplicative_ok
-    from initmem.tests._memory_designs import ceiling_tables, counts_scale
 
     rng = np.random.default_rng(17)
     rates, counts = {}, {}

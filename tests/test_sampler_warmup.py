@@ -10,9 +10,9 @@ from initmem.analysis.sampler_warmup import SamplerWarmup, warm_shape
 from initmem.grid import load_grid, resolve_preset
 from initmem.models import compiled
 from initmem.models.data import prepare_data
+from initmem.models.designs import SMALL
 from initmem.models.memory import MemoryModel, placeholder_data
 from initmem.simulate import SimPipeline, simulate_cube
-from initmem.tests._memory_designs import SMALL
 
 
 def _key(model: MemoryModel) -> str:

@@ -12,9 +12,9 @@ import pytest
 
 from initmem import cube
 from initmem.models.data import prepare_data
+from initmem.models.designs import SMALL, log_density
 from initmem.models.memory import MemoryModel
 from initmem.simulate import SimPipeline, simulate_cube
-from initmem.tests._memory_designs import SMALL, log_density
 
 
 def _relabel_within_level(ds, level: int):
@@ -53,7 +53,7 @@ def test_independent_seeds_ignore_seed_labels_and_paired_seeds_do_not():
 @pytest.mark.slow
 def test_independent_design_reports_no_seed_effect():
     # 4 pipelines x 3 levels x 3 independent seeds, compiled as the suite's other small cubes (the seed design
-    # is data, not structure: _memory_designs.SMALL)
+    # is data, not structure: designs.SMALL)
     ds = simulate_cube([SimPipeline(name, n_sigma=3, n_seed=3) for name in "abcd"], n_test=400, seed=6)
     ds = ds.assign_attrs({cube.A_SEED_DESIGN: cube.SEED_INDEPENDENT})
     model = MemoryModel(prepare_data(ds, None, None, gate="all", seed=0), slots=SMALL)

@@ -446,8 +446,8 @@ def _sequential(kind: str, n: int, seed: int, designs: tuple[str, ...] = (SEQUEN
                 looks: tuple[int, ...] = (4, 8, 12, 16)) -> dict:
     """The sequential design at ``looks`` under each of ``designs``, and the fixed design at the last look
     ("fixed"), on the same simulated tables: {design: (verdict, seeds)}."""
+    from initmem.models.designs import SCALES, noise_sd, rule_tables
     from initmem.models.plan import rule_decisions, sequential_decisions
-    from initmem.tests._memory_designs import SCALES, noise_sd, rule_tables
 
     rng = np.random.default_rng(seed)
     t = rule_tables(kind, "demo", n, rng, n_seed=looks[-1])
@@ -468,9 +468,9 @@ def _at_delta(kind: str, scale: str, looks: tuple[int, ...], n: int, seed: int,
     levels the model has no route to "forgets", so every other table's verdict is the intersection-union test's
     alone: "forgets" from its first passing look (exact, and checked against the full rule on 100 tables).
     With 3 levels or more and ``forgets`` False only the "remembers" count is exact (the rest read 0)."""
+    from initmem.models.designs import SCALES, noise_sd, rule_tables
     from initmem.models.paired import forgets_bounds, forgets_levels, remembers_at
     from initmem.models.plan import sequential_decisions
-    from initmem.tests._memory_designs import SCALES, noise_sd, rule_tables
 
     rng = np.random.default_rng(seed)
     t = rule_tables(kind, scale, n, rng, n_seed=looks[-1])
@@ -515,8 +515,8 @@ def test_one_seed_at_a_time_finds_the_memories_three_seeds_miss():
     the ordered test has 2 degrees of freedom per pair and finds about 2 in 3 (docs/memory-model.md); adding one
     seed at a time up to 6 finds at least 15 in 16 (measured 387/387 with 4.0 seeds on average,
     studies/sequential_calibration.py --looks 3,4,5,6 --simulator 16)."""
+    from initmem.models.designs import simulator_memories
     from initmem.models.plan import sequential_decisions
-    from initmem.tests._memory_designs import simulator_memories
 
     rng, found, spent = np.random.default_rng(3), [], []
     for _, std, d_std, sigma_w in simulator_memories(2, FEW_LOOKS[-1]):

@@ -11,9 +11,9 @@ import pytest
 from initmem import cube
 from initmem.analysis.analyze import analyze_cube
 from initmem.models.data import _dependence_test
+from initmem.models.designs import SMALL
 from initmem.models.summaries import put_back_direction
 from initmem.simulate import SimPipeline, simulate_cube
-from initmem.tests._memory_designs import SMALL
 
 
 def test_the_dependence_test_sees_runs_lost_at_one_end_of_the_grid():
@@ -43,7 +43,7 @@ def test_runs_left_out_by_the_gate_are_tested_put_back_and_warned_about(tmp_path
     """A pipeline without memory whose 3 slowest seeds at the largest sigma_w never interpolated and ended far
     below the rest: the gated analysis sees no memory; the lost runs depend on sigma_w (warned), and put back
     they make a spread of about 14 points (shown, with its verdict)."""
-    # 2 pipelines x 6 levels x 6 seeds, compiled as the suite's other small cubes (_memory_designs.SMALL)
+    # 2 pipelines x 6 levels x 6 seeds, compiled as the suite's other small cubes (designs.SMALL)
     ds = simulate_cube([SimPipeline("flat", sigma_sd=0.0, n_seed=6, baseline=2.0),
                         SimPipeline("other", sigma_sd=0.0, n_seed=6, baseline=2.0)], n_test=2000, seed=3)
     tau, final = ds[cube.TAU_INTERP].values.copy(), ds[cube.SELECTED_TEST_ACC].values.copy()

@@ -13,7 +13,20 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $(STAMP)
 
-install: $(STAMP)
+# The editable install as a path that static tools read (mypy, pyright, an IDE): site-packages/initmem-src.pth names
+# $(VENV)/src, where `initmem` is a link to this folder, so `import initmem` finds this folder by path. pip's
+# editable install of a layout whose root is the package is an import hook that only the interpreter follows
+# (mypy: "Cannot find implementation or library stub for module named 'initmem'"), and setuptools' compat mode
+# would put this folder's modules (cli, stats, ...) at the top level rather than under initmem. The interpreter
+# finds the path before the hook; pip still records the install (version, the `initmem` command).
+LINKED := $(VENV)/.linked-stamp
+$(LINKED): $(STAMP)
+	mkdir -p $(VENV)/src
+	ln -sfn "$(CURDIR)" $(VENV)/src/initmem
+	echo "$(abspath $(VENV)/src)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/initmem-src.pth"
+	@touch $(LINKED)
+
+install: $(STAMP) $(LINKED)
 
 # The quick preset at delta = 2 points, sequentially: 4 seeds per cell first, then 8, 12 and 16 only for pipelines
 # still undecided (docs/sequential.md), so that the headline does not hang on one machine's cube
@@ -45,7 +58,8 @@ test-fast: install
 	if [ $$rc -eq 5 ]; then echo "make test-fast: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 # The documentation site, offline, warnings as errors: open site/index.html. The API reference is generated from
-# a plain install of the package into build/site (the editable install is an import hook static tools cannot read).
+# a plain install of the package into build/site: the package as it ships, without the tests, studies and the
+# virtual environment that this folder also holds (and that mkdocstrings would otherwise walk).
 docs: install
 	$(PY) -m pip install -q -e '.[dev,docs]'
 	rm -rf build/site

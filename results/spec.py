@@ -16,60 +16,115 @@ modules keep owning the numbers and this one stays free of numpy.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Sequence
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from initmem.errors import OptionError
+from initmem.errors import option as as_passed
 from initmem.names import ALPHA
-from initmem.results.records import GATES
+from initmem.results.records import Gate
 
-FAMILIES = ("binomial", "gaussian")      # likelihood of the memory model (docs/memory-model.md)
-SAMPLERS = ("nutpie", "pymc")
-MEMORY_KINDS = ("radial", "radial_above", "radial_below", "functional")  # memory curve the collapse test uses
+Family = Literal["binomial", "gaussian"]   # likelihood of the memory model (docs/memory-model.md)
+Sampler = Literal["nutpie", "pymc"]
+MemoryKind = Literal["radial", "radial_above", "radial_below", "functional"]  # memory curve the collapse test uses
+FAMILIES: tuple[str, ...] = get_args(Family)
+SAMPLERS: tuple[str, ...] = get_args(Sampler)
+MEMORY_KINDS: tuple[str, ...] = get_args(MemoryKind)
 N_BOOT = 200                             # seed-bootstrap draws of the memory curves and the collapse test
 
 
 MAX_COMPILED_CELLS = 2**20   # a compiled shape's pipelines x levels x seeds: one free value per cell
+# The numeric options: a string there ("0.02") is refused, never read as a number (a value from a file or a form
+# that was meant as points, say, would otherwise pass as a fraction).
+NUMBERS = ("delta", "alpha", "draw_margin", "look", "draws", "tune", "chains", "seed", "n_boot", "fraction", "rope",
+           "tolerance")
 
 
 class AnalysisSpec(BaseModel):
-    """Every analysis option with its default (docs/analysis.md, "Options")."""
+    """Every analysis option with its default (docs/analysis.md, "Options").
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Build one with ``AnalysisSpec.of(delta=0.02)``, or pass the fields as keywords to
+    [`initmem.analyze`][initmem.analyze]; a bad value raises one line that names the option, and a misspelt
+    option suggests the right one.
 
-    metric: str | None = None                    # run variable; None: selected_test_acc
-    family: Literal[FAMILIES] | None = None      # type: ignore[valid-type]  # None: binomial when counts exist
-    delta: float | None = None                   # smallest spread that matters; None: 1 point for accuracies
-    alpha: float = Field(ALPHA, gt=0, le=0.5)    # each false verdict's rate over the whole design
-    # Crossed seed designs (docs/crossed.md): the draw verdict's margin on SD_init, in the metric's units;
-    # None: half a point for accuracies, and no draw verdict for other metrics.
+    Examples
+    --------
+    >>> from initmem import AnalysisSpec
+    >>> spec = AnalysisSpec.of(delta=0.02, chains=2)
+    >>> spec.delta, spec.chains, spec.sampler
+    (0.02, 2, 'nutpie')
+    >>> AnalysisSpec.of(spec, chain=4)
+    Traceback (most recent call last):
+    initmem.errors.OptionError: chain is not an analysis option; did you mean chains?
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    metric: str | None = None
+    """The cube's run variable to analyze; None: ``selected_test_acc``."""
+    family: Family | None = None
+    """The memory model's likelihood (docs/memory-model.md); None: binomial when the cube has counts."""
+    delta: float | None = None
+    """The smallest spread across sigma_w that matters, in the metric's units (0.02 is 2 points of accuracy);
+    None: 1 point for accuracies, required for any other metric."""
+    alpha: float = Field(ALPHA, gt=0, le=0.5)
+    """Each false verdict's rate over the whole design."""
     draw_margin: float | None = None
-    # One look of a sequential design (analysis/sequential.py): the design's seed counts, this look (1 = first)
-    # and the design (models/sequential.py; None: SEQUENTIAL_DESIGN). Each share of alpha is then spent from its
-    # own allotment at this look (models/sequential.py, ``Spending``); None: a fixed design at alpha.
+    """Crossed seed designs (docs/crossed.md): the draw verdict's margin on SD_init, in the metric's units;
+    None: half a point for accuracies, and no draw verdict for other metrics."""
     looks: tuple[int, ...] | None = None
+    """One look of a sequential design (docs/sequential.md): the design's seed counts, each of at least 2 and
+    increasing; comes with ``look``. None: a fixed design at ``alpha``."""
     look: int | None = None
+    """Which look of ``looks`` this analysis is (1 = the first): each share of ``alpha`` is then spent from its
+    own allotment at this look (models/sequential.py)."""
     design: str | None = None
-    gate: Literal[GATES] = "interpolated"        # type: ignore[valid-type]
-    sampler: Literal[SAMPLERS] = "nutpie"        # type: ignore[valid-type]
+    """The sequential design that spends ``alpha`` across looks (models/sequential.py); None: the default."""
+    gate: Gate = "interpolated"
+    """``interpolated``: fit only the runs that reached the interpolation threshold (a run that never fit its
+    training set says nothing about what it remembers); ``all``: every finished run."""
+    sampler: Sampler = "nutpie"
+    """The NUTS sampler of the memory model."""
     draws: int = Field(1000, ge=1)
+    """Posterior draws per chain."""
     tune: int = Field(1000, ge=0)
-    chains: int = Field(4, ge=2)                 # R-hat needs several chains
+    """Tuning (warm-up) draws per chain, discarded."""
+    chains: int = Field(4, ge=2)
+    """Chains to sample; R-hat needs several."""
     seed: int = 0
-    memory: Literal[MEMORY_KINDS] = "radial"     # type: ignore[valid-type]
+    """The sampler's and the bootstrap's random seed: the same seed gives the same analysis."""
+    memory: MemoryKind = "radial"
+    """The memory curve the collapse test uses (docs/clocks-and-collapse.md)."""
     n_boot: int = Field(N_BOOT, ge=0)
-    # The collapse test (docs/clocks-and-collapse.md); None: the statistics' default.
-    fraction: float | None = None                # radial memory is forgotten at this fraction of its start
-    rope: float | None = None                    # functional memory is forgotten below this; None: delta / 0.01
-    axes: tuple[str, ...] | None = None          # only these clocks (step always stays); None: every clock
-    exponents: bool = True                       # fit the clock-exponent model
-    tolerance: float | None = None               # a clock holds when every exponent lies within this
-    # The smallest (pipelines, sigma_w levels, seeds) shape to compile the memory model for (0: the cube's
-    # own); smaller cubes are padded, so they share one compiled sampler (docs/memory-model.md).
+    """Seed-bootstrap draws of the memory curves and the collapse test."""
+    fraction: float | None = None
+    """Collapse test: radial memory counts as forgotten at this fraction of its start; None: the statistics'
+    default."""
+    rope: float | None = None
+    """Collapse test: functional memory counts as forgotten below this; None: delta / 0.01."""
+    axes: tuple[str, ...] | None = None
+    """Collapse test: only these clocks (step always stays); None: every clock."""
+    exponents: bool = True
+    """Collapse test: fit the clock-exponent model."""
+    tolerance: float | None = None
+    """Collapse test: a clock holds when every exponent lies within this; None: the statistics' default."""
     compile_shape: tuple[int, int, int] | None = None
+    """The smallest (pipelines, sigma_w levels, seeds) shape to compile the memory model for (0: the cube's
+    own); smaller cubes are padded, so that they share one compiled sampler (docs/memory-model.md)."""
+
+    @field_validator(*NUMBERS, mode="before")
+    @classmethod
+    def _a_number(cls, v: Any, info: ValidationInfo) -> Any:
+        if isinstance(v, str | bytes | bool):
+            number = _as_number(v) if isinstance(v, str) else None
+            hint = f"; pass {as_passed(str(info.field_name), number)}" if number is not None else ""
+            what = f"the string {v!r}" if isinstance(v, str | bytes) else repr(v)
+            raise ValueError(f"must be a number, not {what}{hint}")
+        return v
 
     @field_validator("looks")
     @classmethod
@@ -136,11 +191,23 @@ class AnalysisSpec(BaseModel):
         return self.model_dump()
 
 
+def _as_number(text: str) -> int | float | None:
+    """The number a string spells (``"4"`` -> 4, ``"0.02"`` -> 0.02), for the refusal's hint; None if none."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return None
+
+
 def _option_error(err: dict[str, Any]) -> OptionError:
     option = str((err.get("loc") or ("look",))[0])   # the one check across fields is the look's
     etype, got, ctx = err.get("type", ""), err.get("input"), err.get("ctx") or {}
     if etype == "extra_forbidden":
-        return OptionError(option, "{option} is not an analysis option")
+        close = difflib.get_close_matches(option, list(AnalysisSpec.model_fields), n=1)
+        return OptionError(option, "{option} is not an analysis option" + (f"; did you mean {close[0]}?" if close
+                                                                          else ""))
     if etype == "literal_error":
         allowed = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
         return OptionError(option, f"{{option}} must be one of {allowed} (got {got!r})")
@@ -161,20 +228,20 @@ class AnalysisOptions(TypedDict, total=False):
     public API checks that it lists exactly the fields of :class:`AnalysisSpec`, with the same vocabularies."""
 
     metric: str | None
-    family: Literal["binomial", "gaussian"] | None
+    family: Family | None
     delta: float | None
     alpha: float
     draw_margin: float | None
     looks: Sequence[int] | None
     look: int | None
     design: str | None
-    gate: Literal["interpolated", "all"]
-    sampler: Literal["nutpie", "pymc"]
+    gate: Gate
+    sampler: Sampler
     draws: int
     tune: int
     chains: int
     seed: int
-    memory: Literal["radial", "radial_above", "radial_below", "functional"]
+    memory: MemoryKind
     n_boot: int
     fraction: float | None
     rope: float | None

@@ -3,8 +3,8 @@ checkers with their real signatures, listed by ``dir()``, and the same objects a
 spells out its keywords and documents them; each function does what its command does, with the same options; a
 renamed name still works with a DeprecationWarning.
 
-mypy runs against a plain (non-editable) install of the package, as a user has it: an editable install of a
-root-as-package layout is an import hook that static tools cannot follow."""
+mypy runs against a plain (non-editable) install of the package, as a user of a released wheel has it;
+tests/test_static_install.py checks the editable install that ``make install`` makes."""
 
 from __future__ import annotations
 

@@ -105,3 +105,30 @@ def test_run_checks_the_analysis_options_before_it_trains(tmp_path: Path):
     assert_user_error(invoke("run", "--preset", "quick", "--chains", "1", "--out", tmp_path / "run"),
                       "--chains must be at least 2 (got 1)")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"delta": "0.02"}, "delta must be a number, not the string '0.02'; pass delta=0.02"),
+    ({"chains": "4"}, "chains must be a number, not the string '4'; pass chains=4"),
+    ({"delta": "2pt"}, "delta must be a number, not the string '2pt'"),
+    ({"draws": True}, "draws must be a number, not True"),
+    ({"chain": 2}, "chain is not an analysis option; did you mean chains?"),
+    ({"deltta": 0.02}, "deltta is not an analysis option; did you mean delta?"),
+    ({"zzz": 1}, "zzz is not an analysis option"),
+])
+def test_a_wrong_type_or_a_misspelt_keyword_is_one_line_before_the_cube_is_read(tmp_path: Path, options, message):
+    """A string is never read as a number (``"0.02"`` might have been meant as points), and a misspelt keyword
+    names the option it resembles; both before anything is opened, so the cube need not exist."""
+    import initmem
+
+    with pytest.raises(OptionError) as exc:
+        initmem.analyze(tmp_path / "absent.nc", tmp_path / "out", **options)
+    assert str(exc.value) == message and "\n" not in str(exc.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_every_analysis_option_is_described():
+    """The descriptions are the attribute docstrings: help(), pydantic's schema and the API page show them."""
+    for name, field in AnalysisSpec.model_fields.items():
+        assert field.description and len(field.description) > 15, name
+    assert AnalysisSpec.model_json_schema()["properties"]["delta"]["description"].startswith("The smallest spread")

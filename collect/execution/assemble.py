@@ -33,12 +33,25 @@ def merge_run(run_dir: str | os.PathLike, *, grid: Any = None, jobs: int = 1) ->
         run.shards, run.cube, pipelines=list(grid.pipelines), sigma_w=[float(s) for s in grid.sigma_w],
         seeds=[int(k) for k in grid.runs], seed_coords=grid.seed_coords(), accepted_hashes=run.accepted_hashes(),
         attrs={cube.A_GRID: grid.to_yaml(), cube.A_GRID_HASH: grid_hash(grid), cube.A_GRID_NAME: grid.name},
-        pipeline_defaults={p: pipeline_coords(spec, grid.model_of(p) if grid.mixed_models else None)
-                           for p, spec in grid.pipelines.items()}, jobs=jobs)
+        pipeline_defaults=_pipeline_defaults(grid), jobs=jobs)
     EventLog(run.events).emit("merge", cube=str(run.cube), shards=report.n_shards,
                               corrupt=[p.name for p, _ in report.corrupt],
                               foreign=[p.name for p, _ in report.foreign], missing=len(report.missing))
     return report
+
+
+def _pipeline_defaults(grid: Any) -> dict[str, dict[str, Any]]:
+    """Per pipeline, the coordinates it takes when none of its cells has a shard: the engine's settings, or a
+    user-code pipeline's entry point or command."""
+    out: dict[str, dict[str, Any]] = {}
+    for p, spec in grid.pipelines.items():
+        if spec.is_user_code:
+            from initmem.collect.custom.user_runner import default_coords  # torch-free
+
+            out[p] = default_coords(spec)
+        else:
+            out[p] = pipeline_coords(spec, grid.model_of(p) if grid.mixed_models else None)
+    return out
 
 
 def corrupt_error(report: MergeReport, run: RunDir) -> UserError:

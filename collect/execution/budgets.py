@@ -32,7 +32,7 @@ def resolve_budgets(grid: Grid, n_train: int | None = None, *, source: str | Non
     with ``source`` (default ``grid NAME``) and names the key, e.g. ``pipelines.sgd.warmup_epochs``.
     """
     source = source or f"grid {grid.name}"
-    todo = [n for n, p in grid.pipelines.items() if p.epochs is None or p.budget is not None]
+    todo = [n for n, p in grid.engine_pipelines.items() if p.epochs is None or p.budget is not None]
     if not todo:
         return grid
     if n_train is None:

@@ -117,6 +117,8 @@ def _run_pack(task: PackTask, ctx: PackContext, *, isolate: bool) -> list[tuple[
     except Exception as exc:
         err = f"{exc.__class__.__name__}: {exc}"
         tb = traceback.format_exc()
+        if hasattr(exc, "traceback_text"):   # a user-code cell's own reason and traceback (or last output lines)
+            err, tb = str(exc), str(exc.traceback_text)
         _free_accelerator_memory()
         checkpoints.finish(ctx.run.checkpoints, pid)
         ctx.events.emit("pack_failed", pack=pid, pipeline=task.pipeline, error=err,
@@ -185,9 +187,16 @@ def _epochs_of(state: dict[str, Any], fallback: int) -> int:
 
 
 def _write_failed(cell: Cell, ctx: PackContext, err: str, tb: str) -> None:
-    coords = pipeline_coords(ctx.grid.pipelines[cell[0]], ctx.grid.model_of(cell[0]) if ctx.grid.mixed_models else None)
+    spec = ctx.grid.pipelines[cell[0]]
     # No data is loaded here: n_test and the dataset fingerprint come from finished shards at merge.
-    attrs = cube_attrs(ctx.grid, ctx.device)
+    if spec.is_user_code:   # the code's identity (collect/custom/user_runner.py), the attributes of user code
+        from initmem.collect.custom.user_runner import user_attrs
+
+        coords: dict[str, Any] = ctx.train_fn.pipeline_coords(cell[0])
+        attrs = user_attrs(ctx.grid, ctx.device)
+    else:
+        coords = pipeline_coords(spec, ctx.grid.model_of(cell[0]) if ctx.grid.mixed_models else None)
+        attrs = cube_attrs(ctx.grid, ctx.device)
     ds = shards.failed_cell(cell, attrs=attrs, pipeline_coords=coords)
     path = shards.write_shard(ds, ctx.run.shards, cell, grid_hash=ctx.grid_hash, error=err, traceback_text=tb)
     ctx.events.emit("cell", cell=cell_dict(*cell), status="failed", error=err, bytes=_size(path))

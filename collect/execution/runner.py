@@ -133,7 +133,7 @@ def check_data(grid: Any) -> str:
 
     split = load_split(grid.dataset)
     n_train = int(split.y_train.numel())
-    for name, spec in grid.pipelines.items():
+    for name, spec in grid.engine_pipelines.items():
         if spec.batch_size > n_train:  # the engine's own check, made before anything is written
             raise UserError(f"pipelines.{name}.batch_size: {spec.batch_size} is larger than the training split "
                             f"({n_train} examples)")
@@ -185,7 +185,10 @@ def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_siz
         pipe = cells[0][0]
         tasks.append(PackTask(pipe, tuple((s, k) for _, s, k in cells), tuple((s, k) for _, s, k in pending)))
         covered.update(pending)
-    rest = todo - covered
+    user = set(grid.user_pipelines)
+    rest = {c for c in todo - covered if c[0] not in user}
+    # a user-code pipeline's cells run one by one (the user's code trains one model), in grid order
+    singles = [PackTask(p, ((s, k),)) for p, s, k in all_cells(grid) if p in user and (p, s, k) in todo - covered]
     n_started = len(tasks)
     if rest:
         fresh = plan_packs(grid, device=device, pack_size=pack_size, only=rest)
@@ -196,7 +199,7 @@ def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_siz
             # others idle at the end (started packs keep their place at the front: they resume).
             fresh.sort(key=lambda pc: -pack_cost(grid, pc[0], len(pc[1])))
         tasks += [PackTask(pipe, tuple(cells)) for pipe, cells in fresh]
-    return tasks
+    return tasks + singles
 
 
 # The entry point ---------------------------------------------------------------------------
@@ -312,13 +315,17 @@ def collect(grid_path_or_grid: Grid | str | os.PathLike, out_dir: str | os.PathL
     grid = training_grid(grid_path_or_grid)
     root = Path(out_dir)
     check_out_folder(root)
+    if grid.user_pipelines:
+        from initmem.collect.custom.identity import check_user_code
+
+        check_user_code(grid)   # an entry point that does not import, a command that does not exist: refused now
     # Everything that can refuse the start is checked before the run folder is written: the device,
     # the data and the batch sizes.
     if opts.executor == "slurm":
         plan_device = _slurm_plan_device(grid, opts)
     else:
         plan_device = resolve_device(opts.device)
-    fingerprint = check_data(grid)
+    fingerprint = check_data(grid) if grid.engine_pipelines else None   # user code loads its own data
     if opts.force_new:
         new_root = fresh_folder(root)
         if new_root != root:
@@ -326,7 +333,9 @@ def collect(grid_path_or_grid: Grid | str | os.PathLike, out_dir: str | os.PathL
         root = new_root
     run = RunDir(root)
     made_root = not root.exists()
-    train_fn = train_fn or default_train_fn()
+    train_fn = train_fn or (default_train_fn() if grid.engine_pipelines else None)
+    if grid.user_pipelines:
+        train_fn = user_train_fn(grid, run, train_fn)
     h = grid_hash(grid)
 
     with run_lock(run):
@@ -351,13 +360,26 @@ def collect(grid_path_or_grid: Grid | str | os.PathLike, out_dir: str | os.PathL
     return run.cube
 
 
+def user_train_fn(grid: Any, run: RunDir, engine: TrainFn | None) -> TrainFn:
+    """The train function of a grid with user-code pipelines: their cells run the user's code
+    (collect/custom/user_runner.py), the built-in pipelines go to ``engine``; each code's identity is taken
+    once, here, and travels with it to every worker and Slurm task."""
+    from initmem.collect.custom.identity import code_identity, workdir_of
+    from initmem.collect.custom.user_runner import UserTrainFn
+
+    workdirs = {p: workdir_of(spec) for p, spec in grid.user_pipelines.items()}
+    return UserTrainFn(root=str(run.root.resolve()), workdirs={p: str(w) for p, w in workdirs.items()},
+                       identities={p: code_identity(spec, workdirs[p]) for p, spec in grid.user_pipelines.items()},
+                       engine=engine)
+
+
 def _slurm_plan_device(grid: Any, opts: CollectOptions) -> str:
     """The device the packs of a Slurm run are sized for: a GPU when the array tasks get one (and the device
     allows it), else the CPU. Sizing GPU packs needs a GPU here, or a pack size."""
     plan_device = "cuda" if opts.device in ("auto", "cuda") and _slurm_gpus(grid, opts.slurm) > 0 else "cpu"
     if opts.device == "cpu":
         plan_device = "cpu"
-    if plan_device == "cuda" and opts.pack_size is None and grid.engine.pack_size is None:
+    if plan_device == "cuda" and opts.pack_size is None and grid.engine.pack_size is None and grid.engine_pipelines:
         import torch  # only to ask whether this machine has a GPU
 
         if not torch.cuda.is_available():

@@ -1,0 +1,150 @@
+"""A tiny user model and training loop for the user-code grid tests (tests/test_user_code*.py).
+
+Each function is an entry point ``tests._user_pipelines:NAME``: it receives the cell and trains a two-layer
+MLP on a small fixed classification set, initialised by the sigma_w probe from the cell's init seed, its batches
+drawn from the cell's data seed, recording through the cell's recorder. The faulty ones misbehave at
+sigma_w = 2 only, so that the other cells of the same grid show that they finish. Run as a module
+(``python -m tests._user_pipelines``) it is the command form: the cell comes from ``INITMEM_CELL``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from initmem import cube
+from initmem.collect.custom.cell import Cell, load_cell
+from initmem.grid.select import select_epoch, tau_interp
+
+N_TRAIN, N_VAL, N_TEST, DIM, CLASSES = 96, 48, 48, 6, 3
+
+
+def _data() -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """A fixed three-class set: Gaussian blobs in 6-D (the same for every cell)."""
+    rng = np.random.default_rng(1234)
+    centers = rng.normal(0, 1.2, size=(CLASSES, DIM))
+    out = {}
+    for split, n in (("train", N_TRAIN), ("val", N_VAL), ("test", N_TEST)):
+        y = rng.integers(0, CLASSES, size=n)
+        x = centers[y] + rng.normal(0, 1.0, size=(n, DIM))
+        out[split] = (torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.int64))
+    return out
+
+
+class StandInRecorder:
+    """Records what the tests need in the shard schema (curves, the selected checkpoint, status), standing in
+    for initmem's recorder where a test wants the runner alone."""
+
+    def __init__(self, cell: Cell) -> None:
+        self.cell = cell
+        self.rows: list[dict[str, float]] = []
+        self.diverged = False
+
+    def step(self, loss: Any) -> None:
+        if not np.isfinite(float(loss)):
+            self.diverged = True
+
+    def evaluate(self, epoch: int, *, train: tuple[float, float], val: tuple[float, float],
+                 test: tuple[float, float]) -> None:
+        self.rows.append({"epoch": epoch, "train_acc": train[0], "train_loss": train[1], "val_acc": val[0],
+                          "val_loss": val[1], "test_acc": test[0], "test_loss": test[1]})
+
+    def finish(self) -> None:
+        c = self.cell
+        ds = cube.empty_cube([c.pipeline], [c.sigma_w], [c.seed], attrs={"run_complete": 1})
+        ds = ds.assign_coords({cube.EPOCH: np.array([r["epoch"] for r in self.rows], dtype="int64")})
+        for name in ("train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc"):
+            vals = np.array([r[name] for r in self.rows], dtype="float32")[None, None, None, :]
+            ds[name] = (cube.CURVE_DIMS, vals)
+        tr, va, vl = (np.array([r[k] for r in self.rows]) for k in ("train_acc", "val_acc", "val_loss"))
+        thr, rule = float(c.eval["interp_threshold"]), str(c.eval["select"])
+        best = select_epoch(rule, tr, va, vl, thr)
+        run = {cube.TAU_INTERP: tau_interp(tr, thr), cube.TAU_BEST: float(self.rows[best]["epoch"]),
+               cube.SELECTED_VAL_ACC: self.rows[best]["val_acc"], cube.SELECTED_TEST_ACC: self.rows[best]["test_acc"],
+               cube.FINAL_TEST_ACC: self.rows[-1]["test_acc"]}
+        for name, v in run.items():
+            ds[name] = (cube.CELL_DIMS, np.full((1, 1, 1), v, dtype="float32"))
+        status = cube.DIVERGED if self.diverged else cube.OK
+        ds[cube.STATUS] = (cube.CELL_DIMS, np.full((1, 1, 1), status, dtype="int8"))
+        c.record.parent.mkdir(parents=True, exist_ok=True)
+        cube.write_cube(ds, c.record)
+
+
+def _recorder(cell: Cell, optimizer: torch.optim.Optimizer, model: nn.Module) -> Any:
+    if cell.settings.get("stand_in"):
+        return StandInRecorder(cell)
+    return cell.recorder(optimizer, model, batch_size=int(cell.settings.get("batch_size", 32)))
+
+
+def _measure(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+    with torch.no_grad():
+        out = model(x)
+        return float((out.argmax(1) == y).float().mean()), float(nn.functional.cross_entropy(out, y))
+
+
+def train(cell: Cell) -> None:
+    """The plain loop: probe, SGD over shuffled batches, one evaluation per epoch."""
+    torch.set_num_threads(1)
+    data = _data()
+    model = nn.Sequential(nn.Linear(DIM, 16), nn.ReLU(), nn.Linear(16, CLASSES))
+    cell.apply_probe(model)
+    lr = float(cell.settings.get("lr", 0.1))
+    if cell.settings.get("blow_up") and cell.sigma_w == 2:
+        lr = 1e30   # the loss overflows within a few steps
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=float(cell.settings.get("momentum", 0.0)))
+    rec = _recorder(cell, opt, model)
+    order = torch.Generator().manual_seed(cell.data_seed)
+    bs = int(cell.settings.get("batch_size", 32))
+    xs, ys = data["train"]
+
+    def evaluate(epoch: int) -> None:
+        rec.evaluate(epoch, train=_measure(model, *data["train"]), val=_measure(model, *data["val"]),
+                     test=_measure(model, *data["test"]))
+
+    evaluate(0)
+    for epoch in range(1, int(cell.settings.get("epochs", 4)) + 1):
+        perm = torch.randperm(N_TRAIN, generator=order)
+        for i in range(0, N_TRAIN, bs):
+            idx = perm[i:i + bs]
+            loss = nn.functional.cross_entropy(model(xs[idx]), ys[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss.detach())
+            if rec.diverged:
+                break
+        evaluate(epoch)
+        if rec.diverged:
+            break
+    rec.finish()
+
+
+def raises(cell: Cell) -> None:
+    """Trains, except at sigma_w = 2, where the user's code has a bug."""
+    if cell.sigma_w == 2:
+        raise ValueError(f"a bug in the user's code at sigma_w {cell.sigma_w:g}")
+    train(cell)
+
+
+def hangs(cell: Cell) -> None:
+    """Trains, except at sigma_w = 2, where it waits forever (a dead lock, a stuck data loader)."""
+    if cell.sigma_w == 2:
+        print("waiting for a data loader that never answers", flush=True)
+        time.sleep(3600)
+    train(cell)
+
+
+def no_record(cell: Cell) -> None:
+    """Prints, and returns without recording anything."""
+    print(f"trained at sigma_w {cell.sigma_w:g} but forgot the recorder", flush=True)
+
+
+NOT_CALLABLE = 3
+
+
+if __name__ == "__main__":
+    train(load_cell())

@@ -61,7 +61,8 @@ class Clock:
     ``formula`` says how it is computed, in words for docs and the report; ``label`` is the axis
     label of figures. ``in_family``: the collapse test scores it by default (and adjusts its
     p-values across every such clock). ``simulated``: ``initmem simulate`` draws it and can let
-    memory decay along it.
+    memory decay along it. ``units``: its CF units attribute in the cube ("1": a dimensionless sum of
+    learning rates, as every schedule clock is).
     """
 
     name: str
@@ -71,6 +72,7 @@ class Clock:
     in_family: bool = True
     simulated: bool = False
     compute: Callable[[Steps], np.ndarray] | None = None
+    units: str = "1"
 
 
 CLOCKS: tuple[Clock, ...] = (
@@ -95,7 +97,7 @@ CLOCKS: tuple[Clock, ...] = (
     Clock(T_WD, SCHEDULE, "decoupled weight decay times T_eta (AdamW-style decay)", f"{T_WD} = λ_dec Σ η_k",
           in_family=False, simulated=True, compute=lambda s: s.decoupled_wd * s.cum(s.eta)),
     Clock(T_ANGLE, MEASURED, "mean over layers of the cumulative per-step angle of each kernel (radians)",
-          f"{T_ANGLE} = angular path (rad)"),
+          f"{T_ANGLE} = angular path (rad)", units="rad"),
     Clock(T_EFF, MEASURED, "cumulative eta_k / ||w||^2, mean over normalised layers", f"{T_EFF} = Σ η_k / ‖w‖²"),
 )
 

@@ -29,6 +29,7 @@ from initmem.cube.schema import (
     SEED,
     SEED_COORDS,
     SIGMA,
+    VARIABLE_ATTRS,
 )
 from initmem.cube.validate import errors
 from initmem.errors import UserError
@@ -66,6 +67,9 @@ def canonicalize(ds: xr.Dataset) -> xr.Dataset:
     for name in list(ds.coords):
         if ds[name].dtype.kind in "US":
             ds = ds.assign_coords({name: ds[name].values.astype(object)})
+    for name in ds.data_vars:        # CF labels, where the variable carries none of its own
+        for key, value in VARIABLE_ATTRS.get(str(name), {}).items():
+            ds[name].attrs.setdefault(key, value)
     ds.attrs = {k: _attr(v) for k, v in ds.attrs.items()}
     for name in ds.variables:
         ds[name].attrs = {k: _attr(v) for k, v in ds[name].attrs.items()}

@@ -68,6 +68,36 @@ EXPECTED_DIMS: dict[str, tuple[str, ...]] = {
     **{v: (EXAMPLE,) for v in LABEL_VARS},
 }
 
+# CF attributes of each variable (``units``, ``long_name``), which xarray and other NetCDF tools read to label
+# axes: accuracies are fractions of the examples (units "1"), losses mean cross-entropy in nats, clocks the
+# units of their table entry. Written on every cube (cube/io.py ``canonicalize``), never over a user's own.
+_SPLITS = {"train": "training", "val": "validation", "test": "test"}
+VARIABLE_ATTRS: dict[str, dict[str, str]] = {
+    **{f"{k}_acc": {"units": "1", "long_name": f"{v} accuracy (fraction of examples correct)"}
+       for k, v in _SPLITS.items()},
+    **{f"{k}_loss": {"units": "1", "long_name": f"{v} loss (mean cross-entropy, nats per example)"}
+       for k, v in _SPLITS.items()},
+    KERNEL_NORM: {"units": "1", "long_name": "norm of all kernels together (Frobenius)"},
+    STEP: {"units": "1", "long_name": "optimizer steps taken"},
+    LR_NOW: {"units": "1", "long_name": "learning rate of the epoch's last step"},
+    **{c.name: {"units": c.units, "long_name": c.formula} for c in _clocks.CLOCKS},
+    LAYER_NORM: {"units": "1", "long_name": "norm of each layer's kernel (Frobenius)"},
+    COS_TO_INIT: {"units": "1", "long_name": "cosine between each kernel and its initial value"},
+    ANGULAR_PATH: {"units": "rad", "long_name": "cumulative per-step angle of each kernel"},
+    EFF_LR: {"units": "1", "long_name": "effective learning rate eta / ||w||^2 of a normalised layer"},
+    STATUS: {"long_name": "run status (0 ok, 1 diverged, 2 failed, 3 missing)"},
+    TAU_INTERP: {"units": "epoch", "long_name": "first epoch the run interpolates its training set"},
+    TAU_BEST: {"units": "epoch", "long_name": "epoch of the validation-selected checkpoint"},
+    SELECTED_VAL_ACC: {"units": "1", "long_name": "validation accuracy of the selected checkpoint (fraction)"},
+    SELECTED_TEST_ACC: {"units": "1", "long_name": "test accuracy of the selected checkpoint (fraction)"},
+    SELECTED_TEST_CORRECT: {"units": "1", "long_name": "test examples the selected checkpoint gets right"},
+    FINAL_TEST_ACC: {"units": "1", "long_name": "test accuracy at the last epoch (fraction)"},
+    INIT_KERNEL_NORM: {"units": "1", "long_name": "norm of all kernels at initialization (Frobenius)"},
+    WALL_SECONDS: {"units": "s", "long_name": "wall-clock time of the run"},
+    TEST_PRED: {"long_name": "class predicted for each test example by the selected checkpoint"},
+    TEST_LABEL: {"long_name": "true class of each test example"},
+}
+
 # Integer variables and the fill value that marks "no value" in them.
 INT_VARS: dict[str, tuple[str, int]] = {
     STATUS: ("int8", 3),  # 3 = MISSING

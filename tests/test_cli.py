@@ -12,8 +12,8 @@ import pytest
 
 from initmem import cube
 from initmem.cli import app
-from initmem.models.designs import SMALL_FLAG
 from initmem.tests._cli import assert_user_error, invoke, run_cli
+from initmem.tests._compile_shape import SMALL_FLAG
 
 COMMANDS = sorted(app.commands)
 

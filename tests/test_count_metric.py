@@ -15,9 +15,9 @@ import pytest
 from initmem import cube
 from initmem.errors import OptionError, UserError
 from initmem.models.data import DEFAULT_ACCURACY_DELTA, choose_metric, prepare_data, resolve_delta
-from initmem.models.designs import SMALL_FLAG
 from initmem.simulate import SimPipeline, read_truth, simulate_cube
 from initmem.tests._cli import assert_user_error, invoke
+from initmem.tests._compile_shape import SMALL_FLAG
 
 N_TEST = 600
 

@@ -19,9 +19,9 @@ import pytest
 
 from initmem import cube
 from initmem.importers.table import cube_to_frame
-from initmem.models.designs import SMALL_FLAG
 from initmem.simulate import preset_pipelines, simulate_cube
 from initmem.tests._cli import invoke
+from initmem.tests._compile_shape import SMALL_FLAG
 
 N_TRAIN = 1024  # the simulator's training-set size
 PIPES = ("sgd_l2_low", "sgd_l2", "sgd_step", "adam")  # constant, cosine, step (per-epoch lr), Adam

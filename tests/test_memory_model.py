@@ -19,12 +19,13 @@ from initmem import cube
 from initmem.errors import UserError
 from initmem.models import compiled, core
 from initmem.models.data import near_ceiling_data, noise_scale, prepare_data, resolve_delta
-from initmem.models.designs import SMALL, SMALL_FLAG, log_density, pad_seeds, table_data
+from initmem.models.designs import SMALL, log_density, pad_seeds, table_data
 from initmem.models.memory import MemoryModel
 from initmem.models.paired import CEILING, pair_interval
 from initmem.models.priors import Priors
 from initmem.models.summaries import model_verdict, probability_with_mcse, verdict
 from initmem.simulate import SimPipeline, simulate_cube
+from initmem.tests._compile_shape import SMALL_FLAG
 
 # Fast checks (no sampling) ------------------------------------------------------------------
 

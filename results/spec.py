@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from initmem.errors import OptionError
 from initmem.errors import option as as_passed
 from initmem.names import ALPHA
-from initmem.results.records import Gate
+from initmem.results.records import GATES, Gate
 
 Family = Literal["binomial", "gaussian"]   # likelihood of the memory model (docs/memory-model.md)
 Sampler = Literal["nutpie", "pymc"]
@@ -251,4 +251,5 @@ class AnalysisOptions(TypedDict, total=False):
     compile_shape: tuple[int, int, int] | None
 
 
-__all__ = ["FAMILIES", "MEMORY_KINDS", "N_BOOT", "SAMPLERS", "AnalysisOptions", "AnalysisSpec"]
+__all__ = ["FAMILIES", "GATES", "MEMORY_KINDS", "N_BOOT", "SAMPLERS", "AnalysisOptions", "AnalysisSpec", "Family",
+           "MemoryKind", "Sampler"]

@@ -129,6 +129,7 @@ from initmem.cube.schema import (
     TRAIN_LOSS,
     VAL_ACC,
     VAL_LOSS,
+    VARIABLE_ATTRS,
     WALL_SECONDS,
     known_variables,
 )
@@ -242,6 +243,7 @@ __all__ = [
     "SEED_COORDS",
     "GLOBAL_ATTRS",
     "COMPRESSION",
+    "VARIABLE_ATTRS",
     "known_variables",
     "observed",
     "ok_cells",

@@ -52,10 +52,12 @@ def other_output(out_dir: Path, cube_path: Path) -> str | None:
                    "the metric's units (default 0.5pt for accuracies; no draw verdict for other metrics without it).")
 @click.option("--gate", type=SpecChoice("GATES"), default="interpolated", show_default=True,
               help="Fit only runs that reached the interpolation threshold, or every run.")
-@click.option("--sampler", type=SpecChoice("SAMPLERS"), default="nutpie", show_default=True)
+@click.option("--sampler", type=SpecChoice("SAMPLERS"), default="nutpie", show_default=True,
+              help="The NUTS sampler of the memory model.")
 @click.option("--draws", type=click.IntRange(min=1), default=1000, show_default=True, help="Draws per chain.")
 @click.option("--tune", type=click.IntRange(min=0), default=1000, show_default=True, help="Tuning steps per chain.")
-@click.option("--chains", type=click.IntRange(min=2), default=4, show_default=True)
+@click.option("--chains", type=click.IntRange(min=2), default=4, show_default=True,
+              help="Chains to sample (R-hat needs several).")
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Sampler seed (reproducible results).")
 @click.option("--memory", type=SpecChoice("MEMORY_KINDS"), default="radial", show_default=True,
               help="Memory curve used by the collapse test.")
@@ -125,7 +127,7 @@ def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | No
 @click.option("--tolerance", type=float, default=None,
               help="A named clock holds when every fitted exponent lies within this of its prediction (default 0.25).")
 @click.option("--n-boot", type=click.IntRange(min=0), default=200, show_default=True, help="Bootstrap replicates.")
-@click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Bootstrap seed (reproducible results).")
 def collapse(cube_path: Path, out_dir: Path, memory: str, fraction: float | None, rope: float | None,
              axes: str | None, exponents: bool, tolerance: float | None, n_boot: int, seed: int) -> None:
     """The collapse test, forgetting times and clock exponents, without the memory model.
@@ -146,7 +148,8 @@ def collapse(cube_path: Path, out_dir: Path, memory: str, fraction: float | None
 @click.option("--n-sim", type=click.IntRange(min=10), default=None,
               help="Simulated experiments per seed count (default 200; for a crossed design's draw plan, 4000 "
                    "tables per init seed count).")
-@click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True,
+              help="Seed of the simulated experiments (reproducible plans).")
 @click.option("--looks", type=LOOKS, default="4,8,12,16", show_default=True,
               help="The sequential design to plan for (initmem run --until-decided --looks).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")

@@ -159,7 +159,8 @@ def simulate(out: Path | None, preset: str | None, list_presets: bool, pipelines
 @click.option("--retry-failed", is_flag=True, help="Resume, and train failed cells again.")
 @click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True,
               help="Worker processes here, or a Slurm job array (submitit).")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True,
+              help="Where to train: auto picks a GPU when there is one.")
 @click.option("--jobs", type=JOBS, metavar="N|auto", default="auto", show_default=True,
               help="CPU worker processes, or auto: one per engine.cpu_threads cores (with GPUs: one per GPU).")
 @click.option("--pack-size", type=click.IntRange(min=1), default=None, help="Cells per packed model.")

@@ -104,7 +104,8 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
               help="Run folder for cube.nc, analysis/ and report.html (default runs/<grid name>).")
 @click.option("--jobs", type=JOBS, metavar="N|auto", default="auto", show_default=True,
               help="CPU worker processes, or auto: one per engine.cpu_threads cores.")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True,
+              help="Where to train: auto picks a GPU when there is one.")
 @click.option("--reanalyze", is_flag=True, help="Redo the analysis even if it is newer than the cube.")
 @click.option("--delta", type=MARGIN, default=None,
               help="Smallest spread that matters: accuracy points (2pt) or a fraction (0.02); default 1pt.")

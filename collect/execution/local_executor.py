@@ -58,13 +58,14 @@ def auto_jobs(grid: Any, device: str, n_packs: int) -> int:
     return max(1, min(n_packs, usable_cores() // threads))
 
 
-def worker_plan(device: str, jobs: int) -> list[dict[str, str]]:
-    """One environment overlay per worker: one per visible GPU, else ``jobs`` CPU workers."""
+def worker_plan(device: str, jobs: int, per_gpu: int = 1) -> list[dict[str, str]]:
+    """One environment overlay per worker: ``per_gpu`` per visible GPU (``engine.cells_per_gpu``: several
+    small cells share a GPU), else ``jobs`` CPU workers."""
     kind = device.split(":", 1)[0]
     if kind == "cuda" and ":" not in device:
         gpus = visible_gpus()
-        if len(gpus) > 1:
-            return [{"CUDA_VISIBLE_DEVICES": g} for g in gpus]
+        if len(gpus) > 1 or per_gpu > 1:
+            return [{"CUDA_VISIBLE_DEVICES": g} for g in gpus for _ in range(per_gpu)] or [{}]
         return [{}]
     if kind != "cpu":  # one named GPU ('cuda:1') or Apple's mps: one worker
         return [{}]
@@ -75,7 +76,7 @@ def run_local(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash: str, 
               train_fn: TrainFn, checkpoint_every: int, checkpoint_seconds: float | None,
               view: ProgressView) -> list[str]:
     """Run every task; return one line per pack that was lost (its worker died)."""
-    plan = worker_plan(device, jobs)
+    plan = worker_plan(device, jobs, int(grid.engine.cells_per_gpu))
     if len(plan) == 1 and not plan[0]:
         ctx = PackContext(run, grid, grid_hash, device, train_fn, checkpoint_every, checkpoint_seconds,
                           on_progress=view.pack, on_cell=lambda _c, _s: view.cell_done())

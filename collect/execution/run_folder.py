@@ -32,7 +32,7 @@ RUN_SCHEMA = "initmem.run/1"
 # clocks, torch.compile's kernels, the channels_last layout, the CPU thread count, the evaluation
 # batches), so a resume refuses a change there; pack_size does not (docs/collect.md, *Packing is
 # exact*). dataset.root is where the data are; the data fingerprint in run.json checks they are the same.
-EXEMPT_FIELDS = ("slurm", "engine.pack_size", "dataset.root")
+EXEMPT_FIELDS = ("slurm", "engine.pack_size", "engine.cells_per_gpu", "dataset.root")
 
 
 @dataclass(frozen=True)
@@ -233,7 +233,8 @@ def grid_changes(old: Any, new: Any) -> tuple[list[str], dict[str, list[Any]]]:
     Adding pipelines, sigma_w levels or seeds is an extension (its new cells simply run), except to a
     crossed seed design (``seeds: {init: [...], data: [...]}``), whose seeds may not change at all;
     anything else that differs, including removing a level, is a change that resume refuses.
-    The fields in ``EXEMPT_FIELDS`` (the ``slurm`` block, ``engine.pack_size``, ``dataset.root``)
+    The fields in ``EXEMPT_FIELDS`` (the ``slurm`` block, ``engine.pack_size``, ``engine.cells_per_gpu``,
+    ``dataset.root``) and a user-code pipeline's ``timeout_min``
     say how to run or where the data are, not what to compute, and are ignored; every other
     ``engine`` setting counts (it changes the numbers or what is recorded).
     """
@@ -241,6 +242,9 @@ def grid_changes(old: Any, new: Any) -> tuple[list[str], dict[str, list[Any]]]:
     for key in EXEMPT_FIELDS:
         _drop(a, key)
         _drop(b, key)
+    for d in (a, b):   # a user-code cell's time limit says how long to wait, not what it computes
+        for name in old.user_pipelines.keys() | new.user_pipelines.keys():
+            _drop(d, f"pipelines.{name}.timeout_min")
     changed: list[str] = []
     added: dict[str, list[Any]] = {"pipelines": [], "sigma_w": [], "seeds": []}
     if isinstance(a["seeds"], dict) or isinstance(b["seeds"], dict):

@@ -417,10 +417,12 @@ def _prepare_and_train(run: RunDir, grid: Any, h: str, opts: CollectOptions, *, 
             return None
         return []
     dev = plan_device
-    workers = len(worker_plan(dev, auto_jobs(grid, dev, len(todo)) if opts.jobs == "auto" else int(opts.jobs)))
+    per_gpu = int(grid.engine.cells_per_gpu)
+    workers = len(worker_plan(dev, auto_jobs(grid, dev, len(todo)) if opts.jobs == "auto" else int(opts.jobs),
+                              per_gpu))
     tasks = plan_tasks(run, grid, todo, device=dev, pack_size=opts.pack_size, workers=workers)
     jobs = auto_jobs(grid, dev, len(tasks)) if opts.jobs == "auto" else opts.jobs
-    plan = worker_plan(dev, int(jobs))
+    plan = worker_plan(dev, int(jobs), per_gpu)
     if not (len(plan) == 1 and not plan[0]):
         from initmem.collect.train.data import load_split
 

@@ -10,7 +10,9 @@ cube appears when the array finishes even if the submitting shell is gone. ``ini
 
 Resources come from, in order of precedence: command-line options, the grid file's ``slurm:``
 block, the defaults of ``SlurmSpec`` (partition, gpus_per_job, time_min, mem_gb,
-array_parallelism, cpus_per_task).
+array_parallelism, cpus_per_task; and what clusters require: account, qos, constraint, gres, setup
+lines, further ``#SBATCH`` options as additional_parameters, and max_num_timeout, the requeues of a
+task that ran out of time).
 """
 
 from __future__ import annotations
@@ -39,7 +41,10 @@ from initmem.errors import OptionError, UserError, option
 from initmem.grid import SlurmSpec
 
 CLUSTER_ENV = "INITMEM_SUBMITIT_CLUSTER"  # "local" runs the array with submitit's LocalExecutor
-SLURM_KEYS = ("partition", "gpus_per_job", "time_min", "mem_gb", "array_parallelism", "cpus_per_task")
+SLURM_KEYS = ("partition", "gpus_per_job", "time_min", "mem_gb", "array_parallelism", "cpus_per_task", "account",
+              "qos", "constraint", "gres", "setup", "additional_parameters", "max_num_timeout")
+# The slurm block's sbatch options passed to submitit as they are (``slurm_<name>``), where set.
+SBATCH_PASSED = ("account", "qos", "constraint", "gres", "setup", "additional_parameters")
 
 
 def slurm_options(grid: Any, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +96,9 @@ def make_executor(run: RunDir, grid: Any, opts: dict[str, Any], cluster: str | N
         if shutil.which("sbatch") is None:
             raise OptionError("executor", "{option} slurm needs Slurm (sbatch not found on PATH); use {option} local")
         cluster = "slurm"
-    ex = submitit.AutoExecutor(folder=run.slurm / "%j", cluster=cluster)
+    timeouts = int(opts.get("max_num_timeout", 3))   # requeues of a task that ran out of time (submitit's)
+    ex = submitit.AutoExecutor(folder=run.slurm / "%j", cluster=cluster, slurm_max_num_timeout=timeouts,
+                               local_max_num_timeout=timeouts)
     gpus = int(opts["gpus_per_job"])
     if cluster == "local":
         gpus = min(gpus, len(visible_gpus()))
@@ -102,6 +109,10 @@ def make_executor(run: RunDir, grid: Any, opts: dict[str, Any], cluster: str | N
     }
     if opts.get("partition"):
         params["slurm_partition"] = opts["partition"]
+    for key in SBATCH_PASSED:   # the cluster's own requirements: account, QOS, node features, setup lines, ...
+        if opts.get(key):
+            params[f"slurm_{key}"] = list(opts[key]) if key == "setup" else \
+                dict(opts[key]) if key == "additional_parameters" else opts[key]
     ex.update_parameters(**params)
     return ex
 

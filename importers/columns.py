@@ -91,7 +91,39 @@ def resolve(columns: Iterable[str], *, per_epoch: bool, metric_cols: Iterable[st
             notes.append(f"column '{col}' read as {new}")
         rename[col] = new
         kind[new] = k
+    if not any(k in RESULT_KINDS for k in kind.values()):
+        raise UserError(_no_metric(kind, {new: old for old, new in rename.items()}, per_epoch, source))
     return rename, kind, notes
+
+
+# The kinds of column that hold a result the analysis can read (a setting, a status or n_test is none).
+RESULT_KINDS = ("run", "curve", "metric")
+
+
+def _no_metric(kind: dict[str, str], original: dict[str, str], per_epoch: bool, source: str) -> str:
+    """The refusal of a table without any result: what its columns were read as, and the names that a
+    metric column may have (an accuracy under any alias first), so that renaming one column is the fix."""
+    read_as = {"setting": "a setting", "status": "the runs' status", "n_test": "the test-set size"}
+    held = [f"'{original[n]}' ({read_as[k]})" for n, k in kind.items()]
+    what = f"its other columns are {', '.join(held)}" if held else "it holds only the key columns"
+    return (f"{source}: no accuracy or other metric column ({what}); name the results column as one of: "
+            f"{', '.join(metric_names(per_epoch))}; or keep a column of your own as the metric with "
+            f"{option('metric_cols', 'NAME')}")
+
+
+def metric_names(per_epoch: bool) -> list[str]:
+    """The accepted names of a column that holds results (cube variables and their aliases): every accepted
+    name (:func:`accepted`) but the settings, ``status`` and ``n_test``; test accuracies and counts first,
+    then the other accuracies, then the rest."""
+    aliases = CURVE_ALIASES if per_epoch else RUN_ALIASES
+    not_results = {*SETTINGS, *SETTING_ALIASES, cube.A_N_TEST, cube.STATUS}
+    names = [n for n in accepted(per_epoch) if n not in not_results]
+
+    def rank(name: str) -> int:
+        meant = aliases.get(name, name)
+        return 0 if meant in (*TEST_ACCURACIES, cube.SELECTED_TEST_CORRECT) else 1 if is_accuracy(meant) else 2
+
+    return sorted(names, key=rank)   # a stable sort: each rank keeps the order of accepted()
 
 
 def _declared(col: str, aliases: dict[str, str], per_epoch: bool, source: str) -> tuple[str, str]:

@@ -25,8 +25,12 @@ from pydantic import (
 
 from initmem import clocks, optimizers
 from initmem.errors import UserError
+from initmem.grid.datasets import DATASETS as DATASET_TABLE
+from initmem.grid.datasets import GENERATED, NAMES, DatasetName
+from initmem.grid.datasets import dataset as dataset_entry
 
-DATASETS = ("digits", "cifar10", "cifar100", "fashion_mnist", "svhn", "mnist1d")
+DATASETS = NAMES   # the data sets table (grid/datasets.py)
+SEQUENCES = tuple(d.name for d in DATASET_TABLE if d.sequence)   # the 1-D ones, which resnet1d takes
 ARCH_PATTERN = re.compile(r"^(resnet_tiny|resnet9|resnet(\d+)|resnet1d|mlp|vit_tiny)$")
 DENSE_ARCHS = ("mlp", "vit_tiny")  # take any image size (digits and mnist1d included); no BatchNorm
 # MNIST-1D (Greydanus & Kobak 2024) is generated, not read: its sizes and generation seed are grid
@@ -108,7 +112,7 @@ class DatasetSpec(_Strict):
     so their canonical YAML and grid hash are what they were before mnist1d existed.
     """
 
-    name: Literal["digits", "cifar10", "cifar100", "fashion_mnist", "svhn", "mnist1d"] = "digits"
+    name: DatasetName = "digits"
     root: str | None = None
     val_fraction: Real = Field(0.2, gt=0, lt=1)
     test_fraction: Real = Field(0.25, gt=0, lt=1)
@@ -122,24 +126,24 @@ class DatasetSpec(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _mnist1d_defaults(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("name") == "mnist1d":
+        if isinstance(data, dict) and data.get("name") in NAMES and dataset_entry(data["name"]).source == GENERATED:
             return {**MNIST1D_DEFAULTS, **{k: v for k, v in data.items() if v is not None or k not in MNIST1D_DEFAULTS}}
         return data
 
     def check_fields(self) -> None:
         """Refuse the fields of the other kind of data set (run by the grid, so the message can
         name ``dataset.<field>``)."""
-        if self.name == "mnist1d":
+        if dataset_entry(self.name).source == GENERATED:
             for key in SPLIT_FIELDS:
                 if key in self.model_fields_set:
-                    raise ValueError(f"dataset.{key}: not for mnist1d (give n_train, n_val, n_test and the "
+                    raise ValueError(f"dataset.{key}: not for {self.name} (give n_train, n_val, n_test and the "
                                      "generation seed)")
             if self.augment != "none":
-                raise ValueError("dataset.augment: mnist1d takes none (crop_flip is for images)")
+                raise ValueError(f"dataset.augment: {self.name} takes none (crop_flip is for images)")
         else:
             for key in MNIST1D_FIELDS:
                 if getattr(self, key) is not None:
-                    raise ValueError(f"dataset.{key}: only for dataset mnist1d (got dataset {self.name})")
+                    raise ValueError(f"dataset.{key}: only for a generated data set (got dataset {self.name})")
 
 
 class ModelSpec(_Strict):
@@ -644,7 +648,8 @@ class Grid(_Strict):
     def _consistent(self) -> Grid:
         self.dataset.check_fields()
         self._check_model()
-        if self.dataset.name not in ("digits", "mnist1d") and self.dataset.root is None:
+        data = dataset_entry(self.dataset.name)
+        if data.needs_root and self.dataset.root is None:
             raise ValueError(f"dataset.root: {self.dataset.name} needs a torchvision data folder")
         for where, model in self._models_in_use():
             if self.init.scale == "normalized_kernels" and not (
@@ -653,12 +658,15 @@ class Grid(_Strict):
                                  "norm: layer)")
             if self.init.scale == "convolutions" and model.arch in DENSE_ARCHS:
                 raise ValueError(f"init.scale: {model.arch} has no convolutions ({where}.arch)")
-            if self.dataset.name == "digits" and model.arch not in ("resnet_tiny", *DENSE_ARCHS):
-                raise ValueError(f"{where}.arch: the 8x8 digits images need resnet_tiny, mlp or vit_tiny")
-            if (self.dataset.name == "mnist1d") != (model.arch == "resnet1d") and model.arch not in DENSE_ARCHS:
-                raise ValueError(f"{where}.arch: the 1-D mnist1d signals need resnet1d, mlp or vit_tiny, "
-                                 "and resnet1d needs dataset mnist1d")
-            if self.dataset.name == "mnist1d" and model.arch == "vit_tiny" and MNIST1D_LENGTH % (model.patch or 2):
+            if data.convs is not None and not data.sequence and model.arch not in (*data.convs, *DENSE_ARCHS):
+                raise ValueError(f"{where}.arch: the {data.size[0]}x{data.size[1]} {data.name} images need "
+                                 f"{', '.join(data.convs)}, mlp or vit_tiny")
+            if data.sequence and model.arch not in ("resnet1d", *DENSE_ARCHS):
+                raise ValueError(f"{where}.arch: the 1-D {data.name} signals need resnet1d, mlp or vit_tiny")
+            if model.arch == "resnet1d" and not data.sequence:
+                raise ValueError(f"{where}.arch: resnet1d needs a 1-D data set ({', '.join(SEQUENCES)}), not "
+                                 f"{data.name}")
+            if data.sequence and model.arch == "vit_tiny" and MNIST1D_LENGTH % (model.patch or 2):
                 raise ValueError(f"{where}.patch: must divide the mnist1d length {MNIST1D_LENGTH} (got {model.patch})")
             self._check_probe(model, where)
         for name, spec in self.engine_pipelines.items():
@@ -787,7 +795,7 @@ class Grid(_Strict):
         canonical form and hash (resumable runs)."""
         d = self.model_dump(mode="json")
         dataset = d["dataset"]
-        for key in MNIST1D_FIELDS if self.dataset.name != "mnist1d" else SPLIT_FIELDS:
+        for key in MNIST1D_FIELDS if dataset_entry(self.dataset.name).source != GENERATED else SPLIT_FIELDS:
             dataset.pop(key)   # the fields of the other kind of data set: absent, not defaulted
         for key in ("budget", "decide"):
             if d.get(key) is None:

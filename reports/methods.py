@@ -19,6 +19,8 @@ from typing import Any
 
 from initmem import cube as C
 from initmem import optimizers
+from initmem.grid.datasets import GENERATED, NAMES
+from initmem.grid.datasets import dataset as dataset_entry
 from initmem.models.paired import EXTREME_WEIGHT, FORGETS_IUT_SHARE, PEAK_WEIGHT
 from initmem.models.sequential import parse_design, spending_label
 from initmem.plot.load import Analysis, seed_design, verdict_levels
@@ -162,7 +164,8 @@ def design_sentences(a: Analysis) -> list[str]:
         width = f" of width {model['width']}" if model.get("width") else ""
         norm = {"batch": "with batch normalization", "layer": "with LayerNorm"}.get(
             str(model.get("norm", "batch")), "without normalization")
-        if ds.get("name") == "mnist1d":  # generated, not split: its sizes and generation seed say what it is
+        if ds.get("name") in NAMES and dataset_entry(str(ds["name"])).source == GENERATED:
+            # generated, not split: its sizes and generation seed say what it is
             data = (f"MNIST-1D generated offline by the mnist1d package (seed {ds.get('seed', 0)}; "
                     f"{ds.get('n_train', 4000)} training, {ds.get('n_val', 1000)} validation and "
                     f"{ds.get('n_test', 10000)} test signals)")

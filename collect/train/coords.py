@@ -21,6 +21,7 @@ import initmem
 from initmem import cube, optimizers
 from initmem.cube.schema import A_LION_VERSION, A_SCHEDULEFREE_VERSION
 from initmem.grid import Grid, ModelSpec, PipelineSpec, grid_hash, probe_levels, probe_target
+from initmem.grid.datasets import GENERATED, dataset
 
 # A generated data set's recipe (JSON: generator, its arguments, package version, split ranges): the
 # fingerprint names the arrays, this says how to make them again. Only for dataset mnist1d.
@@ -154,7 +155,7 @@ def cube_attrs(grid: Grid, device: str, *, n_test: int | None = None,
         attrs[cube.A_N_TEST] = int(n_test)
     if dataset_fingerprint is not None:
         attrs[cube.A_DATASET_FINGERPRINT] = dataset_fingerprint
-    if grid.dataset.name == "mnist1d":
+    if dataset(grid.dataset.name).source == GENERATED:
         from initmem.collect.train import mnist1d_gen  # numpy only; the recipe follows from the grid
 
         attrs[A_DATASET_PROVENANCE] = json.dumps(mnist1d_gen.provenance(grid.dataset), sort_keys=True)

@@ -21,12 +21,7 @@ import torch
 
 from initmem.errors import UserError
 from initmem.grid import DatasetSpec
-
-HOW_TO_GET = (
-    "download it once with torchvision on a machine with network access, e.g. "
-    "python -c \"import torchvision; torchvision.datasets.{cls}('{root}', {kw}download=True)\", "
-    "and point dataset.root at that folder"
-)
+from initmem.grid.datasets import GENERATED, SKLEARN, Dataset, dataset
 
 
 @dataclass(frozen=True)
@@ -76,13 +71,7 @@ def _digits() -> tuple[np.ndarray, np.ndarray]:
     return x, d.target.astype(np.int64)
 
 
-CIFAR_FILES = {
-    "cifar10": ("cifar-10-batches-py", [f"data_batch_{i}" for i in range(1, 6)], ["test_batch"], "labels"),
-    "cifar100": ("cifar-100-python", ["train"], ["test"], "fine_labels"),
-}
-
-
-def _cifar(spec: DatasetSpec, root: Path, hint: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+def _cifar(entry: Dataset, root: Path, hint: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """CIFAR-10/100 read straight from torchvision's on-disk pickles, never downloaded.
 
     torchvision's loader insists on the md5 of the official files, so it refuses a subset or
@@ -91,55 +80,55 @@ def _cifar(spec: DatasetSpec, root: Path, hint: str) -> tuple[np.ndarray, np.nda
     """
     import pickle
 
-    folder, train_files, test_files, label_key = CIFAR_FILES[spec.name]
+    assert entry.pickles is not None
+    folder, train_files, test_files, label_key = (entry.pickles.folder, entry.pickles.train, entry.pickles.test,
+                                                  entry.pickles.label_key)
+    c, (h, w) = entry.channels, entry.size
 
-    def read(names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    def read(names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         xs, ys = [], []
         for name in names:
             path = root / folder / name
             try:
                 with path.open("rb") as fh:
-                    entry = pickle.load(fh, encoding="latin1")
-                x = np.asarray(entry["data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
-                y = np.asarray(entry[label_key], dtype=np.int64)
+                    batch = pickle.load(fh, encoding="latin1")
+                x = np.asarray(batch["data"], dtype=np.uint8).reshape(-1, c, h, w)
+                y = np.asarray(batch[label_key], dtype=np.int64)
             except (OSError, EOFError, pickle.UnpicklingError, KeyError, TypeError, ValueError) as exc:
-                raise UserError(f"{spec.name} files not found or corrupt under {root} ({path.name}: "
+                raise UserError(f"{entry.name} files not found or corrupt under {root} ({path.name}: "
                                 f"{exc.__class__.__name__}): {hint}") from None
             if len(x) != len(y):
-                raise UserError(f"{spec.name} file {path} is corrupt: {len(x)} images, {len(y)} labels")
+                raise UserError(f"{entry.name} file {path} is corrupt: {len(x)} images, {len(y)} labels")
             xs.append(x)
             ys.append(y)
         return np.concatenate(xs).astype(np.float32) / 255.0, np.concatenate(ys)
 
     xtr, ytr = read(train_files)
     xte, yte = read(test_files)
-    n_classes = 10 if spec.name == "cifar10" else 100
+    n_classes = entry.classes
     if min(ytr.min(), yte.min()) < 0 or max(ytr.max(), yte.max()) >= n_classes:
-        raise UserError(f"{spec.name} labels under {root} fall outside 0..{n_classes - 1}")
+        raise UserError(f"{entry.name} labels under {root} fall outside 0..{n_classes - 1}")
     return xtr, ytr, xte, yte, n_classes
 
 
-def _torchvision(spec: DatasetSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+def _torchvision(spec: DatasetSpec, entry: Dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """A torchvision data set from its files under ``dataset.root`` (never downloaded)."""
     import torchvision.datasets as tvd
 
+    assert entry.torchvision is not None
     root = Path(str(spec.root)).expanduser()
-    cls, kw_train, kw_test = {
-        "cifar10": ("CIFAR10", {"train": True}, {"train": False}),
-        "cifar100": ("CIFAR100", {"train": True}, {"train": False}),
-        "fashion_mnist": ("FashionMNIST", {"train": True}, {"train": False}),
-        "svhn": ("SVHN", {"split": "train"}, {"split": "test"}),
-    }[spec.name]
+    cls, kw_train, kw_test = entry.torchvision
     kw_txt = "".join(f"{k}={v!r}, " for k, v in kw_train.items())
-    hint = HOW_TO_GET.format(cls=cls, root=root, kw=kw_txt)
+    hint = entry.how_to_get.format(cls=cls, root=root, kw=kw_txt)
     if not root.is_dir():
         raise UserError(f"dataset.root {root} does not exist: {hint}")
-    if spec.name in CIFAR_FILES:
-        return _cifar(spec, root, hint)
+    if entry.pickles is not None:
+        return _cifar(entry, root, hint)
     try:
         train = getattr(tvd, cls)(str(root), download=False, **kw_train)
         test = getattr(tvd, cls)(str(root), download=False, **kw_test)
     except (RuntimeError, OSError, FileNotFoundError) as exc:
-        raise UserError(f"{spec.name} files not found or corrupt under {root} ({exc}): {hint}") from None
+        raise UserError(f"{entry.name} files not found or corrupt under {root} ({exc}): {hint}") from None
 
     def arrays(ds) -> tuple[np.ndarray, np.ndarray]:
         data = ds.data.numpy() if isinstance(ds.data, torch.Tensor) else np.asarray(ds.data)
@@ -155,29 +144,31 @@ def _torchvision(spec: DatasetSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 
     xtr, ytr = arrays(train)
     xte, yte = arrays(test)
-    n_classes = int(max(ytr.max(), yte.max()) + 1)
-    return xtr, ytr, xte, yte, n_classes
+    if min(ytr.min(), yte.min()) < 0 or max(ytr.max(), yte.max()) >= entry.classes:
+        raise UserError(f"{entry.name} labels under {root} fall outside 0..{entry.classes - 1}")
+    return xtr, ytr, xte, yte, entry.classes
 
 
 @functools.lru_cache(maxsize=4)
 def load_split(spec: DatasetSpec) -> Split:
     """The fixed split of ``spec`` (cached per process; tensors on CPU)."""
     rng = np.random.default_rng(spec.split_seed)
-    if spec.name == "mnist1d":
+    entry = dataset(spec.name)
+    if entry.source == GENERATED:
         from initmem.collect.train import mnist1d_gen
 
         xt, yt, xv, yv, xte, yte = (a[:, None, None, :] if a.ndim == 2 else a for a in mnist1d_gen.load(spec))
-        return _standardised(xt, yt, xv, yv, xte, yte, mnist1d_gen.N_CLASSES)
-    if spec.name == "digits":
+        return _standardised(xt, yt, xv, yv, xte, yte, entry.classes)
+    if entry.source == SKLEARN:
         x, y = _digits()
         perm = rng.permutation(len(y))
         n_test = int(round(spec.test_fraction * len(y)))
         test_idx, rest = perm[:n_test], perm[n_test:]
         xte, yte = x[test_idx], y[test_idx]
         xtr, ytr = x[rest], y[rest]
-        n_classes = 10
+        n_classes = entry.classes
     else:
-        xtr, ytr, xte, yte, n_classes = _torchvision(spec)
+        xtr, ytr, xte, yte, n_classes = _torchvision(spec, entry)
     perm = rng.permutation(len(ytr))
     n_val = int(round(spec.val_fraction * len(ytr)))
     if n_val < 1 or n_val >= len(ytr):

@@ -35,6 +35,7 @@ import numpy as np
 from initmem.atomic import atomic_path
 from initmem.errors import UserError
 from initmem.grid import MNIST1D_LENGTH, DatasetSpec
+from initmem.grid.datasets import GENERATED, dataset
 
 N_CLASSES = 10
 GENERATOR = "mnist1d.data.make_dataset"
@@ -51,7 +52,7 @@ def package_version() -> str:
 
 def sizes(spec: DatasetSpec) -> tuple[int, int, int]:
     """``(n_train, n_val, n_test)`` of an mnist1d spec."""
-    if spec.name != "mnist1d" or None in (spec.n_train, spec.n_val, spec.n_test):
+    if dataset(spec.name).source != GENERATED or None in (spec.n_train, spec.n_val, spec.n_test):
         raise ValueError(f"not an mnist1d spec: {spec}")
     return int(spec.n_train), int(spec.n_val), int(spec.n_test)  # type: ignore[arg-type]
 

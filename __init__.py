@@ -26,10 +26,10 @@ vocabularies that extensions add to are tables: ``clocks``, ``optimizers`` and
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 from initmem.lazy import lazy_dir, lazy_getattr
+from initmem.version import __version__
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is imported on first use
     from initmem.analysis.analyze import analyze_cube as analyze
@@ -47,21 +47,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is i
     from initmem.simulate import SimPipeline as SimPipeline
     from initmem.simulate import simulate_cube as simulate_cube
 
-
-def _checkout_version() -> str:
-    """The version in pyproject.toml, for a checkout put on the path without being installed (a GPU machine
-    that runs ``benchmarks/gpu_checks.sh``, say)."""
-    import tomllib
-    from pathlib import Path
-
-    with open(Path(__file__).with_name("pyproject.toml"), "rb") as f:
-        return str(tomllib.load(f)["project"]["version"])
-
-
-try:
-    __version__ = version("initmem")
-except PackageNotFoundError:
-    __version__ = _checkout_version()
 
 _API: dict[str, tuple[str, str]] = {
     "open_cube": ("initmem.cube", "open_cube"),

@@ -20,10 +20,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from initmem import __version__, cube
+from initmem import cube
 from initmem.errors import UserError, option
 from initmem.importers import columns as COL
 from initmem.importers import derive
+from initmem.version import __version__
 
 KEYS = (cube.PIPELINE, cube.SIGMA, cube.SEED)
 def seeds_help() -> str:

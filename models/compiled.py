@@ -120,7 +120,7 @@ def versions() -> dict[str, str]:
     import pymc
     import pytensor
 
-    from initmem import __version__
+    from initmem.version import __version__
 
     return {"initmem": __version__, "pymc": pymc.__version__, "pytensor": pytensor.__version__,
             "nutpie": nutpie.__version__, "numba": numba.__version__, "llvmlite": llvmlite.__version__,

@@ -17,11 +17,12 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 import xarray as xr
 
-from initmem import __version__, cube, optimizers
+from initmem import cube, optimizers
 from initmem.clocks import simulated as simulated_clocks
 from initmem.errors import UserError
 from initmem.grid import INTERP_THRESHOLD
 from initmem.schedule import LrSchedule, pipeline_clocks
+from initmem.version import __version__
 
 SIGMA_RANGE = (0.25, 8.0)
 N_CLASSES = 10

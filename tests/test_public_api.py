@@ -65,7 +65,9 @@ def test_import_stays_light():
 def test_a_checkout_on_the_path_knows_its_version():
     # benchmarks/gpu_checks.sh puts an uninstalled checkout on the path: no package metadata there,
     # so the version comes from pyproject.toml, and it is the one an install records.
-    assert initmem._checkout_version() == initmem.__version__
+    from initmem.version import _checkout_version
+
+    assert _checkout_version() == initmem.__version__
 
 
 @pytest.fixture(scope="module")

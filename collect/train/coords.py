@@ -17,11 +17,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import initmem
 from initmem import cube, optimizers
 from initmem.cube.schema import A_LION_VERSION, A_SCHEDULEFREE_VERSION
 from initmem.grid import Grid, ModelSpec, PipelineSpec, grid_hash, probe_levels, probe_target
 from initmem.grid.datasets import GENERATED, dataset
+from initmem.version import __version__
 
 # A generated data set's recipe (JSON: generator, its arguments, package version, split ranges): the
 # fingerprint names the arrays, this says how to make them again. Only for dataset mnist1d.
@@ -143,7 +143,7 @@ def cube_attrs(grid: Grid, device: str, *, n_test: int | None = None,
         cube.A_PROBE_TARGET: probe_target(grid.init),
         cube.A_PROBE_LEVELS: ",".join(probe_levels(grid)),
         cube.A_AUGMENT: grid.dataset.augment,
-        cube.A_INITMEM_VERSION: initmem.__version__,
+        cube.A_INITMEM_VERSION: __version__,
         cube.A_TORCH_VERSION: _torch_version(),
         A_LION_VERSION: _version("lion-pytorch"),
         A_SCHEDULEFREE_VERSION: _version("schedulefree"),

@@ -140,6 +140,15 @@ def write_cube(ds: xr.Dataset, path: str | os.PathLike, *, check: bool = True) -
         The cube is invalid (with ``check``).
     UserError
         ``path`` is a folder or a file that is not NetCDF.
+
+    Examples
+    --------
+    >>> import initmem
+    >>> cube = initmem.simulate_cube([initmem.SimPipeline("sgd", n_sigma=3, n_seed=2)])
+    >>> initmem.write_cube(cube, "sgd.nc")
+    PosixPath('sgd.nc')
+    >>> initmem.open_cube("sgd.nc").sizes["seed"]
+    2
     """
     ds = canonicalize(ds)
     if check:
@@ -187,6 +196,14 @@ def open_cube(path: str | os.PathLike, *, check: bool = True) -> xr.Dataset:
     ------
     UserError
         No such file, not NetCDF, or an invalid cube (with ``check``).
+
+    Examples
+    --------
+    >>> import initmem
+    >>> path = initmem.write_cube(initmem.simulate_cube([initmem.SimPipeline("sgd", n_sigma=3, n_seed=2)]), "sgd.nc")
+    >>> ds = initmem.open_cube(path)
+    >>> [str(p) for p in ds["pipeline"].values], ds.sizes["sigma_w"], ds.sizes["seed"]
+    (['sgd'], 3, 2)
     """
     path = Path(path)
     if not path.exists():
@@ -226,9 +243,3 @@ def empty_cube(
     ds = xr.Dataset(coords=coords)
     ds.attrs = {A_SCHEMA: SCHEMA, **(attrs or {})}
     return ds
-
-
-
-# What a cube holds (pure xarray, no file format) lives in cube_queries.py and is re-exported here,
-# where every module takes it, on first use: cube_queries reads the names above, so importing it
-# from here at load time would be an import cycle.

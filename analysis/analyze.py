@@ -214,6 +214,23 @@ def analyze_cube(
         The cube cannot be read or has nothing to analyze, or ``out_dir`` cannot hold an analysis.
     OptionError
         An option is invalid (the message names it).
+
+    Examples
+    --------
+    A simulated cube, analyzed with short chains (the defaults sample four chains of 1,000 draws):
+
+    >>> import initmem
+    >>> cube = initmem.simulate_cube([initmem.SimPipeline("flat", sigma_sd=0.0, n_sigma=3, n_seed=3),
+    ...                               initmem.SimPipeline("steep", sigma_sd=0.5, n_sigma=3, n_seed=3)], seed=1)
+    >>> summary = initmem.analyze(initmem.write_cube(cube, "sim.nc"), "analysis", draws=100, tune=100, chains=2,
+    ...                           n_boot=0, progress=False)
+    >>> sorted(summary.pipelines), summary.delta
+    (['flat', 'steep'], 0.01)
+    >>> summary.pipelines["steep"].spread.median > summary.pipelines["flat"].spread.median
+    True
+    >>> initmem.analyze("sim.nc", "analysis", chain=2)
+    Traceback (most recent call last):
+    initmem.errors.OptionError: chain is not an analysis option; did you mean chains?
     """
     spec = AnalysisSpec.of(spec, **options)
     seed = spec.seed

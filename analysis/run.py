@@ -168,6 +168,16 @@ def run(grid: str | os.PathLike | None = None, out_dir: str | os.PathLike | None
     UserError
         Both ``grid`` and ``preset`` are given, the grid file is missing or invalid, or the run folder holds a run
         that this one may not continue (another grid, or another sequential design).
+
+    Examples
+    --------
+    Collect, analyze and report the quick preset (this trains every cell of the grid: minutes on a laptop):
+
+    >>> import initmem
+    >>> spec = initmem.AnalysisSpec.of(delta=0.02)
+    >>> result = initmem.run(preset="quick", out_dir="runs/quick", spec=spec)      # doctest: +SKIP
+    >>> result.report                                                                # doctest: +SKIP
+    PosixPath('runs/quick/report.html')
     """
     from initmem.analysis.sequential import DEFAULT_LOOKS
     from initmem.grid import load_grid

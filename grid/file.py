@@ -146,6 +146,16 @@ def load_grid(path: str | Path) -> Grid:
     ------
     UserError
         The file cannot be read, is not YAML, or fails validation (one line naming the field).
+
+    Examples
+    --------
+    >>> import initmem
+    >>> grid = initmem.load_grid("quick")
+    >>> grid.name, len(grid.pipelines)
+    ('quick', 7)
+    >>> initmem.load_grid("configs/none.yaml")
+    Traceback (most recent call last):
+    initmem.errors.UserError: no such grid file: configs/none.yaml ...
     """
     path = resolve_preset(path)
     source = f"grid file {path.name}"

@@ -93,6 +93,19 @@ def import_table(source: str | os.PathLike, out: str | os.PathLike, *, seeds: Se
     UserError
         The source cannot be read, or the table would give a confident wrong answer (units, duplicates, values);
         the message names the row or column to fix.
+
+    Examples
+    --------
+    A long table, one row per run (a CSV written here with pandas):
+
+    >>> import pandas as pd
+    >>> import initmem
+    >>> rows = [{"pipeline": p, "sigma_w": s, "seed": k, "selected_test_acc": 0.9 - 0.01 * k}
+    ...         for p in ("sgd", "adam") for s in (0.5, 1.0, 2.0) for k in (0, 1, 2)]
+    >>> pd.DataFrame(rows).to_csv("runs.csv", index=False)
+    >>> result = initmem.import_table("runs.csv", "imported.nc", seeds="paired", n_test=1000)
+    >>> result.cube, dict(result.dataset.sizes)
+    (PosixPath('imported.nc'), {'pipeline': 2, 'sigma_w': 3, 'seed': 3})
     """
     from initmem import cube
     from initmem.importers.table import frame_to_cube

@@ -349,6 +349,18 @@ def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: 
         independent seeds, one per run, and a crossed design's runs share init and data seeds.
     OptionError
         ``delta`` not positive or ``n_sim`` below 10.
+
+    Examples
+    --------
+    The analysis folder of [`initmem.analyze`][initmem.analyze]'s example (20 simulated experiments per seed
+    count, for speed; the default is 200):
+
+    >>> import initmem
+    >>> planned = initmem.plan("analysis", n_sim=20)
+    >>> sorted(planned["pipelines"]), planned["ladder"][:4]
+    (['flat', 'steep'], [2, 3, 4, 5])
+    >>> planned["pipelines"]["steep"]["n_seed_now"]
+    3
     """
     folder = Path(analysis_dir)
     summary = load_summary(folder)

@@ -361,6 +361,17 @@ def export_analysis(analysis_dir: str | os.PathLike, out_dir: str | os.PathLike,
     ------
     UserError
         Not an analysis folder, an unknown format or width; raised before anything is written.
+
+    Examples
+    --------
+    The analysis folder of [`initmem.analyze`][initmem.analyze]'s example, its figures as PNG only:
+
+    >>> import initmem
+    >>> result = initmem.export("analysis", "paper", formats="png")
+    >>> result.out, any(f.suffix == ".png" for f in result.files)
+    (PosixPath('paper'), True)
+    >>> result.skipped["figure training_curves"]
+    'the cube has no training curves (train_acc, val_acc per epoch)'
     """
     fmts = parse_formats(formats)
     inches = parse_width(width)

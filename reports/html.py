@@ -217,6 +217,14 @@ def build_report(analysis_dir: str | os.PathLike, out_file: str | os.PathLike | 
     UserError
         ``analysis_dir`` is not an analysis folder, ``out_file`` is a folder or a file that is not HTML, or a file
         stands where its folder would be.
+
+    Examples
+    --------
+    The analysis folder of [`initmem.analyze`][initmem.analyze]'s example:
+
+    >>> import initmem
+    >>> initmem.report("analysis")
+    PosixPath('analysis/report.html')
     """
     a = load_analysis(analysis_dir)
     out = Path(out_file) if out_file is not None else Path(analysis_dir) / results.REPORT_HTML

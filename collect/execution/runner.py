@@ -265,6 +265,16 @@ def collect_cube(grid: Grid | str | os.PathLike, out_dir: str | os.PathLike, *, 
     UserError
         The grid is invalid, the folder holds another run (or a run of another grid or data set), or a shard is
         corrupt after the merge.
+
+    Examples
+    --------
+    Train the quick preset's grid into a cube, resumably (this trains every cell: minutes on a laptop):
+
+    >>> import initmem
+    >>> initmem.collect_cube("quick", "runs/quick", jobs="auto")                      # doctest: +SKIP
+    PosixPath('runs/quick/cube.nc')
+    >>> initmem.collect_cube("quick", "runs/quick", resume=True)   # only the cells left # doctest: +SKIP
+    PosixPath('runs/quick/cube.nc')
     """
     options = CollectOptions(resume=resume, force_new=force_new, retry_failed=retry_failed, executor=executor,
                              device=device, jobs=jobs, pack_size=pack_size, quiet=quiet, progress=progress,

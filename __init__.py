@@ -34,6 +34,8 @@ from initmem.version import __version__
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is imported on first use
     from initmem.analysis.analyze import analyze_cube as analyze
     from initmem.analysis.run import run as run
+    from initmem.collect.custom.probe import apply_probe as apply_probe
+    from initmem.collect.custom.recorder import Recorder as Recorder
     from initmem.collect.execution.runner import collect_cube as collect_cube
     from initmem.cube import open_cube as open_cube
     from initmem.cube import write_cube as write_cube
@@ -63,6 +65,8 @@ _API: dict[str, tuple[str, str]] = {
     "simulate_cube": ("initmem.simulate", "simulate_cube"),
     "SimPipeline": ("initmem.simulate", "SimPipeline"),
     "UserError": ("initmem.errors", "UserError"),
+    "apply_probe": ("initmem.collect.custom.probe", "apply_probe"),
+    "Recorder": ("initmem.collect.custom.recorder", "Recorder"),
 }
 
 
@@ -70,5 +74,6 @@ __getattr__ = lazy_getattr(__name__, _API)
 __dir__ = lazy_dir(__name__, _API)
 
 
-__all__ = ["AnalysisSpec", "SimPipeline", "UserError", "__version__", "analyze", "collect_cube", "export",
-           "import_table", "load_grid", "open_cube", "plan", "report", "run", "simulate_cube", "write_cube"]
+__all__ = ["AnalysisSpec", "Recorder", "SimPipeline", "UserError", "__version__", "analyze", "apply_probe",
+           "collect_cube", "export", "import_table", "load_grid", "open_cube", "plan", "report", "run", "simulate_cube",
+           "write_cube"]

@@ -143,14 +143,14 @@ def kernels(model: nn.Module, *, member: int = 0, normalized: Iterable[str] | No
 
     Parameters
     ----------
-    model
+    model : torch.nn.Module
         Any module; a built-in packed net is read through its own kernel interface.
-    member
+    member : int
         The member of a packed net (ignored for other models).
-    normalized
+    normalized : iterable of str, optional
         Names of the kernels that a normalisation follows, for a model ``torch.fx`` cannot trace
         (None: traced; where tracing fails, ``normalized`` is None on every kernel).
-    gains
+    gains : mapping of str to float, optional
         Kaiming gains by kernel name, replacing the default (sqrt 2, and 1 for the last kernel).
 
     Raises
@@ -248,18 +248,20 @@ def apply_probe(model: nn.Module, sigma_w: float, *, init_seed: int, probe: str 
 
     Parameters
     ----------
-    model
-        Any ``nn.Module`` (the kernel rule: module docstring); changed in place.
-    sigma_w
+    model : torch.nn.Module
+        Any module (the kernel rule: module docstring); changed in place.
+    sigma_w : float
         The probe level: the scale (``scale``, ``layer_scale``) or the level code k of ``shapes[k - 1]``.
-    init_seed
+    init_seed : int
         The cell's init seed; its ``STREAM_INIT`` generator draws every kernel, in kernel order.
-    probe, target, shapes
+    probe, target, shapes : str, str or None, list of str or None
         The grid's ``init.probe``, its ``init.scale`` (or ``init.layers`` for ``layer_scale``) and
-        ``init.shapes``; or pass a grid's ``init`` section as ``init`` instead.
-    member, normalized, gains
+        ``init.shapes``.
+    init : InitSpec, optional
+        A grid's ``init`` section, in place of ``probe``, ``target`` and ``shapes``.
+    member, normalized, gains : int, iterable of str or None, mapping or None
         As :func:`kernels`.
-    zero_biases
+    zero_biases : bool
         Set the biases of kernel modules to zero, as the engine's are.
 
     Returns

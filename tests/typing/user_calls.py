@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.figure
+import torch
 import xarray as xr
 
 import initmem
@@ -28,6 +29,13 @@ exported = initmem.export("runs/quick/analysis", "paper", formats=("pdf",), widt
 seeds: dict = initmem.plan("runs/quick/analysis", 0.01, n_sim=100, looks=(4, 8))
 sim: xr.Dataset = initmem.simulate_cube([initmem.SimPipeline(name="sgd")], n_test=600)
 err: Exception = initmem.UserError("bad input")
+net = torch.nn.Sequential(torch.nn.Linear(40, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+probed = initmem.apply_probe(net, 2.0, init_seed=0, target="head")
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+rec = initmem.Recorder(optimizer, net, batch_size=32, coords={"pipeline": "sgd", "sigma_w": 2.0, "seed": 0})
+rec.evaluate(0, train=(0.1, 2.3), val=(0.1, 2.3), test=(0.1, 2.3))
+rec.step(torch.tensor(2.3))
+record: xr.Dataset = rec.dataset()
 version: str = initmem.__version__
 
 analysis = ip.load_analysis("runs/quick/analysis")

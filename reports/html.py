@@ -25,6 +25,7 @@ from jinja2 import Environment, FunctionLoader, StrictUndefined, select_autoesca
 from initmem import cube, results
 from initmem.atomic import blocking_file, write_text
 from initmem.errors import UserError
+from initmem.names import BORDERLINE, UNDECIDED
 from initmem.plot.core import Skip
 from initmem.plot.load import Analysis, load_analysis, seed_design, verdict_levels
 from initmem.reports import sections
@@ -99,15 +100,27 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
     section table names, embedded as SVG), skipped parts with their reasons, methods, provenance."""
     figures: dict[str, list[Figure]] = {}
     skipped: dict[str, list[tuple[str, str]]] = {}  # section -> [(figure, why)]
-    secs = sections.applicable(a)  # a section that does not apply (crossed seeds) is not on the page at all
-    for sec in secs:
+    lacks: dict[str, dict[str, str]] = {}           # section -> {figure: what the input lacks for it}
+    applicable = sections.applicable(a)  # a section that does not apply (crossed seeds) is not on the page at all
+    for sec in applicable:
         figures[sec.id] = []
         for name in sec.figures:
             try:
                 figures[sec.id].append(report_figure(name, a))
             except Skip as exc:
-                skipped.setdefault(sec.id, []).append((name.replace("_", " "), str(exc)))
-    shown = {sec.id: sec.shown(a, figures[sec.id]) for sec in secs}
+                lacking = sections.figure_not_in_input(a, name)
+                if lacking:
+                    lacks.setdefault(sec.id, {})[name] = lacking
+                else:
+                    skipped.setdefault(sec.id, []).append((name.replace("_", " "), str(exc)))
+    shown = {sec.id: sec.shown(a, figures[sec.id]) for sec in applicable}
+    # Absent by design (the input never held the data): listed once at the top, "not in this input", and not
+    # drawn, numbered or noted as a problem.
+    absent = {sec.id: sec.not_in_input(a, lacks.get(sec.id, {})) for sec in applicable if not shown[sec.id]}
+    not_in_input = [(sec.title, absent[sec.id]) for sec in applicable if absent.get(sec.id)]
+    not_in_input += [(f"{sec.title}: {name.replace('_', ' ')}", what) for sec in applicable if shown[sec.id]
+                     for name, what in lacks.get(sec.id, {}).items()]
+    secs = tuple(sec for sec in applicable if not absent.get(sec.id))
     section_skips = [(sec.title, "; ".join(sorted({why for _, why in skipped.get(sec.id, [])})) or sec.skip_reason)
                      for sec in secs if not shown[sec.id]]
     figure_skips = [(f"{sec.title}: {what}", why) for sec in secs if shown[sec.id]
@@ -128,7 +141,9 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         "independent_seeds": seed_design(a) == cube.SEED_INDEPENDENT,
         "digits": a.digits,
         "headline": sentences.headline(a),
-        "spread_sentence": sentences.spread_sentence(a),
+        "headline_note": sentences.headline_note(a),
+        "delta_words": sentences.delta_words(a),
+        "not_in_input": sentences.not_in_input_sentence(not_in_input),
         "collapse_sentence": sentences.collapse_sentence(a),
         "forgetting_sentence": sentences.forgetting_sentence(a),
         "interpolation_sentence": sentences.interpolation_sentence(a),
@@ -158,6 +173,7 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         "likelihood_label": likelihood_label(a),
         "provenance": _provenance(a, command),
         "rhat_max": results.RHAT_MAX, "ess_min": results.ESS_MIN, "verdict_names": results.VERDICTS,
+        "borderline_flag": BORDERLINE, "undecided_word": UNDECIDED,
         "has_cube": a.cube is not None,
     }
 
@@ -171,7 +187,7 @@ def _environment() -> Environment:
         loader=FunctionLoader(_asset),  # the section partials, templates/sections/*.html.j2
     )
     env.filters.update(fmt=sentences.fmt, fmt_p=sentences.fmt_p, sort_key=sentences.sort_key,
-                       fmt_median=sentences.fmt_median)
+                       fmt_median=sentences.fmt_median, fmt_sig=sentences.fmt_sig)
     return env
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from initmem import cube as C
 from initmem import plot
 from initmem.plot.load import Analysis
 from initmem.reports import tables
@@ -54,6 +55,51 @@ def with_settings(drawn: Drawn) -> bool:
     return bool(tables.settings_rows(drawn.analysis))
 
 
+# What the input lacks, by design ------------------------------------------------------------------
+# A cube that was read but never held some data (an imported table has no per-epoch curves, no
+# tau_interp, no training settings) makes sections and figures absent by design: the report lists them
+# once as "not in this input", not as warnings. Each check names what is missing, as a noun phrase
+# ("per-epoch curves"), or None when the input holds it (or the cube could not be read: then the absence
+# is a problem, and the notes at the top say why).
+
+InputCheck = Callable[[Analysis], str | None]
+
+
+def _no_epochs(a: Analysis) -> str | None:
+    return "per-epoch curves" if C.EPOCH not in a.cube.dims else None
+
+
+def _lacks_training_curves(a: Analysis) -> str | None:
+    return _no_epochs(a) or (None if a.cube_has(C.TRAIN_ACC, C.VAL_ACC) else "train_acc and val_acc curves")
+
+
+def _lacks_taus(a: Analysis) -> str | None:
+    return None if a.cube_has(C.TAU_INTERP, C.TAU_BEST) else "tau_interp and tau_best"
+
+
+def _lacks_kernel_norms(a: Analysis) -> str | None:
+    return _no_epochs(a) or (None if a.cube_has(C.KERNEL_NORM) else "kernel_norm curves")
+
+
+def _lacks_settings(a: Analysis) -> str | None:
+    return None if tables.settings_rows(a) else "per-pipeline training settings"
+
+
+# Figure name -> the check of what it draws from the cube (figures drawn from summary.json alone have none).
+FIGURE_INPUT: dict[str, InputCheck] = {
+    "training_curves": _lacks_training_curves, "tau_scatter": _lacks_taus,
+    "kernel_norms": _lacks_kernel_norms, "rho_curves": _lacks_kernel_norms,
+    "clock_panels": _no_epochs, "forgetting_times": _no_epochs, "forgetting_dose": _no_epochs,
+    "curves_side_by_side": _no_epochs,
+}
+
+
+def figure_not_in_input(a: Analysis, name: str) -> str | None:
+    """What the read cube lacks for figure ``name`` (None: it holds it, or no cube was read)."""
+    check = FIGURE_INPUT.get(name)
+    return check(a) if check is not None and a.cube is not None else None
+
+
 def with_crossed(a: Analysis) -> bool:
     """The analysed cube was a crossed (init x data seeds) design: summary.json has a ``crossed`` block."""
     return getattr(a.summary, "crossed", None) is not None
@@ -71,6 +117,9 @@ class Section:
     section gets when no figure said why. A skipped section is left off the page (the contents and
     the notes at the top list it) unless ``kept_when_skipped``: then its heading stays, with the note
     under it (the figure sections do this, so a reader finds the figures' place and why they are absent).
+    A section absent by design (:meth:`not_in_input`: the read cube never held its data, as an imported
+    table holds no curves) is neither drawn, numbered nor noted: the top of the page lists it once, "not in
+    this input". ``input_check`` says what the cube lacks for a section without figures.
     ``applies`` says whether the section belongs to an analysis at all (:meth:`applies_to`).
     """
 
@@ -83,10 +132,24 @@ class Section:
     skip_reason: str = "nothing to show"
     kept_when_skipped: bool = False
     applies: Callable[[Analysis], bool] | None = None
+    input_check: InputCheck | None = None
 
     def shown(self, a: Analysis, figures: list[Figure]) -> bool:
         """Whether the section is on the page, by its rule."""
         return self.show is None or self.show(Drawn(a, figures))
+
+    def not_in_input(self, a: Analysis, figure_lacks: dict[str, str]) -> str | None:
+        """What the input lacks when this skipped section is absent by design (None: it is absent for another
+        reason, a missing cube say, and the notes at the top say why). ``figure_lacks`` maps each of its figures
+        that was not drawn for lack of input to what it lacks; the section is absent by design when every figure
+        is, or, for a section without figures, when its ``input_check`` names what the read cube lacks. The
+        reason is its first figure's (the main one: training curves before the tau scatter)."""
+        if self.figures:
+            lacks = [figure_lacks.get(f) for f in self.figures]
+            return lacks[0] if all(lacks) else None
+        if self.input_check is None or a.cube is None:
+            return None
+        return self.input_check(a)
 
     def applies_to(self, a: Analysis) -> bool:
         """Whether the section belongs to this kind of analysis at all (None: every analysis). A section that
@@ -120,7 +183,8 @@ SECTIONS: tuple[Section, ...] = (
             tables=(("diagnostics_rows", tables.diagnostics_rows), ("assumption_rows", tables.assumption_rows)),
             partial="diagnostics.html.j2"),
     Section("settings", "Pipeline settings", tables=(("settings_rows", tables.settings_rows),), show=with_settings,
-            partial="settings.html.j2", skip_reason="the cube records no per-pipeline settings"),
+            partial="settings.html.j2", skip_reason="the cube records no per-pipeline settings",
+            input_check=_lacks_settings),
     Section("methods", "Methods", partial="methods.html.j2"),
     Section("provenance", "Provenance", partial="provenance.html.j2"),
 )
@@ -153,5 +217,5 @@ def _check() -> None:
 
 _check()
 
-__all__ = ["BY_ID", "SECTIONS", "Drawn", "Section", "applicable", "numbers", "with_crossed", "with_cube",
-           "with_figures", "with_figures_or_collapse", "with_settings"]
+__all__ = ["BY_ID", "FIGURE_INPUT", "SECTIONS", "Drawn", "Section", "applicable", "figure_not_in_input", "numbers",
+           "with_crossed", "with_cube", "with_figures", "with_figures_or_collapse", "with_settings"]

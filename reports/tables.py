@@ -47,7 +47,7 @@ def summary_rows(a: Analysis) -> list[dict[str, Any]]:
         fin = _cell_stats(a, C.FINAL_TEST_ACC, p) * C.points_scale(C.FINAL_TEST_ACC)
         return {
             "name": p,
-            "verdict": info.verdict,
+            "verdict": info.verdict, "borderline": bool(info.borderline),
             "spread": q(sp) * k, "spread_lo": q(sp, "q05") * k, "spread_hi": q(sp, "q95") * k,
             "p_gt": num(info.p_spread_gt_delta), "p_lt": num(info.p_spread_lt_delta),
             "share": q(ms), "share_lo": q(ms, "q05"), "share_hi": q(ms, "q95"),
@@ -99,7 +99,7 @@ def verdict_rows(a: Analysis) -> list[dict[str, Any]]:
         sens = dv.sensitivity if dv is not None else None
         mi = info.missingness
         return {
-            "name": p, "verdict": info.verdict, "borderline": bool(info.borderline) or info.verdict == "borderline",
+            "name": p, "verdict": info.verdict, "borderline": bool(info.borderline),
             "p_gt": num(info.p_spread_gt_delta), "p_lt": num(info.p_spread_lt_delta),
             "mcse_gt": num(mcse.p_spread_gt_delta), "mcse_lt": num(mcse.p_spread_lt_delta),
             "likelihood": info.likelihood or a.summary.likelihood,

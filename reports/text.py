@@ -40,6 +40,16 @@ def fmt_p(v: Any) -> str:
     return f"{f:.3f}" if f < 0.1 else f"{f:.2f}"
 
 
+def fmt_sig(v: Any, digits: int = 3, zeros: bool = False) -> str:
+    """A number at ``digits`` significant digits (thresholds and Monte Carlo errors: 0.963, 0.00123), so a
+    threshold such as 1 - 0.03659 reads 0.963, not 0.96341; ``zeros`` keeps trailing zeros (1.00, 0.250), so a
+    column of probabilities reads at one precision."""
+    f = num(v)
+    if not math.isfinite(f):
+        return "—"
+    return f"{f:#.{digits}g}".rstrip(".") if zeros else f"{f:.{digits}g}"
+
+
 def fmt_median(v: Any) -> str:
     """A median of whole numbers (epochs): whole, or with its .5 (28.5 is not 28)."""
     f = num(v)
@@ -248,10 +258,9 @@ def min_p_note(a: Analysis) -> str | None:
             f"(above {ALPHA:g}).")
 
 
-VERDICT_PHRASES = {N.REMEMBERS: "remember{s} the initialization", N.FORGETS: "forget{s} it",
-                   N.BORDERLINE: "{are} borderline (a verdict probability within 2 Monte Carlo errors "
-                                 "of its threshold)",
-                   N.INCONCLUSIVE: "{are} inconclusive"}
+# Verdict groups in the order a reader looks for them; each word from initmem/names.py.
+VERDICT_PHRASES = {N.REMEMBERS: "remember{s} the initialization", N.FORGETS: "forget{s} it (memory below δ)",
+                   N.UNDECIDED: "{are} undecided"}
 
 
 def interpolation_recorded(a: Analysis) -> bool | None:
@@ -265,77 +274,66 @@ def interpolation_recorded(a: Analysis) -> bool | None:
 NOT_RECORDED = "interpolation was not recorded in this table (no tau_interp), so the verdicts use every finished run"
 
 
-def headline(a: Analysis) -> str:
-    """One clause per verdict group, each pipeline with its spread and unit, largest first, then how
-    many runs the verdicts rest on: 'sgd (spread 4.2 points) remembers the initialization; adam
-    (spread 0.2 points) forgets it (δ = 1 point). 175 of 175 runs interpolated ...'. The verdict
-    alone hides magnitudes, and a memory measured before interpolation is not the paper's; a
-    table that did not record interpolation gets no count, only that fact."""
-    groups: dict[str, list[str]] = {}
-    for p in sorted(a.pipelines, key=lambda p: -_finite_or(q(a.pipe(p).spread), -math.inf)):
-        groups.setdefault(a.pipe(p).verdict, []).append(p)
+def delta_words(a: Analysis) -> str:
+    """delta in the unit the report speaks in: '1 point', '0.5 points', '0.02 units'."""
     shown = a.delta * a.scale
     unit = ("point" if shown == 1 else "points") if a.is_accuracy else "units"
+    return f"{shown:g} {unit}"
+
+
+def headline(a: Analysis) -> str:
+    """The report's first sentence: which pipelines remember, forget or leave undecided, against what.
+
+    One clause per verdict group (remembers, forgets, undecided, in that order; largest spread first
+    within a group), an undecided pipeline flagged borderline named so, then what the verdict measures:
+    'sgd remembers the initialization; adam forgets it (memory below δ) (spread of the expected
+    selected_test_acc over σ_w, against δ = 1 point).' The numbers are in the table under it, so the
+    sentence holds none but delta: a reader sees the answer first and its size one line lower.
+    """
+    groups: dict[str, list[str]] = {}
+    for p in sorted(a.pipelines, key=lambda p: -_finite_or(q(a.pipe(p).spread), -math.inf)):
+        info = a.pipe(p)
+        flag = f" ({N.BORDERLINE})" if info.borderline and info.verdict == N.UNDECIDED else ""
+        groups.setdefault(str(info.verdict), []).append(p + flag)
+    phrases = {**VERDICT_PHRASES, **{v: "{are} " + v for v in groups if v not in VERDICT_PHRASES}}
     parts = []
-    for v, text in VERDICT_PHRASES.items():
+    for v, text in phrases.items():
         names = groups.get(v)
         if names:
             one = len(names) == 1
-            named = ", ".join(f"{p} (spread {_spread_shown(a, p)} {a.unit})" for p in names)
-            parts.append(named + " " + text.format(s="s" if one else "", are="is" if one else "are"))
-    out = "; ".join(parts) + f" (spread of the expected {a.metric} over σ_w; δ = {shown:g} {unit})."
-    out += _radial_clause(a)
+            parts.append(_and(names) + " " + text.format(s="s" if one else "", are="is" if one else "are"))
+    return "; ".join(parts) + f" (spread of the expected {a.metric} over σ_w, against δ = {delta_words(a)})."
+
+
+def headline_note(a: Analysis) -> str | None:
+    """Which runs the headline's verdicts rest on, in one line under its table: how many interpolated and
+    whether only those count, or that the table did not record interpolation (None: nothing recorded)."""
     if interpolation_recorded(a) is False:
-        return out + " " + NOT_RECORDED[0].upper() + NOT_RECORDED[1:] + "."
+        return NOT_RECORDED[0].upper() + NOT_RECORDED[1:] + "."
     interp = [a.pipe(p).interpolation for p in a.pipelines]
-    if interp and all(i is not None for i in interp):
-        n_int, n_all = sum(i.n_interpolated for i in interp), sum(i.n_cells for i in interp)
-        gate = interp[0].gate
-        out += (f" {n_int} of {n_all} runs interpolated; the verdicts use "
-                + ("only those, each at its best checkpoint at or after interpolation." if gate == "interpolated"
-                   else "every run (gate all), interpolated or not."))
-    return out
+    if not interp or any(i is None for i in interp):
+        return None
+    n_int, n_all = sum(i.n_interpolated for i in interp), sum(i.n_cells for i in interp)
+    return (f"{n_int} of {n_all} runs interpolated; the verdicts use "
+            + ("only those, each at its best checkpoint at or after interpolation." if interp[0].gate == "interpolated"
+               else "every run (gate all), interpolated or not."))
 
 
-def _radial_clause(a: Analysis) -> str:
-    """The mechanism beside the accuracy: which pipelines' final kernel norms keep or forget the scale."""
-    groups: dict[str, list[str]] = {}
-    for p in a.pipelines:
-        rad = a.pipe(p).radial
-        if rad is not None:
-            groups.setdefault(rad.verdict, []).append(f"{p} ({fmt(rad.slope)})")
-    if not groups:
-        return ""
-    phrase = {"keeps the initial scale": "keep the initial scale in", "forgets the scale": "forget it in",
-              "inconclusive": "are undecided in"}
-    said = [f"{phrase.get(verdict, verdict)} {', '.join(names)}" for verdict, names in groups.items()]
-    return (" The final kernel norms (slope of log norm on log σ_w: 1 at initialization, decided against 0.1) "
-            + "; ".join(said) + ".")
+def not_in_input_sentence(absent: list[tuple[str, str]]) -> str | None:
+    """The sections and figures absent by design, once: 'Training curves, Radial memory and Forgetting clocks
+    (the cube has no per-epoch curves); Pipeline settings (the cube has no per-pipeline training settings)'.
+    ``absent`` holds (title, what the input lacks) in page order; titles that lack the same thing share a clause.
+    None when nothing is absent."""
+    by_reason: dict[str, list[str]] = {}
+    for title, what in absent:
+        by_reason.setdefault(what, []).append(title)
+    if not by_reason:
+        return None
+    return "; ".join(f"{_and(titles)} (the cube has no {what})" for what, titles in by_reason.items())
 
 
 def _finite_or(x: float, default: float) -> float:
     return x if math.isfinite(x) else default
-
-
-def _spread_shown(a: Analysis, p: str) -> str:
-    x = q(a.pipe(p).spread) * a.scale
-    return f"{x:.{a.digits}f}" if math.isfinite(x) else "n/a"
-
-
-def spread_sentence(a: Analysis) -> str | None:
-    """Which pipeline's metric moves most and least with sigma_w (the verdict alone hides magnitudes)."""
-    k, unit, dg = a.scale, a.unit, a.digits
-    rows = [(p, a.pipe(p).spread) for p in a.pipelines]
-    rows = [(p, d) for p, d in rows if math.isfinite(q(d))]
-    if len(rows) < 2:
-        return None
-    rows.sort(key=lambda r: q(r[1]))
-    (lo_p, lo), (hi_p, hi) = rows[0], rows[-1]
-
-    def one(p: str, d: Any) -> str:
-        return f"{p} ({q(d) * k:.{dg}f} {unit}, 90% interval {q(d, 'q05') * k:.{dg}f} to {q(d, 'q95') * k:.{dg}f})"
-
-    return f"The spread over σ_w is largest for {one(hi_p, hi)} and smallest for {one(lo_p, lo)}."
 
 
 def crossed_sentence(a: Analysis) -> str | None:
@@ -481,6 +479,6 @@ def data_warnings(a: Analysis) -> list[str]:
     return out
 
 
-__all__ = ["collapse_sentence", "crossed_sentence", "data_warnings", "divergence_warnings", "failures", "fmt", "fmt_p",
-           "forgetting_sentence",
-           "headline", "interpolation_recorded", "interpolation_sentence", "min_p_note", "sort_key", "spread_sentence"]
+__all__ = ["collapse_sentence", "crossed_sentence", "data_warnings", "delta_words", "divergence_warnings", "failures",
+           "fmt", "fmt_p", "fmt_sig", "forgetting_sentence", "headline", "headline_note", "interpolation_recorded",
+           "interpolation_sentence", "min_p_note", "not_in_input_sentence", "sort_key"]

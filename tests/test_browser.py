@@ -3,8 +3,8 @@
 A small real run: a simulated cube (with a pipeline named like a script tag) is analysed by
 ``initmem analyze`` with few draws, and the report is opened from a localhost server. The page
 must render every figure, log no console error, request nothing but itself, list every pipeline,
-sort its tables, print to PDF, and show the script-tag name as text. Under CI=true these tests
-never skip: a missing Chromium or playwright is a failure.
+sort its tables, print to PDF, and show the script-tag name as text; at 1300 x 900 its first screen holds the
+verdict table. Under CI=true these tests never skip: a missing Chromium or playwright is a failure.
 """
 
 from __future__ import annotations
@@ -153,8 +153,41 @@ def test_report_renders_offline_without_errors(browser, server, report, tmp_path
         rows = page.locator("#summary-table tbody th").all_inner_texts()
         assert rows == list(names)
         assert page.locator("#summary-table tbody .badge").count() == len(names)
+    finally:
+        page.close()
 
-        page.screenshot(path=str(tmp_path / "report-top.png"))
+
+SCREEN = {"width": 1300, "height": 900}
+
+
+def test_the_top_fits_one_screen_with_the_verdict_table(browser, server, report, tmp_path):
+    """At 1300 x 900 the first screen holds the headline sentence and the whole verdict table (pipeline, verdict,
+    spread, radial verdict), and no table of the summary scrolls sideways."""
+    path, names = report
+    page, _ = open_page(browser, server, width=SCREEN["width"])
+    try:
+        assert page.viewport_size == SCREEN and page.evaluate("window.scrollY") == 0
+        table = page.locator("#headline-table")
+        assert table.locator("tbody th").all_inner_texts() == list(names)
+        assert table.locator("tbody .badge").count() == len(names)
+        top = page.locator("p.headline").bounding_box()
+        box = table.bounding_box()
+        assert top is not None and box is not None
+        assert 0 <= top["y"] < box["y"] and box["y"] + box["height"] <= SCREEN["height"], (top, box)
+        assert box["x"] >= 0 and box["x"] + box["width"] <= SCREEN["width"], box
+        # the verdict table is drawn, not hidden: the browser paints its last row inside the first screen
+        last = table.locator("tbody tr").last.bounding_box()
+        assert last is not None and last["y"] + last["height"] <= SCREEN["height"]
+        # the summary's tables fit the page width: none scrolls sideways, nor does the page
+        overflow = page.evaluate("""() => Object.fromEntries(
+            [...document.querySelectorAll('#sec-summary .table-wrap, #mcse-table')].map(el => {
+                const w = el.closest('.table-wrap');
+                return [w.querySelector('table').id, w.scrollWidth - w.clientWidth]; }))""")
+        assert {"summary-table", "verdict-table", "mcse-table"} <= set(overflow), overflow
+        assert all(v <= 0 for v in overflow.values()), overflow
+        assert page.evaluate("document.documentElement.scrollWidth") <= SCREEN["width"]
+
+        page.screenshot(path=str(tmp_path / "report-top.png"))   # the first screen, as a reader opens it
         assert (tmp_path / "report-top.png").stat().st_size > 10_000
     finally:
         page.close()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from initmem import cube as C
+from initmem import names as N
 from initmem import results as R
 from initmem.errors import UserError
 from initmem.plot.load import load_analysis
@@ -105,9 +106,19 @@ PIPES = ["remembering", "forgetting", "edge"]
 @pytest.fixture(scope="module")
 def full(tmp_path_factory) -> tuple[Path, str, R.Summary, R.CollapseResult]:
     """Three pipelines exercising every summary/2 and collapse/2 field (see _report_fixture.edge_cube)."""
+    from initmem.stats.radial import radial_verdicts
+
     root = tmp_path_factory.mktemp("full")
-    analysis = write_analysis(edge_cube(GRID_YAML), root,
-                              verdicts={"remembering": "remembers", "forgetting": "forgets", "edge": "borderline"})
+    ds = edge_cube(GRID_YAML)
+    radial = radial_verdicts(ds)
+
+    def with_radial(s: R.Summary) -> None:   # attached as initmem analyze attaches them
+        for p, r in radial.items():
+            s.pipelines[p].radial = R.RadialVerdict.model_validate(r)
+
+    analysis = write_analysis(ds, root, edit=with_radial,
+                              verdicts={"remembering": "remembers", "forgetting": "forgets",
+                                        "edge": "undecided (borderline)"})
     out = build_report(analysis, root / "report.html", command="initmem report analysis")
     return out, out.read_text(encoding="utf-8"), R.load_summary(analysis), R.load_collapse(analysis)
 
@@ -163,10 +174,47 @@ def test_verdicts_are_badges_matching_the_summary(full_report):
                      r'<td class="badge-cell" data-sort="remembers"><span class="badge badge-remembers">', text)
     assert re.search(r'data-sort="forgetting">forgetting</th>\s*<td class="badge-cell" data-sort="forgets">'
                      r'<span class="badge badge-forgets">', text)
-    assert re.search(r'data-sort="edge">edge</th>\s*<td class="badge-cell" data-sort="borderline">'
-                     r'<span class="badge badge-borderline">', text)
-    assert re.search(r"remembering \(spread \d+\.\d points\) remembers the initialization; forgetting "
-                     r"\(spread \d+\.\d points\) forgets it; edge \(spread \d+\.\d points\) is borderline", text)
+    # borderline is a flag on an undecided verdict, shown beside its badge
+    assert re.search(r'data-sort="edge">edge</th>\s*<td class="badge-cell" data-sort="undecided">'
+                     r'<span class="badge badge-undecided">undecided</span> <span class="tag">borderline</span>', text)
+
+
+def _header(text: str) -> str:
+    return _section(text, '<header class="top">', "</header>")
+
+
+@pytest.mark.slow
+def test_the_top_is_one_sentence_and_the_verdict_table(full):
+    """The report opens with one sentence (the verdicts, against what) and a table: pipeline, verdict, spread in
+    points with its 90% interval, radial verdict; clocks and collapse are in their own section, not up here."""
+    _, text, summary, _ = full
+    header = _header(text)
+    sentence = html.unescape(re.search(r'<p class="headline">(.*?)</p>', header, re.S).group(1))
+    assert sentence == ("remembering remembers the initialization; forgetting forgets it (memory below δ); "
+                        "edge (borderline) is undecided (spread of the expected selected_test_acc over σ_w, "
+                        "against δ = 1 point).")
+    table = _section(header, '<table id="headline-table"', "</table>")
+    heads = [html.unescape(h) for h in re.findall(r'<th scope="col"[^>]*>(.*?)</th>', table)]
+    assert heads == ["Pipeline", "Verdict (δ = 1 point)", "Spread (points) [90%]",
+                     "Radial verdict (kernel-norm slope [90%])"]
+    rows = re.findall(r'<tr>\s*<th scope="row" class="pipeline">(.*?)</th>(.*?)</tr>', table, re.S)
+    assert [name for name, _ in rows] == PIPES
+    for name, cells in rows:
+        info = summary.pipelines[name]
+        sp = info.spread
+        assert f'badge-{info.verdict}">{info.verdict}</span>' in cells
+        assert ('<span class="tag">borderline</span>' in cells) == bool(info.borderline)
+        assert f'{100 * sp.median:.1f} <span class="ci">[{100 * sp.q05:.1f}, {100 * sp.q95:.1f}]</span>' in cells
+        assert f'{info.radial.verdict} <span class="ci">slope {info.radial.slope:.2f}' in cells
+    n_int = sum(summary.pipelines[p].interpolation.n_interpolated for p in PIPES)
+    n_all = sum(summary.pipelines[p].interpolation.n_cells for p in PIPES)
+    assert f"{n_int} of {n_all} runs interpolated; the verdicts use only those" in header
+    # the collapse test and the forgetting times are in the clocks section only
+    for word in ("collapse", "seed-noise floor", "Holm", "T_sgd", "forgetting time"):
+        assert word not in header, word
+    clocks = _section(text, 'id="sec-clocks"', "</section>")
+    assert '<p class="verdict-line"><strong>Verdict:' in clocks and "Forgetting times:" in clocks
+    assert "Collapse test:" not in _section(text, 'id="sec-summary"', "</section>")
 
 
 @pytest.mark.slow
@@ -193,9 +241,18 @@ def test_verdict_quality_borderline_mcse_prior_likelihood_estimand(full):
     edge = summary.pipelines["edge"]
     row = table[table.index('data-sort="edge">edge</th>'):]
     row = row[:row.index("</tr>")]
-    assert edge.borderline and edge.verdict == "borderline"
-    assert f"{edge.p_spread_gt_delta:.3f} <span class=\"ci\">± {edge.mcse.p_spread_gt_delta:.3f}</span>" in row
-    assert html.escape(edge.prior_sensitivity.prior) in row
+    assert edge.borderline and edge.verdict == N.UNDECIDED
+    # the Monte Carlo errors are in Diagnostics, at three significant digits; the firmness table has none
+    assert "MCSE" not in table
+    mcse = _section(_section(text, 'id="sec-diagnostics"', "</section>"), 'id="mcse-table"', "</table>")
+    mrow = mcse[mcse.index('data-sort="edge">edge</th>'):]
+    mrow = mrow[:mrow.index("</tr>")]
+    assert (f"{edge.p_spread_gt_delta:#.3g} <span class=\"ci\">± {edge.mcse.p_spread_gt_delta:#.3g}</span>"
+            in mrow)
+    assert '<span class="tag">borderline</span>' in mrow and '<tr class="borderline">' in mcse
+    # one second prior for every pipeline: named once above the table, not in each row
+    assert html.escape(edge.prior_sensitivity.prior) not in row
+    assert html.escape(edge.prior_sensitivity.prior) in _section(text, 'id="verdict-quality"', "</table>")
     assert f"badge-{edge.prior_sensitivity.verdict}" in row
     assert ">counts<" in row
     assert '<span class="bad divergence-warning">' in row and "p = 0.049" in row
@@ -330,11 +387,15 @@ def test_partial_cube_without_curves_skips_sections_with_reasons(tmp_path):
     text = build_report(analysis).read_text()
     doc = parse(text)
     assert doc.figures == 4  # metric vs sigma_w, shares, forest, posterior predictive checks
-    for title in ("Training curves", "Radial memory", "Forgetting clocks"):
-        assert f"Section “{title}” skipped:" in text
-    assert "the cube has no training curves" in text
-    assert "curves.nc is absent" in text
-    assert "not run (the cube has no training curves)" in text
+    # absent by design: listed once at the top, "not in this input", and neither noted as a problem nor drawn
+    assert ('<strong>Not in this input:</strong> Training curves, Radial memory and Forgetting clocks (the cube has '
+            'no per-epoch curves).') in _header(text)
+    body = text[text.index("</style>"):]
+    assert 'id="notices"' not in body and "skipped" not in body
+    for sec in ("training", "radial", "clocks"):
+        assert f"sec-{sec}" not in doc.section_ids and f'href="#sec-{sec}"' not in text
+    assert "<h2>4. Frequentist cross-checks</h2>" in text       # numbered over the sections on the page
+    assert text.count("Training curves") == 1
     assert doc.summary_names == ["remembering", "forgetting"]
 
 
@@ -385,7 +446,9 @@ def test_missing_cube_still_reports_from_the_summary(tmp_path):
     text = build_report(analysis).read_text()
     assert "was not found" in text
     assert parse(text).figures >= 4  # posterior band, shares, forest, rho, clocks still apply
+    # without the cube the absence is a problem, not a property of the input: noted at the top, not "not in this input"
     assert "Section “Pipeline settings” skipped: the cube records no per-pipeline settings." in text
+    assert "Not in this input" not in text
 
 
 @pytest.mark.slow
@@ -570,7 +633,9 @@ def test_run_all_collects_analyzes_reports_and_resumes(tmp_path):
 def test_a_figure_without_its_data_is_skipped_with_the_reason(tmp_path):
     ds = small_cube(curves=True).drop_vars([C.TAU_INTERP, C.TAU_BEST])
     text = build_report(write_analysis(ds, tmp_path)).read_text()
-    assert "Figure “Training curves: tau scatter” not drawn: the cube has no tau_interp and tau_best" in text
+    assert ("<strong>Not in this input:</strong> Training curves: tau scatter (the cube has no tau_interp and "
+            "tau_best).") in text
+    assert "not drawn" not in text
     assert parse(text).figures == 11  # 9 + forgetting time against the dose, curves side by side
 
 
@@ -650,7 +715,8 @@ def test_thresholds_come_from_the_verdict_rule(tmp_path):
     lv = verdict_levels(a)
     assert (lv.alpha, lv.remembers, lv.forgets, lv.iut_alpha) == (0.03659, 0.9634, 0.9817, 0.02927)
     text = html.unescape(render_html(a))
-    assert "(0.9634 for P(spread > δ), 0.9817 for P(spread < δ) at α = 0.03659)" in text
+    diag = text[text.index('id="sec-diagnostics"'):text.index('id="sec-settings"')]
+    assert "(0.963 for P(spread > δ), 0.982 for P(spread < δ) at α = 0.0366)" in diag   # three significant digits
     assert "0.975 for P(spread < δ)" not in text
     caption = spread_forest(a).initmem_description.caption
     assert "P(spread > δ) ≥ 0.9634" in caption and "P(spread < δ) ≥ 0.9817" in caption and "0.95" not in caption
@@ -680,7 +746,7 @@ def test_default_thresholds_at_alpha_005(two_pipelines):
     # "remembers" rests on the ordered test with the model agreeing (P >= 1/2); "forgets" on the model at 0.975
     assert "agrees (P(spread > δ) ≥ 0.5)" in caption and "P(spread < δ) ≥ 0.975" in caption
     text = html.unescape(render_html(a))
-    assert "(0.5 for P(spread > δ), 0.975 for P(spread < δ) at α = 0.05)" in text
+    assert "(0.5 for P(spread > δ), 0.975 for P(spread < δ) at α = 0.05)" in text[text.index('id="mcse"'):]
 
 
 @pytest.mark.slow

@@ -173,9 +173,7 @@ def frame_to_cube(df: pd.DataFrame, *, seeds: str | None, n_test: int | None = N
                                        ignore_cols=ignore_cols, source=source)
     notes += mapped
     original = {new: old for old, new in rename.items()}
-    df = df[[*keys, *rename]].rename(columns=rename)
-    if not any(k in ("run", "curve", "metric") for k in kind.values()):
-        raise UserError(f"{source}: no metric column besides {', '.join(keys)}")
+    df = df[[*keys, *rename]].rename(columns=rename)   # resolve refused a table without a result column
 
     dup = df.duplicated(keys, keep=False)
     if dup.any():

@@ -39,6 +39,7 @@ from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, as_spending
 from initmem.models.summaries import AGREE, MIN_LEVELS_MODEL_FORGETS, binomial_mcse, model_thresholds
 from initmem.names import ALPHA
 from initmem.results import POSTERIOR_NC, SUMMARY_JSON, Summary, load_summary
+from initmem.results.display import PlanResult
 
 SEED_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
 TARGET = 0.8
@@ -315,7 +316,7 @@ def refuse_crossed(summary: Summary, folder: Path) -> None:
 
 
 def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: int = 200, seed: int = 0,
-         ladder: tuple[int, ...] = SEED_LADDER, looks: tuple[int, ...] = (4, 8, 12, 16)) -> dict[str, Any]:
+         ladder: tuple[int, ...] = SEED_LADDER, looks: tuple[int, ...] = (4, 8, 12, 16)) -> PlanResult:
     """Seeds per cell needed for a decisive verdict with probability >= 0.8, per pipeline, and what the
     sequential design with ``looks`` would spend, by the analysis's own rule on experiments simulated from its
     posterior (docs/memory-model.md, "Planning").
@@ -337,9 +338,10 @@ def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: 
 
     Returns
     -------
-    dict
-        Per pipeline the seeds needed, P(decisive) per seed count, the deltas that would decide now, and the
-        sequential design's expected and largest seeds.
+    PlanResult
+        A dict: per pipeline the seeds needed, P(decisive) per seed count, the deltas that would decide now, and
+        the sequential design's expected and largest seeds; it prints as one line per pipeline, and ``to_frame()``
+        gives one row per pipeline, rule and seed count.
 
     Raises
     ------
@@ -361,6 +363,9 @@ def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: 
     (['flat', 'steep'], [2, 3, 4, 5])
     >>> planned["pipelines"]["steep"]["n_seed_now"]
     3
+    >>> frame = planned.to_frame()
+    >>> sorted(frame["rule"].unique()), bool(frame["p_decisive"].between(0, 1).all())
+    (['posterior', 'reml'], True)
     """
     folder = Path(analysis_dir)
     summary = load_summary(folder)
@@ -417,7 +422,7 @@ def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: 
         else:
             result["reml"] = None
         out["pipelines"][pipe] = result
-    return out
+    return PlanResult(out, is_accuracy=summary.is_accuracy)
 
 
 def render_table(result: dict[str, Any]) -> str:

@@ -429,6 +429,25 @@ class Crossed(Record):
     n_data: int
     pipelines: dict[str, CrossedPipeline] = Field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        """One line per pipeline: its draw verdict and SD_init [90%] (results/display.py)."""
+        from initmem.results.display import crossed_text
+
+        return crossed_text(self)
+
+    __str__ = __repr__
+
+    def _repr_html_(self) -> str:
+        from initmem.results.display import crossed_html
+
+        return crossed_html(self)
+
+    def to_frame(self) -> Any:
+        """A tidy pandas DataFrame: one row per pipeline, method and quantity (results/display.py)."""
+        from initmem.results.display import crossed_frame
+
+        return crossed_frame(self)
+
 
 class Attempt(Record):
     target_accept: Num = None

@@ -90,11 +90,12 @@ def default(option: Any, ctx: Any) -> str:
 
 def _options(command: Any, ctx: Any) -> Iterator[str]:
     import click
-    from mkdocs.exceptions import PluginError
 
     options = [p for p in command.get_params(ctx) if isinstance(p, click.Option) and not p.hidden]
     missing = [p.opts[0] for p in options if not p.help]
     if missing:
+        from mkdocs.exceptions import PluginError
+
         raise PluginError(f"{ctx.command_path}: give {', '.join(missing)} a help text (the CLI page shows it)")
     yield "| Option | Takes | What it does | Default |"
     yield "|---|---|---|---|"

@@ -16,68 +16,29 @@ import numpy as np
 import torch
 from torch import nn
 
-from initmem import cube
 from initmem.collect.custom.cell import Cell, load_cell
-from initmem.grid.select import select_epoch, tau_interp
 
 N_TRAIN, N_VAL, N_TEST, DIM, CLASSES = 96, 48, 48, 6, 3
 
 
-def _data() -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """A fixed three-class set: Gaussian blobs in 6-D (the same for every cell)."""
+def _data(noise: float = 1.0, eval_noise: float | None = None) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """A fixed three-class set: Gaussian blobs in 6-D, ``noise`` around their centres in the training split and
+    ``eval_noise`` (default: the same) in the validation and test splits (the same for every cell). At a low
+    training noise every run interpolates; a higher evaluation noise leaves test accuracies that differ."""
     rng = np.random.default_rng(1234)
     centers = rng.normal(0, 1.2, size=(CLASSES, DIM))
     out = {}
     for split, n in (("train", N_TRAIN), ("val", N_VAL), ("test", N_TEST)):
         y = rng.integers(0, CLASSES, size=n)
-        x = centers[y] + rng.normal(0, 1.0, size=(n, DIM))
+        sd = noise if split == "train" or eval_noise is None else eval_noise
+        x = centers[y] + rng.normal(0, sd, size=(n, DIM))
         out[split] = (torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.int64))
     return out
 
 
-class StandInRecorder:
-    """Records what the tests need in the shard schema (curves, the selected checkpoint, status), standing in
-    for initmem's recorder where a test wants the runner alone."""
-
-    def __init__(self, cell: Cell) -> None:
-        self.cell = cell
-        self.rows: list[dict[str, float]] = []
-        self.diverged = False
-
-    def step(self, loss: Any) -> None:
-        if not np.isfinite(float(loss)):
-            self.diverged = True
-
-    def evaluate(self, epoch: int, *, train: tuple[float, float], val: tuple[float, float],
-                 test: tuple[float, float]) -> None:
-        self.rows.append({"epoch": epoch, "train_acc": train[0], "train_loss": train[1], "val_acc": val[0],
-                          "val_loss": val[1], "test_acc": test[0], "test_loss": test[1]})
-
-    def finish(self) -> None:
-        c = self.cell
-        ds = cube.empty_cube([c.pipeline], [c.sigma_w], [c.seed], attrs={"run_complete": 1})
-        ds = ds.assign_coords({cube.EPOCH: np.array([r["epoch"] for r in self.rows], dtype="int64")})
-        for name in ("train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc"):
-            vals = np.array([r[name] for r in self.rows], dtype="float32")[None, None, None, :]
-            ds[name] = (cube.CURVE_DIMS, vals)
-        tr, va, vl = (np.array([r[k] for r in self.rows]) for k in ("train_acc", "val_acc", "val_loss"))
-        thr, rule = float(c.eval["interp_threshold"]), str(c.eval["select"])
-        best = select_epoch(rule, tr, va, vl, thr)
-        run = {cube.TAU_INTERP: tau_interp(tr, thr), cube.TAU_BEST: float(self.rows[best]["epoch"]),
-               cube.SELECTED_VAL_ACC: self.rows[best]["val_acc"], cube.SELECTED_TEST_ACC: self.rows[best]["test_acc"],
-               cube.FINAL_TEST_ACC: self.rows[-1]["test_acc"]}
-        for name, v in run.items():
-            ds[name] = (cube.CELL_DIMS, np.full((1, 1, 1), v, dtype="float32"))
-        status = cube.DIVERGED if self.diverged else cube.OK
-        ds[cube.STATUS] = (cube.CELL_DIMS, np.full((1, 1, 1), status, dtype="int8"))
-        c.record.parent.mkdir(parents=True, exist_ok=True)
-        cube.write_cube(ds, c.record)
-
-
 def _recorder(cell: Cell, optimizer: torch.optim.Optimizer, model: nn.Module) -> Any:
-    if cell.settings.get("stand_in"):
-        return StandInRecorder(cell)
-    return cell.recorder(optimizer, model, batch_size=int(cell.settings.get("batch_size", 32)))
+    # the record is written once, at the end (a save per evaluation is for a loop that resumes mid-run)
+    return cell.recorder(optimizer, model, batch_size=int(cell.settings.get("batch_size", 32)), checkpoint=False)
 
 
 def _measure(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
@@ -89,7 +50,8 @@ def _measure(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[float,
 def train(cell: Cell) -> None:
     """The plain loop: probe, SGD over shuffled batches, one evaluation per epoch."""
     torch.set_num_threads(1)
-    data = _data()
+    eval_noise = cell.settings.get("eval_noise")
+    data = _data(float(cell.settings.get("noise", 1.0)), None if eval_noise is None else float(eval_noise))
     model = nn.Sequential(nn.Linear(DIM, 16), nn.ReLU(), nn.Linear(16, CLASSES))
     cell.apply_probe(model)
     lr = float(cell.settings.get("lr", 0.1))

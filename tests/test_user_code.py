@@ -42,7 +42,7 @@ def _collect(grid: Path, out: Path, **kw) -> Path:
     return Path(collect(grid, out, device="cpu", progress=False, quiet=True, **kw))
 
 
-PLAIN = f'  sgd: {{entry: "{MODULE}:train", settings: {{epochs: 3, lr: 0.2, stand_in: true}}}}\n'
+PLAIN = f'  sgd: {{entry: "{MODULE}:train", settings: {{epochs: 3, lr: 0.2}}}}\n'
 
 
 # The schema ---------------------------------------------------------------------------------------------
@@ -100,7 +100,7 @@ def test_an_entry_point_grid_collects_a_cube_with_the_codes_identity(tmp_path):
     assert ds.attrs[cube.A_ARCH] == "user code" and ds.attrs[cube.A_DATASET] == "user code"
     # The cell of (sigma_w 2, seed 1) is what the user's function records when called with that cell alone.
     folder = tmp_path / "alone"
-    cell = Cell(pipeline="sgd", settings={"epochs": 3, "lr": 0.2, "stand_in": True}, sigma_w=2.0, seed=1,
+    cell = Cell(pipeline="sgd", settings={"epochs": 3, "lr": 0.2}, sigma_w=2.0, seed=1,
                 init_seed=1, data_seed=1, device="cpu", scratch=folder, record=folder / "r.nc",
                 eval={"interp_threshold": 0.995, "select": "best_val_acc_interp"})
     _user_pipelines.train(cell)
@@ -116,7 +116,7 @@ def test_an_entry_point_grid_collects_a_cube_with_the_codes_identity(tmp_path):
 
 @pytest.mark.slow
 def test_a_command_reads_its_cell_from_the_environment_and_records(tmp_path):
-    pipe = (f'  script: {{command: "python -m {MODULE}", settings: {{epochs: 2, lr: 0.2, stand_in: true}}}}\n')
+    pipe = (f'  script: {{command: "python -m {MODULE}", settings: {{epochs: 2, lr: 0.2}}}}\n')
     path = _collect(_write(tmp_path, _grid_text(pipe, seeds="[0]")), tmp_path / "run")
     ds = cube.open_cube(path)
     assert (ds[cube.STATUS].values == cube.OK).all() and ds.sizes[cube.EPOCH] == 3
@@ -141,11 +141,11 @@ def _failures(ds) -> dict[tuple[str, float], str]:
 @pytest.mark.slow
 def test_each_fault_is_a_status_with_its_reason_while_the_other_cells_finish(tmp_path):
     pipes = (PLAIN
-             + f'  raises: {{entry: "{MODULE}:raises", settings: {{epochs: 2, stand_in: true}}}}\n'
+             + f'  raises: {{entry: "{MODULE}:raises", settings: {{epochs: 2}}}}\n'
              # with a time limit an entry point runs in a child process: its traceback comes back from there
              + f'  raises_apart: {{entry: "{MODULE}:raises", timeout_min: 10, '
-               'settings: {epochs: 2, stand_in: true}}\n'
-             + f'  blows: {{entry: "{MODULE}:train", settings: {{epochs: 2, blow_up: true, stand_in: true}}}}\n'
+               'settings: {epochs: 2}}\n'
+             + f'  blows: {{entry: "{MODULE}:train", settings: {{epochs: 2, blow_up: true}}}}\n'
              + '  hangs: {command: "python -c \\"import time; print(\'waiting for a data loader that never answers\', '
                'flush=True); time.sleep(600)\\"", timeout_min: 0.05}\n'
              + '  silent: {command: "python -c \\"print(\'loading\'); print(\'done, no record\')\\""}\n')

@@ -5,12 +5,13 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= runs/quick
 
-.PHONY: install demo test test-fast lint typecheck docs bench calibrate clean
+.PHONY: install demo test test-fast lint typecheck docs bench calibrate clean lock
 
-$(STAMP): pyproject.toml
+# Installs from constraints.txt, the versions the suite passed with (pyproject.toml gives users' ranges).
+$(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --upgrade pip -c constraints.txt
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	@touch $(STAMP)
 
 # The editable install as a path that static tools read (mypy, pyright, an IDE): site-packages/initmem-src.pth names
@@ -61,7 +62,7 @@ test-fast: install
 # a plain install of the package into build/site: the package as it ships, without the tests, studies and the
 # virtual environment that this folder also holds (and that mkdocstrings would otherwise walk).
 docs: install
-	$(PY) -m pip install -q -e '.[dev,docs]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev,docs]'
 	rm -rf build/site
 	$(PY) -m pip install -q --no-deps --no-build-isolation --no-compile --target build/site .
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
@@ -76,3 +77,8 @@ bench: install
 
 clean:
 	rm -rf runs .pytest_cache .ruff_cache
+
+# constraints.txt anew from this venv, after an upgrade the whole suite passed with (`make test`, `make docs`).
+lock: install
+	{ sed -n '1,3p' constraints.txt; $(PY) -m pip freeze --all --exclude-editable | grep -v '^initmem'; } > constraints.new
+	mv constraints.new constraints.txt

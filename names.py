@@ -12,9 +12,26 @@ initmem/grid.py.
 from __future__ import annotations
 
 # Verdicts of the memory model (docs/memory-model.md, "Verdict") ---------------------------------
-REMEMBERS, FORGETS, INCONCLUSIVE, BORDERLINE = "remembers", "forgets", "inconclusive", "borderline"
-DECISIONS = (REMEMBERS, FORGETS, INCONCLUSIVE)      # what a decision rule (Bayesian or frequentist) says
-VERDICTS = (*DECISIONS, BORDERLINE)                 # borderline: within two MCSE of the decision level
+# One word per state, the same in the command line, summary.json, the report and the docs. "forgets" reads
+# "memory below delta". A verdict probability within two Monte Carlo errors of its threshold leaves the verdict
+# "undecided" with the flag ``borderline`` (shown "undecided (borderline)"): another sampler run could decide it.
+REMEMBERS, FORGETS, UNDECIDED = "remembers", "forgets", "undecided"
+VERDICTS = (REMEMBERS, FORGETS, UNDECIDED)  # what every decision rule (Bayesian or frequentist) says
+BORDERLINE = "borderline"                   # the flag's name: a field of summary.json, never a verdict
+# Words an older summary.json wrote for the undecided state; read as UNDECIDED (results/records.py), "borderline"
+# also setting the flag.
+RETIRED_VERDICTS = {"inconclusive": UNDECIDED, "borderline": UNDECIDED}
+
+
+def verdict_text(verdict: str, borderline: bool | None = False) -> str:
+    """How a verdict is shown to a reader: the word, and "(borderline)" after an undecided one so flagged.
+
+    Examples
+    --------
+    >>> verdict_text("undecided", borderline=True), verdict_text("remembers")
+    ('undecided (borderline)', 'remembers')
+    """
+    return f"{verdict} ({BORDERLINE})" if borderline and verdict == UNDECIDED else verdict
 
 # Sampler diagnostics: the goals every reported quantity must meet (docs/memory-model.md).
 RHAT_MAX, ESS_MIN = 1.01, 400.0

@@ -38,7 +38,7 @@ from initmem.models.paired import (
 )
 from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, as_spending, parse_design, spending_label
 from initmem.models.summaries import AGREE, attach_checks, estimand, model_thresholds
-from initmem.results.records import sampler_flags
+from initmem.results.records import sampler_flags, summary_units
 from initmem.results.spec import AnalysisOptions, AnalysisSpec
 
 
@@ -86,7 +86,7 @@ def verdict_rule(alpha: float | Spending, draws: int | None = None) -> str:
             f"{iut_alpha:.4g}; the two routes share alpha), both routes where an accuracy's expected value reaches "
             f"{CEILING:g} at some level (near the ceiling), and there also the log-ratio test of every pair "
             f"where the seeds' log-error SD reaches {SKEW_GATE:g} (the skew gate); where a fit's sampler diagnostics "
-            f"failed, the two design-based tests alone; else inconclusive; borderline "
+            f"failed, the two design-based tests alone; else undecided, flagged borderline "
             f"when a verdict probability lies within 2 Monte Carlo standard errors of its threshold "
             f"({p if q is None else f'{p} or {q}'}; not counted as decided); "
             "spread = max - min over the sigma_w grid of the expected metric with seed and residual "
@@ -314,6 +314,7 @@ def analyze_cube(
         "command": list(command) if command is not None else list(sys.argv),
         "versions": versions(),
         "crossed": crossed,
+        "units": summary_units(bool(data.is_accuracy)),
         "outputs": {"posterior": R.POSTERIOR_NC, "curves": R.CURVES_NC if curves is not None else None,
                     "collapse": R.COLLAPSE_JSON if collapse is not None else None},
     }

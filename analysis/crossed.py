@@ -25,6 +25,7 @@ from initmem.errors import UserError
 from initmem.models.crossed import CrossedModel
 from initmem.models.data import MemoryData
 from initmem.models.paired import CrossedSeeds
+from initmem.results.records import FRACTION, METRIC_UNITS
 from initmem.stats.crossed import complete_block, crossed_components, init_share_curve
 
 DRAW_MARGIN_POINTS = 0.5   # the default margin on SD_init for accuracies, in points
@@ -150,7 +151,7 @@ def crossed_block(ds: xr.Dataset, data: MemoryData, *, margin: float | None, alp
             bayes = {}
         for pipe, post in bayes.items():
             pipelines[pipe]["bayes"] = post
-    block = {"margin": margin, "alpha": alpha, "units": "points" if data.is_accuracy else "outcome units",
+    block = {"margin": margin, "alpha": alpha, "units": FRACTION if data.is_accuracy else METRIC_UNITS,
              "n_init": len(inits), "n_data": len(datas), "pipelines": pipelines}
     return block, notes
 

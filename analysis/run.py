@@ -193,8 +193,17 @@ def run(grid: str | os.PathLike | None = None, out_dir: str | os.PathLike | None
     options = spec.model_dump(mode="json", exclude_unset=True) if spec is not None else {}
     path = resolve_grid(None if grid is None else str(grid), preset)
     decide = load_grid(path).decide
-    if decide is not None and decide.delta is not None:
-        options.setdefault("delta", decide.delta)
+    metric = options.get("metric") or C.SELECTED_TEST_ACC
+    if decide is not None and decide.delta is not None and options.get("delta") is None:
+        if C.points_scale(metric) != 1.0 and decide.delta >= 1.0:
+            raise UserError(f"{path}: decide.delta {decide.delta:g} is not a fraction: the grid's accuracy is "
+                            f"analyzed as a fraction of the test set; write delta: {decide.delta / 100:g} for "
+                            f"{decide.delta:g} points")
+        options["delta"] = decide.delta
+    if options.get("delta") is not None:              # the unit, before any training (models/data.py)
+        from initmem.models.data import resolve_delta
+
+        resolve_delta(metric, options["delta"])
     if until_decided is None:
         if max_seeds is not None and looks is None and decide is None:
             raise OptionError("max_seeds", f"{{option}} caps a sequential run: give {option('looks')} too")

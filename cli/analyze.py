@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from initmem.cli.output import echo, fmt_stat, is_quiet
+from initmem.cli.output import check_not_run_folder, echo, fmt_stat, is_quiet
 from initmem.cli.params import LOOKS, MARGIN, SEED, SHAPE, SpecChoice, check_margin
 
 # --- analyze and plan ---------------------------------------------------------------------
@@ -43,7 +43,8 @@ def other_output(out_dir: Path, cube_path: Path) -> str | None:
               help="Analysis folder for posterior.nc and summary.json.")
 @click.option("--metric", default=None, help="Run variable to analyze (default: selected_test_acc).")
 @click.option("--family", type=SpecChoice("FAMILIES"), default=None,
-              help="Likelihood (default: binomial when test counts exist, else gaussian).")
+              help="Noise scale of the Gaussian likelihood: binomial (the test counts' binomial bound; the default "
+                   "when counts exist) or gaussian (the pooled seed SD).")
 @click.option("--delta", type=MARGIN, default=None,
               help="Smallest spread that matters: accuracy points (2pt) or the metric's units (0.02 = 2 points for "
                    "an accuracy; default 1pt for accuracies, required for other metrics).")
@@ -95,12 +96,13 @@ def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | No
         return fmt_stat(None if v is None else 100 * v, ".2f") if points else fmt_stat(v)
 
     unit = " points" if points else ""
-    echo(f"{summary.metric} ({summary.family}), delta = {shown(summary.delta)}{unit}, gate {summary.gate}; sampler "
+    echo(f"{summary.metric}, delta = {shown(summary.delta)}{unit}, gate {summary.gate}; sampler "
          f"{d.sampler}: compile {d.compile_seconds or 0:.1f} s, sampling {d.sampling_seconds or 0:.1f} s"
          + (" (retried)" if d.retried else ""))
+    echo(f"  {summary.likelihood_label or summary.family}")
     for pipe, p in summary.pipelines.items():
         sp = p.spread
-        echo(f"  {pipe:<20} {p.verdict:<13} spread {shown(sp.median)} [{shown(sp.q05)}, {shown(sp.q95)}]{unit}  "
+        echo(f"  {pipe:<20} {p.shown_verdict:<22} spread {shown(sp.median)} [{shown(sp.q05)}, {shown(sp.q95)}]{unit}  "
              f"P(spread > delta) = {fmt_stat(p.p_spread_gt_delta, '.3f')}")
     for pipe, reason in summary.skipped.items():
         echo(f"  {pipe:<20} skipped: {reason}")
@@ -163,6 +165,7 @@ def plan(analysis_dir: Path, delta: float | None, n_sim: int | None, seed: int, 
     from initmem.models.plan import render_table
     from initmem.results import load_summary
 
+    check_not_run_folder(analysis_dir)
     stored = load_summary(analysis_dir)
     check_margin(stored.metric, delta, "--delta")
     if stored.crossed is not None:

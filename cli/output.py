@@ -7,6 +7,7 @@ command module that imported its verbosity from ``initmem.cli`` would read a sec
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -43,13 +44,32 @@ def fmt_stat(v: float | None, spec: str = ".4g") -> str:
     return "-" if v is None else format(v, spec)
 
 
+# The first bytes of a NetCDF file: classic (CDF) or NetCDF-4 (HDF5).
+_NETCDF_MAGIC = (b"CDF", b"\x89HDF")
+
+
 def check_not_run_folder(analysis_dir: Path) -> None:
-    """A run folder given where its analysis folder belongs: say which folder to give."""
+    """Something else given where an analysis folder belongs (``report``, ``plan``, ``export``): a run folder (say
+    which folder inside it to give) or a cube file (say to analyze it into a folder of its own first, and give the
+    command to run then). Why: the library's message for a missing folder suggests ``--out`` with the path given,
+    which for a cube would be the cube's own path."""
     from initmem import results as R
 
     inner = analysis_dir / R.RUN_ANALYSIS_DIR
     if not (analysis_dir / R.SUMMARY_JSON).is_file() and (inner / R.SUMMARY_JSON).is_file():
         raise UserError(f"{analysis_dir} is a run folder, not an analysis folder: give {inner}")
+    if analysis_dir.is_file():
+        ctx = click.get_current_context(silent=True)
+        command = ctx.info_name if ctx is not None and ctx.info_name else "report"
+        target = analysis_dir.with_name(f"{analysis_dir.stem}-analysis")
+        with analysis_dir.open("rb") as f:
+            head = f.read(4)
+        if analysis_dir.suffix == ".nc" or head.startswith(_NETCDF_MAGIC):
+            cube, out = shlex.quote(str(analysis_dir)), shlex.quote(str(target))
+            raise UserError(f"{analysis_dir} is a cube, not an analysis folder: analyze it first, "
+                            f"initmem analyze {cube} --out {out}, then initmem {command} {out}"
+                            + (" --out DIR" if command == "export" else ""))
+        raise UserError(f"{analysis_dir} is a file, not an analysis folder (the folder initmem analyze --out wrote)")
 
 
 def output_error(exc: OSError, out: Path) -> Exception:

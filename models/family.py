@@ -25,9 +25,9 @@ share's own allotment (a spending function is not linear in alpha). A posterior 
 
 Where this is not exact: the paired tests' adjusted p-values are taken as summary.json records them, computed at the
 full share. Re-run at a smaller share, their Berger-Boos nuisance bound (``NUISANCE_SHARE`` of the level) and the
-ordered test's step levels would be computed at that share's own levels; and the Monte Carlo band that makes a row
-"borderline" is not re-applied. For a fixed design with paired p-values that do not move with the level, this is
-Holm's procedure exactly (tests/test_family.py checks it against pingouin's Holm).
+ordered test's step levels would be computed at that share's own levels; and the Monte Carlo band that flags an
+undecided row borderline is not re-applied. For a fixed design with paired p-values that do not move with the level,
+this is Holm's procedure exactly (tests/test_family.py checks it against pingouin's Holm).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class RowEvidence:
     Attributes
     ----------
     verdict : str
-        The row's verdict ("remembers", "forgets", "inconclusive", "borderline").
+        The row's verdict ("remembers", "forgets", "undecided"; a borderline row is "undecided").
     spending : Spending
         The analysis that decided it: a fixed design's alpha, or the deciding look of a sequential design.
     p_gt, p_lt : float
@@ -98,7 +98,7 @@ def passes(row: RowEvidence, share: float) -> bool:
     Returns
     -------
     bool
-        False for a row without a verdict (inconclusive, borderline).
+        False for an undecided row (borderline or not).
     """
     level = row.spending.level
     if row.verdict == N.REMEMBERS:
@@ -113,7 +113,7 @@ def passes(row: RowEvidence, share: float) -> bool:
 
 
 def holm_verdicts(rows: Mapping[str, RowEvidence]) -> dict[str, str]:
-    """Each row's verdict under Holm's step-down across the rows, else "inconclusive".
+    """Each row's verdict under Holm's step-down across the rows, else "undecided".
 
     Parameters
     ----------
@@ -123,9 +123,9 @@ def holm_verdicts(rows: Mapping[str, RowEvidence]) -> dict[str, str]:
     Returns
     -------
     dict of str to str
-        Per row: its own verdict where Holm keeps it, "inconclusive" where it does not.
+        Per row: its own verdict where Holm keeps it, "undecided" where it does not.
     """
-    kept = {name: N.INCONCLUSIVE for name in rows}
+    kept = {name: N.UNDECIDED for name in rows}
     remaining = list(rows)
     while remaining:
         share = 1.0 / len(remaining)

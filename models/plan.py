@@ -167,7 +167,7 @@ def _clears(p: np.ndarray, threshold: float, n_eff: float) -> np.ndarray:
 
 def decide(post: dict[str, np.ndarray], delta: float, n_eff: float = N_EFF,
            alpha: float | Spending = ALPHA) -> np.ndarray:
-    """1 remembers, -1 forgets, 0 inconclusive or borderline per simulated experiment: the
+    """1 remembers, -1 forgets, 0 undecided (borderline or not) per simulated experiment: the
     analysis's rule at ``alpha`` (models/summaries.py, ``verdict``): "remembers" needs the ordered paired test
     (``paired_ok``) and the model's agreement, P(spread > delta) >= AGREE; "forgets" comes from
     P(spread < delta) >= 1 - alpha/2 (with at least 3 levels) or from the intersection-union test

@@ -12,8 +12,8 @@ least 3 levels) OR the intersection-union test at alpha x 0.8 (0.04) shows every
 design-based route, valid at its level on its own for any covariance of the levels; the split of alpha between
 the two routes: models/paired.py, ``forgets_levels``; on a crossed init x data seed design the intersection-union
 test on the crossed blocks is required, the model's route alone does not decide, since the model reads each run as
-a seed of its own); else "inconclusive"; and "borderline" when a deciding probability of the model lies within two
-Monte Carlo standard errors of its threshold and no design-based test decided, because then another run of the
+a seed of its own); else "undecided", flagged ``borderline`` when a deciding probability of the model lies within
+two Monte Carlo standard errors of its threshold and no design-based test decided, because then another run of the
 sampler could flip it. A fit whose sampler diagnostics failed decides nothing: the design-based tests alone decide
 (``model_ok`` False), and the rule says so. Each verdict comes with the model's own verdict, the prior's own
 probabilities (what the verdict would be before any data), the verdict under a second prior
@@ -91,7 +91,7 @@ def model_thresholds(alpha: float | Spending = ALPHA, draws: int | None = N_DRAW
 
     Why: a look of a sequential design may spend 1e-4 or less, and a probability from 4,000 draws cannot be
     shown to exceed 1 - 1e-4: its MCSE floor is 2.5e-4, so even P = 1.000 would sit within 2 MCSE of the
-    threshold, "borderline", and no look could decide. Each threshold therefore stays at least RESOLVE MCSE
+    threshold (undecided, borderline), and no look could decide. Each threshold therefore stays at least RESOLVE MCSE
     floors (:func:`mcse_floor`) inside 1, and alpha is kept as follows.
 
     - the model's own "remembers" (:func:`model_verdict`) is capped at 1 - max(alpha_k, RESOLVE x floor); the
@@ -149,8 +149,9 @@ def verdict(p_gt: float, p_lt: float, level: float | Spending = DECISION, mcse: 
     model agrees: P(spread > delta) >= :data:`AGREE`. "forgets" when P(spread < delta) >= 1 - alpha/2 (the model's
     share of the same alpha, models/paired.py ``forgets_levels``) or the intersection-union test supports it
     (``iut_ok``: valid on its own, no Monte Carlo error, and it cannot coexist with a supported "remembers": one
-    needs every pair's upper bound below delta, the other some pair's lower bound above it). "borderline" when a
-    probability of the model is within 2 MCSE of its own threshold and no design-based test decided.
+    needs every pair's upper bound below delta, the other some pair's lower bound above it). Else "undecided";
+    :func:`verdict_flagged` also gives its borderline flag: a probability of the model within 2 MCSE of its own
+    threshold and no design-based test decided.
 
     Parameters
     ----------
@@ -187,25 +188,49 @@ def verdict(p_gt: float, p_lt: float, level: float | Spending = DECISION, mcse: 
     Returns
     -------
     str
-        "remembers", "forgets", "inconclusive" or "borderline".
+        "remembers", "forgets" or "undecided".
 
     Examples
     --------
     >>> verdict(0.7, 0.3)                      # the ordered test carries it and the model agrees
     'remembers'
     >>> verdict(0.4, 0.6)                      # the model's median spread is below delta: no agreement
-    'inconclusive'
+    'undecided'
     >>> verdict(0.99, 0.01, paired_ok=False)   # the model alone cannot say "remembers"
-    'inconclusive'
+    'undecided'
     >>> verdict(0.3, 0.7, paired_ok=True, model_ok=False)   # a failed fit: the ordered test alone
     'remembers'
+    """
+    return verdict_flagged(p_gt, p_lt, level, mcse, paired_ok=paired_ok, iut_ok=iut_ok,
+                           model_forgets_ok=model_forgets_ok, near_ceiling=near_ceiling, crossed=crossed, draws=draws,
+                           model_ok=model_ok)[0]
+
+
+def verdict_flagged(p_gt: float, p_lt: float, level: float | Spending = DECISION,
+                    mcse: tuple[float, float] | None = None, *, paired_ok: bool = True, iut_ok: bool = False,
+                    model_forgets_ok: bool = True, near_ceiling: bool = False, crossed: bool = False,
+                    draws: int = N_DRAWS, model_ok: bool = True) -> tuple[str, bool]:
+    """:func:`verdict` (same arguments) and its borderline flag: "undecided" because a probability of the
+    model lies within 2 MCSE of its threshold, so another run of the sampler could decide it.
+
+    Returns
+    -------
+    tuple of (str, bool)
+        The verdict, and the borderline flag (True only beside "undecided").
+
+    Examples
+    --------
+    >>> verdict_flagged(0.0, 0.975, mcse=(0.0, 0.01))   # P(spread < delta) sits on its threshold
+    ('undecided', True)
+    >>> verdict_flagged(0.0, 0.5, mcse=(0.0, 0.01))
+    ('undecided', False)
     """
     spend = level if isinstance(level, Spending) else Spending(1.0 - float(level))
     _, t_lt = model_thresholds(spend, draws)
     if iut_ok and not near_ceiling:
-        return N.FORGETS
+        return N.FORGETS, False
     if not model_ok:
-        return N.REMEMBERS if paired_ok else N.INCONCLUSIVE
+        return (N.REMEMBERS if paired_ok else N.UNDECIDED), False
     if not paired_ok:
         p_gt, mcse = 0.0, None if mcse is None else (0.0, mcse[1])
     if t_lt is None or not model_forgets_ok or ((near_ceiling or crossed) and not iut_ok):
@@ -217,12 +242,25 @@ def model_verdict(p_gt: float, p_lt: float, level: float | Spending = DECISION,
                   mcse: tuple[float, float] | None = None, draws: int = N_DRAWS) -> str:
     """What the model's probabilities alone say, without the seeds' tests: "remembers" at P(spread > delta) >=
     1 - alpha, "forgets" at P(spread < delta) >= 1 - alpha/2, the thresholds :func:`model_thresholds` for
-    ``draws`` draws (a closed route decides nothing), "borderline" within 2 MCSE of either.
+    ``draws`` draws (a closed route decides nothing), "undecided" otherwise (borderline within 2 MCSE of either:
+    :func:`model_verdict_flagged`).
 
     Examples
     --------
     >>> model_verdict(0.97, 0.03), model_verdict(0.7, 0.3), model_verdict(0.01, 0.99)
-    ('remembers', 'inconclusive', 'forgets')
+    ('remembers', 'undecided', 'forgets')
+    """
+    return model_verdict_flagged(p_gt, p_lt, level, mcse, draws)[0]
+
+
+def model_verdict_flagged(p_gt: float, p_lt: float, level: float | Spending = DECISION,
+                          mcse: tuple[float, float] | None = None, draws: int = N_DRAWS) -> tuple[str, bool]:
+    """:func:`model_verdict` and its borderline flag (a probability within 2 MCSE of its threshold).
+
+    Examples
+    --------
+    >>> model_verdict_flagged(0.95, 0.05, mcse=(0.01, 0.01))
+    ('undecided', True)
     """
     spend = level if isinstance(level, Spending) else Spending(1.0 - float(level))
     t_gt, t_lt = model_thresholds(spend, draws)
@@ -231,16 +269,18 @@ def model_verdict(p_gt: float, p_lt: float, level: float | Spending = DECISION,
     return _by_thresholds(p_gt, p_lt, t_gt, t_lt, mcse)
 
 
-def _by_thresholds(p_gt: float, p_lt: float, t_gt: float, t_lt: float, mcse: tuple[float, float] | None) -> str:
-    """remembers / forgets where a probability reaches its threshold, borderline within 2 MCSE of one."""
+def _by_thresholds(p_gt: float, p_lt: float, t_gt: float, t_lt: float, mcse: tuple[float, float] | None,
+                   ) -> tuple[str, bool]:
+    """remembers / forgets where a probability reaches its threshold; undecided and borderline within 2 MCSE of
+    one; undecided otherwise."""
     if mcse is not None and any(abs(p - t) <= 2 * m for p, t, m in zip((p_gt, p_lt), (t_gt, t_lt), mcse,
                                                                       strict=True)):
-        return N.BORDERLINE
+        return N.UNDECIDED, True
     if p_gt >= t_gt:
-        return N.REMEMBERS
+        return N.REMEMBERS, False
     if p_lt >= t_lt:
-        return N.FORGETS
-    return N.INCONCLUSIVE
+        return N.FORGETS, False
+    return N.UNDECIDED, False
 
 
 def decision_rule(final: str, model_verdict: str, paired: dict[str, Any], equivalence: dict[str, Any],
@@ -269,9 +309,11 @@ class Verdict:
     Attributes
     ----------
     label : str
-        "remembers", "forgets", "inconclusive" or "borderline" (:func:`verdict`).
+        "remembers", "forgets" or "undecided" (:func:`verdict`).
     model_label : str
         What the model's probabilities alone say, without the seeds' tests.
+    borderline, model_borderline : bool
+        ``label`` (``model_label``) is "undecided" with a probability within 2 MCSE of its threshold.
     rule : str
         The route that decided ``label`` (one of ``names.RULES``).
     paired_ok, iut_ok : bool
@@ -298,6 +340,8 @@ class Verdict:
     draws: int
     crossed: bool = False
     model_ok: bool = True
+    borderline: bool = False
+    model_borderline: bool = False
 
     def again(self, p_gt: float, p_lt: float, mcse: tuple[float, float] | None = None) -> str:
         """The label the same tests give with other probabilities (a reweighted posterior, another prior)."""
@@ -341,12 +385,13 @@ def decide(p_gt: float, p_lt: float, *, level: float | Spending, mcse: tuple[flo
     spend = as_spending(level)
     model_forgets_ok = n_levels >= MIN_LEVELS_MODEL_FORGETS
     paired_ok, iut_ok = bool(check["supports_remembers"]), forgets_iut_ok(equivalence, near)
-    label = verdict(p_gt, p_lt, spend, mcse, paired_ok=paired_ok, iut_ok=iut_ok, model_forgets_ok=model_forgets_ok,
-                    near_ceiling=near, crossed=crossed, draws=draws, model_ok=model_ok)
-    model_label = model_verdict(p_gt, p_lt, spend, mcse, draws=draws)
-    rule = decision_rule(label, model_label if model_forgets_ok else N.INCONCLUSIVE, check, equivalence, model_ok)
+    label, borderline = verdict_flagged(p_gt, p_lt, spend, mcse, paired_ok=paired_ok, iut_ok=iut_ok,
+                                        model_forgets_ok=model_forgets_ok, near_ceiling=near, crossed=crossed,
+                                        draws=draws, model_ok=model_ok)
+    model_label, model_borderline = model_verdict_flagged(p_gt, p_lt, spend, mcse, draws=draws)
+    rule = decision_rule(label, model_label if model_forgets_ok else N.UNDECIDED, check, equivalence, model_ok)
     return Verdict(label, model_label, rule, paired_ok, iut_ok, model_forgets_ok, near, spend, draws, crossed,
-                   model_ok)
+                   model_ok, borderline, model_borderline)
 
 
 def probability_with_mcse(indicator: np.ndarray) -> tuple[float, float]:
@@ -640,6 +685,7 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
                                                 med, model_ok=fit_failed is None)
         near = decided.near_ceiling
         vd, model_vd, model_for, ok_for = decided.label, decided.model_label, decided.model_forgets_ok, decided.iut_ok
+        shown, model_shown = N.verdict_text(vd, decided.borderline), N.verdict_text(model_vd, decided.model_borderline)
         flat = spread.ravel()
         reported, interval_source = spread_interval(model, a, flat, med)
         out[pipe] = {
@@ -650,7 +696,7 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
             "spread_interval": interval_source,
             "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
             "mcse": {"p_spread_gt_delta": m_gt, "p_spread_lt_delta": m_lt},
-            "borderline": vd == N.BORDERLINE, "verdict": vd, "model_verdict": model_vd,
+            "borderline": decided.borderline, "verdict": vd, "model_verdict": model_vd,
             "rule": decided.rule,
             "paired_check": check, "equivalence_check": equiv, "prior": _prior_only(model, a, delta),
             "estimand": estimand(model), "likelihood": d.likelihood, "near_ceiling": near,
@@ -676,10 +722,10 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
                 "(docs/memory-model.md, 'Verdict')")
         elif near and (equiv["supports_forgets"] or (model_vd == N.FORGETS and model_for)):
             out[pipe]["notes"].append(ceiling_note(vd, ok_for, equiv))
-        elif model_vd != vd and vd == N.FORGETS:
+        elif model_shown != shown and vd == N.FORGETS:
             out[pipe]["notes"].append(
-                f"the model alone says {model_vd!r}; the seeds' paired differences show every pair of sigma_w levels "
-                f"inside +-delta (intersection-union test, p = {equiv['p_value']:.3g}; models/paired.py), which "
+                f"the model alone says {model_shown!r}; the seeds' paired differences show every pair of sigma_w "
+                f"levels inside +-delta (intersection-union test, p = {equiv['p_value']:.3g}; models/paired.py), which "
                 "decides 'forgets' on its own (docs/memory-model.md, 'Verdict')")
         elif model_vd == N.FORGETS and not model_for:
             out[pipe]["notes"].append(
@@ -688,16 +734,16 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
                 "here (docs/memory-model.md, 'Verdict')")
         elif model_vd == N.FORGETS and decided.crossed and vd != N.FORGETS:
             out[pipe]["notes"].append(crossed_note(equiv))
-        elif model_vd != vd and vd == N.REMEMBERS:
+        elif model_shown != shown and vd == N.REMEMBERS:
             out[pipe]["notes"].append(
-                f"the model alone says {model_vd!r} (P(spread > delta) = {p_gt:.3g}, below 1 - alpha): it shrinks the "
-                "level effects, and the seeds' paired differences carry 'remembers' on their own (ordered test, "
+                f"the model alone says {model_shown!r} (P(spread > delta) = {p_gt:.3g}, below 1 - alpha): it shrinks "
+                "the level effects, and the seeds' paired differences carry 'remembers' on their own (ordered test, "
                 f"adjusted p = {check['p_value']:.3g}), with the model agreeing that the spread is more likely above "
                 "delta than below (docs/memory-model.md, 'Verdict')")
-        elif model_vd != vd:
+        elif model_shown != shown:
             pc = check["p_value"]
             out[pipe]["notes"].append(
-                f"the model alone says {model_vd!r}, but the seeds' paired differences do not carry it "
+                f"the model alone says {model_shown!r}, but the seeds' paired differences do not carry it "
                 f"(ordered test, adjusted p = {'n/a' if pc is None else f'{pc:.3g}'} against delta; models/paired.py): "
                 "a spread larger than delta rests on the model's noise assumptions here (docs/memory-model.md, "
                 "'Verdict')")
@@ -803,4 +849,4 @@ def attach_checks(pipelines: dict[str, dict[str, Any]], ppc: dict[str, dict[str,
 __all__ = ["DECISION", "MIN_LEVELS_MODEL_FORGETS", "N_DRAWS", "RESOLVE", "RULES", "VERDICTS", "attach_checks",
            "binomial_mcse", "crossed_note", "decide_pipeline",
            "decision_rule", "estimand", "mcse_floor", "model_thresholds", "probability_with_mcse", "quantiles",
-           "summarize_model", "verdict"]
+           "summarize_model", "verdict", "verdict_flagged"]

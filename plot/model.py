@@ -15,6 +15,7 @@ from matplotlib.ticker import MaxNLocator
 
 from initmem import cube as C
 from initmem.cube.levels import PROBE_LABEL, level_names, probe_caption, probe_is_categorical, probe_of
+from initmem.names import verdict_text
 from initmem.plot.core import (
     Drawn,
     Skip,
@@ -118,7 +119,7 @@ def metric_vs_sigma(a: Analysis, *, width: float | None = None, ax: Any = None) 
         _probe_axis(ax, a, has_cells)
         ax.set_title(p, color="#111111", loc="left")
         sp = info.spread
-        verdict = info.verdict
+        verdict = verdict_text(info.verdict, info.borderline)
         dg = a.digits
         ax.text(0.02, 0.03, f"{verdict}: spread {q(sp) * scale:.{dg}f} [{q(sp, 'q05') * scale:.{dg}f}, "
                 f"{q(sp, 'q95') * scale:.{dg}f}]", transform=ax.transAxes, fontsize=7,
@@ -239,7 +240,7 @@ def spread_forest(a: Analysis, *, width: float | None = None, ax: Any = None) ->
     for yi, p in zip(y, pipes, strict=True):
         info = a.pipe(p)
         sp = info.spread
-        col = VERDICT_COLOURS.get(info.verdict, "#333333")
+        col = VERDICT_COLOURS.get(verdict_text(info.verdict, info.borderline), "#333333")
         ax.plot([q(sp, "q05") * scale, q(sp, "q95") * scale], [yi, yi], color=col, lw=2.2,
                  solid_capstyle="butt")
         ax.plot([q(sp) * scale], [yi], "o", color=col, ms=5.5, mec="white", mew=0.8)
@@ -261,7 +262,7 @@ def spread_forest(a: Analysis, *, width: float | None = None, ax: Any = None) ->
                "'forgets' when "
                + (f"P(spread < δ) ≥ {lv.forgets:g} or " if lv.forgets is not None else "")
                + "the seeds' paired differences show every pair of levels within ±δ "
-               f"(α = {lv.alpha:g}), and is 'inconclusive' otherwise: absence of evidence is not forgetting.")
+               f"(α = {lv.alpha:g}), and is 'undecided' otherwise: absence of evidence is not forgetting.")
     dg = a.digits
     alt = "Forest plot of spreads: " + "; ".join(
         f"{p} median {q(a.pipe(p).spread) * scale:.{dg}f} "

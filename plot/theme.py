@@ -22,8 +22,9 @@ from initmem import names
 
 # Colour-blind safe (Okabe-Ito), yellow last: it is hard to read on white.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
-VERDICT_COLOURS = {names.REMEMBERS: "#D55E00", names.FORGETS: "#009E73", names.BORDERLINE: "#CC79A7",
-                   names.INCONCLUSIVE: "#6E6E6E"}
+# Keyed by how a verdict is shown (names.verdict_text): a borderline undecided verdict has its own colour.
+VERDICT_COLOURS = {names.REMEMBERS: "#D55E00", names.FORGETS: "#009E73",
+                   names.verdict_text(names.UNDECIDED, borderline=True): "#CC79A7", names.UNDECIDED: "#6E6E6E"}
 SIGMA_CMAP = "viridis"  # perceptually uniform and colour-blind safe: sigma_w levels as a sequence
 
 # Paper widths in inches: one column and two columns of a typical two-column layout (IEEE, ACM,

@@ -25,6 +25,7 @@ from initmem.models.paired import EXTREME_WEIGHT, FORGETS_IUT_SHARE, PEAK_WEIGHT
 from initmem.models.sequential import parse_design, spending_label
 from initmem.plot.load import Analysis, seed_design, verdict_levels
 from initmem.plot.model import seed_caption
+from initmem.results.records import LIKELIHOOD_LABELS
 
 
 @dataclass(frozen=True)
@@ -49,14 +50,9 @@ LIKELIHOOD_TEXT = {
                 "pipeline's noise scale",
 }
 # The same in a few words, for the report's header line: what the model does, not the family name
-# (the likelihood is Gaussian whatever summary.json's family says; the family picks the noise scale).
-LIKELIHOOD_LABEL = {
-    "per_example": "Gaussian likelihood, noise scale from the per-example predictions (independent errors; near "
-                   "100% the seeds' SD if larger)",
-    "counts": "Gaussian likelihood, noise scale from the binomial bound of the test counts (near 100% the seeds' SD "
-              "if larger)",
-    "gaussian": "Gaussian likelihood, noise scale from the pooled seed SD",
-}
+# (the likelihood is Gaussian whatever summary.json's family says; the family picks the noise scale). One table
+# for the command line, the Summary and the report (results/records.py).
+LIKELIHOOD_LABEL = LIKELIHOOD_LABELS
 LIKELIHOOD_CITES = {"per_example": ("jordan2024variance",)}
 # Where the analysis's own paragraphs point at files: a paper's methods section has no use for them.
 _FILE_REFERENCE = re.compile(r"\s*\((?:models|stats|docs)/[\w./-]+\)|\s*See docs/[\w./-]+\.")
@@ -369,10 +365,10 @@ def _rule_sentence(a: Analysis) -> Sentence:
         + f"every pair of levels is shown "
         f"inside +-delta by {tost} at {FORGETS_IUT_SHARE:g} alpha = {lv.iut_alpha:.4g} (an intersection-union "
         "test); the two routes to forgetting share alpha so that either one deciding "
-        f"keeps false verdicts at a spread of delta near alpha.{ceiling} It is inconclusive otherwise, "
+        f"keeps false verdicts at a spread of delta near alpha.{ceiling} It is undecided otherwise, "
         f"with delta = {unit}. A "
         f"verdict probability within two Monte Carlo standard errors of its threshold ({lv.remembers:g}"
-        + (f" or {lv.forgets:g}" if lv.forgets is not None else "") + ") is reported as borderline, not as decided.",
+        + (f" or {lv.forgets:g}" if lv.forgets is not None else "") + ") leaves it undecided, flagged borderline.",
         ("hsu1999stepwise", "berger1994nuisance", "berger1982iut")
         + (("krishnamoorthy2003lognormal",) if ceiling else ()))
 

@@ -230,7 +230,7 @@ def verdict_table(a: Analysis) -> Table:
         ok = r.get("paired_ok")
         eq = info.equivalence_check
         rule = info.rule if info.rule and info.rule != "none" else None
-        t.rows.append([p, info.verdict, _iv(info.spread, a.scale), num(info.p_spread_gt_delta),
+        t.rows.append([p, info.shown_verdict, _iv(info.spread, a.scale), num(info.p_spread_gt_delta),
                        num(info.p_spread_lt_delta), num(r.get("paired_p")),
                        None if ok is None else ("supports" if ok else "does not support"),
                        num(eq.p_value) if eq is not None else None, rule, _iv(info.memory_share)])
@@ -287,7 +287,7 @@ def atlas_table(a: Analysis) -> Table:
         info = a.pipe(p)
         radial = info.radial.verdict if info.radial is not None else None
         seeds = seq.seeds_used.get(p, info.n_seed) if seq is not None else info.n_seed
-        t.rows.append([p, info.verdict, _iv(info.spread, a.scale), radial, _agreement(str(info.verdict), radial),
+        t.rows.append([p, info.shown_verdict, _iv(info.spread, a.scale), radial, _agreement(str(info.verdict), radial),
                        _forgetting_time(a, p, axis), int(seeds), holm[p]])
     return t
 

@@ -14,20 +14,77 @@ report reads an extra key.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from initmem.jsonio import json_safe
-from initmem.names import ESS_MIN, POSTERIOR_NC, RHAT_MAX, VERDICTS
+from initmem.names import ESS_MIN, POSTERIOR_NC, RETIRED_VERDICTS, RHAT_MAX, UNDECIDED, VERDICTS, verdict_text
 
 SUMMARY_SCHEMA = "initmem.summary/2"
 COLLAPSE_SCHEMA = "initmem.collapse/3"
 
-Verdict = Literal[VERDICTS]  # type: ignore[valid-type]
+
+
+# The units summary.json's numbers are in (``Summary.units``). An older file's crossed block said "points" over
+# fractions and "outcome units" for other metrics: both read as today's words.
+FRACTION, METRIC_UNITS = "fraction", "metric units"
+UNIT_WORDS = {"points": FRACTION, "outcome units": METRIC_UNITS}
+
+
+def summary_units(is_accuracy: bool) -> dict[str, str]:
+    """The unit of every number summary.json holds, by field: what ``Summary.units`` records.
+
+    Why: the report and the command line speak in accuracy points, the file in fractions of the test set; a
+    reader of the file must not have to guess which.
+
+    Examples
+    --------
+    >>> summary_units(True)["delta"], summary_units(False)["delta"]
+    ('fraction', 'metric units')
+    """
+    outcome = FRACTION if is_accuracy else METRIC_UNITS
+    return {
+        "delta": outcome,
+        "pipelines.*.spread, spread_model, expected, sigma_sd, seed_sd, slope_sd, residual_sd, noise_scale, "
+        "test_set_se": outcome,
+        "pipelines.*.frequentist.reml": outcome,
+        "pipelines.*.effect_sizes.spread_points": "points" if is_accuracy else METRIC_UNITS,
+        "pipelines.*.memory_share, shares": "share of the variance (0 to 1)",
+        "pipelines.*.p_spread_gt_delta, p_spread_lt_delta, mcse, prior": "probability",
+        "pipelines.*.radial.slope, q05, q95, margin": "slope of log kernel norm on log sigma_w (1 at initialization)",
+        "pipelines.*.forgetting_time": "each axis's own units (epochs, steps, or the clock's)",
+        "crossed.margin, crossed.pipelines.*.sd_*": outcome,
+        "alpha, crossed.alpha": "probability",
+    }
+
+
+def current_word(value: Any) -> Any:
+    """A verdict word as this release writes it: an older summary.json's "inconclusive" or "borderline" reads as
+    "undecided" (names.RETIRED_VERDICTS; :class:`PipelineResult` also sets its ``borderline`` flag).
+
+    Examples
+    --------
+    >>> current_word("inconclusive"), current_word("borderline"), current_word("remembers")
+    ('undecided', 'undecided', 'remembers')
+    """
+    return RETIRED_VERDICTS.get(value, value) if isinstance(value, str) else value
+
+
+Verdict = Annotated[Literal[VERDICTS], BeforeValidator(current_word)]  # type: ignore[valid-type]
+VerdictWord = Annotated[str, BeforeValidator(current_word)]  # a verdict in a sensitivity refit, a look, a test
 Gate = Literal["interpolated", "all"]
 GATES: tuple[str, ...] = ("interpolated", "all")
 Likelihood = Literal["per_example", "counts", "gaussian"]
+# The observation model in a few words, one name in every place (the command line, Summary's repr, the report's
+# header): the likelihood is Gaussian whatever ``family`` says ("binomial" only picks the counts' noise scale).
+LIKELIHOOD_LABELS: dict[str, str] = {
+    "per_example": "Gaussian likelihood, noise scale from the per-example predictions (independent errors; near "
+                   "100% the seeds' SD if larger)",
+    "counts": "Gaussian likelihood, noise scale from the binomial bound of the test counts (near 100% the seeds' SD "
+              "if larger)",
+    "gaussian": "Gaussian likelihood, noise scale from the pooled seed SD",
+}
 CollapseVerdict = Literal["clock_better", "epoch_better", "no_difference", "not_identifiable"]
 Adjustment = Literal["holm", "max_statistic"]
 
@@ -114,7 +171,7 @@ class Frequentist(Record):
     friedman: TestResult = Field(default_factory=TestResult)
     tost: TestResult = Field(default_factory=TestResult)
     min_effect: TestResult | None = None
-    verdict: str | None = None
+    verdict: VerdictWord | None = None
 
 
 class Estimate(Record):
@@ -147,7 +204,7 @@ class PriorSensitivity(Record):
     prior: str
     p_spread_gt_delta: Num = None
     p_spread_lt_delta: Num = None
-    verdict: str
+    verdict: VerdictWord
 
 
 class Interpolation(Record):
@@ -164,7 +221,7 @@ class DivergenceSensitivity(Record):
     """A sensitivity refit: the verdict with left-out runs put in (diverged runs at chance accuracy, runs that
     never interpolated at their final accuracy)."""
 
-    verdict: str
+    verdict: VerdictWord | None
     spread: Quantiles
     p_spread_gt_delta: Num = None
     p_spread_lt_delta: Num = None
@@ -225,7 +282,7 @@ class RadialVerdict(Record):
     q95: Num = None
     p_keeps: Num = None   # one-sided t test, H0: slope <= margin
     p_forgets: Num = None  # two one-sided t tests, H0: |slope| >= margin
-    verdict: str = "inconclusive"
+    verdict: VerdictWord = UNDECIDED
 
 
 class Look(Record):
@@ -234,7 +291,7 @@ class Look(Record):
     look: int
     seeds: int
     level: float
-    verdict: str | None = None
+    verdict: VerdictWord | None = None
     p_spread_gt_delta: Num = None
     p_spread_lt_delta: Num = None
 
@@ -345,6 +402,19 @@ class PipelineResult(Record):
     spread_model: Quantiles | None = None  # the model's own posterior quantiles of the spread
     spread_interval: str | None = None  # what set the reported interval: "model", or the pair of levels that widened it
 
+    @model_validator(mode="before")
+    @classmethod
+    def _borderline_was_a_verdict(cls, data: Any) -> Any:
+        """An older summary.json wrote "borderline" as the verdict: it reads as "undecided" with the flag set."""
+        if isinstance(data, dict) and data.get("verdict") == "borderline":
+            data = {**data, "borderline": True}
+        return data
+
+    @property
+    def shown_verdict(self) -> str:
+        """The verdict as a reader sees it: "undecided (borderline)" for a flagged undecided verdict."""
+        return verdict_text(self.verdict, self.borderline)
+
     @property
     def n_excluded_total(self) -> int | None:
         """Excluded cells summed over reasons (diverged, failed, missing)."""
@@ -420,11 +490,12 @@ class CrossedPipeline(Record):
 class Crossed(Record):
     """summary.json's ``crossed`` block: the draw verdicts of a crossed (init x data seeds) cube, absent for a
     cube with a list of seeds. SDs are in the metric's units (fractions for accuracies), ``margin`` too (None: no
-    margin was given for a metric other than an accuracy, so there is no draw verdict)."""
+    margin was given for a metric other than an accuracy, so there is no draw verdict); ``units`` says which:
+    "fraction" (an accuracy as a fraction of the test set; x 100 for points) or "metric units"."""
 
     margin: Num = None
     alpha: float = 0.05
-    units: str = "points"
+    units: Annotated[str, BeforeValidator(lambda v: UNIT_WORDS.get(v, v))] = "fraction"
     n_init: int
     n_data: int
     pipelines: dict[str, CrossedPipeline] = Field(default_factory=dict)
@@ -513,6 +584,7 @@ class Summary(Record):
     sequential: Sequential | None = None  # initmem run --until-decided: the design and what it spent
     spending: SpendingInfo | None = None  # what this analysis spent: alpha, and a sequential look's looks and look
     crossed: Crossed | None = None  # a crossed (init x data seeds) cube: the draw verdicts; absent otherwise
+    units: dict[str, str] = Field(default_factory=dict)  # the unit of each number, by field (summary_units)
 
     def to_json(self) -> dict[str, Any]:
         """As :meth:`Record.to_json`, without a ``crossed`` key when there is no crossed block: the summary of a
@@ -530,8 +602,13 @@ class Summary(Record):
         def num(v: float | None) -> str:
             return "-" if v is None or not math.isfinite(v) else format(k * v, spec)
 
-        return [(name, str(p.verdict), f"{num(p.spread.median)} [{num(p.spread.q05)}, {num(p.spread.q95)}]")
+        return [(name, p.shown_verdict, f"{num(p.spread.median)} [{num(p.spread.q05)}, {num(p.spread.q95)}]")
                 for name, p in self.pipelines.items()]
+
+    @property
+    def likelihood_label(self) -> str | None:
+        """The observation model in a few words (:data:`LIKELIHOOD_LABELS`); None where the file does not say."""
+        return LIKELIHOOD_LABELS.get(self.likelihood, self.likelihood) if self.likelihood else None
 
     def _head(self) -> str:
         unit = " points" if self.is_accuracy else ""
@@ -543,7 +620,8 @@ class Summary(Record):
         every field is still an attribute, and :meth:`to_frame` gives the numbers)."""
         rows = self._rows()
         width = max((len(n) for n, _, _ in rows), default=0)
-        return "\n".join([f"Summary: {self._head()}"] + [f"  {n:<{width}}  {v:<13} {sp}" for n, v, sp in rows])
+        vwidth = max((len(v) for _, v, _ in rows), default=0)
+        return "\n".join([f"Summary: {self._head()}"] + [f"  {n:<{width}}  {v:<{vwidth}}  {sp}" for n, v, sp in rows])
 
     __str__ = __repr__
 
@@ -558,7 +636,8 @@ class Summary(Record):
 
     def to_frame(self) -> Any:
         """A tidy pandas DataFrame: one row per pipeline and quantity (the spread, the model's spread and the
-        variance components), with the verdict, the median and the 90% interval in the analysis's units.
+        variance components), with the verdict, its borderline flag, the median and the 90% interval in the
+        analysis's units.
 
         Examples
         --------
@@ -574,9 +653,9 @@ class Summary(Record):
                 q = getattr(p, quantity, None)
                 if q is None:
                     continue
-                rows.append({"pipeline": name, "verdict": str(p.verdict), "quantity": quantity,
-                             "median": q.median, "q05": q.q05, "q95": q.q95})
-        return pd.DataFrame(rows, columns=["pipeline", "verdict", "quantity", "median", "q05", "q95"])
+                rows.append({"pipeline": name, "verdict": str(p.verdict), "borderline": bool(p.borderline),
+                             "quantity": quantity, "median": q.median, "q05": q.q05, "q95": q.q95})
+        return pd.DataFrame(rows, columns=["pipeline", "verdict", "borderline", "quantity", "median", "q05", "q95"])
 
 
 class AxisScore(Record):

@@ -87,10 +87,11 @@ from scipy import stats
 
 from initmem.cube.crossed import complete_crossed_block
 from initmem.errors import UserError
-from initmem.names import ALPHA
+from initmem.names import ALPHA, UNDECIDED
 from initmem.stats.anova import mean_squares
 
-KEEPS_DRAW, FORGETS_DRAW, UNDECIDED_DRAW = "keeps its draw", "forgets its draw", "undecided"
+KEEPS_DRAW, FORGETS_DRAW = "keeps its draw", "forgets its draw"
+UNDECIDED_DRAW = UNDECIDED  # one word for every undecided verdict (initmem/names.py)
 DRAW_VERDICTS = (KEEPS_DRAW, FORGETS_DRAW, UNDECIDED_DRAW)
 GPQ_DRAWS = 10_000     # chi-square draws of the init share's generalized pivotal quantity
 GPQ_SEED = 20_240_917  # their fixed seed: the interval is a deterministic function of the table
@@ -653,7 +654,7 @@ def draw_verdict_rates(sd_init: float, sd_data: float, sd_resid: float, *, n_lev
         c = _components(y, alpha, share=False)
         keeps += int((c["sd_init_lower"] > margin).sum())
         forgets += int((c["sd_init_upper"] < margin).sum())
-    return {"keeps": keeps / reps, "forgets": forgets / reps, "undecided": (reps - keeps - forgets) / reps}
+    return {"keeps": keeps / reps, "forgets": forgets / reps, UNDECIDED: (reps - keeps - forgets) / reps}
 
 
 __all__ = ["CrossedComponents", "DRAW_VERDICTS", "FORGETS_DRAW", "Interval", "KEEPS_DRAW", "LevelComponents",

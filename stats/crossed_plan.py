@@ -28,6 +28,7 @@ from typing import Any
 
 from initmem.errors import OptionError, UserError, option
 from initmem.results import SUMMARY_JSON, load_summary
+from initmem.results.records import FRACTION
 from initmem.stats.crossed import draw_verdict_rates
 
 INIT_LADDER = (4, 6, 8, 10, 12, 16, 24, 32)
@@ -119,7 +120,7 @@ def plan_draw(analysis_dir: str | os.PathLike, *, n_sim: int = 4000, seed: int =
 def render_draw_plan(result: dict[str, Any]) -> str:
     """A plain-text table of :func:`plan_draw` (one row per pipeline)."""
     top = result["ladder"][-1]
-    unit, label = (100.0, " points") if result["units"] == "points" else (1.0, "")   # accuracies: in points
+    unit, label = (100.0, " points") if result["units"] == FRACTION else (1.0, "")   # accuracies: in points
     head = (f"init seeds (x {result['n_data']} data seeds) for a decided draw verdict with probability >= "
             f"{result['target']:.0%} (margin {unit * result['margin']:.2g}{label} on SD_init, {result['n_sim']} "
             "simulated tables per design; the larger of: each seed's effect the same at every sigma_w level, or "

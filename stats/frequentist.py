@@ -11,9 +11,9 @@ arbitrary labels, which costs degrees of freedom but not validity). For every pi
 - two one-sided tests (TOST) that the spread over the grid lies inside +-delta, and the mirror
   minimum-effect test that it exceeds delta;
 - Holm corrections across pipelines, a frequentist verdict, and an agreement flag against the
-  Bayesian verdict with every disagreement explained in words. A "borderline" Bayesian verdict
-  (a probability within two Monte Carlo errors of 0.95) is a verdict of its own: it agrees with
-  no frequentist verdict, and the reason says so.
+  Bayesian verdict with every disagreement explained in words. A borderline Bayesian verdict
+  ("undecided" with a probability within two Monte Carlo errors of its threshold) agrees with no
+  frequentist verdict, since another sampler run could decide it, and the reason says so.
 
 Why both: the Bayesian model (docs/memory-model.md) fits each pipeline on its own, nothing pooled
 across pipelines, with half-Student-t priors on its four SDs in units of a noise scale taken from
@@ -37,14 +37,10 @@ from scipy import stats
 
 from initmem import cube
 from initmem.errors import UserError
-from initmem.names import ALPHA, BORDERLINE, DECISIONS
+from initmem.names import ALPHA, FORGETS, REMEMBERS, UNDECIDED, VERDICTS
 from initmem.stats import effects
 from initmem.stats.anova import mean_squares
 from initmem.stats.reml import reml_fit
-
-VERDICTS = DECISIONS  # initmem/names.py
-
-
 
 # Data --------------------------------------------------------------------------------------
 
@@ -265,10 +261,10 @@ def _analyse_pipeline(da: xr.DataArray, delta: float) -> dict[str, Any]:
 
 def _verdict(p_min_holm: float, p_tost_holm: float) -> str:
     if math.isfinite(p_min_holm) and p_min_holm < ALPHA:
-        return "remembers"
+        return REMEMBERS
     if math.isfinite(p_tost_holm) and p_tost_holm < ALPHA:
-        return "forgets"
-    return "inconclusive"
+        return FORGETS
+    return UNDECIDED
 
 
 def crosscheck(ds: xr.Dataset, metric: str, delta: float, bayes: dict[str, dict]) -> dict[str, dict]:
@@ -327,7 +323,7 @@ def _loso_verdicts(table: np.ndarray, delta: float, n_tests: int) -> list[str]:
     for j in range(table.shape[1]):
         sub = np.delete(table, j, axis=1)
         if sub.shape[1] < 2:
-            out.append("inconclusive")
+            out.append(UNDECIDED)
             continue
         sp = spread_tests(sub, delta)
         out.append(_verdict(min(1.0, sp["min_effect_p"] * n_tests), min(1.0, sp["tost_p"] * n_tests)))
@@ -354,10 +350,10 @@ def explain(freq: dict, raw: dict, bay: dict, *, delta: float, scale: float, met
     notes = _test_notes(freq)
     b_verdict = bay.get("verdict")
     f_verdict = freq["verdict"]
-    if b_verdict == BORDERLINE:
-        return False, [f"the Bayesian verdict is borderline: a verdict probability lies within two Monte Carlo "
-                       f"errors of 0.95, so another sampler run could decide it either way; the frequentist "
-                       f"verdict is {f_verdict!r}"], notes
+    if bay.get("borderline"):
+        return False, [f"the Bayesian verdict is undecided (borderline): a verdict probability lies within two "
+                       f"Monte Carlo errors of its threshold, so another sampler run could decide it either way; the "
+                       f"frequentist verdict is {f_verdict!r}"], notes
     if b_verdict not in VERDICTS:
         notes.append("no Bayesian verdict for this pipeline: nothing to compare with")
         return True, [], notes
@@ -369,7 +365,7 @@ def explain(freq: dict, raw: dict, bay: dict, *, delta: float, scale: float, met
     n_seed, n_lev = raw["n_complete_seed"], raw["n_complete_sigma"]
     if n_seed < 2 or n_lev < 2:
         reasons.append("the frequentist tests could not run (too few complete seed blocks), so their verdict is "
-                       "inconclusive by default; the Bayesian model still uses every cell (a missing cell is "
+                       "undecided by default; the Bayesian model still uses every cell (a missing cell is "
                        "integrated out)")
         return False, reasons, notes
     sp = raw["sp"]

@@ -12,7 +12,7 @@ random numbers, so a seed's slope compares like with like). Decision against a s
 * "keeps the initial scale": the one-sided t test of mean slope > m rejects at ALPHA;
 * "forgets the scale": two one-sided t tests show -m < mean slope < m at ALPHA (an intersection-union
   test: no multiplicity correction, Berger 1982);
-* otherwise "inconclusive".
+* otherwise "undecided" (the word of every undecided verdict, initmem/names.py).
 
 Both are exact t tests for normal seed slopes at the boundary, so each false verdict is at most ALPHA there
 (tests/test_radial.py measures it, with heavy-tailed seeds too). Imported cubes whose seeds share nothing
@@ -30,11 +30,11 @@ from scipy import stats as sps
 
 from initmem import cube
 from initmem.cube.levels import probe_is_categorical
-from initmem.names import ALPHA
+from initmem.names import ALPHA, UNDECIDED
 
 RADIAL_MARGIN = 0.1  # a 16-fold sigma_w grid leaves final norms at most 16**0.1 = 1.32x apart when forgotten
-KEEPS, FORGETS, INCONCLUSIVE = "keeps the initial scale", "forgets the scale", "inconclusive"
-RADIAL_VERDICTS = (KEEPS, FORGETS, INCONCLUSIVE)
+KEEPS, FORGETS = "keeps the initial scale", "forgets the scale"
+RADIAL_VERDICTS = (KEEPS, FORGETS, UNDECIDED)
 
 
 def final_log_norms(ds: xr.Dataset) -> xr.DataArray:
@@ -106,7 +106,7 @@ def radial_verdict(log_norm: np.ndarray, log_sigma: np.ndarray, *, paired: bool 
     elif res["p_forgets"] < alpha:
         res["verdict"] = FORGETS
     else:
-        res["verdict"] = INCONCLUSIVE
+        res["verdict"] = UNDECIDED
     return res
 
 
@@ -127,5 +127,5 @@ def radial_verdicts(ds: xr.Dataset, *, margin: float = RADIAL_MARGIN, alpha: flo
     return out
 
 
-__all__ = ["FORGETS", "INCONCLUSIVE", "KEEPS", "RADIAL_MARGIN", "RADIAL_VERDICTS", "final_log_norms",
+__all__ = ["FORGETS", "KEEPS", "RADIAL_MARGIN", "RADIAL_VERDICTS", "final_log_norms",
            "radial_verdict", "radial_verdicts", "seed_slopes"]

@@ -178,19 +178,19 @@ def pool(size: float, scale: str, n_seed: int, n: int, rng: np.random.Generator,
 
 def full_share(rows: Mapping[str, RowEvidence]) -> dict[str, str]:
     """A wrong family rule (negative control): every row tested at the full share of alpha."""
-    return {k: r.verdict if passes(r, 1.0) else N.INCONCLUSIVE for k, r in rows.items()}
+    return {k: r.verdict if passes(r, 1.0) else N.UNDECIDED for k, r in rows.items()}
 
 
 def decided_only_holm(rows: Mapping[str, RowEvidence]) -> dict[str, str]:
     """A wrong family rule (negative control): Holm with the shares counted over the decided rows only."""
-    kept = {k: N.INCONCLUSIVE for k in rows}
+    kept = {k: N.UNDECIDED for k in rows}
     kept.update(holm_verdicts({k: r for k, r in rows.items() if r.verdict in DECIDED}))
     return kept
 
 
 def bonferroni(rows: Mapping[str, RowEvidence]) -> dict[str, str]:
     """Single-step Bonferroni: every row tested at the share 1/r (valid, less powerful than Holm)."""
-    return {k: r.verdict if passes(r, 1.0 / len(rows)) else N.INCONCLUSIVE for k, r in rows.items()}
+    return {k: r.verdict if passes(r, 1.0 / len(rows)) else N.UNDECIDED for k, r in rows.items()}
 
 
 def raw(rows: Mapping[str, RowEvidence]) -> dict[str, str]:

@@ -7,7 +7,7 @@ records of :mod:`initmem.results` and written by its writers, so this fixture ca
 the folder ``initmem analyze`` writes (docs/analysis-folder.md). The browser test builds its
 report from a real ``initmem analyze`` run instead.
 
-Every summary/2 and collapse/2 field is exercised: a borderline verdict, a censored forgetting
+Every summary/2 and collapse/2 field is exercised: an undecided verdict flagged borderline, a censored forgetting
 time, a sigma_w level without any interpolating run, a divergence warning, prior sensitivity,
 Monte Carlo errors, adjusted p-values and an unattainable 0.05.
 """
@@ -25,8 +25,8 @@ from initmem import cube as C
 from initmem import results as R
 from initmem.analysis.analyze import verdict_rule
 from initmem.models.data import prepare_data
-from initmem.models.summaries import N_DRAWS, model_verdict
-from initmem.names import ALPHA
+from initmem.models.summaries import N_DRAWS, model_verdict, model_verdict_flagged
+from initmem.names import ALPHA, UNDECIDED, verdict_text
 from initmem.simulate import SimPipeline, simulate_cube
 
 AXES = (C.EPOCH, C.STEP, C.T_ETA, C.T_SGD, C.T_L2, C.T_ADAPT, R.T_FIT)
@@ -57,7 +57,7 @@ def _probs(spreads: np.ndarray, delta: float) -> tuple[float, float, float, floa
 def rule(p_gt: float, p_lt: float, mcse_gt: float, mcse_lt: float) -> str:
     """The model's own verdict on its probabilities (models/summaries.py, ``model_verdict``), borderline included:
     the fixture has no seeds' tests, so its pipelines decide as where the ordered test and the model agree."""
-    return model_verdict(p_gt, p_lt, mcse=(mcse_gt, mcse_lt))
+    return verdict_text(*model_verdict_flagged(p_gt, p_lt, mcse=(mcse_gt, mcse_lt)))
 
 
 def pipeline_summary(y: np.ndarray, sigma: np.ndarray, delta: float, rng: np.random.Generator,
@@ -69,7 +69,9 @@ def pipeline_summary(y: np.ndarray, sigma: np.ndarray, delta: float, rng: np.ran
     res = float((y - y.mean(1, keepdims=True) - y.mean(0, keepdims=True) + y.mean()).std())
     tot = sig_sd**2 + seed_sd**2 + res**2
     p_gt, p_lt, m_gt, m_lt = _probs(spreads, delta)
-    verdict = verdict or rule(p_gt, p_lt, m_gt, m_lt)
+    shown = verdict or rule(p_gt, p_lt, m_gt, m_lt)     # "undecided (borderline)": the verdict and its flag
+    flagged = shown == verdict_text(UNDECIDED, borderline=True)
+    verdict = UNDECIDED if flagged else shown
     # The second prior: the same summary from an independent bootstrap (what matters is that it is shown).
     _, spreads2 = _boot_spreads(y, rng)
     q_gt, q_lt, n_gt, n_lt = _probs(spreads2, delta)
@@ -99,10 +101,11 @@ def pipeline_summary(y: np.ndarray, sigma: np.ndarray, delta: float, rng: np.ran
                                      q95=float(np.quantile(spreads, 0.95) * 100)),
             spread_over_seed_sd=1.7, omega_sq=0.22, units="points"),
         mcse=R.Mcse(p_spread_gt_delta=m_gt, p_spread_lt_delta=m_lt),
-        borderline=verdict == "borderline",
+        borderline=flagged,
         estimand=ESTIMAND, likelihood="counts",
         prior_sensitivity=R.PriorSensitivity(prior="half-normal(0.5) on every component SD", p_spread_gt_delta=q_gt,
-                                             p_spread_lt_delta=q_lt, verdict=rule(q_gt, q_lt, n_gt, n_lt)),
+                                             p_spread_lt_delta=q_lt,
+                                             verdict=model_verdict(q_gt, q_lt, mcse=(n_gt, n_lt))),
     )
 
 
@@ -126,7 +129,7 @@ def _divergence(ds: xr.Dataset, pipe: str, y_all: xr.DataArray, delta: float,
         n_diverged=int(div.sum()), by_sigma_w=by, depends_on_sigma_w=depends, p_value=p,
         warning=(f"{int(div.sum())} run(s) diverged, at sigma_w {levels}: divergence depends on sigma_w "
                  f"(p = {p:.3g}), so the verdict leaves out the runs that sigma_w broke" if depends else None),
-        sensitivity=R.DivergenceSensitivity(verdict=rule(p_gt, p_lt, m_gt, m_lt), spread=_q(spreads),
+        sensitivity=R.DivergenceSensitivity(verdict=model_verdict(p_gt, p_lt, mcse=(m_gt, m_lt)), spread=_q(spreads),
                                             p_spread_gt_delta=p_gt, p_spread_lt_delta=p_lt,
                                             note="diverged runs counted at chance accuracy (10%)"))
 

@@ -29,7 +29,7 @@ def _edit(summary: R.Summary) -> None:
                                                  supports_forgets=name != "remembering")
     summary.pipelines["remembering"].verdict = N.REMEMBERS
     summary.pipelines["forgetting"].verdict = N.FORGETS
-    summary.pipelines["third"].verdict = N.INCONCLUSIVE
+    summary.pipelines["third"].verdict = N.UNDECIDED
 
 
 @pytest.fixture(scope="module")
@@ -45,12 +45,12 @@ def test_each_recipe_gets_its_verdicts_agreement_seeds_and_holm(analysis):
     rows = {r[0]: dict(zip([c.name for c in t.columns], r, strict=True)) for r in t.rows}
     assert list(rows) == ["remembering", "forgetting", "third"]
     assert [rows[p]["radial"] for p in rows] == [KEEPS, KEEPS, FORGETS]
-    # remembers + keeps agree; forgets + keeps part; an inconclusive accuracy verdict has no agreement
+    # remembers + keeps agree; forgets + keeps part; an undecided accuracy verdict has no agreement
     assert [rows[p]["agreement"] for p in rows] == ["agree", "disagree", None]
     assert all(rows[p]["seeds"] == analysis.pipe(p).n_seed for p in rows)
     holm = holm_verdicts(summary_rows(analysis.summary))
     assert {p: rows[p]["holm"] for p in rows} == holm
-    assert holm["third"] == N.INCONCLUSIVE
+    assert holm["third"] == N.UNDECIDED
     spread = analysis.pipe("remembering").spread
     assert rows["remembering"]["spread"].value == pytest.approx(spread.median * analysis.scale)
     assert "at most 0.10" in t.caption          # two decided rows at alpha = 0.05

@@ -155,6 +155,7 @@ def test_analyze_then_plan_from_the_command_line(tmp_path):
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["alpha"] == 0.05    # the level the verdicts were decided at
+    assert summary["units"]["delta"] == "fraction" and summary["delta"] == 0.01   # the file says its unit
     assert {e["near_ceiling"] for e in summary["pipelines"].values()} == {False}   # simulated accuracies near 0.9
     # the fewest simulations the option takes: what is checked is the plan's fields and their consistency, not its
     # Monte Carlo accuracy (tests/test_plan.py compares the planner with real refits)

@@ -46,7 +46,7 @@ def test_the_draw_verdicts_follow_the_simulated_truth(crossed):
         assert p.bayes is not None and p.bayes.sd_init.lower <= p.bayes.sd_init.median <= p.bayes.sd_init.upper
         assert [lv.sigma_w for lv in p.by_sigma_w] == pytest.approx(list(summary_levels(crossed)))
     # the scale verdict is still there, beside the draw's
-    assert {p.verdict for p in summary.pipelines.values()} <= {"remembers", "forgets", "inconclusive", "borderline"}
+    assert {p.verdict for p in summary.pipelines.values()} <= {"remembers", "forgets", "undecided"}
 
 
 def summary_levels(crossed):

@@ -88,7 +88,7 @@ def _crossed(summary: R.Summary) -> None:
 def analysis(tmp_path_factory):
     root = tmp_path_factory.mktemp("plan")
     return write_analysis(small_cube(("far", "none", "at")), root,
-                          verdicts={"far": "remembers", "none": "forgets", "at": "inconclusive"}, edit=_crossed)
+                          verdicts={"far": "remembers", "none": "forgets", "at": "undecided"}, edit=_crossed)
 
 
 def test_the_plan_of_known_components(analysis):

@@ -55,7 +55,7 @@ def crossed_block() -> RR.Crossed:
         sd_init=_b(0.0007, 0.0, 0.0029), sd_data=_b(0.0051, 0.0035, 0.0080), sd_resid=_b(0.0030, 0.0024, 0.0038),
         init_share=_b(0.01, 0.0, 0.2), bayes=RR.CrossedBayes(sd_init=_post(0.0009, 0.0001, 0.0031),
                                                              p_sd_init_gt_margin=0.004))
-    return RR.Crossed(margin=0.005, alpha=0.05, units="points", n_init=8, n_data=4,
+    return RR.Crossed(margin=0.005, alpha=0.05, units="fraction", n_init=8, n_data=4,
                       pipelines={XSS: keeps, "adamw": forgets})
 
 

@@ -40,7 +40,14 @@ from initmem.models.paired import (
     remembers_at,
 )
 from initmem.models.plan import plan
-from initmem.models.summaries import RULE_FORGETS_IUT, _tests, crossed_note, decide_pipeline, verdict
+from initmem.models.summaries import (
+    RULE_FORGETS_IUT,
+    _tests,
+    crossed_note,
+    decide_pipeline,
+    verdict,
+    verdict_flagged,
+)
 from initmem.results import SUMMARY_JSON, SUMMARY_SCHEMA, Summary
 from initmem.simulate import SimPipeline, preset_pipelines, read_truth, simulate_cube
 from initmem.simulate.draw import crossed_tables, sigma_levels
@@ -305,13 +312,13 @@ def test_the_crossed_t_holds_its_level_with_init_and_data_effects_together(shape
 def test_on_a_crossed_design_the_models_route_alone_does_not_decide_forgets():
     # P(spread < delta) = 1: the model alone says "forgets" at any threshold
     assert verdict(0.0, 1.0) == N.FORGETS
-    assert verdict(0.0, 1.0, crossed=True) == N.INCONCLUSIVE
+    assert verdict(0.0, 1.0, crossed=True) == N.UNDECIDED
     assert verdict(0.0, 1.0, crossed=True, iut_ok=True) == N.FORGETS
     assert verdict(0.0, 1.0, crossed=True, iut_ok=True, near_ceiling=True) == N.FORGETS
-    assert verdict(0.0, 0.5, crossed=True, iut_ok=True, near_ceiling=True) == N.INCONCLUSIVE  # both routes there
+    assert verdict(0.0, 0.5, crossed=True, iut_ok=True, near_ceiling=True) == N.UNDECIDED  # both routes there
     # a closed route has no borderline band: P near its threshold says nothing on a crossed design
-    assert verdict(0.0, 0.975, mcse=(0.0, 0.01)) == N.BORDERLINE
-    assert verdict(0.0, 0.975, mcse=(0.0, 0.01), crossed=True) == N.INCONCLUSIVE
+    assert verdict_flagged(0.0, 0.975, mcse=(0.0, 0.01)) == (N.UNDECIDED, True)
+    assert verdict_flagged(0.0, 0.975, mcse=(0.0, 0.01), crossed=True) == (N.UNDECIDED, False)
     # "remembers" is untouched: it needs the ordered test on the crossed blocks already
     assert verdict(0.99, 0.0, crossed=True) == N.REMEMBERS
 
@@ -328,8 +335,8 @@ def test_the_summary_path_reads_the_design_and_keeps_forgets_for_the_intersectio
     crossed, check, equiv = decide_pipeline(SimpleNamespace(data=d), 0, DELTA, ALPHA, (0.0, 1.0), (0.0, 0.0),
                                             4000, med)
     assert "crossed-seed t" in equiv["test"] and not equiv["supports_forgets"]
-    assert crossed.crossed and crossed.model_label == N.FORGETS and crossed.label == N.INCONCLUSIVE
-    assert crossed.rule == "none" and crossed.again(0.0, 1.0) == N.INCONCLUSIVE
+    assert crossed.crossed and crossed.model_label == N.FORGETS and crossed.label == N.UNDECIDED
+    assert crossed.rule == "none" and crossed.again(0.0, 1.0) == N.UNDECIDED
     # the same runs read as one seed per run: the model's route decides alone (the plain rule, unchanged)
     plain = replace(d, init_seed=None, data_seed=None)
     alone, _, eq_plain = decide_pipeline(SimpleNamespace(data=plain), 0, DELTA, ALPHA, (0.0, 1.0), (0.0, 0.0),
@@ -350,7 +357,7 @@ def test_the_summary_path_reads_the_design_and_keeps_forgets_for_the_intersectio
 def _summary(crossed: dict | None) -> dict:
     q = {"median": 0.0, "q05": 0.0, "q95": 0.0}
     entry = {"n_sigma": 3, "n_seed": 12, "sigma_sd": q, "seed_sd": q, "residual_sd": q, "memory_share": q,
-             "spread": q, "p_spread_gt_delta": 0.1, "verdict": "inconclusive", "noise_scale": 0.01}
+             "spread": q, "p_spread_gt_delta": 0.1, "verdict": "undecided", "noise_scale": 0.01}
     raw = {"schema": SUMMARY_SCHEMA, "metric": "m", "family": "gaussian", "delta": 0.01, "pipelines": {"p": entry}}
     if crossed is not None:
         raw["crossed"] = crossed

@@ -27,11 +27,11 @@ def test_remembers_rows_on_a_fixed_design_are_statsmodels_holm(seed):
     rng = np.random.default_rng(seed)
     p = np.concatenate([rng.uniform(0, 0.02, 6), rng.uniform(0, 0.2, 6)])
     rows = {f"r{i}": _remembers(float(v)) for i, v in enumerate(p)}
-    rows["undecided"] = RowEvidence(N.INCONCLUSIVE, FIXED, 0.5, 0.5, 0.3, 0.3)   # counts in m, never kept
+    rows["undecided"] = RowEvidence(N.UNDECIDED, FIXED, 0.5, 0.5, 0.3, 0.3)   # counts in m, never kept
     reject, _ = multicomp(np.append(p, 1.0), alpha=0.05, method="holm")
     kept = holm_verdicts(rows)
     assert [kept[n] == N.REMEMBERS for n in rows] == list(reject)
-    assert kept["undecided"] == N.INCONCLUSIVE
+    assert kept["undecided"] == N.UNDECIDED
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -64,7 +64,7 @@ def test_remembers_needs_the_paired_test_at_the_share_and_the_models_agreement()
     assert passes(RowEvidence(N.REMEMBERS, FIXED, 0.9, 0.0, 1e-4, 1.0), 1.0)
     assert not passes(RowEvidence(N.REMEMBERS, FIXED, 0.4, 0.0, 1e-4, 1.0), 1.0)       # P = 0.4 < 1/2
     assert not passes(RowEvidence(N.REMEMBERS, FIXED, 1.0, 0.0, None, 1.0), 1.0)       # no paired test
-    assert not passes(RowEvidence(N.BORDERLINE, FIXED, 1.0, 0.0, 1e-6, 1.0), 1.0)
+    assert not passes(RowEvidence(N.UNDECIDED, FIXED, 1.0, 0.0, 1e-6, 1.0), 1.0)   # borderline: undecided
     # the ordered test's adjusted p 0.004 passes at alpha/12 (0.0042), not at alpha/13 (0.0038)
     row = RowEvidence(N.REMEMBERS, FIXED, 1.0, 0.0, 0.004, 1.0, draws=4000)
     assert passes(row, 1 / 12) and not passes(row, 1 / 13)
@@ -80,8 +80,8 @@ def test_a_sequential_row_is_tested_at_its_shares_own_level():
 
 def test_the_expected_false_verdicts_count_decided_rows_only():
     rows = {"a": _remembers(0.001), "b": RowEvidence(N.FORGETS, FIXED, 0.0, 1.0, 1.0, 0.001),
-            "c": RowEvidence(N.INCONCLUSIVE, FIXED, 0.5, 0.5, 0.3, 0.3),
-            "d": RowEvidence(N.BORDERLINE, FIXED, 0.95, 0.0, 0.01, 1.0)}
+            "c": RowEvidence(N.UNDECIDED, FIXED, 0.5, 0.5, 0.3, 0.3),
+            "d": RowEvidence(N.UNDECIDED, FIXED, 0.95, 0.0, 0.01, 1.0)}
     assert expected_false_verdicts(rows) == pytest.approx(0.10)
 
 

@@ -162,7 +162,7 @@ def test_missing_unbalanced_and_thin_cells_never_crash():
     assert h["frequentist"]["n_complete_seed"] == 3 and h["frequentist"]["n_seed"] == 4
     assert math.isfinite(h["frequentist"]["reml"]["residual_sd"])
     assert any("complete seed blocks" in n for n in h["notes"])
-    assert out["one_seed"]["frequentist"]["verdict"] == "inconclusive"
+    assert out["one_seed"]["frequentist"]["verdict"] == "undecided"
     assert any("refused" in n for n in out["one_seed"]["notes"])
     assert math.isnan(out["one_seed"]["frequentist"]["rm_anova"]["F"])
     assert out["constant"]["frequentist"]["friedman"]["p"] == 1.0

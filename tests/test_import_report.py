@@ -1,4 +1,4 @@
-"""The cross-check's borderline verdict and the optional tracker readers, without sampling."""
+"""The cross-check against a borderline verdict and the optional tracker readers, without sampling."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from initmem.stats.frequentist import crosscheck
 from initmem.tests._cli import assert_user_error, invoke
 
 
-def test_borderline_is_a_verdict_of_its_own_in_the_crosscheck():
+def test_a_borderline_undecided_verdict_never_agrees_in_the_crosscheck():
     ds = simulate_cube([SimPipeline("p", sigma_sd=0.5, n_seed=4, n_sigma=4)], n_test=400, seed=2)
-    out = crosscheck(ds, "selected_test_acc", 0.01, {"p": {"verdict": "borderline"}})["p"]
+    out = crosscheck(ds, "selected_test_acc", 0.01, {"p": {"verdict": "undecided", "borderline": True}})["p"]
     assert out["agreement"] is False  # never shown as agreement
-    assert any("borderline" in d and out["frequentist"]["verdict"] in d for d in out["disagreements"])
+    assert any("undecided (borderline)" in d and out["frequentist"]["verdict"] in d for d in out["disagreements"])
     assert not any("nothing to compare with" in n for n in out["notes"])
 
 

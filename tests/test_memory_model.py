@@ -23,7 +23,13 @@ from initmem.models.designs import SMALL, log_density, pad_seeds, table_data
 from initmem.models.memory import MemoryModel
 from initmem.models.paired import CEILING, pair_interval
 from initmem.models.priors import Priors
-from initmem.models.summaries import model_verdict, probability_with_mcse, verdict
+from initmem.models.summaries import (
+    model_verdict,
+    model_verdict_flagged,
+    probability_with_mcse,
+    verdict,
+    verdict_flagged,
+)
 from initmem.simulate import SimPipeline, simulate_cube
 from initmem.tests._compile_shape import SMALL_FLAG
 
@@ -35,39 +41,41 @@ DATA = Path(__file__).resolve().parent / "data"
 def test_verdict_rule_and_borderline():
     # "remembers": the ordered test (paired_ok, True by default here) with the model agreeing, P >= 1/2
     assert verdict(0.95, 0.05) == verdict(0.6, 0.4) == "remembers"
-    assert verdict(0.4, 0.6) == "inconclusive"
-    assert verdict(0.99, 0.01, paired_ok=False) == "inconclusive"
+    assert verdict(0.4, 0.6) == "undecided"
+    assert verdict(0.99, 0.01, paired_ok=False) == "undecided"
     # "forgets" by the model needs P(spread < delta) >= 1 - alpha/2 = 0.975 (models/paired.py, forgets_levels)
-    assert verdict(0.03, 0.97) == "inconclusive"
+    assert verdict(0.03, 0.97) == "undecided"
     assert verdict(0.02, 0.98) == "forgets"
     # near the ceiling "forgets" needs the model AND the intersection-union test
     assert verdict(0.02, 0.98, iut_ok=True) == verdict(0.5, 0.5, iut_ok=True) == "forgets"
     assert verdict(0.02, 0.98, iut_ok=True, near_ceiling=True) == "forgets"
-    assert verdict(0.5, 0.5, paired_ok=False, iut_ok=True, near_ceiling=True) == "inconclusive"
-    assert verdict(0.02, 0.98, near_ceiling=True) == "inconclusive"
-    # within 2 MCSE of the agreement bar, 1/2, on either side: not decided
-    assert verdict(0.51, 0.49, mcse=(0.006, 0.006)) == "borderline"
-    assert verdict(0.49, 0.51, mcse=(0.006, 0.006)) == "borderline"
-    assert verdict(0.53, 0.47, mcse=(0.006, 0.006)) == "remembers"
-    assert verdict(0.005, 0.995, mcse=(0.005, 0.005)) == "forgets"
+    assert verdict(0.5, 0.5, paired_ok=False, iut_ok=True, near_ceiling=True) == "undecided"
+    assert verdict(0.02, 0.98, near_ceiling=True) == "undecided"
+    # within 2 MCSE of the agreement bar, 1/2, on either side: not decided, flagged borderline
+    assert verdict_flagged(0.51, 0.49, mcse=(0.006, 0.006)) == ("undecided", True)
+    assert verdict_flagged(0.49, 0.51, mcse=(0.006, 0.006)) == ("undecided", True)
+    assert verdict(0.49, 0.51, mcse=(0.006, 0.006)) == "undecided"
+    assert verdict_flagged(0.53, 0.47, mcse=(0.006, 0.006)) == ("remembers", False)
+    assert verdict_flagged(0.005, 0.995, mcse=(0.005, 0.005)) == ("forgets", False)
     # the borderline band of "forgets" sits at its own threshold, 0.975
-    assert verdict(0.02, 0.98, mcse=(0.005, 0.005)) == "borderline"
-    assert verdict(0.04, 0.96, mcse=(0.005, 0.005)) == "inconclusive"
-    assert verdict(0.01, 0.99, level=0.99) == "inconclusive"   # alpha 0.01: "forgets" needs 0.995
+    assert verdict_flagged(0.02, 0.98, mcse=(0.005, 0.005)) == ("undecided", True)
+    assert verdict_flagged(0.04, 0.96, mcse=(0.005, 0.005)) == ("undecided", False)
+    assert verdict(0.01, 0.99, level=0.99) == "undecided"   # alpha 0.01: "forgets" needs 0.995
 
 
 def test_a_failed_fit_leaves_the_verdict_to_the_design_based_tests():
     # the model's probabilities count for nothing: the ordered test alone, the intersection-union test alone
     assert verdict(0.1, 0.9, model_ok=False) == "remembers"
-    assert verdict(0.99, 0.01, paired_ok=False, model_ok=False) == "inconclusive"
-    assert verdict(0.0, 1.0, paired_ok=False, model_ok=False) == "inconclusive"
+    assert verdict(0.99, 0.01, paired_ok=False, model_ok=False) == "undecided"
+    assert verdict(0.0, 1.0, paired_ok=False, model_ok=False) == "undecided"
     assert verdict(0.0, 1.0, paired_ok=False, iut_ok=True, model_ok=False) == "forgets"
-    assert verdict(0.0, 1.0, paired_ok=False, iut_ok=True, near_ceiling=True, model_ok=False) == "inconclusive"
+    assert verdict(0.0, 1.0, paired_ok=False, iut_ok=True, near_ceiling=True, model_ok=False) == "undecided"
 
 
 def test_the_model_alone_decides_at_its_own_thresholds():
-    assert model_verdict(0.96, 0.04) == "remembers" and model_verdict(0.94, 0.06) == "inconclusive"
-    assert model_verdict(0.96, 0.04, mcse=(0.006, 0.006)) == "borderline"
+    assert model_verdict(0.96, 0.04) == "remembers" and model_verdict(0.94, 0.06) == "undecided"
+    assert model_verdict_flagged(0.96, 0.04, mcse=(0.006, 0.006)) == ("undecided", True)
+    assert model_verdict_flagged(0.94, 0.06) == ("undecided", False)
     assert model_verdict(0.02, 0.98) == "forgets"
 
 
@@ -331,7 +339,8 @@ def test_summary_shape_verdicts_and_divergence_sensitivity(quick_fit):
     for e in out.values():
         assert e["likelihood"] == "per_example" and "THIS test set" in e["estimand"]
         assert set(e["mcse"]) == {"p_spread_gt_delta", "p_spread_lt_delta"} and e["mcse"]["p_spread_gt_delta"] > 0
-        assert e["borderline"] == (e["verdict"] == "borderline")
+        assert e["verdict"] in ("remembers", "forgets", "undecided")
+        assert not e["borderline"] or e["verdict"] == "undecided"        # a flag on an undecided verdict only
         assert 0 <= e["memory_share"]["median"] <= 1
         assert set(e["prior_sensitivity"]) >= {"prior", "p_spread_gt_delta", "p_spread_lt_delta", "verdict"}
         assert e["interpolation"]["gate"] == "interpolated"

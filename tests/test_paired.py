@@ -331,15 +331,15 @@ def test_verdict_and_rule_routes():
     # the IUT decides "forgets" on its own, also when the model is undecided or borderline
     assert verdict(0.3, 0.7, paired_ok=False, iut_ok=True) == N.FORGETS
     assert verdict(0.05, 0.95, mcse=(0.01, 0.01), paired_ok=False, iut_ok=True) == N.FORGETS
-    assert decision_rule(N.FORGETS, N.INCONCLUSIVE, {}, eq) == RULE_FORGETS_IUT
+    assert decision_rule(N.FORGETS, N.UNDECIDED, {}, eq) == RULE_FORGETS_IUT
     assert decision_rule(N.FORGETS, N.FORGETS, {}, eq) == RULE_FORGETS_BOTH
     assert decision_rule(N.FORGETS, N.FORGETS, {}, no_eq) == RULE_FORGETS_MODEL
-    assert decision_rule(N.INCONCLUSIVE, N.REMEMBERS, {"supports_remembers": False}, no_eq) == RULE_NONE
-    assert verdict(0.99, 0.01, paired_ok=False) == N.INCONCLUSIVE
+    assert decision_rule(N.UNDECIDED, N.REMEMBERS, {"supports_remembers": False}, no_eq) == RULE_NONE
+    assert verdict(0.99, 0.01, paired_ok=False) == N.UNDECIDED
     # with two levels the model's route to "forgets" is closed (its P(spread < delta) is the prior's:
     # 5/48 false "forgets" in real fits at exactly delta); the IUT, there the TOST, still decides
-    assert verdict(0.01, 0.99, model_forgets_ok=False) == N.INCONCLUSIVE
-    assert verdict(0.01, 0.99, mcse=(0.01, 0.01), model_forgets_ok=False) == N.INCONCLUSIVE
+    assert verdict(0.01, 0.99, model_forgets_ok=False) == N.UNDECIDED
+    assert verdict(0.01, 0.99, mcse=(0.01, 0.01), model_forgets_ok=False) == N.UNDECIDED
     assert verdict(0.01, 0.99, model_forgets_ok=False, iut_ok=True) == N.FORGETS
 
 
@@ -378,7 +378,7 @@ def test_the_verdict_reads_the_skew_gate_near_the_ceiling_only():
     assert forgets_iut_ok(eq, near_ceiling=False)                       # away from the ceiling: the IUT alone
     blocked = {**eq, "multiplicative_ok": False}
     assert not forgets_iut_ok(blocked, near_ceiling=True) and forgets_iut_ok(blocked, near_ceiling=False)
-    assert "log-ratio test does not" in ceiling_note("inconclusive", False, blocked)
+    assert "log-ratio test does not" in ceiling_note("undecided", False, blocked)
     note = ceiling_note("forgets", True, eq)
     assert "log-ratio test" in note and "all three agree" in note and "several times the errors" in note
     plain = equivalence_check(table, sigma_w, 0.01, alpha=0.04)           # not an accuracy: no gate fields

@@ -344,7 +344,7 @@ def test_a_summary_reads_at_a_glance_and_as_a_tidy_frame(tmp_path):
         assert p.verdict in line and f"{100 * p.spread.median:.2f} [{100 * p.spread.q05:.2f}" in line  # points
     assert "<table>" in s._repr_html_() and all(name in s._repr_html_() for name in s.pipelines)
     frame = s.to_frame()
-    assert list(frame.columns) == ["pipeline", "verdict", "quantity", "median", "q05", "q95"]
+    assert list(frame.columns) == ["pipeline", "verdict", "borderline", "quantity", "median", "q05", "q95"]
     assert not frame.duplicated(["pipeline", "quantity"]).any()                     # one row per pipeline and quantity
     spread = frame[frame.quantity == "spread"].set_index("pipeline")
     assert all(spread.loc[n, "median"] == p.spread.median for n, p in s.pipelines.items())

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from initmem import cube
-from initmem.names import ALPHA
-from initmem.stats.radial import FORGETS, INCONCLUSIVE, KEEPS, RADIAL_MARGIN, radial_verdict, radial_verdicts
+from initmem.names import ALPHA, UNDECIDED
+from initmem.stats.radial import FORGETS, KEEPS, RADIAL_MARGIN, radial_verdict, radial_verdicts
 
 LOG_SIGMA = np.log([0.25, 0.5, 1.0, 2.0, 4.0])
 N_REP = 1000
@@ -86,7 +86,7 @@ def test_a_cube_gives_each_pipeline_its_verdict_from_its_last_epoch():
     ds = _cube_with_norms({"plain_sgd": 0.8, "sgd_l2": 0.0, "between": RADIAL_MARGIN})
     out = radial_verdicts(ds)
     assert out["plain_sgd"]["verdict"] == KEEPS and out["sgd_l2"]["verdict"] == FORGETS
-    assert out["between"]["verdict"] == INCONCLUSIVE
+    assert out["between"]["verdict"] == UNDECIDED == "undecided"
     assert abs(out["plain_sgd"]["slope"] - 0.8) < 0.05 and out["plain_sgd"]["n"] == 4
 
 

@@ -29,7 +29,7 @@ def _fake_analysis(decide_at: dict[str, tuple[int, str]], *, replace: bool = Tru
     def analyze(cube_path: Path, out_dir: Path, **kw) -> R.Summary:
         ds = cube.open_cube(cube_path)
         n = int((ds[cube.STATUS] == cube.OK).any((cube.PIPELINE, cube.SIGMA)).sum())
-        verdicts = {p: (v if n >= at else "inconclusive") for p, (at, v) in decide_at.items()}
+        verdicts = {p: (v if n >= at else "undecided") for p, (at, v) in decide_at.items()}
         tmp = Path(out_dir).parent / "_tmp"
         write_analysis(ds, tmp, verdicts=verdicts, with_curves=False, write_cube=False,
                        edit=lambda s: setattr(s, "command", ["initmem", "run", "fake.yaml"]))

@@ -209,9 +209,9 @@ def _demo_table(points: float, n_seed: int, run_sd: float, rng: np.random.Genera
 
 
 def test_the_required_example_is_resolved_and_no_route_to_forgets_is_relaxed():
-    from initmem.models.summaries import RESOLVE, mcse_floor, model_thresholds, verdict
+    from initmem.models.summaries import RESOLVE, mcse_floor, model_thresholds, verdict, verdict_flagged
 
-    # 4,000 draws: P = 1.000 has MCSE 2.5e-4, so a threshold of 1 - 1e-4 would leave it "borderline".
+    # 4,000 draws: P = 1.000 has MCSE 2.5e-4, so a threshold of 1 - 1e-4 would leave it undecided (borderline).
     assert verdict(1.0, 0.0, 1 - 1e-4, mcse=(2.5e-4, 2.5e-4), paired_ok=True) == "remembers"
     assert mcse_floor(4000) == pytest.approx(2.5e-4, rel=1e-3)
     assert model_thresholds(0.05) == pytest.approx((0.95, 0.975))      # alpha 0.05: nothing is capped
@@ -219,13 +219,13 @@ def test_the_required_example_is_resolved_and_no_route_to_forgets_is_relaxed():
     t_gt, t_lt = model_thresholds(look1)
     assert t_gt == pytest.approx(1 - RESOLVE * mcse_floor(4000)) and t_lt is None
     # the model's route to "forgets" is closed there (no "borderline" either); the IUT alone decides
-    assert verdict(0.0, 1.0, look1, mcse=(2.5e-4, 2.5e-4)) == "inconclusive"
+    assert verdict_flagged(0.0, 1.0, look1, mcse=(2.5e-4, 2.5e-4)) == ("undecided", False)
     assert verdict(0.0, 1.0, look1, mcse=(2.5e-4, 2.5e-4), iut_ok=True) == "forgets"
     # where it is open, its threshold is the share's own level, never relaxed
     last = Spending(ALPHA, LOOKS, 3, PAIRED_T)
     assert model_thresholds(last)[1] == pytest.approx(1 - last.level(0.5))
     assert verdict(0.0, 1 - last.level(0.5) / 2, last) == "forgets"
-    assert verdict(0.0, 1 - 2 * last.level(0.5), last) == "inconclusive"
+    assert verdict(0.0, 1 - 2 * last.level(0.5), last) == "undecided"
 
 
 @pytest.mark.slow
@@ -293,7 +293,7 @@ def _fake_analysis(decide_at: dict[str, tuple[int, str]], calls: list[tuple[int,
         n = int((ds[cube.STATUS] == cube.OK).any((cube.PIPELINE, cube.SIGMA)).sum())
         level = _look_level(kw)
         calls.append((n, level))
-        verdicts = {p: (v if n >= at else "inconclusive") for p, (at, v) in decide_at.items()}
+        verdicts = {p: (v if n >= at else "undecided") for p, (at, v) in decide_at.items()}
 
         def edit(summary: R.Summary) -> None:
             summary.alpha = level
@@ -345,7 +345,7 @@ def test_seeds_go_only_to_undecided_pipelines_and_the_cube_matches_a_fixed_run(t
     summary = R.load_summary(res.analysis_dir)
     sgd, adam = summary.pipelines["sgd"], summary.pipelines["adam"]
     assert sgd.verdict == "forgets" and adam.verdict == "remembers"
-    assert [lk.verdict for lk in adam.looks] == ["inconclusive", "remembers"]
+    assert [lk.verdict for lk in adam.looks] == ["undecided", "remembers"]
     assert [lk.seeds for lk in sgd.looks] == [2]
     # Every field of a decided pipeline comes from the look that decided it, and says which look that was:
     # sgd's entry is look 1's (2 seeds) though the last look re-analyzed it.

@@ -100,7 +100,7 @@ def run_batch(tmp: Path, design: str, batch: int, n_pipe: int, seed: int, **nois
 def _before(entry: dict) -> str:
     """The verdict the rule before the current one gave: "remembers" also needed P(spread > delta) >= 0.95."""
     if entry["verdict"] == "remembers" and entry["p_spread_gt_delta"] < 0.95:
-        return "inconclusive"
+        return "undecided"
     return entry["verdict"]
 
 
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--interaction", type=float, default=INTERACTION_SD, help="seed x level SD (fraction)")
     args = ap.parse_args(argv)
     noise = {"base_acc": args.accuracy, "interaction_sd": args.interaction}
-    print("| design | pipelines | remembers (95% Wilson) | forgets | inconclusive or borderline | remembers, the rule "
+    print("| design | pipelines | remembers (95% Wilson) | forgets | undecided (borderline or not) | remembers, the rule "
           "before |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="initmem-counts-") as t:

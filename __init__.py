@@ -34,6 +34,7 @@ from initmem.version import __version__
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is imported on first use
     from initmem.analysis.analyze import analyze_cube as analyze
     from initmem.analysis.run import run as run
+    from initmem.collect.custom.cell import load_cell as load_cell
     from initmem.collect.custom.probe import apply_probe as apply_probe
     from initmem.collect.custom.recorder import Recorder as Recorder
     from initmem.collect.execution.runner import collect_cube as collect_cube
@@ -67,6 +68,7 @@ _API: dict[str, tuple[str, str]] = {
     "UserError": ("initmem.errors", "UserError"),
     "apply_probe": ("initmem.collect.custom.probe", "apply_probe"),
     "Recorder": ("initmem.collect.custom.recorder", "Recorder"),
+    "load_cell": ("initmem.collect.custom.cell", "load_cell"),
 }
 
 
@@ -75,5 +77,5 @@ __dir__ = lazy_dir(__name__, _API)
 
 
 __all__ = ["AnalysisSpec", "Recorder", "SimPipeline", "UserError", "__version__", "analyze", "apply_probe",
-           "collect_cube", "export", "import_table", "load_grid", "open_cube", "plan", "report", "run", "simulate_cube",
-           "write_cube"]
+           "collect_cube", "export", "import_table", "load_cell", "load_grid", "open_cube", "plan", "report", "run",
+           "simulate_cube", "write_cube"]

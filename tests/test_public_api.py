@@ -125,7 +125,8 @@ def _public_functions() -> dict[str, typing.Callable]:
 
 def test_the_public_functions_are_one_per_command():
     assert set(_public_functions()) == {"open_cube", "write_cube", "load_grid", "analyze", "run", "collect_cube",
-                                        "import_table", "report", "export", "plan", "simulate_cube", "apply_probe"}
+                                        "import_table", "report", "export", "plan", "simulate_cube", "apply_probe",
+                                        "load_cell"}
 
 
 @pytest.mark.parametrize("name", sorted(_public_functions()))

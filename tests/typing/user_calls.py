@@ -36,6 +36,8 @@ rec = initmem.Recorder(optimizer, net, batch_size=32, coords={"pipeline": "sgd",
 rec.evaluate(0, train=(0.1, 2.3), val=(0.1, 2.3), test=(0.1, 2.3))
 rec.step(torch.tensor(2.3))
 record: xr.Dataset = rec.dataset()
+cell = initmem.load_cell("runs/mine/cells/sgd__sw2.0__seed0/cell.json")
+cell_sigma: float = cell.sigma_w
 version: str = initmem.__version__
 
 analysis = ip.load_analysis("runs/quick/analysis")

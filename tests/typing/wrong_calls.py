@@ -24,6 +24,7 @@ initmem.SimPipeline(nme="sgd")  # wrong
 initmem.UserError(1, 2, 3).add_note(4)  # wrong
 initmem.apply_probe("model", 2.0, init_seed=0)  # wrong
 initmem.Recorder("optimizer", "model", batch_size=32)  # wrong
+initmem.load_cell(3.5)  # wrong
 ip.load_analysis(3.5)  # wrong
 ip.metric_vs_sigma("runs/quick/analysis", width="wide")  # wrong
 ip.variance_shares()  # wrong

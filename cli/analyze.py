@@ -99,7 +99,7 @@ def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | No
     echo(f"{summary.metric}, delta = {shown(summary.delta)}{unit}, gate {summary.gate}; sampler "
          f"{d.sampler}: compile {d.compile_seconds or 0:.1f} s, sampling {d.sampling_seconds or 0:.1f} s"
          + (" (retried)" if d.retried else ""))
-    echo(f"  {summary.likelihood_label or summary.family}")
+    echo(f"  model: {summary.likelihood_label or summary.family}")
     for pipe, p in summary.pipelines.items():
         sp = p.spread
         echo(f"  {pipe:<20} {p.shown_verdict:<22} spread {shown(sp.median)} [{shown(sp.q05)}, {shown(sp.q95)}]{unit}  "

@@ -106,3 +106,22 @@ def test_a_cube_given_for_an_analysis_folder_gets_the_commands_to_run(tmp_path, 
 
 def test_the_missing_folder_message_is_unchanged(tmp_path):
     assert_user_error(invoke("report", Path(tmp_path / "nowhere")), "no such analysis folder")
+
+
+def test_analyze_prints_the_likelihood_by_its_one_name_and_the_flag_beside_the_verdict(tmp_path, monkeypatch):
+    import initmem.analysis
+
+    summary = R.load_summary(write_analysis(small_cube(), tmp_path))
+    first = next(iter(summary.pipelines))
+    summary.pipelines[first].verdict, summary.pipelines[first].borderline = "undecided", True
+    def analyzed(cube_path: Path, out_dir: Path, **options: object) -> R.Summary:   # the printing alone
+        assert cube_path == tmp_path / "cube.nc" and out_dir == tmp_path / "new" and options["delta"] is None
+        return summary
+
+    monkeypatch.setattr(initmem.analysis, "analyze_cube", analyzed)
+    proc = invoke("analyze", tmp_path / "cube.nc", "--out", tmp_path / "new")
+    assert proc.returncode == 0, proc.stderr
+    assert "model: Gaussian likelihood, noise scale from the binomial bound of the test counts" in proc.stdout
+    assert "(binomial)" not in proc.stdout
+    row = next(line for line in proc.stdout.splitlines() if line.split()[:1] == [first])
+    assert "undecided (borderline)" in row and "points" in row

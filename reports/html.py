@@ -25,7 +25,7 @@ from jinja2 import Environment, FunctionLoader, StrictUndefined, select_autoesca
 from initmem import cube, results
 from initmem.atomic import blocking_file, write_text
 from initmem.errors import UserError
-from initmem.names import BORDERLINE, UNDECIDED
+from initmem.names import BORDERLINE, FORGETS, REMEMBERS, UNDECIDED
 from initmem.plot.core import Skip
 from initmem.plot.load import Analysis, load_analysis, seed_design, verdict_levels
 from initmem.reports import sections
@@ -33,6 +33,7 @@ from initmem.reports import text as sentences
 from initmem.reports.figures import report_figure
 from initmem.reports.methods import likelihood_label, methods_paragraphs
 from initmem.reports.svg import Figure
+from initmem.results.records import DRAW_VERDICTS
 
 REPORT_PACKAGES = ("numpy", "xarray", "matplotlib", "jinja2", "pydantic")
 
@@ -173,7 +174,10 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         "likelihood_label": likelihood_label(a),
         "provenance": _provenance(a, command),
         "rhat_max": results.RHAT_MAX, "ess_min": results.ESS_MIN, "verdict_names": results.VERDICTS,
-        "borderline_flag": BORDERLINE, "undecided_word": UNDECIDED,
+        # The verdict words the templates' prose names (initmem/names.py, the draw's in results/records.py): the
+        # templates spell none of them.
+        "words": {"remembers": REMEMBERS, "forgets": FORGETS, "undecided": UNDECIDED, "borderline": BORDERLINE,
+                  "keeps_draw": DRAW_VERDICTS[0], "forgets_draw": DRAW_VERDICTS[1]},
         "has_cube": a.cube is not None,
     }
 

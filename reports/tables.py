@@ -16,6 +16,7 @@ from initmem import cube as C
 from initmem import optimizers
 from initmem import results as R
 from initmem.plot.load import Analysis, failed_checks, finite, num, ok_mask, q
+from initmem.results.records import DRAW_VERDICTS
 
 
 def excluded_text(v: int | dict[str, int] | None) -> str:
@@ -254,7 +255,7 @@ def settings_rows(a: Analysis) -> list[dict[str, Any]]:
 
 
 # The draw verdicts (results/records.py, DRAW_VERDICTS) -> the badge class the report colours them by.
-DRAW_BADGE = {"keeps its draw": "keeps", "forgets its draw": "forgets", "undecided": "undecided"}
+DRAW_BADGE = dict(zip(DRAW_VERDICTS, ("keeps", "forgets", "undecided"), strict=True))
 
 
 def _bounds(b: Any, k: float, key: str = "estimate") -> tuple[float, float, float]:

@@ -302,6 +302,8 @@ def headline(a: Analysis) -> str:
         if names:
             one = len(names) == 1
             parts.append(_and(names) + " " + text.format(s="s" if one else "", are="is" if one else "are"))
+    if not parts:
+        return f"No pipeline has a verdict (spread of the expected {a.metric} over σ_w, against δ = {delta_words(a)})."
     return "; ".join(parts) + f" (spread of the expected {a.metric} over σ_w, against δ = {delta_words(a)})."
 
 

@@ -139,6 +139,21 @@ def load_cell(path: str | os.PathLike | None = None) -> Cell:
     UserError
         No path was given and ``INITMEM_CELL`` is unset (the script was not started by ``initmem collect``),
         or the file cannot be read.
+
+    Examples
+    --------
+    In a grid's command, run by ``initmem collect``, the cell says what to train:
+
+    >>> import initmem
+    >>> cell = initmem.load_cell()                                                    # doctest: +SKIP
+    >>> cell.pipeline, cell.sigma_w, cell.init_seed                                  # doctest: +SKIP
+    ('adamw', 2.0, 3)
+
+    Run alone, with no cell file given, it says how to try the script:
+
+    >>> initmem.load_cell()
+    Traceback (most recent call last):
+    initmem.errors.UserError: no cell to run: INITMEM_CELL is not set (initmem collect sets it for a grid's command; ...
     """
     where = path if path is not None else os.environ.get(CELL_ENV)
     if not where:

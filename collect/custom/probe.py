@@ -273,6 +273,21 @@ def apply_probe(model: nn.Module, sigma_w: float, *, init_seed: int, probe: str 
     ------
     UserError
         A model without kernels (named), an unknown probe or target, a target the model lacks.
+
+    Examples
+    --------
+    The same seed draws the same directions at every level, and sigma_w scales them last:
+
+    >>> import torch
+    >>> import initmem
+    >>> model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    >>> record = initmem.apply_probe(model, 2.0, init_seed=3)
+    >>> record.acted_on
+    ['0', '2']
+    >>> at_two = model[0].weight.detach().clone()
+    >>> _ = initmem.apply_probe(model, 1.0, init_seed=3)
+    >>> torch.equal(at_two, 2 * model[0].weight.detach())
+    True
     """
     probe, target, shape_list = _settings(probe, target, shapes, init)
     level = float(sigma_w)

@@ -186,6 +186,32 @@ class Recorder:
         betas, batch size, epochs).
     checkpoint
         With ``path``: save the record and the state at every evaluation.
+
+    Examples
+    --------
+    A two-epoch loop on eight examples, recorded into ``run.nc`` (a single-run record the collector merges):
+
+    >>> import torch
+    >>> import initmem
+    >>> model = torch.nn.Linear(4, 2)
+    >>> _ = initmem.apply_probe(model, 1.0, init_seed=0)
+    >>> optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    >>> rec = initmem.Recorder(optimizer, model, path="run.nc", batch_size=8,
+    ...                        coords={"pipeline": "sgd", "sigma_w": 1.0, "seed": 0})
+    >>> x, y = torch.randn(8, 4, generator=torch.Generator().manual_seed(0)), torch.tensor([0, 1] * 4)
+    >>> def scores():
+    ...     with torch.no_grad():
+    ...         out = model(x)
+    ...     return float((out.argmax(1) == y).float().mean()), float(torch.nn.functional.cross_entropy(out, y))
+    >>> rec.evaluate(0, train=scores(), val=scores(), test=scores())
+    >>> for epoch in (1, 2):
+    ...     loss = torch.nn.functional.cross_entropy(model(x), y)
+    ...     optimizer.zero_grad(); loss.backward(); optimizer.step(); rec.step(loss)
+    ...     rec.evaluate(epoch, train=scores(), val=scores(), test=scores())
+    >>> rec.finish()
+    PosixPath('run.nc')
+    >>> dict(initmem.open_cube("run.nc", check=False).sizes)
+    {'pipeline': 1, 'sigma_w': 1, 'seed': 1, 'epoch': 3, 'layer': 1}
     """
 
     def __init__(self, optimizer: torch.optim.Optimizer, model: nn.Module, *, path: str | os.PathLike | None = None,

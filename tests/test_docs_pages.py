@@ -81,3 +81,11 @@ def test_doc_paths_in_command_help_are_links(page):
 def test_the_reference_check_finds_a_doc_path_left_as_text(pages):
     html = '<p>See docs/cube.md and <a href="../crossed.html">docs/crossed.md</a>, <code>docs/x.md</code>.</p>'
     assert pages.unlinked_doc_paths(html) == ["docs/cube.md", "docs/x.md"]
+
+
+def test_every_public_name_is_on_the_api_page():
+    import initmem
+
+    page = (ROOT / "docs" / "reference" / "api.md").read_text()
+    shown = set(re.findall(r"^::: initmem\.(\w+)\s*$", page, re.M))
+    assert set(initmem._API) <= shown, sorted(set(initmem._API) - shown)

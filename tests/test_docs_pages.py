@@ -89,3 +89,16 @@ def test_every_public_name_is_on_the_api_page():
     page = (ROOT / "docs" / "reference" / "api.md").read_text()
     shown = set(re.findall(r"^::: initmem\.(\w+)\s*$", page, re.M))
     assert set(initmem._API) <= shown, sorted(set(initmem._API) - shown)
+
+
+def test_the_collect_options_document_every_field():
+    """The API page shows CollectOptions by its docstring's Attributes section (its fields are not listed)."""
+    import dataclasses
+    import inspect
+
+    from initmem.collect.execution.options import CollectOptions
+
+    doc = inspect.getdoc(CollectOptions) or ""
+    attributes = doc.split("Attributes\n----------\n")[1].split("\n\n")[0]
+    documented = {n for line in re.findall(r"^(\w+(?:, \w+)*) :", attributes, re.M) for n in line.split(", ")}
+    assert documented == {f.name for f in dataclasses.fields(CollectOptions)}

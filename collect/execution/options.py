@@ -29,25 +29,25 @@ class CollectOptions:
 
     Attributes
     ----------
-    resume : bool
+    resume : bool, default False
         Continue the run already in the run folder: train only its unfinished cells.
-    force_new : bool
+    force_new : bool, default False
         When the run folder holds a run, start a new folder ``DIR-N`` instead.
-    retry_failed : bool
+    retry_failed : bool, default False
         Resume, and train the cells that failed again.
-    executor : {"local", "slurm"}
+    executor : {"local", "slurm"}, default "local"
         Worker processes on this machine, or a Slurm job array (submitit).
-    device : str
+    device : str, default "auto"
         ``auto``, ``cpu``, ``cuda`` or ``mps``.
-    jobs : int or "auto"
+    jobs : int or "auto", default 1
         Worker processes (``auto``: one per ``engine.cpu_threads`` cores, one per GPU with GPUs).
     pack_size : int, optional
         Cells per packed model; None: the engine's planner sizes the packs.
-    quiet : bool
+    quiet : bool, default False
         Print nothing but errors (no tables, no notes).
-    progress : bool
+    progress : bool, default True
         Show the progress bar (never when ``quiet``).
-    checkpoint_every : int
+    checkpoint_every : int, default 1
         Checkpoint each pack every this many epochs.
     checkpoint_minutes : float, optional
         Also checkpoint when this many minutes passed since the last checkpoint.
@@ -56,7 +56,7 @@ class CollectOptions:
         ``mem_gb``, ``cpus_per_task``, ``array_parallelism``; None values keep the grid's).
     slurm_cluster : str, optional
         submitit's cluster (``local`` runs the array on this machine; tests use it).
-    wait : bool
+    wait : bool, default True
         With Slurm, wait for the array to finish and merge; False returns right after submission.
 
     Raises

@@ -404,7 +404,7 @@ class EvalSpec(_Strict):
 
 # The Slurm options added after grids were first hashed, with the value at which each is off and then left out of
 # the canonical YAML (so a grid that sets none keeps its hash). max_num_timeout's is submitit's own default.
-SLURM_OPTIONAL = {"account": None, "qos": None, "constraint": None, "gres": None, "setup": [],
+SLURM_OPTIONAL: dict[str, Any] = {"account": None, "qos": None, "constraint": None, "gres": None, "setup": [],
                   "additional_parameters": {}, "max_num_timeout": 3}
 # sbatch options the named fields set: additional_parameters may not set them a second time.
 SLURM_NAMED = ("partition", "account", "qos", "constraint", "gres", "time", "mem", "gpus_per_node", "gpus-per-node",

@@ -100,6 +100,10 @@ def _fmt(v: Any) -> str:
 
 
 def _pipeline_text(name: str, s: dict[str, Any]) -> str:
+    if s.get("entry") or s.get("command"):   # the user's own code (docs/own-model.md): its settings are its own
+        how = f"entry point {s['entry']}" if s.get("entry") else f"command `{s['command']}`"
+        settings = ", ".join(f"{k} {v}" for k, v in (s.get("settings") or {}).items())
+        return f"{name} (the user's code, {how}{'; ' + settings if settings else ''})"
     opt = str(s.get("optimizer", "?"))
     parts = [optimizers.display_name(opt), f"lr {_fmt(s.get('lr'))}"]
     if s.get("momentum"):
@@ -170,7 +174,12 @@ def design_sentences(a: Analysis) -> list[str]:
                     f"set, split seed {ds.get('split_seed', 0)}, augmentation {ds.get('augment', 'none')}"
                     + (f", {a.cube.attrs[C.A_N_TEST]} test examples" if a.cube is not None
                        and C.A_N_TEST in a.cube.attrs else "") + ")")
-        out.append(f"We trained a {arch}{width} {norm} on {data}.")
+        user = [n for n, p in (grid.get("pipelines") or {}).items() if p.get("entry") or p.get("command")]
+        if len(user) < len(grid.get("pipelines") or {}):   # some pipeline trains the grid's model on its data
+            out.append(f"We trained a {arch}{width} {norm} on {data}.")
+        if user:
+            out.append(f"Pipeline{'s' if len(user) > 1 else ''} {', '.join(user)} trained the user's own model on its "
+                       "own data, initialised by initmem's sigma_w probe and recorded by initmem's recorder.")
         sig = grid.get("sigma_w") or []
         pipes = grid.get("pipelines", {}) or {}
         own = {n: s["model"] for n, s in pipes.items() if isinstance(s, dict) and s.get("model")}

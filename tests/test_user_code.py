@@ -145,6 +145,8 @@ def test_each_fault_is_a_status_with_its_reason_while_the_other_cells_finish(tmp
              # with a time limit an entry point runs in a child process: its traceback comes back from there
              + f'  raises_apart: {{entry: "{MODULE}:raises", timeout_min: 10, '
                'settings: {epochs: 2}}\n'
+             + f'  exits: {{entry: "{MODULE}:exits", settings: {{epochs: 2}}}}\n'
+             + f'  forgets: {{entry: "{MODULE}:no_record"}}\n'
              + f'  blows: {{entry: "{MODULE}:train", settings: {{epochs: 2, blow_up: true}}}}\n'
              + '  hangs: {command: "python -c \\"import time; print(\'waiting for a data loader that never answers\', '
                'flush=True); time.sleep(600)\\"", timeout_min: 0.05}\n'
@@ -156,11 +158,15 @@ def test_each_fault_is_a_status_with_its_reason_while_the_other_cells_finish(tmp
     assert status == {("sgd", 0.5): cube.OK, ("sgd", 2.0): cube.OK,
                       ("raises", 0.5): cube.OK, ("raises", 2.0): cube.FAILED,
                       ("raises_apart", 0.5): cube.OK, ("raises_apart", 2.0): cube.FAILED,
+                      ("exits", 0.5): cube.OK, ("exits", 2.0): cube.FAILED,
+                      ("forgets", 0.5): cube.FAILED, ("forgets", 2.0): cube.FAILED,
                       ("blows", 0.5): cube.OK, ("blows", 2.0): cube.DIVERGED,
                       ("hangs", 0.5): cube.FAILED, ("hangs", 2.0): cube.FAILED,
                       ("silent", 0.5): cube.FAILED, ("silent", 2.0): cube.FAILED}
     why = _failures(ds)
     assert why[("raises", 2.0)] == "ValueError: a bug in the user's code at sigma_w 2"
+    assert why[("exits", 2.0)] == "called sys.exit(3)"
+    assert why[("forgets", 0.5)].startswith("wrote no record")
     assert why[("raises_apart", 2.0)] == "ValueError: a bug in the user's code at sigma_w 2"
     assert why[("hangs", 2.0)].startswith("timed out after 0.05 min")
     assert why[("silent", 2.0)].startswith("wrote no record") and "done, no record" in why[("silent", 2.0)]

@@ -85,6 +85,7 @@ def test_until_decided_adds_seeds_only_to_the_undecided_user_pipeline(tmp_path):
 
 def test_a_crossed_user_code_grid_is_analyzed_into_its_draw_verdict(tmp_path):
     from initmem.analysis.analyze import analyze_cube
+    from initmem.reports.html import build_report as report
 
     grid = tmp_path / "grid.yaml"
     grid.write_text(GRID.replace("seeds: [0, 1]", "seeds: {init: [0, 1, 2, 3], data: [0, 1]}")
@@ -103,3 +104,5 @@ def test_a_crossed_user_code_grid_is_analyzed_into_its_draw_verdict(tmp_path):
     assert block is not None and (block.n_init, block.n_data) == (4, 2)
     assert block.pipelines["plain"].draw_verdict in typing.get_args(DrawVerdict)
     assert summary.pipelines["plain"].verdict in ("remembers", "forgets", "undecided")
+    html = report(tmp_path / "analysis").read_text(encoding="utf-8")
+    assert "entry point initmem.tests._user_pipelines:train" in html and "We trained a resnet_tiny" not in html

@@ -151,7 +151,11 @@ def run_cell(grid: Grid, pipeline: str, sigma_w: float, run: int, *, device: str
     t0 = time.monotonic()
     if spec.entry is not None and spec.timeout_min is None:
         with on_path(workdir), _cwd(workdir):
-            import_entry(spec.entry, workdir)(cell)   # its exception is the cell's: pack_job records it failed
+            try:
+                import_entry(spec.entry, workdir)(cell)   # its exception is the cell's: pack_job records it failed
+            except SystemExit as exc:   # sys.exit() in the code ends the cell, not the collector
+                if exc.code not in (None, 0):
+                    raise CellFailed(f"called sys.exit({exc.code!r})", traceback.format_exc()) from None
     else:
         _run_child(spec, cell_file, folder, workdir)
     ds = _read_record(cell, folder, started)
@@ -275,11 +279,6 @@ def _as_shard(ds: xr.Dataset, grid: Grid, cell: Cell, *, device: str, identity: 
     ds.attrs = {**attrs, **user_attrs(grid, device),
                 **{k: attrs[k] for k in (cube.A_N_TEST, cube.A_DATASET_FINGERPRINT) if k in attrs}}
     return ds
-
-
-def failed_coords(pipeline: str, identities: dict[str, dict[str, str]]) -> dict[str, str]:
-    """The per-pipeline coordinates of a user-code cell that failed (its code's identity)."""
-    return dict(identities.get(pipeline, {CODE: pipeline}))
 
 
 def default_coords(spec: UserPipelineSpec) -> dict[str, str]:

@@ -209,7 +209,7 @@ def _null() -> list[SimPipeline]:
 
 DESIGNS: dict[str, tuple[str, callable]] = {
     "tutorial": ("4 pipelines, 6 seeds: low-LR SGD and Adam remember, SGD+L2 and AdamW forget (sigma_sd = 0); "
-                 "decided with --n-test 10000 and --delta 2pt", _tutorial),
+                 "decided at 10,000 test examples and delta = 2 points", _tutorial),
     "contrast": ("3 pipelines: low-LR SGD remembers; SGD+L2 and Adam have none (sigma_sd = 0), undecided at its 4 "
                  "seeds of 450 test examples (initmem plan asks for dozens)", _contrast),
     "quick_like": ("6 pipelines with a design like the quick preset's (clocks identifiable)", _quick_like),

@@ -178,8 +178,9 @@ def design_sentences(a: Analysis) -> list[str]:
         if len(user) < len(grid.get("pipelines") or {}):   # some pipeline trains the grid's model on its data
             out.append(f"We trained a {arch}{width} {norm} on {data}.")
         if user:
-            out.append(f"Pipeline{'s' if len(user) > 1 else ''} {', '.join(user)} trained the user's own model on its "
-                       "own data, initialised by initmem's sigma_w probe and recorded by initmem's recorder.")
+            out.append(f"Pipeline{'s' if len(user) > 1 else ''} {', '.join(user)} ran the user's own training "
+                       "code (its own model and data), given each cell's sigma_w and seeds, its runs recorded by "
+                       "initmem's recorder.")
         sig = grid.get("sigma_w") or []
         pipes = grid.get("pipelines", {}) or {}
         own = {n: s["model"] for n, s in pipes.items() if isinstance(s, dict) and s.get("model")}

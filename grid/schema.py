@@ -681,6 +681,9 @@ class Grid(_Strict):
                                      f"change, which {spec.optimizer}'s averaged iterates do not allow")
         if self.budget is not None:
             _check_budget(self.budget)
+        if self.user_pipelines and self.init.probe == "width_scaling":
+            raise ValueError("init.probe: width_scaling builds the engine's own net at each width; a pipeline of "
+                             "user code takes scale, layer_scale or shape")
         for name, spec in self.engine_pipelines.items():
             if spec.epochs is None and spec.budget is None and self.budget is None:
                 raise ValueError(f"pipelines.{name}: give epochs or a clock budget (pipeline or grid-wide)")

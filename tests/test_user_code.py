@@ -76,6 +76,12 @@ def test_a_bad_user_pipeline_is_one_line_naming_the_field(tmp_path, pipeline, ne
     assert needle in str(exc.value) and "\n" not in str(exc.value)
 
 
+def test_width_scaling_is_refused_for_user_code(tmp_path):
+    text = _grid_text(PLAIN, extra="init: {probe: width_scaling}\nmodel: {arch: mlp, norm: none}\n")
+    with pytest.raises(UserError, match="init.probe: width_scaling builds the engine's own net"):
+        load_grid(_write(tmp_path, text))
+
+
 def test_a_bad_slurm_option_is_one_line_naming_the_field(tmp_path):
     text = _grid_text(PLAIN, extra="slurm: {additional_parameters: {account: lab}}\n")
     with pytest.raises(UserError) as exc:

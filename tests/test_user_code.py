@@ -253,3 +253,23 @@ def test_the_python_of_a_command_is_initmems_interpreter():
 
     assert command_argv("python train.py --lr 0.1") == [sys.executable, "train.py", "--lr", "0.1"]
     assert command_argv("./train.sh") == ["./train.sh"]
+
+
+def test_a_resume_after_the_code_changed_warns_and_logs_it(tmp_path, capsys):
+    from initmem.collect.execution.events import read_events
+
+    code = tmp_path / "code"
+    code.mkdir()
+    module = code / "mine_changed_code.py"
+    module.write_text(f"from {MODULE} import train\n", encoding="utf-8")
+    pipe = f'  sgd: {{entry: "mine_changed_code:train", workdir: {code}, settings: {{epochs: 1}}}}\n'
+    _collect(_write(tmp_path, _grid_text(pipe, sigma_w="[1]", seeds="[0]")), tmp_path / "run")
+    first = hashlib.sha256(module.read_bytes()).hexdigest()
+    module.write_text(f"from {MODULE} import train  # edited\n", encoding="utf-8")
+    collect(_write(tmp_path, _grid_text(pipe, sigma_w="[1]", seeds="[0, 1]")), tmp_path / "run", device="cpu",
+            progress=False, resume=True)
+    assert "warning: pipelines.sgd: its code changed since the run began" in capsys.readouterr().out
+    changed = [e for e in read_events(tmp_path / "run" / "events.jsonl") if e["event"] == "code_changed"]
+    assert [(e["before"], e["now"]) for e in changed] == [(first, hashlib.sha256(module.read_bytes()).hexdigest())]
+    ds = cube.open_cube(tmp_path / "run" / "cube.nc")
+    assert (ds[cube.STATUS].values == cube.OK).all() and ds[CODE_FILE].values.tolist() == ["mine_changed_code.py"]

@@ -383,6 +383,23 @@ def user_train_fn(grid: Any, run: RunDir, engine: TrainFn | None) -> TrainFn:
                        engine=engine)
 
 
+def _note_code_changes(run: RunDir, train_fn: Any, quiet: bool) -> None:
+    """Record each user-code pipeline's code identity in run.json; on a resume, warn (and log) where a file's
+    sha256 differs from the one the run began with: the cube's identity coordinates are its first shard's, so
+    cells trained by the changed code would otherwise pass unnoticed."""
+    from initmem.collect.custom.identity import CODE_SHA256
+
+    now = {p: dict(ident) for p, ident in train_fn.identities.items()}
+    before = run.read_record().get("code", {})
+    for pipe, ident in now.items():
+        old = before.get(pipe, {}).get(CODE_SHA256)
+        if old and old != ident[CODE_SHA256]:
+            EventLog(run.events).emit("code_changed", pipeline=pipe, before=old, now=ident[CODE_SHA256])
+            _say(f"warning: pipelines.{pipe}: its code changed since the run began (sha256 {old[:12]} -> "
+                 f"{ident[CODE_SHA256][:12]}); the cells trained from now on run the new code", quiet)
+    run.update_record(code={**now, **before})   # the identities the run began with (new pipelines added)
+
+
 def _slurm_plan_device(grid: Any, opts: CollectOptions) -> str:
     """The device the packs of a Slurm run are sized for: a GPU when the array tasks get one (and the device
     allows it), else the CPU. Sizing GPU packs needs a GPU here, or a pack size."""
@@ -404,6 +421,8 @@ def _prepare_and_train(run: RunDir, grid: Any, h: str, opts: CollectOptions, *, 
     """Prepare the run folder and train what is left; the lines of lost packs, or None when the
     Slurm array was submitted without waiting."""
     prepare_run(run, grid, resume=opts.continues, executor=opts.executor, quiet=opts.quiet, fingerprint=fingerprint)
+    if grid.user_pipelines:
+        _note_code_changes(run, train_fn, opts.quiet)
     done = finished_cells(run, grid, retry_failed=opts.retry_failed, quiet=opts.quiet)
     cells = all_cells(grid)
     todo = {c for c in cells if c not in done and (only is None or c in only)}

@@ -793,9 +793,10 @@ class Grid(_Strict):
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, except the clock budgets, the run design (``decide``), eval.every and the recipe knobs
-        (``RECIPE_FIELDS``) at their defaults and the dataset fields of the other kind of data set (mnist1d's
+        (``RECIPE_FIELDS``) at their defaults, the Slurm options added later (``SLURM_OPTIONAL``) and
+        ``engine.cells_per_gpu`` at theirs, and the dataset fields of the other kind of data set (mnist1d's
         sizes and seed; the read sets' fractions): grids written before those options existed keep their
-        canonical form and hash (resumable runs)."""
+        canonical form and hash (resumable runs). A user-code pipeline lists the fields it sets."""
         d = self.model_dump(mode="json")
         dataset = d["dataset"]
         for key in MNIST1D_FIELDS if dataset_entry(self.dataset.name).source != GENERATED else SPLIT_FIELDS:

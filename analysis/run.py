@@ -380,8 +380,11 @@ def _collect_and_analyze_by_looks(run_: _Stages, collect_options: CollectOptions
         analyze_options=options, say=run_.say, max_seeds=max_seeds)
     (run_.out / STATE_FILE).unlink(missing_ok=True)  # it vouched for a fixed analysis, which this one replaced
     run_.seconds["collect + analyze"] = time.perf_counter() - t0
-    run_.say(f"      decided {len(record['decided'])} of {len(run_.grid.pipelines)} pipelines with "
-             f"{record['runs_used']} runs (a fixed design: {record['runs_fixed']})")
+    final = R.load_summary(analysis_dir).pipelines   # a verdict the survivorship check overturns is not decided
+    overturned = [p for p in record["decided"] if p in final and final[p].survivorship_overturned]
+    run_.say(f"      decided {len(record['decided']) - len(overturned)} of {len(run_.grid.pipelines)} pipelines with "
+             f"{record['runs_used']} runs (a fixed design: {record['runs_fixed']})"
+             + (f"; not counted: {', '.join(overturned)} (verdict overturned by survivorship)" if overturned else ""))
     return cube_path, analysis_dir
 
 

@@ -102,7 +102,7 @@ def analyze(cube_path: Path, out_dir: Path, metric: str | None, family: str | No
     echo(f"  model: {summary.likelihood_label or summary.family}")
     for pipe, p in summary.pipelines.items():
         sp = p.spread
-        echo(f"  {pipe:<20} {p.shown_verdict:<22} spread {shown(sp.median)} [{shown(sp.q05)}, {shown(sp.q95)}]{unit}  "
+        echo(f"  {pipe:<20} {p.marked_verdict:<22} spread {shown(sp.median)} [{shown(sp.q05)}, {shown(sp.q95)}]{unit}  "
              f"P(spread > delta) = {fmt_stat(p.p_spread_gt_delta, '.3f')}")
     for pipe, reason in summary.skipped.items():
         echo(f"  {pipe:<20} skipped: {reason}")

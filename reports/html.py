@@ -33,6 +33,7 @@ from initmem.reports import text as sentences
 from initmem.reports.figures import report_figure
 from initmem.reports.methods import likelihood_label, methods_paragraphs
 from initmem.reports.svg import Figure
+from initmem.reports.tables import SURVIVORSHIP_MARK
 from initmem.results.records import DRAW_VERDICTS
 
 REPORT_PACKAGES = ("numpy", "xarray", "matplotlib", "jinja2", "pydantic")
@@ -179,6 +180,7 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         "words": {"remembers": REMEMBERS, "forgets": FORGETS, "undecided": UNDECIDED, "borderline": BORDERLINE,
                   "keeps_draw": DRAW_VERDICTS[0], "forgets_draw": DRAW_VERDICTS[1]},
         "has_cube": a.cube is not None,
+        "survivorship_mark": SURVIVORSHIP_MARK,
     }
 
 

@@ -14,12 +14,12 @@ import io
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from initmem import cube
 from initmem import names as N
-from initmem.models.family import expected_false_verdicts, holm_verdicts, summary_rows
+from initmem.models.family import RowEvidence, expected_false_verdicts, holm_verdicts, summary_rows
 from initmem.plot.load import Analysis, num, q
 from initmem.reports import tables
 from initmem.reports.text import collapse_verdict_words
@@ -206,6 +206,25 @@ def _iv(d: Any, k: float = 1.0) -> Interval:
     return Interval(q(d) * k, q(d, "q05") * k, q(d, "q95") * k)
 
 
+def _reading(a: Analysis) -> str:
+    """The caption's reading of the verdict words, the error ratio and the survivorship mark (the same in every
+    table that shows the verdict)."""
+    ratio = (" The error ratio is the error rate (1 - accuracy) at one extreme sigma_w level over that at the other, "
+             "larger over smaller, from the per-level estimates the spread is read from: 'forgets' reads 'memory below "
+             "delta', and near the ceiling a spread below delta can still be a large relative change in the error "
+             "rate." if a.is_accuracy else " 'forgets' reads 'memory below delta'.")
+    return ratio + (f" A verdict marked '{tables.SURVIVORSHIP_MARK}' changes when the runs the interpolation gate left "
+                    "out are put back at their final value, the spread moving towards or across delta; it is not "
+                    "counted as decided.")
+
+
+def _family_rows(a: Analysis) -> dict[str, RowEvidence]:
+    """The rows of the family (models/family.py), a verdict the survivorship check overturns entered as undecided:
+    it is not counted as decided, so Holm keeps nothing of it and the expected false verdicts leave it out."""
+    rows = summary_rows(a.summary)
+    return {p: replace(r, verdict=N.UNDECIDED) if a.pipe(p).survivorship_overturned else r for p, r in rows.items()}
+
+
 def verdict_table(a: Analysis) -> Table:
     """Per pipeline: the verdict, the spread with its interval, both probabilities and the paired check."""
     unit = a.unit
@@ -217,9 +236,11 @@ def verdict_table(a: Analysis) -> Table:
               "test of the seeds' paired differences: the extreme sigma_w pair first, then the peak contrast of the "
               "grid's middle level, then the other pairs), the "
               "p-value of the intersection-union test of 'forgets' (every pair of levels within +-delta), and the "
-              "route that decided the verdict (the model, the ordered paired test, the intersection-union test).",
+              "route that decided the verdict (the model, the ordered paired test, the intersection-union test)."
+              + _reading(a),
               [Column("pipeline", "Pipeline"), Column("verdict", "Verdict"),
                Column("spread", f"Spread ({unit})", a.digits),
+               Column("error_ratio", "Error ratio (extreme σ_w)", 2),
                Column("p_gt_delta", "P(spread > δ)", 3), Column("p_lt_delta", "P(spread < δ)", 3),
                Column("paired_p", "Paired p", 3, style="p"), Column("paired_supports", "Paired check"),
                Column("iut_p", "IUT p", 3, style="p"), Column("decided_by", "Decided by"),
@@ -230,7 +251,8 @@ def verdict_table(a: Analysis) -> Table:
         ok = r.get("paired_ok")
         eq = info.equivalence_check
         rule = info.rule if info.rule and info.rule != "none" else None
-        t.rows.append([p, info.shown_verdict, _iv(info.spread, a.scale), num(info.p_spread_gt_delta),
+        t.rows.append([p, tables.marked_verdict(info), _iv(info.spread, a.scale), tables.error_ratio(a, info),
+                       num(info.p_spread_gt_delta),
                        num(info.p_spread_lt_delta), num(r.get("paired_p")),
                        None if ok is None else ("supports" if ok else "does not support"),
                        num(eq.p_value) if eq is not None else None, rule, _iv(info.memory_share)])
@@ -261,7 +283,7 @@ def atlas_table(a: Analysis) -> Table:
     """One row per pipeline (a recipe of the memory atlas, docs/atlas.md): the accuracy verdict with its spread,
     the radial verdict, whether the two agree, the forgetting time on the best clock, the seeds spent, and the
     verdict under Holm's step-down across the rows (models/family.py)."""
-    rows = summary_rows(a.summary)
+    rows = _family_rows(a)
     holm = holm_verdicts(rows)
     n_decided = sum(r.verdict in (N.REMEMBERS, N.FORGETS) for r in rows.values())
     c = a.collapse
@@ -277,9 +299,11 @@ def atlas_table(a: Analysis) -> Table:
               "Holm's step-down across the rows. Each row's "
               f"verdict keeps its own false-verdict rate at alpha = {alpha:g}; over the {n_decided} decided rows "
               f"the expected number of false verdicts is at most {expected_false_verdicts(rows):.2f}, and the "
-              "Holm column keeps the chance of any false verdict in the table near alpha (models/family.py).",
+              "Holm column keeps the chance of any false verdict in the table near alpha (models/family.py)."
+              + _reading(a),
               [Column("recipe", "Recipe"), Column("verdict", "Verdict"),
-               Column("spread", f"Spread ({a.unit})", a.digits), Column("radial", "Radial verdict"),
+               Column("spread", f"Spread ({a.unit})", a.digits),
+               Column("error_ratio", "Error ratio (extreme σ_w)", 2), Column("radial", "Radial verdict"),
                Column("agreement", "Agreement"),
                Column("forgetting_time", f"Forgetting time ({axis or 'none'})", 3, style="sig"),
                Column("seeds", "Seeds"), Column("holm", "Verdict under Holm")])
@@ -287,7 +311,9 @@ def atlas_table(a: Analysis) -> Table:
         info = a.pipe(p)
         radial = info.radial.verdict if info.radial is not None else None
         seeds = seq.seeds_used.get(p, info.n_seed) if seq is not None else info.n_seed
-        t.rows.append([p, info.shown_verdict, _iv(info.spread, a.scale), radial, _agreement(str(info.verdict), radial),
+        shown = str(rows[p].verdict) if p in rows else str(info.verdict)
+        t.rows.append([p, tables.marked_verdict(info), _iv(info.spread, a.scale), tables.error_ratio(a, info), radial,
+                       _agreement(shown, radial),
                        _forgetting_time(a, p, axis), int(seeds), holm[p]])
     return t
 

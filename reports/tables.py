@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 
 from initmem import cube as C
+from initmem import names as N
 from initmem import optimizers
 from initmem import results as R
 from initmem.plot.load import Analysis, failed_checks, finite, num, ok_mask, q
-from initmem.results.records import DRAW_VERDICTS
+from initmem.results.records import DRAW_VERDICTS, SURVIVORSHIP_MARK
 
 
 def excluded_text(v: int | dict[str, int] | None) -> str:
@@ -38,6 +39,40 @@ def _median(x: np.ndarray) -> float:
     return float(np.median(x)) if x.size else math.nan
 
 
+def marked_verdict(info: R.PipelineResult) -> str:
+    """The verdict as the tables show it: the shown verdict ("undecided (borderline)" for a flagged one), with
+    :data:`SURVIVORSHIP_MARK` after a verdict that the survivorship refit overturns.
+
+    Why: such a verdict hinges on leaving out the runs that never interpolated; shown bare it reads as decided."""
+    return info.marked_verdict
+
+
+def counts_as_decided(info: R.PipelineResult) -> bool:
+    """Whether a row counts among the decided ones: "remembers" or "forgets", not overturned by survivorship."""
+    return str(info.verdict) in (N.REMEMBERS, N.FORGETS) and not info.survivorship_overturned
+
+
+def error_ratio(a: Analysis, info: R.PipelineResult) -> float:
+    """The ratio of the error rates at the two extreme sigma_w levels, larger over smaller: (1 - acc) at one end
+    over (1 - acc) at the other, from the expected accuracy per level (posterior medians, summary.json's
+    ``expected``) that the spread is read from.
+
+    Why beside the spread: near the ceiling a small spread in points can be a large relative change; at 97%
+    accuracy a 1.5-point spread is an error rate of 3% against 4.5%, a ratio of 1.5. "forgets" says the memory is
+    below delta, not that the error rate does not move. NaN for a metric that is not an accuracy, without
+    per-level estimates, or with a zero error rate at both ends; infinite with a zero error rate at one end only."""
+    ex = info.expected
+    if not a.is_accuracy or ex is None or len(ex.sigma_w) < 2:
+        return math.nan
+    sw = np.asarray(ex.sigma_w, dtype=float)
+    acc = np.array([num(m) for m in ex.median], dtype=float)
+    ends = 1.0 - acc[[int(np.argmin(sw)), int(np.argmax(sw))]]
+    if not np.isfinite(ends).all() or (ends <= 0).all():
+        return math.nan
+    lo, hi = float(ends.min()), float(ends.max())
+    return math.inf if lo <= 0 else hi / lo
+
+
 def summary_rows(a: Analysis) -> list[dict[str, Any]]:
     k = a.scale
     def row(p: str, info: R.PipelineResult) -> dict[str, Any]:
@@ -49,7 +84,10 @@ def summary_rows(a: Analysis) -> list[dict[str, Any]]:
         return {
             "name": p,
             "verdict": info.verdict, "borderline": bool(info.borderline),
+            "overturned": info.survivorship_overturned, "shown": marked_verdict(info),
+            "mark": SURVIVORSHIP_MARK if info.survivorship_overturned else None,
             "spread": q(sp) * k, "spread_lo": q(sp, "q05") * k, "spread_hi": q(sp, "q95") * k,
+            "error_ratio": error_ratio(a, info), "error_ratio_known": not math.isnan(error_ratio(a, info)),
             "p_gt": num(info.p_spread_gt_delta), "p_lt": num(info.p_spread_lt_delta),
             "share": q(ms), "share_lo": q(ms, "q05"), "share_hi": q(ms, "q95"),
             "seed_sd": q(sd) * k, "seed_sd_lo": q(sd, "q05") * k, "seed_sd_hi": q(sd, "q95") * k,
@@ -101,6 +139,8 @@ def verdict_rows(a: Analysis) -> list[dict[str, Any]]:
         mi = info.missingness
         return {
             "name": p, "verdict": info.verdict, "borderline": bool(info.borderline),
+            "overturned": info.survivorship_overturned,
+            "mark": SURVIVORSHIP_MARK if info.survivorship_overturned else None,
             "p_gt": num(info.p_spread_gt_delta), "p_lt": num(info.p_spread_lt_delta),
             "mcse_gt": num(mcse.p_spread_gt_delta), "mcse_lt": num(mcse.p_spread_lt_delta),
             "likelihood": info.likelihood or a.summary.likelihood,
@@ -310,6 +350,7 @@ def crossed_level_rows(a: Analysis) -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["DRAW_BADGE", "assumption_rows", "collapse_rows", "crossed_level_rows", "crossed_rows", "diagnostics_rows",
-           "excluded_text", "failed_checks", "frequentist_rows", "interpolation_rows", "num", "q",
-           "settings_rows", "summary_rows", "verdict_rows"]
+__all__ = ["DRAW_BADGE", "SURVIVORSHIP_MARK", "assumption_rows", "collapse_rows", "counts_as_decided",
+           "crossed_level_rows", "crossed_rows", "diagnostics_rows", "error_ratio", "excluded_text", "failed_checks",
+           "frequentist_rows", "interpolation_rows", "marked_verdict", "num", "q", "settings_rows", "summary_rows",
+           "verdict_rows"]

@@ -285,7 +285,8 @@ def headline(a: Analysis) -> str:
     """The report's first sentence: which pipelines remember, forget or leave undecided, against what.
 
     One clause per verdict group (remembers, forgets, undecided, in that order; largest spread first
-    within a group), an undecided pipeline flagged borderline named so, then what the verdict measures:
+    within a group), an undecided pipeline flagged borderline named so, a verdict the survivorship check overturns
+    among the undecided with its word, then what the verdict measures:
     'sgd remembers the initialization; adam forgets it (memory below δ) (spread of the expected
     selected_test_acc over σ_w, against δ = 1 point).' The numbers are in the table under it, so the
     sentence holds none but delta: a reader sees the answer first and its size one line lower.
@@ -294,6 +295,9 @@ def headline(a: Analysis) -> str:
     for p in sorted(a.pipelines, key=lambda p: -_finite_or(q(a.pipe(p).spread), -math.inf)):
         info = a.pipe(p)
         flag = f" ({N.BORDERLINE})" if info.borderline and info.verdict == N.UNDECIDED else ""
+        if info.survivorship_overturned:   # not counted as decided (results/records.py)
+            groups.setdefault(N.UNDECIDED, []).append(f"{p} ({info.verdict!s} overturned by survivorship)")
+            continue
         groups.setdefault(str(info.verdict), []).append(p + flag)
     phrases = {**VERDICT_PHRASES, **{v: "{are} " + v for v in groups if v not in VERDICT_PHRASES}}
     parts = []

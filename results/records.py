@@ -19,9 +19,21 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from initmem.jsonio import json_safe
-from initmem.names import ESS_MIN, POSTERIOR_NC, RETIRED_VERDICTS, RHAT_MAX, UNDECIDED, VERDICTS, verdict_text
+from initmem.names import (
+    ESS_MIN,
+    FORGETS,
+    POSTERIOR_NC,
+    REMEMBERS,
+    RETIRED_VERDICTS,
+    RHAT_MAX,
+    UNDECIDED,
+    VERDICTS,
+    verdict_text,
+)
 
 SUMMARY_SCHEMA = "initmem.summary/2"
+# How a verdict that the survivorship check overturns (PipelineResult.survivorship_overturned) is marked where shown.
+SURVIVORSHIP_MARK = "overturned by survivorship"
 COLLAPSE_SCHEMA = "initmem.collapse/3"
 
 
@@ -416,6 +428,23 @@ class PipelineResult(Record):
         return verdict_text(self.verdict, self.borderline)
 
     @property
+    def survivorship_overturned(self) -> bool:
+        """Whether the survivorship check overturns this verdict: a "remembers" or "forgets" whose refit with the
+        runs the gate left out put back at their final value (``missingness.sensitivity``) gives another verdict
+        while moving the spread towards or across delta (``put_back_direction``; an unknown direction counts). A
+        refit that moves the spread further from delta only adds the slow runs' noise, and does not overturn.
+        Such a verdict is marked wherever it is shown and is not counted among the decided rows
+        (docs/memory-model.md, "Survivorship")."""
+        mi = self.missingness
+        return (self.verdict in (REMEMBERS, FORGETS) and mi is not None and mi.verdict_changes
+                and mi.put_back_direction != "further")
+
+    @property
+    def marked_verdict(self) -> str:
+        """:attr:`shown_verdict`, with :data:`SURVIVORSHIP_MARK` after a verdict the survivorship check overturns."""
+        return f"{self.shown_verdict} ({SURVIVORSHIP_MARK})" if self.survivorship_overturned else self.shown_verdict
+
+    @property
     def n_excluded_total(self) -> int | None:
         """Excluded cells summed over reasons (diverged, failed, missing)."""
         if isinstance(self.n_excluded, dict):
@@ -556,6 +585,42 @@ class Outputs(Record):
     collapse: str | None = None
 
 
+class VerdictThresholds(Record):
+    """The numbers an analysis decided its verdicts at (models/rules.py ``thresholds``): the figures, the report's
+    Methods and any program read these fields, never the rule's prose (``verdict_rule``). A summary.json written
+    before this field existed has them rebuilt from its ``alpha``, ``spending`` and rule (models/rules.py,
+    ``stored_thresholds``).
+
+    Attributes
+    ----------
+    alpha : float
+        The ordered paired test's level (a sequential look's full-share level).
+    remembers : float
+        The bar on P(spread > delta) for "remembers": the model's agreement with the ordered test.
+    model_remembers : float or None
+        The model's own bar on P(spread > delta) (its own verdict, without the seeds' tests).
+    forgets : float or None
+        The model's bar on P(spread < delta) for "forgets"; None where its route was closed.
+    iut_alpha : float
+        The intersection-union test's level.
+    ceiling : float or None
+        The expected accuracy from which "forgets" needs both routes.
+    skew_gate : float or None
+        The SD of the seeds' log errors from which, near the ceiling, "forgets" also needs the log-ratio test.
+    min_levels_model_forgets : int or None
+        The fewest sigma_w levels at which the model's route to "forgets" is open.
+    """
+
+    alpha: float
+    remembers: float
+    model_remembers: float | None = None
+    forgets: float | None = None
+    iut_alpha: float
+    ceiling: float | None = None
+    skew_gate: float | None = None
+    min_levels_model_forgets: int | None = None
+
+
 class Summary(Record):
     """``summary.json`` (docs/analysis-folder.md, "summary.json")."""
 
@@ -576,6 +641,7 @@ class Summary(Record):
     model: str = ""
     verdict_rule: str = ""
     alpha: float | None = None   # the level the verdicts were decided at (a sequential look's alpha_k)
+    thresholds: VerdictThresholds | None = None   # every threshold, typed (absent in files written before it)
     diagnostics: Diagnostics = Field(default_factory=Diagnostics)
     cube: str | None = None
     command: list[str] | str | None = None

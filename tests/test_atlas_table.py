@@ -40,8 +40,8 @@ def analysis(tmp_path_factory):
 
 def test_each_recipe_gets_its_verdicts_agreement_seeds_and_holm(analysis):
     t = atlas_table(analysis)
-    assert [c.name for c in t.columns] == ["recipe", "verdict", "spread", "radial", "agreement", "forgetting_time",
-                                           "seeds", "holm"]
+    assert [c.name for c in t.columns] == ["recipe", "verdict", "spread", "error_ratio", "radial", "agreement",
+                                           "forgetting_time", "seeds", "holm"]
     rows = {r[0]: dict(zip([c.name for c in t.columns], r, strict=True)) for r in t.rows}
     assert list(rows) == ["remembering", "forgetting", "third"]
     assert [rows[p]["radial"] for p in rows] == [KEEPS, KEEPS, FORGETS]

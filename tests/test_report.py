@@ -195,7 +195,7 @@ def test_the_top_is_one_sentence_and_the_verdict_table(full):
                         "against δ = 1 point).")
     table = _section(header, '<table id="headline-table"', "</table>")
     heads = [html.unescape(h) for h in re.findall(r'<th scope="col"[^>]*>(.*?)</th>', table)]
-    assert heads == ["Pipeline", "Verdict (δ = 1 point)", "Spread (points) [90%]",
+    assert heads == ["Pipeline", "Verdict (δ = 1 point)", "Spread (points) [90%]", "Error ratio (extreme σ_w)",
                      "Radial verdict (kernel-norm slope [90%])"]
     rows = re.findall(r'<tr>\s*<th scope="row" class="pipeline">(.*?)</th>(.*?)</tr>', table, re.S)
     assert [name for name, _ in rows] == PIPES

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -210,12 +210,15 @@ def rule_decisions(tables: np.ndarray, delta: float, alpha: float | Spending, rn
 
 def sequential_decisions(tables: np.ndarray, delta: float, looks: Sequence[int], rng: np.random.Generator,
                          sigma_w: np.ndarray | None, alpha: float = ALPHA, design: str = SEQUENTIAL_DESIGN,
-                         near_ceiling: bool = False, n_test: int | None = None,
-                         unit: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+                         near_ceiling: bool = False, n_test: int | None = None, unit: float = 1.0,
+                         decide_open: Callable[[np.ndarray, int, Spending], np.ndarray] | None = None,
+                         ) -> tuple[np.ndarray, np.ndarray]:
     """The sequential design on standardised tables holding the last look's seeds: look k uses the first n_k
     seeds, spends each share of ``alpha`` at look k from its own allotment under ``design``
     (models/sequential.py, :class:`Spending`), and the first decision stands. Returns (verdict per table, seeds
-    it used)."""
+    it used). ``decide_open(idx, n_k, spend)``, when given, decides the tables still open at a look (their
+    indices, the look's seeds and spending; 1 / -1 / 0 per index) in place of :func:`rule_decisions`: a caller
+    that needs each look's evidence, not only its verdict (studies/family_calibration.py), runs the same looks."""
     verdict = np.zeros(tables.shape[0], dtype=int)
     seeds = np.full(tables.shape[0], int(looks[-1]))
     open_ = np.ones(tables.shape[0], dtype=bool)
@@ -224,8 +227,9 @@ def sequential_decisions(tables: np.ndarray, delta: float, looks: Sequence[int],
         if not idx.size:
             break
         spend = Spending(float(alpha), tuple(int(n) for n in looks), k, design)
-        d = rule_decisions(tables[idx, :, :n_k], delta, spend, rng, sigma_w, near_ceiling=near_ceiling,
-                           n_test=n_test, unit=unit)
+        d = (decide_open(idx, int(n_k), spend) if decide_open is not None else
+             rule_decisions(tables[idx, :, :n_k], delta, spend, rng, sigma_w, near_ceiling=near_ceiling,
+                            n_test=n_test, unit=unit))
         hit = d != 0
         verdict[idx[hit]], seeds[idx[hit]] = d[hit], n_k
         open_[idx[hit]] = False

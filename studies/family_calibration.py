@@ -150,6 +150,7 @@ from initmem.tests._family_rows import (
     check_tests,
     families,
     pool,
+    sequential_pool,
 )
 
 
@@ -220,7 +221,8 @@ def _cell(x: dict) -> str:
     return f"{x['k']}: {100 * x['rate']:.2f} [{100 * x['lo']:.2f}, {100 * x['hi']:.2f}]"
 
 
-def run(n_families: int, scales: list[str], seeds: list[int], draws: int = DRAWS, seed: int = 0) -> list[dict]:
+def run(n_families: int, scales: list[str], seeds: list[int], draws: int = DRAWS, seed: int = 0,
+        looks: tuple[int, ...] | None = None) -> list[dict]:
     """Every family design of the module docstring, per scale and seed count.
 
     Parameters
@@ -235,6 +237,9 @@ def run(n_families: int, scales: list[str], seeds: list[int], draws: int = DRAWS
         Posterior draws per row.
     seed : int
         The study's random seed.
+    looks : tuple of int, optional
+        Decide every row with the sequential design at these looks (``initmem run --until-decided``; ``seeds`` is
+        then ignored): each row's evidence is its deciding look's (``sequential_pool``).
 
     Returns
     -------
@@ -243,19 +248,30 @@ def run(n_families: int, scales: list[str], seeds: list[int], draws: int = DRAWS
     """
     out = []
     for scale in scales:
-        for s in seeds:
+        for s in ([looks[-1]] if looks else seeds):
             t0 = time.perf_counter()
-            rng = np.random.default_rng(zlib.crc32(f"family-{scale}-{s}-{seed}".encode()))
+            tag = f"family-{scale}-{s}-{seed}" + (f"-looks-{','.join(map(str, looks))}" if looks else "")
+            rng = np.random.default_rng(zlib.crc32(tag.encode()))
             probe = rule_tables("ramp", scale, 40, rng, n_seed=s)
             n_lev = probe.shape[1]
-            gap = check_tests(probe, np.geomspace(0.25, 8.0, n_lev), DELTA, Spending(0.05),
-                              int(SCALES[scale]["n_test"]))
-            if gap > 1e-9:
-                raise RuntimeError(f"vectorised p-values differ from the analysis's tests by {gap:g}")
-            null = pool(1.0, scale, s, max(SIZES) * n_families, rng, draws)
-            true = pool(TRUE_SIZE, scale, s, max(SIZES) // 2 * n_families, rng, draws)
-            cell = {"scale": scale, "seeds": s, "rows": row_rates(null), "designs": [],
-                    "n_rows": len(null) + len(true)}
+            spends = [Spending(0.05, looks, k) for k in range(len(looks))] if looks else [Spending(0.05)]
+            for spend in spends:
+                gap = check_tests(probe[:, :, : (spend.looks[spend.look] if looks else s)],
+                                  np.geomspace(0.25, 8.0, n_lev), DELTA, spend, int(SCALES[scale]["n_test"]))
+                if gap > 1e-9:
+                    raise RuntimeError(f"vectorised p-values differ from the analysis's tests by {gap:g}")
+            spent: list[np.ndarray] = []
+            if looks:
+                null, used = sequential_pool(1.0, scale, looks, max(SIZES) * n_families, rng, draws)
+                true, used_true = sequential_pool(TRUE_SIZE, scale, looks, max(SIZES) // 2 * n_families, rng,
+                                                  draws)
+                spent = [used, used_true]
+            else:
+                null = pool(1.0, scale, s, max(SIZES) * n_families, rng, draws)
+                true = pool(TRUE_SIZE, scale, s, max(SIZES) // 2 * n_families, rng, draws)
+            cell = {"scale": scale, "seeds": ",".join(map(str, looks)) if looks else s, "rows": row_rates(null),
+                    "designs": [], "n_rows": len(null) + len(true),
+                    "seeds_spent": [float(x.mean()) for x in spent]}
             for r in SIZES:
                 for name, n_true in (("at delta", 0), ("mixed", r // 2)):
                     fams = families(null, true, r, n_true)
@@ -319,14 +335,25 @@ def main() -> int:
     ap.add_argument("--seeds", default="4,8", help="seeds per cell, comma-separated")
     ap.add_argument("--draws", type=int, default=DRAWS, help="posterior draws per row")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--looks", default=None,
+                    help="decide each row with the sequential design at these looks, e.g. 4,8,12,16 (the atlas's); "
+                         "--seeds is then ignored")
     args = ap.parse_args()
     scales = [s for s in args.scales.split(",") if s]
     unknown = sorted(set(scales) - set(SCALES))
     if unknown:
         ap.error(f"unknown --scales {unknown}; known: {', '.join(SCALES)}")
     t0 = time.perf_counter()
-    cells = run(args.families, scales, [int(s) for s in args.seeds.split(",")], args.draws, args.seed)
+    looks = tuple(int(n) for n in args.looks.split(",")) if args.looks else None
+    if looks is not None and (len(looks) < 1 or any(b <= a for a, b in zip(looks, looks[1:], strict=False))
+                              or looks[0] < 2):
+        ap.error(f"--looks must be increasing seed counts of at least 2, not {args.looks}")
+    cells = run(args.families, scales, [int(s) for s in args.seeds.split(",")], args.draws, args.seed, looks)
     print_tables(cells)
+    for c in cells:
+        if c["seeds_spent"]:
+            print(f"{c['scale']}, looks {c['seeds']}: seeds per cell spent, mean over rows at delta "
+                  f"{c['seeds_spent'][0]:.2f}, over true memories {c['seeds_spent'][1]:.2f}")
     print(f"\n{sum(c['n_rows'] for c in cells)} rows, {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -18,8 +18,8 @@ from initmem.models import paired
 from initmem.models.designs import SCALES, noise_sd, rule_tables
 from initmem.models.family import RowEvidence, holm_verdicts, passes
 from initmem.models.paired import equivalence_check, forgets_levels, paired_check
-from initmem.models.plan import posterior_spread
-from initmem.models.sequential import Spending
+from initmem.models.plan import posterior_spread, sequential_decisions
+from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending
 from initmem.models.summaries import binomial_mcse, decide
 
 DELTA = 0.01                       # the designs' delta: one accuracy point
@@ -102,7 +102,7 @@ def check_tests(tables: np.ndarray, sigma_w: np.ndarray, delta: float, spend: Sp
 
 
 def row_evidence(tables: np.ndarray, scale: str, rng: np.random.Generator, *, delta: float = DELTA,
-                 alpha: float = 0.05, draws: int = DRAWS) -> list[RowEvidence]:
+                 alpha: float = 0.05, draws: int = DRAWS, spend: Spending | None = None) -> list[RowEvidence]:
     """Each table decided as the analysis decides it, as a row of a family.
 
     Parameters
@@ -119,6 +119,9 @@ def row_evidence(tables: np.ndarray, scale: str, rng: np.random.Generator, *, de
         The fixed design's level.
     draws : int
         Posterior draws per table (the probabilities' resolution and the borderline band).
+    spend : Spending, optional
+        A look of a sequential design (each share of alpha spent from its own allotment); default the fixed design
+        at ``alpha``.
 
     Returns
     -------
@@ -129,7 +132,7 @@ def row_evidence(tables: np.ndarray, scale: str, rng: np.random.Generator, *, de
     sig = noise_sd(n_test)
     n_lev = tables.shape[1]
     sigma_w = np.geomspace(0.25, 8.0, n_lev)
-    spend = Spending(alpha)
+    spend = Spending(alpha) if spend is None else spend
     p_ord = ordered_p(tables, sigma_w, delta, spend, n_test)
     p_iut = iut_p(tables, delta, n_test)
     iut_alpha = forgets_levels(spend)[0]
@@ -174,6 +177,50 @@ def pool(size: float, scale: str, n_seed: int, n: int, rng: np.random.Generator,
     tabs = [rule_tables(kind, scale, per, rng, n_seed=n_seed, delta=size * DELTA) for kind in KINDS]
     order = np.stack(tabs, axis=1).reshape(per * len(KINDS), *tabs[0].shape[1:])[:n]   # kinds in turn
     return row_evidence(order, scale, rng, draws=draws)
+
+
+CODE = {N.REMEMBERS: 1, N.FORGETS: -1}
+
+
+def sequential_pool(size: float, scale: str, looks: tuple[int, ...], n: int, rng: np.random.Generator,
+                    draws: int = DRAWS, design: str = SEQUENTIAL_DESIGN) -> tuple[list[RowEvidence], np.ndarray]:
+    """``n`` rows of one spread decided by the sequential design of ``initmem run --until-decided``.
+
+    Each row's table holds the last look's seeds; look k analyzes its first n_k seeds at look k's spending
+    (models/plan.py ``sequential_decisions``, the planner's loop over the looks), and a row decided at a look keeps
+    that look's evidence, as the run's final summary keeps the deciding look's entry (analysis/sequential.py); a row
+    still undecided keeps the last look's. So ``RowEvidence.spending`` is the deciding look's, as
+    models/family.py's ``summary_rows`` reads it from a sequential run.
+
+    Parameters
+    ----------
+    size, scale, n, rng, draws
+        As :func:`pool`.
+    looks : tuple of int
+        Seeds per cell at each look (the atlas: 4, 8, 12, 16).
+    design : str
+        The sequential design (models/sequential.py; the analysis's default).
+
+    Returns
+    -------
+    tuple
+        The rows, and the seeds each spent.
+    """
+    per = -(-n // len(KINDS))
+    tabs = [rule_tables(kind, scale, per, rng, n_seed=looks[-1], delta=size * DELTA) for kind in KINDS]
+    tables = np.stack(tabs, axis=1).reshape(per * len(KINDS), *tabs[0].shape[1:])[:n]   # kinds in turn
+    evidence: list[RowEvidence | None] = [None] * len(tables)
+
+    def decide_open(idx: np.ndarray, n_k: int, spend: Spending) -> np.ndarray:
+        rows = row_evidence(tables[idx, :, :n_k], scale, rng, draws=draws, spend=spend)
+        for i, r in zip(idx, rows, strict=True):
+            evidence[i] = r
+        return np.array([CODE.get(r.verdict, 0) for r in rows], dtype=int)
+
+    sig = noise_sd(int(SCALES[scale]["n_test"]))
+    _, seeds = sequential_decisions(tables / sig, DELTA / sig, looks, rng, None, alpha=0.05, design=design,
+                                    decide_open=decide_open)
+    return [r for r in evidence if r is not None], seeds
 
 
 def full_share(rows: Mapping[str, RowEvidence]) -> dict[str, str]:

@@ -148,3 +148,38 @@ def test_the_error_ratio_needs_an_accuracy_and_a_nonzero_error(analysis):
     loss = analysis.summary.model_copy(update={"is_accuracy": False, "metric": "final_test_loss"})
     other = type(analysis)(dir=analysis.dir, summary=loss)
     assert math.isnan(error_ratio(other, info))
+
+
+@pytest.mark.slow
+def test_a_sequential_run_does_not_count_an_overturned_verdict_as_decided(tmp_path):
+    # Two pipelines decided at the first look; the survivorship refit overturns sgd's "forgets". The run's
+    # "decided k of n" line counts 1 of 2 and names it.
+    import shutil
+    from pathlib import Path
+
+    from initmem import cube
+    from initmem.analysis.run import run_all
+    from initmem.tests._collect_fake import fake_train_pack
+    from initmem.tests._collect_util import FAKE_GRID
+
+    def analyze(cube_path: Path, out_dir: Path, **kw) -> R.Summary:
+        ds = cube.open_cube(cube_path)
+
+        def edit(summary: R.Summary) -> None:
+            summary.pipelines["sgd"].missingness = _lost(N.UNDECIDED, "across")
+
+        tmp = Path(out_dir).parent / "_tmp"
+        write_analysis(ds, tmp, verdicts={"sgd": N.FORGETS, "adam": N.REMEMBERS}, with_curves=False,
+                       write_cube=False, edit=edit)
+        shutil.rmtree(out_dir, ignore_errors=True)
+        shutil.move(tmp / "analysis", out_dir)
+        shutil.rmtree(tmp)
+        return R.load_summary(out_dir)
+
+    grid = tmp_path / "fake.yaml"
+    grid.write_text(FAKE_GRID)
+    said: list[str] = []
+    run_all(grid, tmp_path / "run", say=said.append, train_fn=fake_train_pack, analyze_fn=analyze, looks=[2, 4])
+    line = next(s for s in said if "decided" in s and "pipelines with" in s)
+    assert "decided 1 of 2 pipelines" in line
+    assert f"not counted: sgd (verdict {SURVIVORSHIP_MARK})" in line

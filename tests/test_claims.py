@@ -183,3 +183,22 @@ def test_a_sequential_run_does_not_count_an_overturned_verdict_as_decided(tmp_pa
     line = next(s for s in said if "decided" in s and "pipelines with" in s)
     assert "decided 1 of 2 pipelines" in line
     assert f"not counted: sgd (verdict {SURVIVORSHIP_MARK})" in line
+
+
+def test_the_atlas_page_does_not_count_an_overturned_verdict(analysis, tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "studies" / "atlas_page.py"
+    spec = importlib.util.spec_from_file_location("atlas_page", path)
+    page = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(page)
+    assert page._match(f"forgets ({SURVIVORSHIP_MARK})", N.FORGETS) == f"not decided ({SURVIVORSHIP_MARK})"
+    assert page._match(N.FORGETS, N.FORGETS) == "as predicted"
+    # the same analysis as the run and as its rerun: two rows decided in both, the overturned one in neither
+    run = analysis.dir.parent
+    text = page.rerun_section(run, run)
+    row = next(line for line in text.splitlines() if line.startswith("| forgetting |"))
+    assert row.startswith(f"| forgetting | forgets ({SURVIVORSHIP_MARK}) | forgets ({SURVIVORSHIP_MARK}) |")
+    assert row.endswith("| not decided in both |")
+    assert "Decided in both runs: 2 recipes; the same verdict in 2 of them." in text

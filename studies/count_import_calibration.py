@@ -114,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--interaction", type=float, default=INTERACTION_SD, help="seed x level SD (fraction)")
     args = ap.parse_args(argv)
     noise = {"base_acc": args.accuracy, "interaction_sd": args.interaction}
-    print("| design | pipelines | remembers (95% Wilson) | forgets | undecided (borderline or not) | remembers, the rule "
-          "before |")
+    print("| design | pipelines | remembers (95% Wilson) | forgets | undecided (borderline or not) "
+          "| remembers, the rule before |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="initmem-counts-") as t:
         for design in args.designs.split(","):

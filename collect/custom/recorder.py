@@ -40,6 +40,10 @@ file beside it (``<record>.state.pt``: the recorder, the model's and optimizer's
 ``extra``), by default at every evaluation; :meth:`Recorder.resume` restores all of it from the last evaluation,
 and the loop goes on at :attr:`Recorder.next_epoch`. A run trained so, with the engine's data order, gives the
 engine's curves bitwise (tests/test_recorder.py).
+
+A run evaluated at other weights than it trains (an EMA of the weights, a schedule-free optimizer's average after
+its ``.eval()``) calls ``rec.evaluate`` while those weights are in the model, as the engine records them: the
+kernel norms and measured clocks are then those of the evaluated weights.
 """
 
 from __future__ import annotations

@@ -42,8 +42,8 @@ and the loop goes on at :attr:`Recorder.next_epoch`. A run trained so, with the 
 engine's curves bitwise (tests/test_recorder.py).
 
 A run evaluated at other weights than it trains (an EMA of the weights, a schedule-free optimizer's average after
-its ``.eval()``) calls ``rec.evaluate`` while those weights are in the model, as the engine records them: the
-kernel norms and measured clocks are then those of the evaluated weights.
+its ``.eval()``) calls ``rec.evaluate`` while those weights are in the model: the kernel norms are then those of
+the evaluated weights, as the engine's, and the measured clocks follow the weights the steps made, as the engine's.
 """
 
 from __future__ import annotations

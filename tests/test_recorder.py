@@ -4,8 +4,6 @@ optimizers and per-layer rates are recorded as the engine would, never guessed; 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import torch
@@ -220,8 +218,9 @@ def test_unknown_optimizers_and_per_layer_rates_leave_clocks_absent(grid):
     assert ds[clocks.T_ETA].values[0, 0, 0, 0] == 0.0
 
 
-def test_the_clocks_follow_the_step_the_optimizer_took_not_the_call_order():
-    """A scheduler stepped before rec.step, and a decay that changes: T_eta sums the rates the steps used."""
+def test_the_clocks_follow_the_steps_the_optimizer_took_not_the_call_order():
+    """A scheduler stepped before rec.step, a decay that changes, a step skipped (as a gradient scaler skips one):
+    T_eta sums the rates the steps used, T_l2 the products, and the skipped step counts for nothing."""
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.5, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
@@ -233,19 +232,25 @@ def test_the_clocks_follow_the_step_the_optimizer_took_not_the_call_order():
         loss = F.cross_entropy(model(torch.randn(4, 4)), torch.randint(0, 3, (4,)))
         opt.zero_grad()
         loss.backward()
-        used.append(opt.param_groups[0]["lr"])
-        wds.append(opt.param_groups[0]["weight_decay"])
-        opt.step()
+        if k != 3:                       # step 3 skipped
+            used.append(opt.param_groups[0]["lr"])
+            wds.append(opt.param_groups[0]["weight_decay"])
+            opt.step()
         sched.step()
         rec.step(loss)
     rec.evaluate(1, test=(0.4, 1.0), predictions=[0, 1, 2, 0, 1])
     table = rec.clock_table()
-    assert table[clocks.T_ETA][-1] == math.fsum(used) or abs(table[clocks.T_ETA][-1] - sum(used)) < 1e-15
+    assert list(table[clocks.STEP]) == [0.0, 5.0]
+    assert abs(table[clocks.T_ETA][-1] - sum(used)) < 1e-15
+    assert abs(table[clocks.T_SGD][-1] - sum(u * u for u in used) / 4) < 1e-15
     assert abs(table[clocks.T_L2][-1] - sum(u * w for u, w in zip(used, wds, strict=True))) < 1e-15
     assert abs(table[clocks.T_ETA_MOM][-1] - 2 * sum(used)) < 1e-15
+    assert table[clocks.T_ADAPT][-1] == 0.0 and table[clocks.T_WD][-1] == 0.0
     assert table[clocks.LR_NOW][-1] == used[-1] and table[clocks.LR_NOW][0] == used[0]
     ds = rec.dataset()
-    assert int(ds[cube.SELECTED_TEST_CORRECT].values.ravel()[0]) == -1 or ds.attrs[cube.A_N_TEST] == 5
+    # no selection without all three splits: the selected checkpoint stays absent
+    assert int(ds[cube.SELECTED_TEST_CORRECT].values.ravel()[0]) == -1 and ds.attrs[cube.A_N_TEST] == 5
+    assert np.isnan(ds[cube.TAU_BEST].values.ravel()[0])
 
 
 def test_refusals_are_one_line_user_errors():

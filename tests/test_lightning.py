@@ -122,3 +122,25 @@ def test_without_a_full_sanity_check_epoch_0_has_norms_and_clocks_only(tmp_path)
     assert list(ds[cube.EPOCH].values) == [0, 1, 2]
     assert np.isnan(acc[:2]).all() and np.isfinite(acc[2])            # validated at epoch 2 only
     assert np.isfinite(ds[cube.KERNEL_NORM].values[0, 0, 0]).all()
+
+
+def test_a_run_resumed_from_a_lightning_checkpoint_continues_its_record(tmp_path):
+    def fit(epochs, ckpt=None, every=None):
+        torch.manual_seed(0)
+        module = LayerNormMLP()
+        apply_probe(module, 2.0, init_seed=5)
+        cb = RecorderCallback(batch_size=B, coords={"pipeline": "lightning", "sigma_w": 2.0, "seed": 5})
+        extra = [pl.callbacks.ModelCheckpoint(dirpath=tmp_path, save_last=True)] if every else []
+        t = pl.Trainer(max_epochs=epochs, limit_train_batches=BATCHES, accelerator="cpu", devices=1, logger=False,
+                       enable_checkpointing=bool(every), enable_progress_bar=False, enable_model_summary=False,
+                       num_sanity_val_steps=-1, callbacks=[cb, *extra])
+        t.fit(module, ckpt_path=ckpt)
+        return cb.recorder.dataset()
+
+    whole = fit(EPOCHS)
+    fit(1, every=1)                                       # a run stopped after epoch 1, with its checkpoint
+    resumed = fit(EPOCHS, ckpt=str(tmp_path / "last.ckpt"))
+    assert list(resumed[cube.EPOCH].values) == [0, 1, 2]
+    for v in whole.data_vars:
+        if v != cube.WALL_SECONDS:
+            np.testing.assert_array_equal(resumed[v].values, whole[v].values, err_msg=v)

@@ -17,7 +17,8 @@ up the module's optimizer (``on_fit_start``) and feeds it from the trainer's hoo
 Validation once per epoch at most (``val_check_interval`` 1.0; ``check_val_every_n_epoch`` may skip epochs).
 To evaluate the training, validation and test splits at each epoch, return the three loaders from
 ``val_dataloader`` and log each split's accuracy and loss under its own name (``add_dataloader_idx=False``).
-A resumed Lightning run (``ckpt_path``) starts a new record: the recorder's own resume restores a plain loop.
+The recorder's state travels in Lightning's checkpoints (the callback's ``state_dict``): a run resumed with
+``fit(ckpt_path=...)`` continues its record from the checkpoint, as a plain loop's ``Recorder.resume`` does.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pytorch_lightning as pl
 import torch
 
@@ -66,6 +68,7 @@ class RecorderCallback(pl.Callback):
         self.options = recorder_options
         self.recorder: Recorder | None = None
         self._sanity: dict[str, float] = {}
+        self._restored: dict[str, Any] | None = None
 
     def _rec(self) -> Recorder:
         if self.recorder is None:
@@ -77,6 +80,19 @@ class RecorderCallback(pl.Callback):
         if not 0 <= self.optimizer_index < len(optimizers):
             raise UserError(f"optimizer_index: the module configures {len(optimizers)} optimizer(s)")
         self.recorder = Recorder(optimizers[self.optimizer_index], pl_module, path=self.path, **self.options)
+        if self._restored is not None:   # fit(ckpt_path=...): the module holds the checkpoint's weights by now
+            self.recorder.load_state(self._restored)
+            self._restored = None
+
+    def state_dict(self) -> dict[str, Any]:
+        """The recorder's state, saved in Lightning's checkpoint (numpy arrays as tensors: a checkpoint loads
+        with ``weights_only``)."""
+        return {} if self.recorder is None else {"recorder": _portable(self.recorder.state())}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Keep a checkpoint's recorder state for :meth:`on_fit_start`, which makes the recorder."""
+        st = state_dict.get("recorder")
+        self._restored = None if st is None else _restored(st)
 
     def _splits(self, trainer: pl.Trainer) -> dict[str, tuple[float, float] | None]:
         found = dict(self._sanity) if trainer.sanity_checking else dict(trainer.callback_metrics)
@@ -133,3 +149,30 @@ class RecorderCallback(pl.Callback):
 
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:  # noqa: ARG002
         self._rec().finish()
+
+
+_ARRAY = "__ndarray__"
+
+
+def _portable(obj: Any) -> Any:
+    """``obj`` with every numpy array as ``{_ARRAY: tensor}`` and numpy scalars as Python numbers."""
+    if isinstance(obj, np.ndarray):
+        return {_ARRAY: torch.from_numpy(obj.copy())}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, dict):
+        return {k: _portable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(_portable(v) for v in obj)
+    return obj
+
+
+def _restored(obj: Any) -> Any:
+    """The inverse of :func:`_portable`."""
+    if isinstance(obj, dict):
+        if set(obj) == {_ARRAY}:
+            return obj[_ARRAY].numpy().copy()
+        return {k: _restored(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(_restored(v) for v in obj)
+    return obj

@@ -606,14 +606,23 @@ class Recorder:
         except Exception as exc:  # a state file that does not load: named, never half-restored
             raise UserError(f"path: the recorder state {sp} does not load ({type(exc).__name__}: {exc})") from None
         st = payload["recorder"]
-        if st.get("version") != STATE_VERSION or st["layers"] != rec.layers or st["coords"] != rec.coords:
-            raise UserError(f"path: the recorder state {sp} belongs to another run (its kernels or coordinates "
-                            "differ, or another state version)")
+        rec.check_state(st, f"path: the recorder state {sp}")
         model.load_state_dict(payload["model"])
         optimizer.load_state_dict(payload["optimizer"])
-        rec._load(st)
+        rec.load_state(st)
         rec.extra = dict(payload.get("extra") or {})
         return rec
+
+    def check_state(self, st: Mapping[str, Any], what: str) -> None:
+        """Refuse a state (:meth:`state`) of another run: other kernels, coordinates or state version."""
+        if st.get("version") != STATE_VERSION or st.get("layers") != self.layers or st.get("coords") != self.coords:
+            raise UserError(f"{what} belongs to another run (its kernels or coordinates differ, or another state "
+                            "version)")
+
+    def load_state(self, st: Mapping[str, Any]) -> None:
+        """Continue from a state (:meth:`state`) taken at the weights the model holds now (a checkpoint's)."""
+        self.check_state(st, "the recorder state")
+        self._load(dict(st))
 
     def _load(self, st: dict[str, Any]) -> None:
         self.steps = _Steps(**{k: list(v) for k, v in st["steps"].items()})

@@ -69,13 +69,14 @@ from initmem.collect.custom.probe import Kernel, kernels
 from initmem.collect.train.coords import machine_attrs
 from initmem.collect.train.measure import StepMeter
 from initmem.errors import UserError
+from initmem.grid.schema import EvalSpec
 from initmem.grid.select import DEFAULT_RULE, SELECT_RULES, Selector
 
 STATE_SUFFIX = ".state.pt"
 STATE_VERSION = 1
 A_RUN_COMPLETE = "run_complete"       # 1 once Recorder.finish() wrote the record, 0 for a run still going
 A_OPTIMIZER_CLASS = "optimizer_class"  # the optimizer's module and class, as the loop built it
-DEFAULT_THRESHOLD = 0.995
+DEFAULT_THRESHOLD: float = EvalSpec.model_fields["interp_threshold"].default  # the grid's default
 DEFAULT_COORDS = {cube.PIPELINE: "run", cube.SIGMA: 1.0, cube.SEED: 0}
 EVAL_VARS = (cube.TRAIN_ACC, cube.TRAIN_LOSS, cube.VAL_ACC, cube.VAL_LOSS, cube.TEST_ACC, cube.TEST_LOSS)
 DECAYS = (optimizers.COUPLED, optimizers.DECOUPLED)

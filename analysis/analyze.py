@@ -29,15 +29,9 @@ from initmem.models.memory import (
     resolve_delta,
     versions,
 )
-from initmem.models.paired import (
-    CEILING,
-    FORGETS_IUT_SHARE,
-    FORGETS_MODEL_SHARE,
-    SKEW_GATE,
-    forgets_levels,
-)
-from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, as_spending, parse_design, spending_label
-from initmem.models.summaries import AGREE, attach_checks, estimand, model_thresholds
+from initmem.models.rules import rule_text, thresholds
+from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, parse_design
+from initmem.models.summaries import attach_checks, estimand
 from initmem.results.records import sampler_flags, summary_units
 from initmem.results.spec import AnalysisOptions, AnalysisSpec
 
@@ -57,40 +51,9 @@ def spending_of(spec: AnalysisSpec) -> Spending:
 
 def verdict_rule(alpha: float | Spending, draws: int | None = None) -> str:
     """The decision rule as summary.json states it (docs/memory-model.md, "Verdict"), at this analysis's alpha: a
-    fixed design's, or a sequential look's :class:`Spending`, whose shares are each spent from their own
-    allotment. ``draws``: the posterior draws, which set the finest threshold the model can resolve."""
-    spend = as_spending(alpha)
-    full = spend.level(1.0)
-    _, t_lt = model_thresholds(spend, draws)
-    iut_alpha = forgets_levels(spend)[0]
-    p = f"{AGREE:g}"
-    if spend.looks:
-        where = (f"look {spend.look + 1} of looks {', '.join(map(str, spend.looks))} seeds under "
-                 f"{spending_label(parse_design(spend.design)[1])} spending of alpha = {spend.alpha:g}, each share of "
-                 f"alpha spent from its own allotment (the ordered test's steps, the intersection-union test "
-                 f"{FORGETS_IUT_SHARE:g}, the model's 'forgets' {FORGETS_MODEL_SHARE:g}; models/sequential.py)")
-    else:
-        where = f"alpha = {spend.alpha:.4g}"
-    if t_lt is None:
-        model_forgets = ("the model's route is closed at this analysis (its share of alpha is finer than the "
-                         "posterior draws resolve)")
-        q = None
-    else:
-        q = f"{t_lt:.4g}"
-        model_forgets = f"P(spread < delta) >= {q} (the model's share, with at least 3 sigma_w levels)"
-    return (f"at {where}: remembers if the seeds' paired differences carry it (the ordered test of "
-            f"models/paired.py, the extreme sigma_w pair first, then the peak contrast of the grid's middle level, "
-            f"then the other pairs, at alpha = {full:.4g}) and the model agrees, P(spread > delta) >= {p}; "
-            f"forgets if {model_forgets} or every pair of levels is "
-            f"shown inside +-delta by the seeds' paired differences (intersection-union test at its share, "
-            f"{iut_alpha:.4g}; the two routes share alpha), both routes where an accuracy's expected value reaches "
-            f"{CEILING:g} at some level (near the ceiling), and there also the log-ratio test of every pair "
-            f"where the seeds' log-error SD reaches {SKEW_GATE:g} (the skew gate); where a fit's sampler diagnostics "
-            f"failed, the two design-based tests alone; else undecided, flagged borderline "
-            f"when a verdict probability lies within 2 Monte Carlo standard errors of its threshold "
-            f"({p if q is None else f'{p} or {q}'}; not counted as decided); "
-            "spread = max - min over the sigma_w grid of the expected metric with seed and residual "
-            "effects averaged out, in outcome units")
+    fixed design's, or a sequential look's :class:`Spending`. The sentence is written from the route records
+    (models/rules.py, ``rule_text``); summary.json's ``thresholds`` holds its numbers typed."""
+    return rule_text(alpha, draws)
 
 
 def warn(msg: str) -> None:
@@ -308,6 +271,7 @@ def analyze_cube(
         "model": model.describe(),
         "verdict_rule": verdict_rule(spend, spec.draws * spec.chains),
         "alpha": spend.level(1.0),           # the level of the full share at this analysis
+        "thresholds": thresholds(spend, spec.draws * spec.chains).to_json(),
         "spending": {**spend.describe(), "draws": spec.draws * spec.chains},
         "diagnostics": {k: v for k, v in diag.items() if k != "per_pipeline"},
         "cube": str(Path(cube_path)),

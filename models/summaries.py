@@ -36,10 +36,7 @@ from initmem.models import arviz_io, checks
 from initmem.models.data import MemoryData
 from initmem.models.paired import (
     CEILING,
-    FORGETS_MODEL_SHARE,
     SKEW_GATE,
-    STEP_EXTREME,
-    STEP_PEAK,
     equivalence_check,
     forgets_iut_ok,
     forgets_levels,
@@ -47,6 +44,19 @@ from initmem.models.paired import (
     paired_check,
 )
 from initmem.models.priors import Priors, prior_p_spread_gt
+from initmem.models.rules import (
+    AGREE,
+    MIN_LEVELS_MODEL_FORGETS,
+    N_DRAWS,
+    RESOLVE,
+    ROUTE,
+    RULES,
+    Decided,
+    binomial_mcse,
+    mcse_floor,
+    model_thresholds,
+    route_of,
+)
 from initmem.models.sequential import Spending, as_spending
 from initmem.names import ALPHA, VERDICTS
 from initmem.results import sigma_key
@@ -66,48 +76,6 @@ class FittedModel(Protocol):
     def refit(self, data: MemoryData) -> FittedModel: ...
 
 DECISION = 1.0 - ALPHA                     # the model alone says "remembers" at P(spread > delta) >= 0.95
-AGREE = 0.5        # "remembers" needs the model to agree with the ordered test: P(spread > delta) >= 1/2
-N_DRAWS = 4000     # posterior draws of a default analysis (4 chains x 1000): the planner's and verdict's default
-RESOLVE = 4.0      # a model threshold sits at least this many MCSE floors inside 1 (model_thresholds)
-
-
-def binomial_mcse(p: float | np.ndarray, draws: float) -> float | np.ndarray:
-    """The binomial Monte Carlo standard error of a probability ``p`` from ``draws`` independent draws, with p
-    floored within [1/(draws + 1), draws/(draws + 1)] so that a probability every draw agrees on still has one."""
-    q = np.clip(p, 1.0 / (draws + 1.0), draws / (draws + 1.0))
-    return np.sqrt(q * (1.0 - q) / draws)
-
-
-def mcse_floor(draws: int) -> float:
-    """The Monte Carlo standard error of a posterior probability every one of ``draws`` draws agrees on
-    (:func:`probability_with_mcse`'s floor): the finest resolution of a probability near 0 or 1."""
-    return float(binomial_mcse(0.0, draws))
-
-
-def model_thresholds(alpha: float | Spending = ALPHA, draws: int | None = N_DRAWS) -> tuple[float, float | None]:
-    """The model's thresholds at an analysis spending ``alpha`` with ``draws`` posterior draws (None: a default
-    analysis's N_DRAWS): (on P(spread > delta) for "remembers", on P(spread < delta) for "forgets", None where
-    that route is closed).
-
-    Why: a look of a sequential design may spend 1e-4 or less, and a probability from 4,000 draws cannot be
-    shown to exceed 1 - 1e-4: its MCSE floor is 2.5e-4, so even P = 1.000 would sit within 2 MCSE of the
-    threshold (undecided, borderline), and no look could decide. Each threshold therefore stays at least RESOLVE MCSE
-    floors (:func:`mcse_floor`) inside 1, and alpha is kept as follows.
-
-    - the model's own "remembers" (:func:`model_verdict`) is capped at 1 - max(alpha_k, RESOLVE x floor); the
-      rule's "remembers" asks the model only for its agreement (:data:`AGREE`) and rests on the ordered paired
-      test, a valid test at the analysis's level (its shares spent from their own allotments, models/paired.py).
-    - "forgets" is the UNION of the model's route and the intersection-union test, so the model's route must
-      hold its own share (1 - alpha_k x FORGETS_MODEL_SHARE) and cannot be relaxed. Where that share is below
-      RESOLVE x floor the draws cannot resolve it and the route is closed (None): the intersection-union test
-      alone decides "forgets" at that analysis. A closed route only removes rejections, so the union keeps its
-      level.
-
-    At alpha = 0.05 and 4,000 draws neither rule binds (the floor x RESOLVE is 0.001)."""
-    spend = as_spending(alpha)
-    room = RESOLVE * mcse_floor(draws or N_DRAWS)
-    a_forgets = spend.level(FORGETS_MODEL_SHARE)
-    return 1.0 - max(spend.level(1.0), room), (1.0 - a_forgets if a_forgets >= room else None)
 
 
 def quantiles(x: np.ndarray) -> dict[str, float]:
@@ -115,29 +83,14 @@ def quantiles(x: np.ndarray) -> dict[str, float]:
     return {"median": float(np.median(x)), "q05": float(np.quantile(x, 0.05)), "q95": float(np.quantile(x, 0.95))}
 
 
-# which route decided (summary.json's ``rule``); "remembers" names the ordered test's step that carried it
-_STEPS = {STEP_EXTREME: "extreme pair", STEP_PEAK: "peak contrast"}   # any other step: the fallback
-AGREEING = ", the model agreeing"
-WITHOUT_MODEL = " alone (the fit's sampler diagnostics failed)"   # a rule the model took no part in
-
-
-def _remembers_rule(step: str | None, model_ok: bool = True) -> str:
-    name = _STEPS.get(step or "", "fallback over the other pairs")
-    return f"ordered paired test ({name})" + (AGREEING if model_ok else WITHOUT_MODEL)
-
-
-RULE_REMEMBERS_EXTREME = _remembers_rule(STEP_EXTREME)
-RULE_REMEMBERS_PEAK = _remembers_rule(STEP_PEAK)
-RULE_REMEMBERS_FALLBACK = _remembers_rule(None)
-RULE_FORGETS_MODEL = "model"
-RULE_FORGETS_IUT = "intersection-union test"
-RULE_FORGETS_BOTH = "model + intersection-union test"
-RULE_NONE = "none"
-RULES = (RULE_REMEMBERS_EXTREME, RULE_REMEMBERS_PEAK, RULE_REMEMBERS_FALLBACK, RULE_FORGETS_MODEL, RULE_FORGETS_IUT,
-         RULE_FORGETS_BOTH, RULE_NONE)
-
-
-MIN_LEVELS_MODEL_FORGETS = 3  # below: "forgets" only by the intersection-union test (see verdict)
+# which route decided (summary.json's ``rule``): the records of models/rules.py, ROUTES
+RULE_REMEMBERS_EXTREME = ROUTE["extreme"].name
+RULE_REMEMBERS_PEAK = ROUTE["peak"].name
+RULE_REMEMBERS_FALLBACK = ROUTE["fallback"].name
+RULE_FORGETS_MODEL = ROUTE["model"].name
+RULE_FORGETS_IUT = ROUTE["iut"].name
+RULE_FORGETS_BOTH = ROUTE["both"].name
+RULE_NONE = ROUTE["none"].name
 
 
 def verdict(p_gt: float, p_lt: float, level: float | Spending = DECISION, mcse: tuple[float, float] | None = None,
@@ -285,19 +238,12 @@ def _by_thresholds(p_gt: float, p_lt: float, t_gt: float, t_lt: float, mcse: tup
 
 def decision_rule(final: str, model_verdict: str, paired: dict[str, Any], equivalence: dict[str, Any],
                   model_ok: bool = True) -> str:
-    """The route that decided ``final`` (one of RULES): for "remembers" the ordered test's step with the model
-    agreeing; for "forgets" the model, the intersection-union test, or both. Without a healthy fit
-    (``model_ok`` False) the design-based test's route, marked as deciding alone (:data:`WITHOUT_MODEL`)."""
-    if final == N.REMEMBERS:
-        return _remembers_rule(paired.get("step"), model_ok)
-    if final == N.FORGETS:
-        if not model_ok:
-            return RULE_FORGETS_IUT + WITHOUT_MODEL
-        by_model = model_verdict == N.FORGETS
-        if equivalence.get("supports_forgets"):
-            return RULE_FORGETS_BOTH if by_model else RULE_FORGETS_IUT
-        return RULE_FORGETS_MODEL
-    return RULE_NONE
+    """The route that decided ``final`` (one of RULES): the first record of models/rules.py's ROUTES whose
+    predicate holds. For "remembers" the ordered test's step with the model agreeing; for "forgets" the model, the
+    intersection-union test, or both. Without a healthy fit (``model_ok`` False) the design-based test's route,
+    marked as deciding alone (:data:`~initmem.models.rules.WITHOUT_MODEL`)."""
+    facts = Decided(final, model_verdict, paired.get("step"), bool(equivalence.get("supports_forgets")), model_ok)
+    return route_of(facts).rule(model_ok)
 
 
 @dataclass(frozen=True)
@@ -846,7 +792,7 @@ def attach_checks(pipelines: dict[str, dict[str, Any]], ppc: dict[str, dict[str,
             entry["notes"].append(text)
 
 
-__all__ = ["DECISION", "MIN_LEVELS_MODEL_FORGETS", "N_DRAWS", "RESOLVE", "RULES", "VERDICTS", "attach_checks",
+__all__ = ["AGREE", "DECISION", "MIN_LEVELS_MODEL_FORGETS", "N_DRAWS", "RESOLVE", "RULES", "VERDICTS", "attach_checks",
            "binomial_mcse", "crossed_note", "decide_pipeline",
            "decision_rule", "estimand", "mcse_floor", "model_thresholds", "probability_with_mcse", "quantiles",
            "summarize_model", "verdict", "verdict_flagged"]

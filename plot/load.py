@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,7 +210,7 @@ def seed_design(a: Analysis) -> str | None:
 
 @dataclass(frozen=True)
 class VerdictLevels:
-    """The thresholds the analysis decided at (summary.json's verdict_rule): alpha, the bar on
+    """The thresholds the analysis decided at (summary.json's ``thresholds``): alpha, the bar on
     P(spread > delta) for "remembers", on P(spread < delta) for "forgets", and the intersection-union
     test's level."""
 
@@ -221,43 +220,20 @@ class VerdictLevels:
     iut_alpha: float
 
 
-_RULE_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
-
-
 def verdict_levels(a: Analysis) -> VerdictLevels:
-    """The analysis's own thresholds (a sequential run decides at a smaller alpha than 0.05): from summary.json's
-    ``alpha`` and ``spending``, and the bar on P(spread > delta) from ``verdict_rule``'s text (the model's agreement,
-    1/2, since "remembers" rests on the ordered test; an analysis written under the earlier rule states 1 - alpha
-    there); an analysis written before ``alpha`` was stored has every threshold only in that text (the default rule
-    at alpha = 0.05 where that does not state them either)."""
-    from initmem.models.paired import forgets_levels
+    """The analysis's own thresholds (a sequential run decides at a smaller alpha than 0.05): summary.json's typed
+    ``thresholds`` (models/rules.py, ``thresholds``). A summary.json written before that field has them rebuilt
+    where it is read (models/rules.py, ``stored_thresholds``), so this reads fields, never the rule's prose."""
+    from initmem.models.rules import stored_thresholds
     from initmem.models.sequential import Spending
-    from initmem.models.summaries import model_thresholds
-    from initmem.names import ALPHA
 
-    rule = a.summary.verdict_rule or ""
-
-    def find(pattern: str) -> float:
-        m = re.search(pattern + _RULE_NUMBER, rule)
-        return float(m.group(1)) if m else math.nan
-
-    stated = find(r"P\(spread > delta\) >= ")
-    sp = getattr(a.summary, "spending", None)
-    if sp is not None and sp.looks:        # a sequential look: each share spent from its own allotment
-        spend = Spending(sp.alpha, tuple(sp.looks), sp.look - 1, sp.design)
-        rem, fgt = model_thresholds(spend, sp.draws)
-        return VerdictLevels(spend.level(1.0), stated if math.isfinite(stated) else rem, fgt,
-                             forgets_levels(spend)[0])
-    if a.summary.alpha is not None:
-        iut, fgt = forgets_levels(a.summary.alpha)
-        return VerdictLevels(a.summary.alpha, stated if math.isfinite(stated) else 1 - a.summary.alpha, fgt, iut)
-    alpha = find(r"at alpha = ")
-    if not math.isfinite(alpha):
-        alpha = ALPHA
-    iut_default, forgets_default = forgets_levels(alpha)
-    fgt, iut = find(r"P\(spread < delta\) >= "), find(r"0\.8 alpha = ")
-    return VerdictLevels(alpha, stated if math.isfinite(stated) else 1 - alpha,
-                         fgt if math.isfinite(fgt) else forgets_default, iut if math.isfinite(iut) else iut_default)
+    s = a.summary
+    sp = getattr(s, "spending", None)
+    spend = (Spending(sp.alpha, tuple(sp.looks), sp.look - 1, sp.design)
+             if sp is not None and sp.looks and sp.look is not None else None)
+    t = stored_thresholds(getattr(s, "thresholds", None), s.alpha, spend, s.verdict_rule,
+                          sp.draws if sp is not None else None)
+    return VerdictLevels(t.alpha, t.remembers, t.forgets, t.iut_alpha)
 
 
 __all__ = ["Analysis", "VerdictLevels", "as_analysis", "failed_checks", "find_cube", "finite", "load_analysis", "num",

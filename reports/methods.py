@@ -21,7 +21,7 @@ from initmem import cube as C
 from initmem import optimizers
 from initmem.grid.datasets import GENERATED, NAMES
 from initmem.grid.datasets import dataset as dataset_entry
-from initmem.models.paired import EXTREME_WEIGHT, FORGETS_IUT_SHARE, PEAK_WEIGHT
+from initmem.models.rules import ROUTE
 from initmem.models.sequential import parse_design, spending_label
 from initmem.plot.load import Analysis, seed_design, verdict_levels
 from initmem.plot.model import seed_caption
@@ -364,16 +364,16 @@ def _rule_sentence(a: Analysis) -> Sentence:
         + f"A pipeline remembers its initialization if {diffs} carry it and the model agrees, "
         f"P(spread > delta) >= {lv.remembers:g}. The seeds' test is a pre-specified ordered test, first the "
         f"smallest against the largest sigma_w at "
-        f"{EXTREME_WEIGHT:g} alpha, then the middle level of the grid against the mean of the two ends at "
-        f"{PEAK_WEIGHT:g} alpha, then the other pairs of levels with Bonferroni at the remaining "
-        f"{1 - EXTREME_WEIGHT - PEAK_WEIGHT:.2g} alpha, each tested against delta by a "
+        f"{ROUTE['extreme'].share:g} alpha, then the middle level of the grid against the mean of the two ends at "
+        f"{ROUTE['peak'].share:g} alpha, then the other pairs of levels with Bonferroni at the remaining "
+        f"{ROUTE['fallback'].share:.2g} alpha, each tested against delta by a "
         f"{t_test} whose p-value is maximized over an upper confidence bound of the pair's standard deviation at "
         f"2% of its level (Berger-Boos; alpha = {lv.alpha:g}; an accuracy's standard errors are floored at one test "
         "example); where the fit's sampler diagnostics failed it decides alone. It forgets its initialization if "
         + (f"P(spread < delta) >= {lv.forgets:g} (with at least three sigma_w levels), or if " if lv.forgets is not None
            else "")
         + f"every pair of levels is shown "
-        f"inside +-delta by {tost} at {FORGETS_IUT_SHARE:g} alpha = {lv.iut_alpha:.4g} (an intersection-union "
+        f"inside +-delta by {tost} at {ROUTE['iut'].share:g} alpha = {lv.iut_alpha:.4g} (an intersection-union "
         "test); the two routes to forgetting share alpha so that either one deciding "
         f"keeps false verdicts at a spread of delta near alpha.{ceiling} It is undecided otherwise, "
         f"with delta = {unit}. A "

@@ -221,13 +221,13 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
         return
     if grid_file is None or out is None:
         raise UserError("collect needs GRID.yaml and --out DIR (or --status DIR / --merge DIR)")
+    from initmem.collect.execution import runner
     from initmem.collect.execution.options import CollectOptions
-    from initmem.collect.execution.runner import collect as run_collect
 
     slurm = {"partition": partition, "gpus_per_job": gpus_per_job, "time_min": time_min, "mem_gb": mem_gb,
              "cpus_per_task": cpus_per_task, "array_parallelism": array_parallelism}
-    options = CollectOptions(resume=resume, force_new=force_new, retry_failed=retry_failed, executor=executor,
-                             device=device, jobs=jobs, pack_size=pack_size, quiet=is_quiet(),
-                             checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, slurm=slurm,
-                             wait=not no_wait)
-    run_collect(grid_file, out, options)
+    options = CollectOptions.of(resume=resume, force_new=force_new, retry_failed=retry_failed, executor=executor,
+                                device=device, jobs=jobs, pack_size=pack_size, quiet=is_quiet(),
+                                checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes,
+                                slurm=slurm, wait=not no_wait)
+    runner.collect(grid_file, out, options)

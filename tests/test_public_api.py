@@ -9,7 +9,6 @@ tests/test_static_install.py checks the editable install that ``make install`` m
 from __future__ import annotations
 
 import ast
-import dataclasses
 import inspect
 import re
 import subprocess
@@ -161,18 +160,19 @@ def test_the_typed_analysis_keywords_are_the_spec_fields():
     assert _literal_choices(hints["gate"]) == set(initmem.results.GATES)
 
 
-def test_collect_cube_keywords_and_the_typed_fields_are_the_collect_options():
+def test_collect_cube_takes_the_record_or_its_typed_fields_which_are_the_collect_options():
     from initmem.collect.execution.options import EXECUTORS, CollectFields, CollectOptions
     from initmem.collect.execution.runner import collect_cube
 
-    fields = dataclasses.fields(CollectOptions)
-    hints = typing.get_type_hints(CollectOptions)
+    hints = {name: f.annotation for name, f in CollectOptions.model_fields.items()}
     assert typing.get_type_hints(CollectFields) == hints
-    keywords = [p for p in inspect.signature(collect_cube).parameters.values() if p.kind is p.KEYWORD_ONLY]
-    assert [(p.name, p.default) for p in keywords] == [(f.name, f.default) for f in fields]
-    assert typing.get_type_hints(collect_cube) == {**hints, "grid": typing.get_type_hints(collect_cube)["grid"],
-                                                   "out_dir": typing.get_type_hints(collect_cube)["out_dir"],
-                                                   "return": Path}
+    assert list(typing.get_type_hints(CollectFields)) == list(hints)
+    params = inspect.signature(collect_cube).parameters
+    assert [(p.name, p.kind) for p in params.values()] == [
+        ("grid", inspect.Parameter.POSITIONAL_OR_KEYWORD), ("out_dir", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        ("options", inspect.Parameter.POSITIONAL_OR_KEYWORD), ("fields", inspect.Parameter.VAR_KEYWORD)]
+    assert params["options"].default is None
+    assert typing.get_type_hints(collect_cube)["fields"] == typing.Unpack[CollectFields]
     assert _literal_choices(hints["executor"]) == set(EXECUTORS)
 
 
@@ -185,8 +185,11 @@ def test_collect_cube_keywords_and_the_typed_fields_are_the_collect_options():
     ({"pack_size": 0}, "pack_size must be at least 1 (got 0)"),
     ({"checkpoint_every": 0}, "checkpoint_every must be at least 1 epoch (got 0)"),
     ({"checkpoint_minutes": 0.0}, "checkpoint_minutes must be positive (got 0.0)"),
-    ({"force_new": True, "retry_failed": True}, "force_new starts a new run folder and retry_failed=True continues"),
-    ({"pack_siz": 2}, "pack_siz is not a collect option"),
+    ({"force_new": True, "retry_failed": True}, "force_new starts a new grid folder and retry_failed=True continues"),
+    ({"pack_siz": 2}, "pack_siz is not a collect option; did you mean pack_size?"),
+    ({"resume": "yes"}, "resume must be true or false, not str (got 'yes')"),
+    ({"jobs": "4"}, "jobs must be 'auto' or at least 1 (got '4')"),
+    ({"checkpoint_minutes": "1.5"}, "checkpoint_minutes must be a number, not str (got '1.5')"),
 ])
 def test_collect_options_refuse_a_bad_value_naming_the_option(fields, message):
     from initmem.collect.execution.options import CollectOptions
@@ -230,7 +233,10 @@ def test_collect_cube_and_the_command_hand_the_collector_the_same_record(monkeyp
     want = CollectOptions(resume=True, jobs=2, pack_size=3, checkpoint_minutes=0.5)
     slurm = dict.fromkeys(("partition", "gpus_per_job", "time_min", "mem_gb", "cpus_per_task", "array_parallelism"))
     assert calls == [(("g.yaml", tmp_path, want), {}),
-                     (("g.yaml", tmp_path, dataclasses.replace(want, slurm=slurm)), {})]
+                     (("g.yaml", tmp_path, CollectOptions.of(want, slurm=slurm)), {})]
+    base = CollectOptions(jobs=2, quiet=True)   # a record, its fields replaced by keywords, as initmem.analyze does
+    assert initmem.collect_cube("g.yaml", tmp_path, base, jobs=3) == tmp_path / "cube.nc"
+    assert calls[-1] == (("g.yaml", tmp_path, CollectOptions(jobs=3, quiet=True)), {})
 
 
 # --- run: what `initmem run` does ---------------------------------------------------------------------------

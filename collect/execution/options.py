@@ -1,118 +1,133 @@
-"""``CollectOptions``: every option of a collect run, validated once where it enters (the collect-side twin of
-:class:`initmem.results.AnalysisSpec`).
+"""``CollectOptions``: every option of a collect call, validated once where it enters, made the way
+:class:`initmem.results.AnalysisSpec` is (a frozen pydantic model, ``of`` to build or replace, one line per refusal).
 
 ``initmem collect``, ``initmem run`` and :func:`initmem.collect_cube` each build one record and hand it on, so
-the run's entry point (:func:`initmem.collect.execution.runner.collect`) and its helpers receive the options already
+the entry point (:func:`initmem.collect.execution.runner.collect`) and its helpers receive the options already
 valid, as one object, instead of some twenty keywords repeated at every call. A bad value raises
 :class:`~initmem.errors.OptionError`, one line that names the option; the command line names its flag.
 
-Importing this module imports neither torch nor the run machinery: the command line builds the record before
+Importing this module imports neither torch nor the training machinery: the command line builds the record before
 anything heavy loads.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, get_args
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from initmem.errors import OptionError, option
 
-EXECUTORS = ("local", "slurm")
 Executor = Literal["local", "slurm"]
+EXECUTORS: tuple[str, ...] = get_args(Executor)
 
 
-@dataclass(frozen=True)
-class CollectOptions:
-    """Every option of a collect run with its default (docs/collect-runs.md).
+class CollectOptions(BaseModel):
+    """Every option of a collect call with its default (docs/collect-runs.md).
 
-    Attributes
-    ----------
-    resume : bool, default False
-        Continue the run already in the run folder: train only its unfinished cells.
-    force_new : bool, default False
-        When the run folder holds a run, start a new folder ``DIR-N`` instead.
-    retry_failed : bool, default False
-        Resume, and train the cells that failed again.
-    executor : {"local", "slurm"}, default "local"
-        Worker processes on this machine, or a Slurm job array (submitit).
-    device : str, default "auto"
-        ``auto``, ``cpu``, ``cuda`` or ``mps``.
-    jobs : int or "auto", default 1
-        Worker processes (``auto``: one per ``engine.cpu_threads`` cores, one per GPU with GPUs).
-    pack_size : int, optional
-        Cells per packed model; None: the engine's planner sizes the packs.
-    quiet : bool, default False
-        Print nothing but errors (no tables, no notes).
-    progress : bool, default True
-        Show the progress bar (never when ``quiet``).
-    checkpoint_every : int, default 1
-        Checkpoint each pack every this many epochs.
-    checkpoint_minutes : float, optional
-        Also checkpoint when this many minutes passed since the last checkpoint.
-    slurm : mapping, optional
-        Slurm settings that override the grid's ``slurm:`` block (``partition``, ``gpus_per_job``, ``time_min``,
-        ``mem_gb``, ``cpus_per_task``, ``array_parallelism``; None values keep the grid's).
-    slurm_cluster : str, optional
-        submitit's cluster (``local`` runs the array on this machine; tests use it).
-    wait : bool, default True
-        With Slurm, wait for the array to finish and merge; False returns right after submission.
+    Build one with ``CollectOptions.of(jobs=4)``, or pass the fields as keywords to
+    [`initmem.collect_cube`][initmem.collect_cube]; a bad value raises one line that names the option, and a
+    misspelt option suggests the right one. Values are taken as given, never converted: ``jobs="4"`` or
+    ``resume="yes"`` is refused rather than read as a number or a truth value.
 
-    Raises
-    ------
-    OptionError
-        A value is out of range, or ``force_new`` is combined with ``resume`` or ``retry_failed``.
+    Examples
+    --------
+    >>> from initmem.collect.execution.options import CollectOptions
+    >>> opts = CollectOptions.of(jobs=2, checkpoint_minutes=1.5)
+    >>> opts.jobs, opts.checkpoint_seconds, opts.executor
+    (2, 90.0, 'local')
+    >>> CollectOptions.of(opts, pack_siz=4)
+    Traceback (most recent call last):
+    initmem.errors.OptionError: pack_siz is not a collect option; did you mean pack_size?
     """
 
-    resume: bool = False
-    force_new: bool = False
-    retry_failed: bool = False
-    executor: Executor = "local"
-    device: str = "auto"
-    jobs: int | Literal["auto"] = 1
-    pack_size: int | None = None
-    quiet: bool = False
-    progress: bool = True
-    checkpoint_every: int = 1
-    checkpoint_minutes: float | None = None
-    slurm: Mapping[str, Any] | None = None
-    slurm_cluster: str | None = None
-    wait: bool = True
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
 
-    def __post_init__(self) -> None:
-        if self.executor not in EXECUTORS:
-            raise OptionError("executor", f"{{option}} must be one of {', '.join(EXECUTORS)} (got {self.executor!r})")
-        if self.jobs != "auto" and (not isinstance(self.jobs, int) or self.jobs < 1):
-            raise OptionError("jobs", f"{{option}} must be 'auto' or at least 1 (got {self.jobs!r})")
-        if self.pack_size is not None and self.pack_size < 1:
-            raise OptionError("pack_size", f"{{option}} must be at least 1 (got {self.pack_size})")
-        if self.checkpoint_every < 1:
-            raise OptionError("checkpoint_every",
-                              f"{{option}} must be at least 1 epoch (got {self.checkpoint_every})")
-        if self.checkpoint_minutes is not None and self.checkpoint_minutes <= 0:
-            raise OptionError("checkpoint_minutes", f"{{option}} must be positive (got {self.checkpoint_minutes})")
+    resume: bool = False
+    """Continue the training already in the grid folder: train only its unfinished cells."""
+    force_new: bool = False
+    """When the grid folder holds a training, start a new folder ``DIR-N`` instead."""
+    retry_failed: bool = False
+    """Resume, and train the cells that failed again."""
+    executor: Executor = "local"
+    """``local``: worker processes on this machine; ``slurm``: a Slurm job array (submitit)."""
+    device: str = "auto"
+    """``auto``, ``cpu``, ``cuda`` or ``mps``."""
+    jobs: int | Literal["auto"] = 1
+    """Worker processes (``auto``: one per ``engine.cpu_threads`` cores, one per GPU with GPUs)."""
+    pack_size: int | None = None
+    """Cells per packed model; None: the engine's planner (or ``engine.pack_size``) sizes the packs."""
+    quiet: bool = False
+    """Print nothing but errors (no tables, no notes)."""
+    progress: bool = True
+    """Show the progress bar (never when ``quiet``)."""
+    checkpoint_every: int = 1
+    """Checkpoint each pack every this many epochs."""
+    checkpoint_minutes: float | None = None
+    """Also checkpoint when this many minutes passed since the last checkpoint."""
+    slurm: Mapping[str, Any] | None = None
+    """Slurm settings that override the grid's ``slurm:`` block (``partition``, ``gpus_per_job``, ``time_min``,
+    ``mem_gb``, ``cpus_per_task``, ``array_parallelism``; None values keep the grid's)."""
+    slurm_cluster: str | None = None
+    """submitit's cluster (``local`` runs the array on this machine; tests use it)."""
+    wait: bool = True
+    """With Slurm, wait for the array to finish and merge; False returns right after submission (the last array
+    task merges, or ``initmem collect --merge DIR``)."""
+
+    @field_validator("jobs", mode="before")
+    @classmethod
+    def _jobs(cls, v: Any) -> Any:
+        if v != "auto" and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ValueError(f"must be 'auto' or at least 1 (got {v!r})")
+        return v
+
+    @field_validator("pack_size")
+    @classmethod
+    def _pack_size(cls, v: int | None) -> int | None:
+        if v is not None and v < 1:
+            raise ValueError(f"must be at least 1 (got {v})")
+        return v
+
+    @field_validator("checkpoint_every")
+    @classmethod
+    def _checkpoint_every(cls, v: int) -> int:
+        if v < 1:
+            raise ValueError(f"must be at least 1 epoch (got {v})")
+        return v
+
+    @field_validator("checkpoint_minutes")
+    @classmethod
+    def _checkpoint_minutes(cls, v: float | None) -> float | None:
+        if v is not None and not v > 0:
+            raise ValueError(f"must be positive (got {v})")
+        return v
+
+    @model_validator(mode="after")
+    def _new_or_continued(self) -> CollectOptions:
         if self.force_new and (self.resume or self.retry_failed):
             other = option("resume", True) if self.resume else option("retry_failed", True)
-            raise OptionError("force_new", f"{{option}} starts a new run folder and {other} continues the run in "
-                                           "it: give one of them")
+            raise ValueError(f"starts a new grid folder and {other} continues the training in it: give one of them")
+        return self
 
     @classmethod
     def of(cls, options: CollectOptions | None = None, **fields: Any) -> CollectOptions:
         """``options`` with ``fields`` replaced (or a new record from ``fields``), validated.
 
-        A name that is no field raises :class:`OptionError` naming it, as an unknown analysis option does,
-        rather than Python's ``TypeError``: the caller gets one line that says what to fix."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        for name in fields:
-            if name not in known:
-                raise OptionError(name, "{option} is not a collect option")
-        return dataclasses.replace(options, **fields) if options is not None else cls(**fields)
+        A name that is no field raises :class:`OptionError` naming it (and the field it is closest to), as an
+        unknown analysis option does, rather than Python's ``TypeError``: the caller gets one line that says what
+        to fix."""
+        data = {**(dict(options) if options is not None else {}), **fields}
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise _option_error(exc.errors()[0]) from None
 
     @property
     def continues(self) -> bool:
-        """Whether the run continues one in the folder: ``resume``, or ``retry_failed`` (which only makes sense on
-        an existing run)."""
+        """Whether the call continues a training in the folder: ``resume``, or ``retry_failed`` (which only makes
+        sense on an existing one)."""
         return self.resume or self.retry_failed
 
     @property
@@ -121,10 +136,33 @@ class CollectOptions:
         return self.checkpoint_minutes * 60 if self.checkpoint_minutes is not None else None
 
 
+_TYPE_WORDS = {"bool_type": "true or false", "int_type": "a whole number", "float_type": "a number",
+               "string_type": "a string", "dict_type": "a mapping"}
+
+
+def _option_error(err: Mapping[str, Any]) -> OptionError:
+    """One pydantic error as one line naming the option (the one check across fields is ``force_new``'s)."""
+    name = str((err.get("loc") or ("force_new",))[0])
+    etype, got, ctx = str(err.get("type", "")), err.get("input"), err.get("ctx") or {}
+    if etype == "extra_forbidden":
+        close = difflib.get_close_matches(name, list(CollectOptions.model_fields), n=1)
+        return OptionError(name, "{option} is not a collect option" + (f"; did you mean {close[0]}?" if close
+                                                                         else ""))
+    if etype == "literal_error":
+        allowed = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
+        return OptionError(name, f"{{option}} must be one of {allowed} (got {got!r})")
+    if etype == "value_error":
+        return OptionError(name, f"{{option}} {ctx.get('error', err.get('msg', ''))}")
+    if etype in _TYPE_WORDS:
+        return OptionError(name, f"{{option}} must be {_TYPE_WORDS[etype]}, not {type(got).__name__} (got {got!r})")
+    msg = str(err.get("msg", "invalid value"))
+    return OptionError(name, f"{{option}}: {msg[0].lower() + msg[1:]} (got {got!r})")
+
+
 class CollectFields(TypedDict, total=False):
     """The fields of :class:`CollectOptions` as keyword arguments, so that a type checker sees every keyword that
-    :func:`initmem.collect.execution.runner.collect` accepts beside a record (tests/test_public_api.py checks that the
-    two list the same names and types)."""
+    :func:`initmem.collect_cube` accepts beside a record (tests/test_public_api.py checks that the two list the
+    same names and types, in the same order)."""
 
     resume: bool
     force_new: bool

@@ -24,7 +24,7 @@ import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Unpack
+from typing import Any, Unpack
 
 from initmem import cube
 from initmem.atomic import write_text
@@ -33,7 +33,7 @@ from initmem.collect.execution.assemble import corrupt_error, merge_run, print_s
 from initmem.collect.execution.budgets import training_grid
 from initmem.collect.execution.events import EventLog, cell_dict, now_iso
 from initmem.collect.execution.local_executor import auto_jobs, run_local, usable_cores, worker_plan
-from initmem.collect.execution.options import EXECUTORS, CollectFields, CollectOptions, Executor
+from initmem.collect.execution.options import EXECUTORS, CollectFields, CollectOptions
 from initmem.collect.execution.pack_job import PackTask, TrainFn, default_train_fn
 from initmem.collect.execution.progress import ProgressView
 from initmem.collect.execution.run_folder import (
@@ -204,12 +204,8 @@ def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_siz
 
 # The entry point ---------------------------------------------------------------------------
 
-def collect_cube(grid: Grid | str | os.PathLike, out_dir: str | os.PathLike, *, resume: bool = False,
-                 force_new: bool = False, retry_failed: bool = False, executor: Executor = "local",
-                 device: str = "auto", jobs: int | Literal["auto"] = 1, pack_size: int | None = None,
-                 quiet: bool = False, progress: bool = True, checkpoint_every: int = 1,
-                 checkpoint_minutes: float | None = None, slurm: Mapping[str, Any] | None = None,
-                 slurm_cluster: str | None = None, wait: bool = True) -> Path:
+def collect_cube(grid: Grid | str | os.PathLike, out_dir: str | os.PathLike, options: CollectOptions | None = None,
+                 **fields: Unpack[CollectFields]) -> Path:
     """Train a grid into a cube, resumably: what ``initmem collect GRID.yaml --out DIR`` does.
 
     Named for what it makes: ``initmem.collect`` is the training subpackage (importing any of its modules binds
@@ -220,38 +216,16 @@ def collect_cube(grid: Grid | str | os.PathLike, out_dir: str | os.PathLike, *, 
     grid : Grid, str or os.PathLike
         A grid (:func:`initmem.load_grid`), a grid YAML file or a preset's name (``"quick"``).
     out_dir : str or os.PathLike
-        The run folder: shards, checkpoints, ``events.jsonl`` and ``cube.nc`` go here.
-    resume : bool, default False
-        Continue the run already in ``out_dir``: train only its unfinished cells. A resumed grid may add
-        pipelines, sigma_w levels or seeds, nothing else.
-    force_new : bool, default False
-        When ``out_dir`` holds a run, start a new run folder ``out_dir-N`` instead.
-    retry_failed : bool, default False
-        Resume, and train the cells that failed again.
-    executor : {"local", "slurm"}, default "local"
-        Worker processes on this machine, or a Slurm job array (submitit).
-    device : str, default "auto"
-        ``auto``, ``cpu``, ``cuda`` or ``mps``.
-    jobs : int or "auto", default 1
-        Worker processes (``auto``: one per ``engine.cpu_threads`` cores, one per GPU with GPUs).
-    pack_size : int, optional
-        Cells per packed model; None: sized by the engine's planner (or ``engine.pack_size``).
-    quiet : bool, default False
-        Print nothing but errors.
-    progress : bool, default True
-        Show the progress bar.
-    checkpoint_every : int, default 1
-        Checkpoint each pack every this many epochs.
-    checkpoint_minutes : float, optional
-        Also checkpoint when this many minutes passed since the last checkpoint.
-    slurm : mapping, optional
-        Slurm settings overriding the grid's ``slurm:`` block (``partition``, ``gpus_per_job``, ``time_min``,
-        ``mem_gb``, ``cpus_per_task``, ``array_parallelism``).
-    slurm_cluster : str, optional
-        submitit's cluster (``local`` runs the array on this machine).
-    wait : bool, default True
-        With Slurm, wait for the array and merge; False returns right after submission (the last array task
-        merges, or ``initmem collect --merge DIR``).
+        The grid folder: shards, checkpoints, ``events.jsonl`` and ``cube.nc`` go here.
+    options : CollectOptions, optional
+        Every option at once (:class:`~initmem.collect.execution.options.CollectOptions`, which lists them with
+        their defaults: ``resume``, ``force_new``, ``retry_failed``, ``executor``, ``device``, ``jobs``,
+        ``pack_size``, ``quiet``, ``progress``, ``checkpoint_every``, ``checkpoint_minutes``, ``slurm``,
+        ``slurm_cluster``, ``wait``); None: the defaults.
+    **fields
+        Fields of :class:`~initmem.collect.execution.options.CollectOptions` as keywords (``jobs=4``), replacing
+        those of ``options``, typed by :class:`~initmem.collect.execution.options.CollectFields`; each is
+        validated once, here, as :func:`initmem.analyze` validates its options.
 
     Returns
     -------
@@ -276,11 +250,7 @@ def collect_cube(grid: Grid | str | os.PathLike, out_dir: str | os.PathLike, *, 
     >>> initmem.collect_cube("quick", "runs/quick", resume=True)   # only the cells left # doctest: +SKIP
     PosixPath('runs/quick/cube.nc')
     """
-    options = CollectOptions(resume=resume, force_new=force_new, retry_failed=retry_failed, executor=executor,
-                             device=device, jobs=jobs, pack_size=pack_size, quiet=quiet, progress=progress,
-                             checkpoint_every=checkpoint_every, checkpoint_minutes=checkpoint_minutes, slurm=slurm,
-                             slurm_cluster=slurm_cluster, wait=wait)
-    return collect(grid, out_dir, options)
+    return collect(grid, out_dir, CollectOptions.of(options, **fields))
 
 
 def collect(grid_path_or_grid: Grid | str | os.PathLike, out_dir: str | os.PathLike,

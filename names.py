@@ -1,7 +1,7 @@
 """One owner for every output name that several modules share (no imports: anything may read it).
 
 Each name below is read by two to four modules (the verdicts by models, stats and the report; the R-hat /
-ESS goals and ALPHA by the analysis and the report; the run folder's file names by collect and results; the
+ESS goals and ALPHA by the analysis and the report; the grid folder's file names by collect and results; the
 curves.nc variables by stats and results), so a name spelled twice could drift apart. They are defined
 here once; the modules that write or read them import them, and
 tests/test_owners.py fails when one is defined a second time. Cube variable names are owned by
@@ -44,7 +44,7 @@ POSTERIOR_NC = "posterior.nc"
 REPORT_HTML = "report.html"
 RUN_ANALYSIS_DIR = "analysis"  # the analysis folder inside an ``initmem run`` folder
 
-# The run folder (docs/collect-runs.md; layout in collect/execution/run_folder.py) ------------------------------
+# The grid folder (docs/collect-runs.md; layout in collect/execution/grid_folder.py) ------------------------------
 CUBE_NC = "cube.nc"            # the merged cube; ``initmem run`` puts it beside the analysis folder
 EVENTS_JSONL = "events.jsonl"  # the event log
 

@@ -117,7 +117,7 @@ def run(grid: str | os.PathLike | None = None, out_dir: str | os.PathLike | None
         say: Callable[[str], None] | None = None, command: str | None = None) -> RunResult:
     """Collect (resumably), analyze and report a grid in one go: what ``initmem run`` does.
 
-    Everything goes into one run folder: ``cube.nc`` (rerunning trains only the unfinished cells),
+    Everything goes into one grid folder: ``cube.nc`` (rerunning trains only the unfinished cells),
     ``analysis/`` (reused while the cube's contents, the analysis options and initmem's version are unchanged)
     and ``report.html``; the stage timings go to ``timings.json``.
 
@@ -126,7 +126,7 @@ def run(grid: str | os.PathLike | None = None, out_dir: str | os.PathLike | None
     grid : str or os.PathLike, optional
         A grid YAML file (docs/collect.md). Give ``grid`` or ``preset``, not both; neither: the quick preset.
     out_dir : str or os.PathLike, optional
-        The run folder; None: ``runs/<grid name>``.
+        The grid folder; None: ``runs/<grid name>``.
     preset : str, optional
         A packaged grid instead of a file: ``quick``, ``digits``, ``paper``, ``clocks``, ``arms``, ``atlas`` or
         ``crossed``.
@@ -166,7 +166,7 @@ def run(grid: str | os.PathLike | None = None, out_dir: str | os.PathLike | None
         An option is invalid (``looks`` not increasing, ``looks`` or ``max_seeds`` with ``until_decided`` False,
         ``jobs`` below 1, ...).
     UserError
-        Both ``grid`` and ``preset`` are given, the grid file is missing or invalid, or the run folder holds a run
+        Both ``grid`` and ``preset`` are given, the grid file is missing or invalid, or the grid folder holds a run
         that this one may not continue (another grid, or another sequential design).
 
     Examples
@@ -318,7 +318,7 @@ def _after(warmup: SamplerWarmup, analyze_fn: Callable[..., Any]) -> Callable[..
 
 
 def _collect(run_: _Stages, options: CollectOptions, train_fn: Callable[..., Any] | None) -> Path:
-    """Stage 1 of a fixed design: train the grid's unfinished cells into the run folder's cube."""
+    """Stage 1 of a fixed design: train the grid's unfinished cells into the grid folder's cube."""
     _refuse_fewer_seeds_than_a_sequential_run(run_.grid, run_.out, run_.analysis_dir)
     t0 = run_.start(1, "collect", f"training grid '{run_.grid.name}' into {run_.out} (resumable)")
     cube_path = _collect_for_run(run_.grid, run_.out, options, train_fn)
@@ -402,9 +402,9 @@ def _collect_for_run(grid: Any, out: Path, options: CollectOptions, train_fn: Ca
 def _refuse_fewer_seeds_than_a_sequential_run(grid: Any, out: Path, analysis_dir: Path) -> None:
     """A fixed run over a sequential one whose looks went past the grid's seeds: say what the folder holds and
     the three ways on, instead of collect's "the grid file differs ... seeds (removed ...)"."""
-    from initmem.collect.execution.run_folder import RunDir
+    from initmem.collect.execution.grid_folder import GridFolder
 
-    run = RunDir(out)
+    run = GridFolder(out)
     if not (sequential_files(analysis_dir) and run.exists() and run.grid_file.is_file()):
         return
     before = run.load_grid()
@@ -416,7 +416,7 @@ def _refuse_fewer_seeds_than_a_sequential_run(grid: Any, out: Path, analysis_dir
         raise UserError(f"{out} holds a sequential run ({option('until_decided', True)}) whose looks added seeds "
                         f"{', '.join(map(str, added))} beyond the grid's; to continue that design run again with "
                         f"{option('until_decided', True)}, for a fixed design on every seed it trained list them "
-                        f"in the grid (seeds: [{listed}]), or give another run folder "
+                        f"in the grid (seeds: [{listed}]), or give another grid folder "
                         f"({option('out', f'{out}-2')})")
 
 
@@ -447,15 +447,15 @@ def set_sequential_aside(out: Path, paths: list[Path]) -> Path:
 
 
 def _for_run(exc: UserError, out: Path) -> UserError:
-    """A collect error worded for ``initmem run``: run has no --force-new; a new run folder is another --out."""
+    """A collect error worded for ``initmem run``: run has no --force-new; a new grid folder is another --out."""
     msg = str(exc)
     flag = option("force_new", True)
     if flag not in msg:
         return exc
     other = option("out", f"{out}-2")
-    for old, new in ((f"use {flag} for a new run folder", f"give another run folder ({other})"),
-                     (f"or {flag} to start a new run folder", f"or give another run folder ({other})"),
-                     (f"start anew with {flag}", f"start anew in another run folder ({other})")):
+    for old, new in ((f"use {flag} for a new grid folder", f"give another grid folder ({other})"),
+                     (f"or {flag} to start a new grid folder", f"or give another grid folder ({other})"),
+                     (f"start anew with {flag}", f"start anew in another grid folder ({other})")):
         msg = msg.replace(old, new)
     msg = msg.replace(flag, other)
     return type(exc)(msg) if type(exc) is UserError else UserError(msg)

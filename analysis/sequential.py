@@ -19,7 +19,7 @@ A decided pipeline's entry in the final summary is the whole entry of the look t
 (``decided_look``). A folder holds one design: a rerun with other looks or another cap is refused
 (:func:`check_same_design`).
 
-The cube grows along ``seed`` in one run folder: a cell trained at look k is the same cell a fixed
+The cube grows along ``seed`` in one grid folder: a cell trained at look k is the same cell a fixed
 design with those seeds trains (seeds are common random numbers), so the sequential cube's cells are
 bitwise those of the fixed run; cells never trained (decided pipelines at later seeds) are missing.
 
@@ -42,7 +42,7 @@ from initmem import cube as C
 from initmem import names as N
 from initmem import results as R
 from initmem.atomic import atomic_path
-from initmem.collect.execution.run_folder import RunDir
+from initmem.collect.execution.grid_folder import GridFolder
 from initmem.errors import OptionError, UserError, option
 from initmem.grid import grid_hash
 from initmem.grid.schema import MAX_SEED
@@ -219,10 +219,10 @@ def _run_look(g: Any, out: Path, look_dir: Path, undecided: list[str], collect_f
               analyze: Callable[[Path, Path], Any]) -> Any:
     """Train the look's cells of the undecided pipelines and analyze the look's seeds.
 
-    The run folder may already hold more seeds than the look (an earlier run of other looks): the
-    collect then keeps them (a run folder's grid only grows), and the look is analyzed on a cube of its
+    The grid folder may already hold more seeds than the look (an earlier run of other looks): the
+    collect then keeps them (a grid folder's grid only grows), and the look is analyzed on a cube of its
     own seeds, written beside its analysis."""
-    run = RunDir(out)
+    run = GridFolder(out)
     held_grid = run.load_grid() if run.exists() else None
     # A folder that holds a crossed design: no seeds to keep (the collect refuses the change of design).
     held = held_grid.seeds if held_grid is not None and not held_grid.crossed else []
@@ -262,7 +262,7 @@ def check_same_design(out: Path, looks: Sequence[int], max_seeds: int | None, de
     rerun with other looks re-decides every pipeline on seeds whose verdicts were already seen, at levels that
     were never planned: a change of design after seeing results, whose false-verdict rate nothing bounds. So a
     rerun must repeat the design (a killed run resumes at its first unfinished look); a new design belongs in
-    another run folder. The design is read from the folder's sequential record, or, for a run killed before its
+    another grid folder. The design is read from the folder's sequential record, or, for a run killed before its
     end, from its finished looks' marks."""
     folder = out / R.RUN_ANALYSIS_DIR
     held: list[dict[str, Any]] = []

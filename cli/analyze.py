@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from initmem.cli.output import check_not_run_folder, echo, fmt_stat, is_quiet
+from initmem.cli.output import check_not_grid_folder, echo, fmt_stat, is_quiet
 from initmem.cli.params import LOOKS, MARGIN, SEED, SHAPE, SpecChoice, check_margin
 
 # --- analyze and plan ---------------------------------------------------------------------
@@ -165,7 +165,7 @@ def plan(analysis_dir: Path, delta: float | None, n_sim: int | None, seed: int, 
     from initmem.models.plan import render_table
     from initmem.results import load_summary
 
-    check_not_run_folder(analysis_dir)
+    check_not_grid_folder(analysis_dir)
     stored = load_summary(analysis_dir)
     check_margin(stored.metric, delta, "--delta")
     if stored.crossed is not None:

@@ -153,9 +153,9 @@ def simulate(out: Path | None, preset: str | None, list_presets: bool, pipelines
 @click.command()
 @click.argument("grid_file", metavar="GRID.yaml", required=False)
 @click.option("--out", "-o", "out", metavar="DIR", type=click.Path(path_type=Path), default=None,
-              help="Run folder: shards, checkpoints, events.jsonl and cube.nc go here.")
-@click.option("--resume", is_flag=True, help="Continue the run in DIR: train only unfinished cells.")
-@click.option("--force-new", is_flag=True, help="If DIR holds a run, start a new run folder DIR-N.")
+              help="Grid folder: shards, checkpoints, events.jsonl and cube.nc go here.")
+@click.option("--resume", is_flag=True, help="Continue the training in DIR: train only unfinished cells.")
+@click.option("--force-new", is_flag=True, help="If DIR holds a training, start a new grid folder DIR-N.")
 @click.option("--retry-failed", is_flag=True, help="Resume, and train failed cells again.")
 @click.option("--executor", type=click.Choice(["local", "slurm"]), default="local", show_default=True,
               help="Worker processes here, or a Slurm job array (submitit).")
@@ -169,9 +169,9 @@ def simulate(out: Path | None, preset: str | None, list_presets: bool, pipelines
 @click.option("--checkpoint-minutes", type=FiniteFloatRange(min=0, min_open=True), default=None,
               help="Also checkpoint when M minutes passed since the last checkpoint.")
 @click.option("--status", "status_dir", metavar="DIR", type=click.Path(path_type=Path), default=None,
-              help="Show the progress of the run in DIR and exit.")
+              help="Show the progress of the training in DIR and exit.")
 @click.option("--merge", "merge_dir", metavar="DIR", type=click.Path(path_type=Path), default=None,
-              help="Merge the shards of the run in DIR into DIR/cube.nc and exit.")
+              help="Merge the shards in DIR into DIR/cube.nc and exit.")
 @click.option("--partition", default=None, help="Slurm partition (overrides the grid's slurm: block).")
 @click.option("--gpus-per-job", type=click.IntRange(min=0), default=None, help="Slurm GPUs per array task.")
 @click.option("--time-min", type=click.IntRange(min=1), default=None, help="Slurm time limit per task (minutes).")
@@ -208,16 +208,16 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
             raise UserError(f"--status DIR and --merge DIR only read the run; {' and '.join(given)} "
                             f"{'apply' if len(given) > 1 else 'applies'} to training (GRID.yaml --out DIR)")
         from initmem.collect.execution.assemble import corrupt_error, merge_run, print_summary
-        from initmem.collect.execution.run_folder import RunDir
+        from initmem.collect.execution.grid_folder import GridFolder
         from initmem.collect.execution.status import render_status, run_status
 
         if status_dir is not None:
             click.echo(render_status(run_status(status_dir)))
             return
         report = merge_run(merge_dir)
-        print_summary(report, RunDir(merge_dir), is_quiet())
+        print_summary(report, GridFolder(merge_dir), is_quiet())
         if report.corrupt:
-            raise corrupt_error(report, RunDir(merge_dir))
+            raise corrupt_error(report, GridFolder(merge_dir))
         return
     if grid_file is None or out is None:
         raise UserError("collect needs GRID.yaml and --out DIR (or --status DIR / --merge DIR)")

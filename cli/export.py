@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from initmem.cli.output import check_not_run_folder, echo, output_error
+from initmem.cli.output import check_not_grid_folder, echo, output_error
 
 
 @click.command()
@@ -36,7 +36,7 @@ def export(analysis_dir: Path, out_dir: Path, formats: str, width: str) -> None:
     # the command that repeats this export, from its options (not sys.argv, which a caller may not have)
     again = (f"initmem export {shlex.quote(str(analysis_dir))} --out {shlex.quote(str(out_dir))} "
              f"--format {shlex.quote(formats)} --width {shlex.quote(width)}")
-    check_not_run_folder(analysis_dir)
+    check_not_grid_folder(analysis_dir)
     try:
         res = export_analysis(analysis_dir, out_dir, formats=formats, width=width, command=again)
     except OSError as exc:

@@ -24,7 +24,7 @@ import click
 from initmem.cli import analyze as cli_analyze
 from initmem.cli import cubes as cli_cubes
 from initmem.cli import export as cli_export
-from initmem.cli.output import Verbosity, check_not_run_folder, echo, is_quiet, output_error
+from initmem.cli.output import Verbosity, check_not_grid_folder, echo, is_quiet, output_error
 from initmem.cli.params import JOBS, LOOKS, MARGIN, check_margin, option_flag
 from initmem.errors import OptionError, UserError, options_as_flags
 
@@ -87,7 +87,7 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
     from initmem import results as R
     from initmem.reports.html import build_report
 
-    check_not_run_folder(analysis_dir)
+    check_not_grid_folder(analysis_dir)
     try:
         path = build_report(analysis_dir, out_file)
     except OSError as exc:
@@ -101,7 +101,7 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
               help="A packaged grid instead of GRID.yaml: quick (default; MNIST-1D), digits, paper, clocks, arms, "
                    "atlas or crossed.")
 @click.option("--out", "-o", "out", metavar="DIR", type=click.Path(path_type=Path), default=None,
-              help="Run folder for cube.nc, analysis/ and report.html (default runs/<grid name>).")
+              help="Grid folder for cube.nc, analysis/ and report.html (default runs/<grid name>).")
 @click.option("--jobs", type=JOBS, metavar="N|auto", default="auto", show_default=True,
               help="CPU worker processes, or auto: one per engine.cpu_threads cores.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True,
@@ -119,7 +119,7 @@ def report(analysis_dir: Path, out_file: Path | None) -> None:
                    "fixed design on the grid's seeds. Default: as the grid's decide block says (fixed without one).")
 @click.option("--looks", type=LOOKS, default=None,
               help="Seed counts at which --until-decided analyzes (default: the grid's decide.looks, else "
-                   "4,8,12,16; many levels, few seeds: 3,4,5,6); a run folder keeps the looks and cap it started "
+                   "4,8,12,16; many levels, few seeds: 3,4,5,6); a grid folder keeps the looks and cap it started "
                    "with.")
 @click.option("--max-seeds", type=click.IntRange(min=2), default=None, metavar="N",
               help="Cap on seeds per pipeline for --until-decided (looks above it are dropped).")

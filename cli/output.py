@@ -48,8 +48,8 @@ def fmt_stat(v: float | None, spec: str = ".4g") -> str:
 _NETCDF_MAGIC = (b"CDF", b"\x89HDF")
 
 
-def check_not_run_folder(analysis_dir: Path) -> None:
-    """Something else given where an analysis folder belongs (``report``, ``plan``, ``export``): a run folder (say
+def check_not_grid_folder(analysis_dir: Path) -> None:
+    """Something else given where an analysis folder belongs (``report``, ``plan``, ``export``): a grid folder (say
     which folder inside it to give) or a cube file (say to analyze it into a folder of its own first, and give the
     command to run then). Why: the library's message for a missing folder suggests ``--out`` with the path given,
     which for a cube would be the cube's own path."""
@@ -57,7 +57,7 @@ def check_not_run_folder(analysis_dir: Path) -> None:
 
     inner = analysis_dir / R.RUN_ANALYSIS_DIR
     if not (analysis_dir / R.SUMMARY_JSON).is_file() and (inner / R.SUMMARY_JSON).is_file():
-        raise UserError(f"{analysis_dir} is a run folder, not an analysis folder: give {inner}")
+        raise UserError(f"{analysis_dir} is a grid folder, not an analysis folder: give {inner}")
     if analysis_dir.is_file():
         ctx = click.get_current_context(silent=True)
         command = ctx.info_name if ctx is not None and ctx.info_name else "report"

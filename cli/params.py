@@ -91,19 +91,15 @@ MARGIN = MarginType()
 def check_margin(metric: str, value: float | None, flag: str) -> None:
     """Refuse, before any training or sampling, a margin whose unit the metric cannot have: points for a metric
     that is not an accuracy, or a bare number of 1 or more for an accuracy (a fraction of the test set cannot
-    reach it: it was meant in points). Raises click.BadParameter (exit 2, one line, with the fix)."""
-    if value is None:
-        return
-    from initmem.cube import points_scale
+    reach it: it was meant in points). The check is results/margins.py's ``check_margin``, the one that validates
+    a margin; this raises click.BadParameter (exit 2, one line, with the fix)."""
+    from initmem.errors import OptionError
+    from initmem.results.margins import check_margin as validate
 
-    accuracy = points_scale(metric) != 1.0
-    if getattr(value, "points", False) and not accuracy:
-        raise click.BadParameter(f"{100 * value:g}pt is in accuracy points, but metric {metric!r} is not an "
-                                 "accuracy: give it in the metric's own units", param_hint=flag)
-    if accuracy and not getattr(value, "points", False) and value >= 1.0:
-        raise click.BadParameter(f"{value:g} is ambiguous: metric {metric!r} is an accuracy, analyzed as a fraction "
-                                 f"of the test set; give {flag} {value:g}pt for {value:g} points, or "
-                                 f"{flag} {value / 100:g} as a fraction", param_hint=flag)
+    try:
+        validate(flag.lstrip("-").replace("-", "_"), value, metric, points_syntax=True)
+    except OptionError as exc:
+        raise click.BadParameter(exc.for_flag(flag), param_hint=flag) from None
 
 
 # Random seeds: numpy's generators take none below 0.

@@ -5,7 +5,7 @@ cells into curves, selected checkpoints and predictions (nets, optimizers, measu
 data); and ``collect.execution``, the machinery that makes a grid's run resumable, shardable and mergeable (run
 folder, clock budgets, pack plan, pack jobs, local and Slurm executors, shards and their assembly,
 checkpoints, events, progress, status). The trainer imports nothing from the execution wing. Public face:
-:func:`collect_cube` (a grid into a resumable run folder and its cube; also ``initmem.collect_cube``),
+:func:`collect_cube` (a grid into a resumable grid folder and its cube; also ``initmem.collect_cube``),
 :class:`CollectOptions` (its options as one record), :func:`collect_grid` (a grid in memory), :func:`merge_dir`.
 
 ``collect`` was the old name of :func:`collect_cube` here; it still works until initmem 0.12, with a

@@ -117,7 +117,7 @@ def test_margins_take_points_and_refuse_an_ambiguous_unit_before_any_work(tmp_pa
     assert MARGIN.convert("2pt", None, None) == pytest.approx(0.02) and MARGIN.convert("2pt", None, None).points
     assert MARGIN.convert("0.5 points", None, None) == pytest.approx(0.005)
     assert MARGIN.convert("0.02", None, None) == 0.02 and not MARGIN.convert("0.02", None, None).points
-    # run: refused before any training (no run folder appears), with the fix in the message
+    # run: refused before any training (no grid folder appears), with the fix in the message
     monkeypatch.chdir(tmp_path)
     assert_user_error(invoke("run", "--preset", "quick", "--delta", "2", "--out", tmp_path / "r"),
                       "--delta 2pt", "--delta 0.02")

@@ -1,7 +1,7 @@
 """Crossed seed designs (grid ``seeds: {init: [...], data: [...]}``): the grid field and its run index, the
 engine's random streams (exact identities: shared init seed -> bitwise the same initial kernels, shared data
 seed -> the same batches, init = data = s -> what the plain seed s trains), the cube's ``init_seed`` and
-``data_seed`` coordinates through every path that builds a cube (one pack, several packs, a run folder's
+``data_seed`` coordinates through every path that builds a cube (one pack, several packs, a grid folder's
 shards, ``initmem import``), their validation, ``initmem inspect``, and the refusals (a resume that changes
 a crossed design, a sequential run)."""
 
@@ -15,8 +15,8 @@ import xarray as xr
 
 from initmem import cube
 from initmem.analysis.sequential import run_until_decided
+from initmem.collect.execution.grid_folder import grid_changes
 from initmem.collect.execution.in_process import collect_grid
-from initmem.collect.execution.run_folder import grid_changes
 from initmem.collect.execution.runner import collect
 from initmem.collect.train.data import load_split
 from initmem.collect.train.engine import PackTrainer, train_pack
@@ -174,7 +174,7 @@ def test_a_pack_and_a_merge_of_packs_carry_init_seed_and_data_seed():
 
 
 @pytest.mark.slow
-def test_a_run_folder_merges_its_shards_with_the_grids_seeds(tmp_path):
+def test_a_grid_folder_merges_its_shards_with_the_grids_seeds(tmp_path):
     g = tiny({"init": [2, 4], "data": [1, 8, 9]})
     path = collect(g, tmp_path / "run", train_fn=fake_train_pack, device="cpu", progress=False, quiet=True)
     ds = cube.open_cube(path)

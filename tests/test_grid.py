@@ -257,7 +257,7 @@ def test_a_budgeted_pipeline_with_a_bad_horizon_field_is_refused_naming_it():
 
 def test_a_pipeline_with_epochs_and_its_own_budget_must_agree():
     """Both given and different: the budget would be silently ignored, so refuse. Both given and equal is
-    the canonical form of a resolved grid (the run folder's grid.yaml), which must read back."""
+    the canonical form of a resolved grid (the grid folder's grid.yaml), which must read back."""
     from initmem.collect.execution.budgets import resolve_budgets
 
     with pytest.raises(UserError) as exc:

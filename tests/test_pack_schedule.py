@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from initmem.collect.execution.grid_folder import GridFolder
 from initmem.collect.execution.pack_plan import pack_cost, spread_over_workers
-from initmem.collect.execution.run_folder import RunDir
 from initmem.collect.execution.runner import plan_tasks
 from initmem.collect.execution.shards import all_cells
 from initmem.grid import load_grid
@@ -31,7 +31,7 @@ def _cells(tasks) -> list[tuple[str, float, int]]:
 def test_one_pipeline_is_split_over_two_workers_and_every_cell_is_trained_once(tmp_path: Path) -> None:
     grid = _quick()
     todo = {c for c in all_cells(grid) if c[0] == "sgd_l2"}
-    run = RunDir(tmp_path)
+    run = GridFolder(tmp_path)
     (tmp_path / "checkpoints").mkdir()
     one = plan_tasks(run, grid, todo, device="cpu", pack_size=None, workers=1)
     two = plan_tasks(run, grid, todo, device="cpu", pack_size=None, workers=2)
@@ -49,7 +49,7 @@ def test_a_second_look_packs_only_its_new_seeds_in_equal_halves(tmp_path: Path) 
     grid = _quick()
     grid = grid.model_copy(update={"seeds": list(range(8))})
     todo = {c for c in all_cells(grid) if c[0] == "sgd_low_lr" and c[2] >= 4}
-    run = RunDir(tmp_path)
+    run = GridFolder(tmp_path)
     (tmp_path / "checkpoints").mkdir()
     two = plan_tasks(run, grid, todo, device="cpu", pack_size=None, workers=2)
     assert [len(t.cells) for t in two] == [10, 10]
@@ -62,7 +62,7 @@ def test_a_second_look_packs_only_its_new_seeds_in_equal_halves(tmp_path: Path) 
 def test_packs_go_longest_first_when_workers_share_them(tmp_path: Path) -> None:
     grid = _quick()
     todo = set(all_cells(grid))
-    run = RunDir(tmp_path)
+    run = GridFolder(tmp_path)
     (tmp_path / "checkpoints").mkdir()
     tasks = plan_tasks(run, grid, todo, device="cpu", pack_size=None, workers=2)
     costs = [pack_cost(grid, t.pipeline, len(t.cells)) for t in tasks]

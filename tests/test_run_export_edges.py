@@ -1,7 +1,7 @@
 """Edges of ``initmem run`` and ``initmem export`` found by a user test: the reproduction block of a sequential
 run, outputs that cannot be written, stale files in a reused export folder, run's own wording of collect's
 errors, --looks without --until-decided, a fixed run over a sequential analysis, the interpolation gate's
-share in "no pipeline can be analyzed", and a run folder given to report/export."""
+share in "no pipeline can be analyzed", and a grid folder given to report/export."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def test_a_second_export_removes_the_first_ones_stale_files_but_not_the_users(an
 # 4. collect's errors in run's words
 
 @pytest.mark.slow
-def test_a_changed_grid_suggests_another_run_folder_not_force_new(tmp_path):
+def test_a_changed_grid_suggests_another_grid_folder_not_force_new(tmp_path):
     grid = tmp_path / "fake.yaml"
     grid.write_text(FAKE_GRID)
     analyze = _fake_analysis({"sgd": (2, "forgets"), "adam": (2, "remembers")})
@@ -137,7 +137,7 @@ def test_a_changed_grid_suggests_another_run_folder_not_force_new(tmp_path):
     grid.write_text(yaml.safe_dump(changed))
     with pytest.raises(UserError) as exc:
         run_all(grid, tmp_path / "run", quiet=True, train_fn=fake_train_pack, analyze_fn=analyze)
-    assert "force_new" not in str(exc.value) and "another run folder" in str(exc.value), str(exc.value)
+    assert "force_new" not in str(exc.value) and "another grid folder" in str(exc.value), str(exc.value)
 
 
 # 5. --looks alone
@@ -183,7 +183,7 @@ def test_a_fixed_run_with_fewer_seeds_than_the_sequential_looks_says_the_three_w
         run_all(grid, run, quiet=True, train_fn=fake_train_pack, analyze_fn=analyze)
     msg = str(exc.value)
     assert "added seeds 2, 3" in msg and "until_decided" in msg and "seeds: [0, 1, 2, 3]" in msg, msg
-    assert "another run folder" in msg and "removed" not in msg, msg
+    assert "another grid folder" in msg and "removed" not in msg, msg
     assert (run / "analysis" / "summary.json").read_bytes() == summary_before      # nothing touched
     grid.write_text(FAKE_GRID.replace("seeds: [0, 1]", "seeds: [0, 1, 2, 3]"))    # the fixed design it suggests
     res = run_all(grid, run, quiet=True, train_fn=fake_train_pack, analyze_fn=analyze)
@@ -201,9 +201,9 @@ def test_no_interpolating_run_says_the_gate_excluded_them(tmp_path):
     assert_user_error(proc, "did not reach the interpolation threshold", "--gate all")
 
 
-# 8. a run folder where an analysis folder belongs
+# 8. a grid folder where an analysis folder belongs
 
-def test_report_and_export_of_a_run_folder_name_its_analysis_folder(analysis, tmp_path):
+def test_report_and_export_of_a_grid_folder_name_its_analysis_folder(analysis, tmp_path):
     run = analysis.parent
     assert_user_error(invoke("report", run), f"give {run / 'analysis'}")
     assert_user_error(invoke("export", run, "--out", tmp_path / "p"), f"give {run / 'analysis'}")

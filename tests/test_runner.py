@@ -369,14 +369,14 @@ def _grid(text: str):
 
 @pytest.mark.parametrize(("field", "value", "change"), ENGINE_CHANGES)
 def test_resume_refuses_each_engine_setting_that_changes_the_numbers(field: str, value: str, change: str) -> None:
-    from initmem.collect.execution.run_folder import grid_changes
+    from initmem.collect.execution.grid_folder import grid_changes
 
     changed, _ = grid_changes(_grid(FAKE_GRID), _grid(FAKE_GRID + f"engine: {{{field}: {value}}}\n"))
     assert changed == [f"engine.{field} ({change})"]
 
 
 def test_pack_size_data_root_and_slurm_may_change_on_resume() -> None:
-    from initmem.collect.execution.run_folder import grid_changes
+    from initmem.collect.execution.grid_folder import grid_changes
 
     moved = FAKE_GRID + ("engine: {pack_size: 1}\ndataset: {name: digits, root: /tmp/elsewhere}\n"
                          "slurm: {partition: gpu, mem_gb: 64}\n")
@@ -411,10 +411,10 @@ def test_resume_with_changed_engine_settings_is_refused_and_leaves_the_run_as_it
 
 def test_resume_refuses_other_data_under_a_moved_root(tmp_path: Path) -> None:
     from initmem.collect.execution.budgets import training_grid
-    from initmem.collect.execution.run_folder import RunDir
+    from initmem.collect.execution.grid_folder import GridFolder
     from initmem.collect.execution.runner import prepare_run
 
-    run_dir = RunDir(tmp_path / "run")
+    run_dir = GridFolder(tmp_path / "run")
     grid = training_grid(write_grid(tmp_path / "grid.yaml", FAKE_GRID))
     prepare_run(run_dir, grid, resume=False, executor="local", quiet=True, fingerprint="a" * 64)
     with pytest.raises(UserError, match=r"data set under dataset.root \(default\) differs from the run's "
@@ -432,7 +432,7 @@ def test_resume_refuses_other_data_under_a_moved_root(tmp_path: Path) -> None:
     ("batch", "pipelines.sgd.batch_size: 100000 is larger than the training split (1078 examples)"),
     ("data", "dataset.root /nonexistent does not exist"),
 ])
-def test_a_refused_start_writes_no_run_folder(tmp_path: Path, case: str, needle: str) -> None:
+def test_a_refused_start_writes_no_grid_folder(tmp_path: Path, case: str, needle: str) -> None:
     import torch
 
     if case == "cuda" and torch.cuda.is_available():
@@ -477,7 +477,7 @@ def test_out_must_be_a_folder_and_force_new_resolves_dot(tmp_path: Path, monkeyp
     (tmp_path / "A").mkdir()
     (tmp_path / "A" / "cube.nc").write_text("not mine to overwrite")
     proc = invoke("collect", grid, "--out", tmp_path / "A" / "cube.nc")
-    assert_user_error(proc, f"--out {tmp_path / 'A' / 'cube.nc'} is a file; give the run folder DIR")
+    assert_user_error(proc, f"--out {tmp_path / 'A' / 'cube.nc'} is a file; give the grid folder DIR")
     assert_user_error(invoke("collect", grid, "--out", tmp_path / "A" / "cube.nc" / "x"), "a file")
     assert sorted(p.name for p in (tmp_path / "A").iterdir()) == ["cube.nc"]
     run(grid, tmp_path / "run")
@@ -494,10 +494,10 @@ def test_force_new_with_resume_or_retry_failed_is_refused(tmp_path: Path, flag: 
     assert not (tmp_path / "run").exists()
 
 
-def test_status_and_merge_of_a_file_say_it_is_not_a_run_folder(tmp_path: Path) -> None:
+def test_status_and_merge_of_a_file_say_it_is_not_a_grid_folder(tmp_path: Path) -> None:
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
     for what in ("--status", "--merge"):
-        assert_user_error(invoke("collect", what, grid), f"{grid} is a file, not a collect run folder")
+        assert_user_error(invoke("collect", what, grid), f"{grid} is a file, not a collect grid folder")
         assert_user_error(invoke("collect", what, tmp_path, "--resume"), "--resume applies to training")
 
 

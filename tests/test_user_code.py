@@ -205,7 +205,7 @@ def test_code_that_cannot_run_is_refused_before_any_cell_runs(tmp_path, pipeline
     grid = _write(tmp_path, _grid_text(PLAIN + f"  p: {pipeline}\n"))
     proc = invoke("collect", grid, "--out", tmp_path / "run", "--device", "cpu")
     assert_user_error(proc, *needles)
-    assert not (tmp_path / "run").exists(), "a refused grid wrote its run folder"
+    assert not (tmp_path / "run").exists(), "a refused grid wrote its grid folder"
 
 
 # Slurm --------------------------------------------------------------------------------------------------
@@ -213,7 +213,7 @@ def test_code_that_cannot_run_is_refused_before_any_cell_runs(tmp_path, pipeline
 def test_the_slurm_blocks_options_reach_the_job_script(tmp_path, monkeypatch):
     """The grid's account, qos, constraint, gres, setup lines and further #SBATCH options are in the sbatch script
     submitit writes, and max_num_timeout is submitit's (a stand-in srun lets submitit's Slurm executor start)."""
-    from initmem.collect.execution.run_folder import RunDir
+    from initmem.collect.execution.grid_folder import GridFolder
     from initmem.collect.execution.slurm_executor import make_executor, slurm_options
 
     bin_dir = tmp_path / "bin"
@@ -227,7 +227,7 @@ def test_the_slurm_blocks_options_reach_the_job_script(tmp_path, monkeypatch):
              "setup: ['module load cuda/12.4', 'source ~/venv/bin/activate'], "
              "additional_parameters: {mail-type: END, exclusive: user}, max_num_timeout: 7}\n")
     grid = load_grid(_write(tmp_path, _grid_text(PLAIN, extra=extra)))
-    run = RunDir(tmp_path / "run")
+    run = GridFolder(tmp_path / "run")
     ex = make_executor(run, grid, slurm_options(grid, {"qos": "low"}), "slurm")
     script = ex._executor._make_submission_file_text("python -u -m submitit.core._submit", "uid")
     for line in ("#SBATCH --account=lab42", "#SBATCH --qos=low", "#SBATCH --constraint=a100",

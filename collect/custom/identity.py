@@ -1,7 +1,7 @@
 """Which code a user-code pipeline runs, checked before any cell runs and recorded with its runs.
 
 :func:`check_user_code` refuses a grid whose entry point cannot be imported or whose command names no program
-(or no script) before the run folder is written: one ``UserError`` line naming the field
+(or no script) before the grid folder is written: one ``UserError`` line naming the field
 (``pipelines.mine.entry``). :func:`code_identity` is what the cube records of the code, per pipeline: the entry
 point or command, the file it runs, that file's sha256 and the versions of the packages it trains with
 (docs/own-model.md, "The grid"). Torch-free.

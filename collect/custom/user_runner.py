@@ -58,7 +58,7 @@ class CellFailed(Exception):
 
 
 def cell_folder(root: str | os.PathLike, cell: tuple[str, float, int]) -> Path:
-    """A cell's own folder under the run folder (named as its shard, without the suffix)."""
+    """A cell's own folder under the grid folder (named as its shard, without the suffix)."""
     return Path(root) / CELLS_DIR / shard_name(cell).removesuffix(".nc")
 
 
@@ -97,7 +97,7 @@ class UserTrainFn:
     """The collector's train function for a grid with user-code pipelines (picklable: worker processes and
     Slurm tasks get it whole).
 
-    ``root`` is the run folder, ``workdirs`` and ``identities`` each user pipeline's folder and code identity
+    ``root`` is the grid folder, ``workdirs`` and ``identities`` each user pipeline's folder and code identity
     (made once, where the run starts), ``engine`` the train function of the grid's built-in pipelines."""
 
     root: str

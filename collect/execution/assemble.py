@@ -1,4 +1,4 @@
-"""Merging a run folder's shards into ``DIR/cube.nc`` and reporting what failed.
+"""Merging a grid folder's shards into ``DIR/cube.nc`` and reporting what failed.
 
 Kept apart from :mod:`initmem.collect.execution.runner` so that the executors (the Slurm array's last
 task merges) and ``--status`` can merge without importing the runner: the dependency runs
@@ -15,7 +15,7 @@ import numpy as np
 
 from initmem import cube
 from initmem.collect.execution.events import EventLog
-from initmem.collect.execution.run_folder import RunDir
+from initmem.collect.execution.grid_folder import GridFolder
 from initmem.collect.execution.shards import MergeReport, merge_dir
 from initmem.collect.train.coords import pipeline_coords
 from initmem.errors import UserError, option
@@ -23,9 +23,9 @@ from initmem.grid import grid_hash
 
 
 def merge_run(run_dir: str | os.PathLike, *, grid: Any = None, jobs: int = 1) -> MergeReport:
-    """Merge every shard of a run folder into ``DIR/cube.nc`` (atomically, re-runnable), reading the shards with
+    """Merge every shard of a grid folder into ``DIR/cube.nc`` (atomically, re-runnable), reading the shards with
     ``jobs`` processes."""
-    run = RunDir(Path(run_dir))
+    run = GridFolder(Path(run_dir))
     if not run.exists():
         raise run.not_a_run()
     grid = grid if grid is not None else run.load_grid()
@@ -54,7 +54,7 @@ def _pipeline_defaults(grid: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def corrupt_error(report: MergeReport, run: RunDir) -> UserError:
+def corrupt_error(report: MergeReport, run: GridFolder) -> UserError:
     names = ", ".join(p.name for p, _ in report.corrupt)
     return UserError(f"{len(report.corrupt)} corrupt shard(s) in {run.shards}: {names}; their cells are marked "
                      f"missing in {run.cube}; rerun with {option('resume', True)} to train them again")
@@ -87,7 +87,7 @@ def problem_rows(ds: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def print_summary(report: MergeReport, run: RunDir, quiet: bool) -> None:
+def print_summary(report: MergeReport, run: GridFolder, quiet: bool) -> None:
     if quiet:
         return
     from rich.console import Console

@@ -18,9 +18,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from initmem.collect.execution.pack_job import PackContext, PackTask, TrainFn, run_pack
+from initmem.collect.execution.grid_folder import GridFolder
+from initmem.collect.execution.pack_job import PackContext, PackTask, TrainFn, execute_pack
 from initmem.collect.execution.progress import ProgressView
-from initmem.collect.execution.run_folder import RunDir
 from initmem.collect.execution.shards import Cell
 
 
@@ -72,7 +72,7 @@ def worker_plan(device: str, jobs: int, per_gpu: int = 1) -> list[dict[str, str]
     return [{} for _ in range(max(1, jobs))]
 
 
-def run_local(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash: str, device: str, jobs: int,
+def train_local(tasks: list[PackTask], run: GridFolder, *, grid: Any, grid_hash: str, device: str, jobs: int,
               train_fn: TrainFn, checkpoint_every: int, checkpoint_seconds: float | None,
               view: ProgressView) -> list[str]:
     """Run every task; return one line per pack that was lost (its worker died)."""
@@ -81,14 +81,14 @@ def run_local(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash: str, 
         ctx = PackContext(run, grid, grid_hash, device, train_fn, checkpoint_every, checkpoint_seconds,
                           on_progress=view.pack, on_cell=lambda _c, _s: view.cell_done())
         for task in tasks:
-            run_pack(task, ctx)
+            execute_pack(task, ctx)
             view.pack_done(task.pack_id)
         return []
-    return _run_workers(tasks, run, plan, grid=grid, grid_hash=grid_hash, device=device, train_fn=train_fn,
+    return _train_workers(tasks, run, plan, grid=grid, grid_hash=grid_hash, device=device, train_fn=train_fn,
                         checkpoint_every=checkpoint_every, checkpoint_seconds=checkpoint_seconds, view=view)
 
 
-def _run_workers(tasks: list[PackTask], run: RunDir, plan: list[dict[str, str]], *, grid: Any, grid_hash: str,
+def _train_workers(tasks: list[PackTask], run: GridFolder, plan: list[dict[str, str]], *, grid: Any, grid_hash: str,
                  device: str, train_fn: TrainFn, checkpoint_every: int, checkpoint_seconds: float | None,
                  view: ProgressView) -> list[str]:
     mpctx = mp.get_context("spawn")
@@ -168,7 +168,7 @@ def _worker(index: int, root: str, grid: Any, grid_hash: str, device: str, train
     def on_cell(cell: Cell, status: int) -> None:
         msg_q.put(("cell", cell, status))
 
-    ctx = PackContext(RunDir(Path(root)), grid, grid_hash, device, train_fn,
+    ctx = PackContext(GridFolder(Path(root)), grid, grid_hash, device, train_fn,
                       checkpoint_every, checkpoint_seconds, on_progress=on_progress, on_cell=on_cell)
     while True:
         task = task_q.get()
@@ -176,7 +176,7 @@ def _worker(index: int, root: str, grid: Any, grid_hash: str, device: str, train
             break
         msg_q.put(("start", index, task))
         try:
-            run_pack(task, ctx)
+            execute_pack(task, ctx)
         except Exception as exc:
             traceback.print_exc()
             msg_q.put(("error", index, task, f"{exc.__class__.__name__}: {exc}"))

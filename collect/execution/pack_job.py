@@ -1,7 +1,7 @@
 """Train one pack and turn its result into shards: the unit of work of every executor.
 
 A pack is a list of cells of one pipeline that the engine trains together. This module wires
-the engine to the run folder: it resumes from the pack's checkpoint when one matches, saves
+the engine to the grid folder: it resumes from the pack's checkpoint when one matches, saves
 checkpoints atomically, writes one shard per cell, and isolates failures: if a pack raises,
 its cells are rerun one by one so that only the culprit gets status failed (with its error
 text in its shard) while the others finish.
@@ -19,7 +19,7 @@ from initmem import cube
 from initmem.collect.execution import checkpoints, shards
 from initmem.collect.execution.events import EventLog, cell_dict
 from initmem.collect.execution.fault_hooks import hook
-from initmem.collect.execution.run_folder import RunDir
+from initmem.collect.execution.grid_folder import GridFolder
 from initmem.collect.execution.shards import Cell
 from initmem.collect.train.coords import cube_attrs, pipeline_coords
 from initmem.errors import UserError
@@ -52,7 +52,7 @@ class PackTask:
 class PackContext:
     """What a pack needs besides its cells; built once per process."""
 
-    run: RunDir
+    run: GridFolder
     grid: Any
     grid_hash: str
     device: str
@@ -73,15 +73,15 @@ def default_train_fn() -> TrainFn:
     return train_pack
 
 
-def run_pack(task: PackTask, ctx: PackContext, *, isolate: bool = True) -> list[tuple[Cell, int]]:
+def execute_pack(task: PackTask, ctx: PackContext, *, isolate: bool = True) -> list[tuple[Cell, int]]:
     """Train ``task``; write its wanted shards; return (cell, status) for each wanted cell.
 
     The pack's lock file is held meanwhile, so ``--status`` can tell it is in training."""
     with checkpoints.pack_lock(ctx.run.checkpoints, task.pack_id):
-        return _run_pack(task, ctx, isolate=isolate)
+        return _execute_pack(task, ctx, isolate=isolate)
 
 
-def _run_pack(task: PackTask, ctx: PackContext, *, isolate: bool) -> list[tuple[Cell, int]]:
+def _execute_pack(task: PackTask, ctx: PackContext, *, isolate: bool) -> list[tuple[Cell, int]]:
     pid = task.pack_id
     ckpt_file = checkpoints.checkpoint_path(ctx.run.checkpoints, pid)
     state, epochs_resumed = _matching_checkpoint(task, ctx, ckpt_file)
@@ -128,7 +128,7 @@ def _run_pack(task: PackTask, ctx: PackContext, *, isolate: bool) -> list[tuple[
             for s, k in task.wanted:
                 ctx.events.emit("retry", pack=pid, reason="pack raised; rerunning its cells alone",
                                 cell=cell_dict(task.pipeline, s, k))
-                results += run_pack(PackTask(task.pipeline, ((s, k),)), ctx, isolate=False)
+                results += execute_pack(PackTask(task.pipeline, ((s, k),)), ctx, isolate=False)
             return results
         results = []
         for s, k in task.wanted:

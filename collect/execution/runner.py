@@ -8,7 +8,7 @@ design need (``train_fn``, ``only``).
 
 The flow of one call:
 
-1. prepare the run folder: a new run, or (``resume``) the same run, refusing a changed grid
+1. prepare the grid folder: a new run, or (``resume``) the same run, refusing a changed grid
    except for pure extensions (new pipelines, sigma_w levels or seeds);
 2. scan the shards: finished cells are skipped, corrupt shards are quarantined and rerun,
    failed cells are rerun with ``retry_failed``;
@@ -32,19 +32,19 @@ from initmem.collect.execution import checkpoints
 from initmem.collect.execution.assemble import corrupt_error, merge_run, print_summary
 from initmem.collect.execution.budgets import training_grid
 from initmem.collect.execution.events import EventLog, cell_dict, now_iso
-from initmem.collect.execution.local_executor import auto_jobs, run_local, usable_cores, worker_plan
-from initmem.collect.execution.options import EXECUTORS, CollectFields, CollectOptions
-from initmem.collect.execution.pack_job import PackTask, TrainFn, default_train_fn
-from initmem.collect.execution.progress import ProgressView
-from initmem.collect.execution.run_folder import (
+from initmem.collect.execution.grid_folder import (
     RUN_SCHEMA,
-    RunDir,
+    GridFolder,
     check_out_folder,
     fresh_folder,
     grid_changes,
     run_lock,
     undo_fresh_start,
 )
+from initmem.collect.execution.local_executor import auto_jobs, train_local, usable_cores, worker_plan
+from initmem.collect.execution.options import EXECUTORS, CollectFields, CollectOptions
+from initmem.collect.execution.pack_job import PackTask, TrainFn, default_train_fn
+from initmem.collect.execution.progress import ProgressView
 from initmem.collect.execution.shards import Cell, CorruptShard, all_cells, read_shard, scan_shards, shard_files
 from initmem.errors import UserError, option
 from initmem.grid import Grid, grid_hash
@@ -57,11 +57,11 @@ def _say(msg: str, quiet: bool) -> None:
         print(msg, flush=True)
 
 
-# Preparing the run folder ------------------------------------------------------------------
+# Preparing the grid folder ------------------------------------------------------------------
 
-def prepare_run(run: RunDir, grid: Any, *, resume: bool, executor: str, quiet: bool,
+def prepare_run(run: GridFolder, grid: Any, *, resume: bool, executor: str, quiet: bool,
                 fingerprint: str | None = None) -> dict[str, Any]:
-    """Create the run folder or check that ``grid`` may continue it; return what was added.
+    """Create the grid folder or check that ``grid`` may continue it; return what was added.
 
     ``fingerprint`` names the data the grid's dataset section loads now (``dataset_fingerprint``):
     recorded with a new run, and a resume refuses other data (``dataset.root`` may move)."""
@@ -70,21 +70,21 @@ def prepare_run(run: RunDir, grid: Any, *, resume: bool, executor: str, quiet: b
     if run.exists():
         if not resume:
             raise UserError(f"{run.root} already holds a collect run; add {option('resume', True)} to continue it "
-                            f"or {option('force_new', True)} to start a new run folder")
+                            f"or {option('force_new', True)} to start a new grid folder")
         old = run.load_grid()
         changed, added = grid_changes(old, grid)
         if changed:
             raise UserError(f"cannot resume {run.root}: the grid file differs from the run's grid in "
                             f"{'; '.join(changed)} (a resume may add pipelines, sigma_w levels or seeds and "
                             f"change engine.pack_size, dataset.root or the slurm block, nothing else; use "
-                            f"{option('force_new', True)} for a new run folder)")
+                            f"{option('force_new', True)} for a new grid folder)")
         rec = run.read_record()
         before = _run_fingerprint(run, rec)
         if fingerprint is not None and before is not None and before != fingerprint:
             raise UserError(f"cannot resume {run.root}: the data set under dataset.root "
                             f"{grid.dataset.root or '(default)'} differs from the run's (dataset fingerprint "
                             f"{fingerprint[:12]}, the run's {before[:12]}); point dataset.root at the run's data "
-                            f"or use {option('force_new', True)} for a new run folder")
+                            f"or use {option('force_new', True)} for a new grid folder")
         removed = run.clean_temporaries()
         hashes = list(rec.get("grid_hashes", []))
         if h not in hashes:
@@ -109,7 +109,7 @@ def prepare_run(run: RunDir, grid: Any, *, resume: bool, executor: str, quiet: b
     return {}
 
 
-def _run_fingerprint(run: RunDir, rec: dict[str, Any]) -> str | None:
+def _run_fingerprint(run: GridFolder, rec: dict[str, Any]) -> str | None:
     """The data fingerprint of a run: from run.json, else (a run made before it was recorded) from the
     first readable shard that trained."""
     if rec.get("dataset_fingerprint"):
@@ -127,7 +127,7 @@ def _run_fingerprint(run: RunDir, rec: dict[str, Any]) -> str | None:
 
 def check_data(grid: Any) -> str:
     """Load the grid's data (as every pack will) and check each pipeline's batch size against the
-    training split, so that bad data or a batch size too large is refused before the run folder is
+    training split, so that bad data or a batch size too large is refused before the grid folder is
     written. Returns the data's fingerprint."""
     from initmem.collect.train.data import load_split  # torch: not at CLI start-up
 
@@ -140,7 +140,7 @@ def check_data(grid: Any) -> str:
     return split.fingerprint
 
 
-def finished_cells(run: RunDir, grid: Any, *, retry_failed: bool, quiet: bool) -> dict[Cell, int]:
+def finished_cells(run: GridFolder, grid: Any, *, retry_failed: bool, quiet: bool) -> dict[Cell, int]:
     """Cells with a usable shard of this run (cell -> status); quarantines corrupt shards."""
     events = EventLog(run.events)
     good, corrupt = scan_shards(run.shards, jobs=usable_cores())
@@ -164,7 +164,7 @@ def finished_cells(run: RunDir, grid: Any, *, retry_failed: bool, quiet: bool) -
     return done
 
 
-def plan_tasks(run: RunDir, grid: Any, todo: set[Cell], *, device: str, pack_size: int | None,
+def plan_tasks(run: GridFolder, grid: Any, todo: set[Cell], *, device: str, pack_size: int | None,
                workers: int = 1) -> list[PackTask]:
     """Started packs (manifests) first, in their original composition; then the rest, packed anew, longest
     first, and with an automatic pack size split so that each of ``workers`` CPU workers has a pack."""
@@ -265,7 +265,7 @@ def collect(grid_path_or_grid: Grid | str | os.PathLike, out_dir: str | os.PathL
     grid_path_or_grid : Grid, str or os.PathLike
         A grid, a grid file or a preset's name.
     out_dir : str or os.PathLike
-        The run folder.
+        The grid folder.
     options : CollectOptions, optional
         Every option at once; None: the defaults.
     train_fn : callable, optional
@@ -287,7 +287,7 @@ def collect(grid_path_or_grid: Grid | str | os.PathLike, out_dir: str | os.PathL
     OptionError
         An option is invalid or unknown.
     UserError
-        The grid, the data or the run folder refuses the start, or a shard is corrupt after the merge.
+        The grid, the data or the grid folder refuses the start, or a shard is corrupt after the merge.
     """
     from initmem.collect.train.devices import resolve_device  # imports torch: not at CLI start-up
 
@@ -299,7 +299,7 @@ def collect(grid_path_or_grid: Grid | str | os.PathLike, out_dir: str | os.PathL
         from initmem.collect.custom.identity import check_user_code
 
         check_user_code(grid)   # an entry point that does not import, a command that does not exist: refused now
-    # Everything that can refuse the start is checked before the run folder is written: the device,
+    # Everything that can refuse the start is checked before the grid folder is written: the device,
     # the data and the batch sizes.
     if opts.executor == "slurm":
         plan_device = _slurm_plan_device(grid, opts)
@@ -309,9 +309,9 @@ def collect(grid_path_or_grid: Grid | str | os.PathLike, out_dir: str | os.PathL
     if opts.force_new:
         new_root = fresh_folder(root)
         if new_root != root:
-            _say(f"{root} holds a run; starting a new run folder {new_root}", opts.quiet)
+            _say(f"{root} holds a training; starting a new grid folder {new_root}", opts.quiet)
         root = new_root
-    run = RunDir(root)
+    run = GridFolder(root)
     made_root = not root.exists()
     train_fn = train_fn or (default_train_fn() if grid.engine_pipelines else None)
     if grid.user_pipelines:
@@ -340,7 +340,7 @@ def collect(grid_path_or_grid: Grid | str | os.PathLike, out_dir: str | os.PathL
     return run.cube
 
 
-def user_train_fn(grid: Any, run: RunDir, engine: TrainFn | None) -> TrainFn:
+def user_train_fn(grid: Any, run: GridFolder, engine: TrainFn | None) -> TrainFn:
     """The train function of a grid with user-code pipelines: their cells run the user's code
     (collect/custom/user_runner.py), the built-in pipelines go to ``engine``; each code's identity is taken
     once, here, and travels with it to every worker and Slurm task."""
@@ -353,7 +353,7 @@ def user_train_fn(grid: Any, run: RunDir, engine: TrainFn | None) -> TrainFn:
                        engine=engine)
 
 
-def _note_code_changes(run: RunDir, train_fn: Any, quiet: bool) -> None:
+def _note_code_changes(run: GridFolder, train_fn: Any, quiet: bool) -> None:
     """Record each user-code pipeline's code identity in run.json; on a resume, warn (and log) where a file's
     sha256 differs from the one the run began with: the cube's identity coordinates are its first shard's, so
     cells trained by the changed code would otherwise pass unnoticed."""
@@ -386,9 +386,9 @@ def _slurm_plan_device(grid: Any, opts: CollectOptions) -> str:
     return plan_device
 
 
-def _prepare_and_train(run: RunDir, grid: Any, h: str, opts: CollectOptions, *, plan_device: str,
+def _prepare_and_train(run: GridFolder, grid: Any, h: str, opts: CollectOptions, *, plan_device: str,
                        train_fn: TrainFn, only: set[Cell] | None, fingerprint: str | None) -> list[str] | None:
-    """Prepare the run folder and train what is left; the lines of lost packs, or None when the
+    """Prepare the grid folder and train what is left; the lines of lost packs, or None when the
     Slurm array was submitted without waiting."""
     prepare_run(run, grid, resume=opts.continues, executor=opts.executor, quiet=opts.quiet, fingerprint=fingerprint)
     if grid.user_pipelines:
@@ -429,7 +429,7 @@ def _prepare_and_train(run: RunDir, grid: Any, h: str, opts: CollectOptions, *, 
     events.emit("plan", executor="local", device=dev, packs=len(tasks), cells_todo=len(todo),
                 cells_done=len(done), jobs=jobs)
     with ProgressView(len(cells), len(done), enabled=show) as view:
-        return run_local(tasks, run, grid=grid, grid_hash=h, device=dev, jobs=int(jobs), train_fn=train_fn,
+        return train_local(tasks, run, grid=grid, grid_hash=h, device=dev, jobs=int(jobs), train_fn=train_fn,
                          checkpoint_every=opts.checkpoint_every, checkpoint_seconds=opts.checkpoint_seconds,
                          view=view)
 

@@ -32,10 +32,10 @@ import submitit
 
 from initmem.collect.execution.assemble import merge_run
 from initmem.collect.execution.events import EventLog, read_events
+from initmem.collect.execution.grid_folder import GridFolder
 from initmem.collect.execution.local_executor import visible_gpus
-from initmem.collect.execution.pack_job import PackContext, PackTask, TrainFn, run_pack
+from initmem.collect.execution.pack_job import PackContext, PackTask, TrainFn, execute_pack
 from initmem.collect.execution.progress import ProgressView
-from initmem.collect.execution.run_folder import RunDir
 from initmem.collect.execution.shards import all_cells, shard_files, shard_name
 from initmem.errors import OptionError, UserError, option
 from initmem.grid import SlurmSpec
@@ -65,23 +65,23 @@ class PackJob(submitit.helpers.Checkpointable):
     def __call__(self) -> list[tuple[tuple[str, float, int], int]]:
         from initmem.collect.train.devices import resolve_device  # torch: only inside the array task
 
-        run = RunDir(Path(self.root))
+        run = GridFolder(Path(self.root))
         events = EventLog(run.events)
         job_id = os.environ.get("SLURM_JOB_ID") or os.environ.get("SUBMITIT_LOCAL_JOB_ID") or ""
         events.emit("job_start", pack=self.task.pack_id, job_id=job_id)
         ctx = PackContext(run, self.grid, self.grid_hash, resolve_device(self.device), self.train_fn,
                           self.checkpoint_every, self.checkpoint_seconds)
-        results = run_pack(self.task, ctx)
+        results = execute_pack(self.task, ctx)
         maybe_merge(run, self.grid)
         return results
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> submitit.helpers.DelayedSubmission:
-        EventLog(RunDir(Path(self.root)).events).emit(
+        EventLog(GridFolder(Path(self.root)).events).emit(
             "requeue", pack=self.task.pack_id, reason="preempted or timed out; resumes from its checkpoint")
         return super().checkpoint(*args, **kwargs)
 
 
-def maybe_merge(run: RunDir, grid: Any) -> bool:
+def maybe_merge(run: GridFolder, grid: Any) -> bool:
     """Merge if every cell of the grid has a shard (the last array task to finish does this)."""
     have = {p.name for p in shard_files(run.shards)}
     if not all(shard_name(c) in have for c in all_cells(grid)):
@@ -90,7 +90,7 @@ def maybe_merge(run: RunDir, grid: Any) -> bool:
     return True
 
 
-def make_executor(run: RunDir, grid: Any, opts: dict[str, Any], cluster: str | None) -> Any:
+def make_executor(run: GridFolder, grid: Any, opts: dict[str, Any], cluster: str | None) -> Any:
     cluster = cluster or os.environ.get(CLUSTER_ENV) or None
     if cluster is None:
         if shutil.which("sbatch") is None:
@@ -117,7 +117,7 @@ def make_executor(run: RunDir, grid: Any, opts: dict[str, Any], cluster: str | N
     return ex
 
 
-def submit_and_wait(tasks: list[PackTask], run: RunDir, *, grid: Any, grid_hash: str, device: str,
+def submit_and_wait(tasks: list[PackTask], run: GridFolder, *, grid: Any, grid_hash: str, device: str,
                     train_fn: TrainFn, checkpoint_every: int, checkpoint_seconds: float | None,
                     slurm: dict[str, Any], cluster: str | None, wait: bool, quiet: bool, progress: bool,
                     total: int, done: int) -> bool:
@@ -230,7 +230,7 @@ class _Tracker:
         return all(self.absent.get(str(j.job_id), 0) >= 2 for j in pending)
 
 
-def _refresh(view: ProgressView, run: RunDir) -> None:
+def _refresh(view: ProgressView, run: GridFolder) -> None:
     if not view.enabled:
         return
     view.set_done(len(shard_files(run.shards)))
@@ -241,7 +241,7 @@ def _refresh(view: ProgressView, run: RunDir) -> None:
             view.pack(pid, info["pipeline"], info["done"], info["total"])
 
 
-def pack_progress(run: RunDir) -> dict[str, dict[str, Any]]:
+def pack_progress(run: GridFolder) -> dict[str, dict[str, Any]]:
     """Per pack, from the event log: pipeline, epochs done / total, the epoch of its last checkpoint
     (where a resume continues), started, ended, requeues (and whether the last word was a requeue)."""
     out: dict[str, dict[str, Any]] = {}

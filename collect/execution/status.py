@@ -1,6 +1,6 @@
 """``initmem collect --status DIR``: how far a (possibly submitted) grid has come.
 
-Reads only the run folder: the grid, the shard files (their names say which cells are done;
+Reads only the grid folder: the grid, the shard files (their names say which cells are done;
 the event log says ok / diverged / failed and each shard's size as written, a shard is opened
 only when its log line is missing or its size changed since, e.g. truncated by a failed copy;
 a shard the last merge found corrupt counts as corrupt), the event log (packs started and
@@ -18,14 +18,14 @@ from typing import Any
 from initmem import cube
 from initmem.collect.execution import checkpoints
 from initmem.collect.execution.events import read_events
-from initmem.collect.execution.run_folder import RunDir
+from initmem.collect.execution.grid_folder import GridFolder
 from initmem.collect.execution.shards import Cell, CorruptShard, all_cells, read_shard, shard_files, shard_name
 from initmem.collect.execution.slurm_executor import pack_progress, squeue_states
 from initmem.errors import option
 
 
 def run_status(run_dir: str | os.PathLike) -> dict[str, Any]:
-    run = RunDir(Path(run_dir))
+    run = GridFolder(Path(run_dir))
     rec = run.read_record()
     grid = run.load_grid()
     cells = all_cells(grid)
@@ -68,7 +68,7 @@ def run_status(run_dir: str | os.PathLike) -> dict[str, Any]:
     }
 
 
-def _logged_statuses(run: RunDir, by_name: dict[str, Cell]) -> dict[Cell, tuple[str, int | None, bool]]:
+def _logged_statuses(run: GridFolder, by_name: dict[str, Cell]) -> dict[Cell, tuple[str, int | None, bool]]:
     """Per cell, the last word of the event log (cheap: no shard is opened): the status its shard was
     written with, the shard's size then, and whether a merge since could not read it."""
     out: dict[Cell, tuple[str, int | None, bool]] = {}

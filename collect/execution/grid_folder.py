@@ -1,4 +1,4 @@
-"""The run folder: its layout, its record (``run.json``), grid-change checks and its lock.
+"""The grid folder: its layout, its record (``run.json``), grid-change checks and its lock.
 
     DIR/grid.yaml        the grid the run trains (canonical YAML, rewritten when extended)
     DIR/run.json         schema, accepted grid hashes (one per extension), executor, Slurm jobs
@@ -36,7 +36,7 @@ EXEMPT_FIELDS = ("slurm", "engine.pack_size", "engine.cells_per_gpu", "dataset.r
 
 
 @dataclass(frozen=True)
-class RunDir:
+class GridFolder:
     root: Path
 
     @property
@@ -81,10 +81,10 @@ class RunDir:
     def not_a_run(self, what: str = "no run.json") -> UserError:
         """The error for a path that holds no run: a file, a missing folder, a folder without ``what``."""
         if self.root.exists() and not self.root.is_dir():
-            return UserError(f"{self.root} is a file, not a collect run folder")
+            return UserError(f"{self.root} is a file, not a collect grid folder")
         if not self.root.exists():
-            return UserError(f"{self.root} is not a collect run folder (it does not exist)")
-        return UserError(f"{self.root} is not a collect run folder ({what})")
+            return UserError(f"{self.root} is not a collect grid folder (it does not exist)")
+        return UserError(f"{self.root} is not a collect grid folder ({what})")
 
     def read_record(self) -> dict[str, Any]:
         try:
@@ -123,36 +123,36 @@ class RunDir:
 
 
 def check_out_folder(root: Path) -> None:
-    """Refuse an output path that cannot be a run folder (a file, or a path under a file) before
+    """Refuse an output path that cannot be a grid folder (a file, or a path under a file) before
     anything is written."""
     blocker = blocking_file(root)
     if blocker is not None:
         what = "is a file" if blocker == root else f"lies under {blocker}, a file"
-        raise OptionError("out", f"{{option}} {root} {what}; give the run folder DIR ({CUBE_NC} is written inside it)")
+        raise OptionError("out", f"{{option}} {root} {what}; give the grid folder DIR ({CUBE_NC} is written inside it)")
 
 
 def fresh_folder(root: Path) -> Path:
     """``root`` if it holds no run, else the first ``root-2``, ``root-3``... that does not."""
-    if not RunDir(root).exists():
+    if not GridFolder(root).exists():
         return root
     if root.name in ("", ".", ".."):  # '.', '..', 'a/..': name the folder itself, then its siblings
         root = root.resolve()
     if not root.name:
-        raise OptionError("out", f"{{option}} {root} holds a run; cannot start a new run folder next to it")
+        raise OptionError("out", f"{{option}} {root} holds a training; cannot start a new grid folder next to it")
     n = 2
-    while RunDir(root.with_name(f"{root.name}-{n}")).exists():
+    while GridFolder(root.with_name(f"{root.name}-{n}")).exists():
         n += 1
     return root.with_name(f"{root.name}-{n}")
 
 
 @contextlib.contextmanager
-def run_lock(run: RunDir) -> Iterator[None]:
-    """Exclusive lock on the run folder for the life of a local collect (freed if killed)."""
+def run_lock(run: GridFolder) -> Iterator[None]:
+    """Exclusive lock on the grid folder for the life of a local collect (freed if killed)."""
     try:
         run.root.mkdir(parents=True, exist_ok=True)
         fd = os.open(run.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
-        raise UserError(f"cannot create the run folder {run.root}: {exc.strerror or exc}") from None
+        raise UserError(f"cannot create the grid folder {run.root}: {exc.strerror or exc}") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -163,7 +163,7 @@ def run_lock(run: RunDir) -> Iterator[None]:
         os.close(fd)
 
 
-def undo_fresh_start(run: RunDir, *, made_root: bool) -> bool:
+def undo_fresh_start(run: GridFolder, *, made_root: bool) -> bool:
     """Remove what a refused new run wrote (record, grid, event log, empty folders, the lock) so the
     corrected command starts cleanly; True if removed. A run that trained anything (a shard or a
     checkpoint) or submitted Slurm jobs is kept: ``--resume`` continues it."""
@@ -185,7 +185,7 @@ def undo_fresh_start(run: RunDir, *, made_root: bool) -> bool:
     return True
 
 
-def shard_files_exist(run: RunDir) -> bool:
+def shard_files_exist(run: GridFolder) -> bool:
     return run.shards.is_dir() and any(p.is_file() for p in run.shards.iterdir())
 
 

@@ -35,6 +35,18 @@ take as many as the same pool gives), so the designs' estimates are correlated w
 binomial count over independent families. Intervals: 95% Wilson (for the expected count: mean +- 1.96 SE).
 
     python studies/family_calibration.py [--families 1000] [--scales demo,paper] [--seeds 4,8] [--draws 4000]
+    python studies/family_calibration.py --looks 4,8,12,16 --scales paper --families 500
+
+``--looks``: every row decided by the sequential design of ``initmem run --until-decided`` instead of at one fixed
+look: its table holds the last look's seeds, look k decides the rows still open on their first n_k seeds at look
+k's spending (models/plan.py ``sequential_decisions``, the planner's loop over the looks), and a decided row keeps
+its deciding look's evidence, an undecided one its last look's, as the run's final summary keeps them
+(tests/_family_rows.py ``sequential_pool``). Holm then reads each row at its own look's levels, as it reads the
+atlas. Output (10,500 rows, 126 CPU-s, 7 minutes on a loaded 2-core machine): Holm's family-wise error 2.00%
+[1.09, 3.64] for 14 rows at delta, 1.00% [0.43, 2.32] mixed, 2.07% [1.45, 2.96] and 2.17% [1.59, 2.97] for 5
+rows; the per-row verdicts alone 44.4% of families of 14; per row at delta 3.21% false "remembers", 0.74% false
+"forgets", 0.14% kept at 1/14; Holm keeps 90.7% of the true memories among 14 rows; rows at delta spend 15.75
+seeds per cell on average, true memories 4.00 (docs/sequential.md, docs/atlas.md).
 
 What it shows: Holm's family-wise error stays at or below alpha in every design, 0-2.5% (the largest 2.54% [2.07,
 3.12], 3,500 families of 5 rows at the paper's scale with 8 seeds), because each row re-decided at 1/r is wrong

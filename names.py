@@ -5,8 +5,7 @@ ESS goals and ALPHA by the analysis and the report; the grid folder's file names
 curves.nc variables by stats and results), so a name spelled twice could drift apart. They are defined
 here once; the modules that write or read them import them, and
 tests/test_owners.py fails when one is defined a second time. Cube variable names are owned by
-initmem/cube.py (clock names by initmem/clocks.py), the interpolation threshold's default by
-initmem/grid.py.
+cube/schema.py (clock names by clocks.py), the interpolation threshold's default by grid/schema.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The commands that read a cube: ``initmem analyze`` (the memory model), ``initmem collapse`` (the
 collapse test alone) and ``initmem plan`` (seeds needed). Their options are fields of one
-``AnalysisSpec`` (initmem/spec.py), validated where the library starts; a bad value comes back as an
-``OptionError`` naming the option, which cli.py prints with the flag. Registered on the group by cli.py.
+``AnalysisSpec`` (results/spec.py), validated where the library starts; a bad value comes back as an
+``OptionError`` naming the option, which cli/main.py prints with the flag. Registered on the group by cli/main.py.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def collapse(cube_path: Path, out_dir: Path, memory: str, fraction: float | None
              axes: str | None, exponents: bool, tolerance: float | None, n_boot: int, seed: int) -> None:
     """The collapse test, forgetting times and clock exponents, without the memory model.
 
-    The options are AnalysisSpec fields (initmem/spec.py), checked there before the cube is read."""
+    The options are AnalysisSpec fields (results/spec.py), checked there before the cube is read."""
     from initmem.analysis.collapse import collapse_main
 
     collapse_main(cube_path, out_dir, memory=memory, fraction=fraction, rope=rope,

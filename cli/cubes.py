@@ -1,5 +1,5 @@
 """The commands that make a cube: ``initmem import`` (runs made elsewhere), ``initmem simulate`` (a
-known truth) and ``initmem collect`` (train a grid). Registered on the group by cli.py.
+known truth) and ``initmem collect`` (train a grid). Registered on the group by cli/main.py.
 """
 
 from __future__ import annotations

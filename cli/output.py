@@ -1,8 +1,8 @@
 """What the command line prints: the process-wide verbosity (--quiet / --verbose), ``echo``, and short
 terminal formats shared by the command modules.
 
-Kept in its own module, not in cli.py: ``python -m initmem.cli`` runs cli.py as ``__main__``, so a
-command module that imported its verbosity from ``initmem.cli`` would read a second copy of it.
+Kept in its own module, not in cli/main.py: the group's module imports the command modules to register them, so
+a command module that imported its verbosity from there would import in a cycle.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Each is compared with replicates from the posterior predictive (fresh seeds, slo
 residuals around each draw's level values); p = P(T_rep >= T_obs). With k checks computed, a
 p-value below ``ALPHA`` / (2k) or above 1 - ``ALPHA`` / (2k) is a failed check and puts a
 warning on the verdict: Bonferroni over the checks, so that a pipeline that follows the model is
-warned about at most ``ALPHA`` of the time (tests/test_checks.py measures it).
+warned about at most ``ALPHA`` of the time (the Bonferroni bound).
 """
 
 from __future__ import annotations

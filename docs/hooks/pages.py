@@ -184,3 +184,111 @@ def unlinked_doc_paths(html: str) -> list[str]:
         elif not part.startswith("<") and depth == 0:
             found += re.findall(r"\bdocs/[\w/-]+\.md\b", part)
     return found
+
+
+# --- paths named in docstrings and pages ------------------------------------------------------------------------
+# A docstring or a page that names a file of the repository (``collect/execution/grid_folder.py``,
+# ``initmem/results/spec.py``, ``docs/crossed.md``, ``engine.py``) must name one that exists: a module moved or
+# renamed leaves no stale path behind. ``initmem/`` is the repository root (the package is the root). A path whose
+# first folder is not one of the repository's (``runs/quick/cube.nc``, ``pkg/train.py``) is the reader's own and
+# is not checked; nor is a file name alone that names the reader's file or one initmem writes (``my_train.py``,
+# ``methods.md``), listed in OWN_FILES, nor a path in a docstring's example (``>>> load_grid("configs/none.yaml")``
+# may name a missing file on purpose).
+
+PATH_TOKEN = re.compile(r"(?<![\w./~$-])((?:[\w-]+/)*[\w-]+\.(?:py|md|yaml|toml))(?![\w/-])")
+SKIP_DIRS = {".git", ".venv", "site", "build", "node_modules", "__pycache__", "initmem.egg-info", ".ci"}
+# File names the docs use for the reader's own files, and the files initmem writes (export's bundle), never the
+# repository's.
+OWN_FILES = frozenset({"train.py", "my_train.py", "script.py", "methods.md", "reproduce.md", "KEY.md"})
+
+
+def _repo_files(root: Any) -> tuple[set[str], set[str]]:
+    """Every file of the repository under ``root`` as a relative path, and every file name."""
+    import os
+
+    paths: set[str] = set()
+    for here, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+        rel = os.path.relpath(here, root)
+        for name in files:
+            paths.add(name if rel == "." else f"{rel}/{name}")
+    return paths, {p.rsplit("/", 1)[-1] for p in paths}
+
+
+def _stale_in(text: str, paths: set[str], names: set[str], tops: set[str]) -> list[str]:
+    stale = []
+    for m in PATH_TOKEN.finditer(text):
+        token = m.group(1)
+        path = token.removeprefix("initmem/")
+        if token.startswith("initmem/"):
+            ok = path in paths     # the package is the repository's root: initmem/x.py is ./x.py
+        elif "/" in path:
+            if path.split("/", 1)[0] not in tops:
+                continue   # the reader's own path (runs/..., pkg/...)
+            ok = path in paths or f"docs/{path}" in paths or path.endswith(".md") and any(
+                p.endswith("/" + path) for p in paths)
+        else:
+            if not path.endswith((".py", ".md")) or path in OWN_FILES:
+                continue
+            ok = path in names
+        if not ok:
+            stale.append(token)
+    return stale
+
+
+def _docstrings(source: str) -> Iterator[str]:
+    """The docstrings of a module, its classes and functions, and its attributes' docstrings."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        for stmt in body:
+            if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+                    and isinstance(stmt.value.value, str)):
+                yield _without_examples(stmt.value.value)
+
+
+def _without_examples(doc: str) -> str:
+    """A docstring without its doctest examples (each ``>>>`` line and the output lines after it)."""
+    kept, in_example = [], False
+    for line in doc.splitlines():
+        stripped = line.strip()
+        in_example = stripped.startswith(">>>") or (in_example and stripped != "")
+        if not in_example:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def stale_paths(root: Any) -> list[str]:
+    """``file: path`` for each repository path that a docstring (of a module outside tests/) or a page under
+    docs/ names and that does not exist under ``root``."""
+    from pathlib import Path
+
+    root = Path(root)
+    paths, names = _repo_files(root)
+    tops = {p.split("/", 1)[0] for p in paths if "/" in p}
+    found = []
+    for rel in sorted(paths):
+        if rel.endswith(".py") and not rel.startswith(("tests/", "docs/hooks/")):
+            texts = list(_docstrings((root / rel).read_text(encoding="utf-8")))
+        elif rel.endswith(".md") and rel.startswith("docs/") or rel == "README.md":
+            texts = [(root / rel).read_text(encoding="utf-8")]
+        else:
+            continue
+        for text in texts:
+            found += [f"{rel}: {path}" for path in _stale_in(text, paths, names, tops)]
+    return found
+
+
+def on_pre_build(config: Any, **_kwargs: Any) -> None:
+    """A docstring or a page naming a repository path that does not exist fails the strict build."""
+    from pathlib import Path
+
+    for line in stale_paths(Path(config["docs_dir"]).parent):
+        log.warning("%s names a path that does not exist", line)

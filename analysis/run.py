@@ -104,7 +104,7 @@ def analysis_is_current(out_dir: Path, cube_path: Path, options: dict[str, Any])
         state = json.loads(state_path.read_text())
     except (OSError, json.JSONDecodeError):
         return False
-    from initmem import __version__
+    from initmem.version import __version__
 
     return (state.get("cube_sha256") == cube_digest(cube_path) and state.get("analyze_options") == options
             and state.get("initmem") == __version__)
@@ -346,7 +346,7 @@ def _analyze(run_: _Stages, cube_path: Path, analyze_fn: Callable[..., Any], opt
         return analysis_dir
     t0 = run_.start(2, "analyze", f"fitting the memory model and the collapse test into {analysis_dir}")
     analyze_fn(cube_path, analysis_dir, progress=not run_.quiet, **options)
-    from initmem import __version__
+    from initmem.version import __version__
 
     write_json(run_.out / STATE_FILE, {"cube_sha256": cube_digest(cube_path), "analyze_options": options,
                                        "initmem": __version__})

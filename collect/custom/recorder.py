@@ -62,7 +62,6 @@ import torch
 import xarray as xr
 from torch import nn
 
-import initmem
 from initmem import clocks, cube, optimizers
 from initmem.atomic import atomic_path
 from initmem.collect.custom.probe import Kernel, kernels
@@ -71,6 +70,7 @@ from initmem.collect.train.measure import StepMeter
 from initmem.errors import UserError
 from initmem.grid.schema import EvalSpec
 from initmem.grid.select import DEFAULT_RULE, SELECT_RULES, Selector
+from initmem.version import __version__
 
 STATE_SUFFIX = ".state.pt"
 STATE_VERSION = 1
@@ -549,7 +549,7 @@ class Recorder:
         device = str(self.kernels[0].weight.device)
         attrs: dict[str, Any] = {
             cube.A_SCHEMA: cube.SCHEMA, cube.A_INTERP_THRESHOLD: self.interp_threshold, cube.A_SELECT: self.select,
-            cube.A_INITMEM_VERSION: initmem.__version__, cube.A_TORCH_VERSION: torch.__version__,
+            cube.A_INITMEM_VERSION: __version__, cube.A_TORCH_VERSION: torch.__version__,
             cube.A_DEVICE: device, **machine_attrs(),
             cube.A_CREATED: _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             A_OPTIMIZER_CLASS: f"{type(self.optimizer).__module__}.{type(self.optimizer).__qualname__}",

@@ -177,7 +177,7 @@ def build_context(a: Analysis, command: str | None = None) -> dict[str, Any]:
         "rhat_max": results.RHAT_MAX, "ess_min": results.ESS_MIN, "verdict_names": results.VERDICTS,
         # The verdict words the templates' prose names (initmem/names.py, the draw's in results/records.py): the
         # templates spell none of them.
-        "words": {"remembers": REMEMBERS, "forgets": FORGETS, "undecided": UNDECIDED, "borderline": BORDERLINE,
+        "words": {**{w: w for w in (REMEMBERS, FORGETS, UNDECIDED, BORDERLINE)},
                   "keeps_draw": DRAW_VERDICTS[0], "forgets_draw": DRAW_VERDICTS[1]},
         "has_cube": a.cube is not None,
         "survivorship_mark": SURVIVORSHIP_MARK,

@@ -295,7 +295,7 @@ def settings_rows(a: Analysis) -> list[dict[str, Any]]:
 
 
 # The draw verdicts (results/records.py, DRAW_VERDICTS) -> the badge class the report colours them by.
-DRAW_BADGE = dict(zip(DRAW_VERDICTS, ("keeps", "forgets", "undecided"), strict=True))
+DRAW_BADGE = dict(zip(DRAW_VERDICTS, ("keeps", N.FORGETS, N.UNDECIDED), strict=True))
 
 
 def _bounds(b: Any, k: float, key: str = "estimate") -> tuple[float, float, float]:

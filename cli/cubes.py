@@ -207,14 +207,14 @@ def collect(grid_file: str | None, out: Path | None, resume: bool, force_new: bo
         if given:
             raise UserError(f"--status DIR and --merge DIR only read the run; {' and '.join(given)} "
                             f"{'apply' if len(given) > 1 else 'applies'} to training (GRID.yaml --out DIR)")
-        from initmem.collect.execution.assemble import corrupt_error, merge_run, print_summary
+        from initmem.collect.execution.assemble import corrupt_error, merge_folder, print_summary
         from initmem.collect.execution.grid_folder import GridFolder
-        from initmem.collect.execution.status import render_status, run_status
+        from initmem.collect.execution.status import folder_status, render_status
 
         if status_dir is not None:
-            click.echo(render_status(run_status(status_dir)))
+            click.echo(render_status(folder_status(status_dir)))
             return
-        report = merge_run(merge_dir)
+        report = merge_folder(merge_dir)
         print_summary(report, GridFolder(merge_dir), is_quiet())
         if report.corrupt:
             raise corrupt_error(report, GridFolder(merge_dir))

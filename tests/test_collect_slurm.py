@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from initmem.collect.execution.runner import collect
-from initmem.collect.execution.status import render_status, run_status
+from initmem.collect.execution.status import folder_status, render_status
 from initmem.tests._collect_fake import fake_train_pack
 from initmem.tests._collect_util import (
     FAKE_GRID,
@@ -44,7 +44,7 @@ def test_slurm_array_on_local_executor_with_preemption(tmp_path: Path, monkeypat
     assert_clean(tmp_path / "run")
     rec = (tmp_path / "run" / "run.json").read_text()
     assert '"slurm_cluster": "local"' in rec and rec.count('"job_id"') == 2  # an array of 2 packs
-    st = run_status(tmp_path / "run")
+    st = folder_status(tmp_path / "run")
     assert st["counts"]["ok"] == 12 and st["requeues"] == 1
     assert "12/12 cells finished" in render_status(st)
 
@@ -65,10 +65,10 @@ def test_real_slurm_cluster_with_requeue(tmp_path: Path, monkeypatch: pytest.Mon
     assert_same_cube(out, base)
     check_preempted_once(tmp_path / "run")
     assert '"slurm_cluster": "slurm"' in (tmp_path / "run" / "run.json").read_text()
-    st = run_status(tmp_path / "run")
+    st = folder_status(tmp_path / "run")
     assert st["counts"]["ok"] == 2 and len(st["job_states"]) == 2
     for _ in range(60):  # a task that wrote its result may still be in Slurm's epilog for a moment
-        if set(run_status(tmp_path / "run")["job_states"].values()) == {"ENDED"}:
+        if set(folder_status(tmp_path / "run")["job_states"].values()) == {"ENDED"}:
             break
         time.sleep(1)
-    assert set(run_status(tmp_path / "run")["job_states"].values()) == {"ENDED"}
+    assert set(folder_status(tmp_path / "run")["job_states"].values()) == {"ENDED"}

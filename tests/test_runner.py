@@ -213,11 +213,11 @@ def test_corrupt_shard_is_reported_at_merge_and_rerun_on_resume(tmp_path: Path, 
 
 @pytest.mark.slow
 def test_merge_is_deterministic_and_rerunnable(tmp_path: Path, baseline: Path) -> None:
-    from initmem.collect.execution.assemble import merge_run
+    from initmem.collect.execution.assemble import merge_folder
 
     run_dir = baseline.parent
     first = cube.open_cube(baseline)
-    merge_run(run_dir)
+    merge_folder(run_dir)
     again = cube.open_cube(baseline)
     for v in first.data_vars:
         assert first[v].values.tobytes() == again[v].values.tobytes(), v
@@ -230,7 +230,7 @@ def test_shards_read_by_several_processes_give_the_same_scan_and_cube(
     """The merge and the resume scan read shards with a process pool: the same good shards, the same corrupt
     ones with the same reasons, the same cube, as one process."""
     from initmem.collect.execution import shards as sh
-    from initmem.collect.execution.assemble import merge_run
+    from initmem.collect.execution.assemble import merge_folder
 
     run_dir = tmp_path / "run"
     shutil.copytree(baseline.parent, run_dir)
@@ -240,8 +240,8 @@ def test_shards_read_by_several_processes_give_the_same_scan_and_cube(
     one, two = sh.scan_shards(run_dir / "shards", jobs=1), sh.scan_shards(run_dir / "shards", jobs=2)
     assert sorted(one[0]) == sorted(two[0]) and len(one[0]) == len(CELLS) - 1
     assert one[1] == two[1] and [p.name for p, _ in two[1]] == [victim.name]
-    a = merge_run(run_dir, jobs=1).ds
-    b = merge_run(run_dir, jobs=2).ds
+    a = merge_folder(run_dir, jobs=1).ds
+    b = merge_folder(run_dir, jobs=2).ds
     assert a.drop_attrs().identical(b.drop_attrs())
 
 
@@ -412,15 +412,15 @@ def test_resume_with_changed_engine_settings_is_refused_and_leaves_the_run_as_it
 def test_resume_refuses_other_data_under_a_moved_root(tmp_path: Path) -> None:
     from initmem.collect.execution.budgets import training_grid
     from initmem.collect.execution.grid_folder import GridFolder
-    from initmem.collect.execution.runner import prepare_run
+    from initmem.collect.execution.runner import prepare_folder
 
     run_dir = GridFolder(tmp_path / "run")
     grid = training_grid(write_grid(tmp_path / "grid.yaml", FAKE_GRID))
-    prepare_run(run_dir, grid, resume=False, executor="local", quiet=True, fingerprint="a" * 64)
+    prepare_folder(run_dir, grid, resume=False, executor="local", quiet=True, fingerprint="a" * 64)
     with pytest.raises(UserError, match=r"data set under dataset.root \(default\) differs from the run's "
                                         r"\(dataset fingerprint bbbbbbbbbbbb, the run's aaaaaaaaaaaa\)"):
-        prepare_run(run_dir, grid, resume=True, executor="local", quiet=True, fingerprint="b" * 64)
-    prepare_run(run_dir, grid, resume=True, executor="local", quiet=True, fingerprint="a" * 64)
+        prepare_folder(run_dir, grid, resume=True, executor="local", quiet=True, fingerprint="b" * 64)
+    prepare_folder(run_dir, grid, resume=True, executor="local", quiet=True, fingerprint="a" * 64)
     assert json.loads(run_dir.record_file.read_text())["dataset_fingerprint"] == "a" * 64
 
 
@@ -507,43 +507,43 @@ def test_status_and_merge_of_a_file_say_it_is_not_a_grid_folder(tmp_path: Path) 
 @pytest.mark.parametrize("action", ["kill", "interrupt"])
 def test_status_tells_an_interrupted_pack_from_one_in_training(tmp_path: Path, baseline: Path, action: str) -> None:
     from initmem.collect.execution import checkpoints
-    from initmem.collect.execution.status import render_status, run_status
+    from initmem.collect.execution.status import folder_status, render_status
 
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
     out = tmp_path / "run"
     proc = run_collect_subprocess(grid, out, env={"INITMEM_TEST_HOOK": f"checkpoint_saved:3:{action}"})
     assert proc.returncode == (-signal.SIGKILL if action == "kill" else -signal.SIGINT), proc.stderr
-    st = run_status(out)
+    st = folder_status(out)
     [(pid, pack)] = st["packs_in_progress"].items()
     text = render_status(st)
     # the kill lands after the third checkpoint's rename, before its log line: the log knows epoch 2
     assert f"pack {pid}: interrupted at epoch 2/4 (resume with resume=True)" in text
     assert "in training" not in text
     with checkpoints.pack_lock(out / "checkpoints", pid):  # a live process trains it
-        assert f"in training: pack {pid}: epoch 2/4" in render_status(run_status(out))
+        assert f"in training: pack {pid}: epoch 2/4" in render_status(folder_status(out))
     run(grid, out, resume=True)
     assert_same_cube(out / "cube.nc", baseline)
-    assert not run_status(out)["packs_in_progress"]
+    assert not folder_status(out)["packs_in_progress"]
 
 
 @pytest.mark.slow
 def test_a_pack_killed_after_its_last_shard_is_not_reported_as_started_after_resume(tmp_path: Path) -> None:
-    from initmem.collect.execution.status import render_status, run_status
+    from initmem.collect.execution.status import folder_status, render_status
 
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
     out = tmp_path / "run"
     proc = run_collect_subprocess(grid, out, env={"INITMEM_TEST_HOOK": "shard_written:3:kill"})  # before pack_end
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     run(grid, out, resume=True)
-    assert run_status(out)["packs_in_progress"] == {}
-    assert "interrupted" not in render_status(run_status(out))
+    assert folder_status(out)["packs_in_progress"] == {}
+    assert "interrupted" not in render_status(folder_status(out))
     assert any(e["event"] == "pack_dropped" for e in read_events(out / "events.jsonl"))
 
 
 @pytest.mark.slow
 def test_status_agrees_with_merge_about_a_corrupt_shard(tmp_path: Path) -> None:
-    from initmem.collect.execution.assemble import merge_run
-    from initmem.collect.execution.status import render_status, run_status
+    from initmem.collect.execution.assemble import merge_folder
+    from initmem.collect.execution.status import folder_status, render_status
 
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
     out = tmp_path / "run"
@@ -551,12 +551,12 @@ def test_status_agrees_with_merge_about_a_corrupt_shard(tmp_path: Path) -> None:
     victim = out / "shards" / shard_name(("adam", 2.0, 1))
     data = victim.read_bytes()
     victim.write_bytes(data[: len(data) // 2])  # truncated: its size is not the one logged
-    text = render_status(run_status(out))
+    text = render_status(folder_status(out))
     assert "11/12 cells finished (11 ok, 0 diverged, 0 failed, 1 to go)" in text and victim.name in text
     victim.write_bytes(b"\0" * len(data))  # garbage of the logged size: the merge finds it, status follows
-    report = merge_run(out)
+    report = merge_folder(out)
     assert [p.name for p, _ in report.corrupt] == [victim.name]
-    st = run_status(out)
+    st = folder_status(out)
     assert st["corrupt_shards"] == [victim.name] and st["counts"]["ok"] == 11
     victim.write_bytes(data)  # copied back intact
-    assert "12/12 cells finished (12 ok" in render_status(run_status(out))
+    assert "12/12 cells finished (12 ok" in render_status(folder_status(out))

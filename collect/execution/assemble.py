@@ -22,19 +22,19 @@ from initmem.errors import UserError, option
 from initmem.grid import grid_hash
 
 
-def merge_run(run_dir: str | os.PathLike, *, grid: Any = None, jobs: int = 1) -> MergeReport:
+def merge_folder(folder_dir: str | os.PathLike, *, grid: Any = None, jobs: int = 1) -> MergeReport:
     """Merge every shard of a grid folder into ``DIR/cube.nc`` (atomically, re-runnable), reading the shards with
     ``jobs`` processes."""
-    run = GridFolder(Path(run_dir))
-    if not run.exists():
-        raise run.not_a_run()
-    grid = grid if grid is not None else run.load_grid()
+    folder = GridFolder(Path(folder_dir))
+    if not folder.exists():
+        raise folder.not_a_grid_folder()
+    grid = grid if grid is not None else folder.load_grid()
     report = merge_dir(
-        run.shards, run.cube, pipelines=list(grid.pipelines), sigma_w=[float(s) for s in grid.sigma_w],
-        seeds=[int(k) for k in grid.runs], seed_coords=grid.seed_coords(), accepted_hashes=run.accepted_hashes(),
+        folder.shards, folder.cube, pipelines=list(grid.pipelines), sigma_w=[float(s) for s in grid.sigma_w],
+        seeds=[int(k) for k in grid.runs], seed_coords=grid.seed_coords(), accepted_hashes=folder.accepted_hashes(),
         attrs={cube.A_GRID: grid.to_yaml(), cube.A_GRID_HASH: grid_hash(grid), cube.A_GRID_NAME: grid.name},
         pipeline_defaults=_pipeline_defaults(grid), jobs=jobs)
-    EventLog(run.events).emit("merge", cube=str(run.cube), shards=report.n_shards,
+    EventLog(folder.events).emit("merge", cube=str(folder.cube), shards=report.n_shards,
                               corrupt=[p.name for p, _ in report.corrupt],
                               foreign=[p.name for p, _ in report.foreign], missing=len(report.missing))
     return report
@@ -54,10 +54,10 @@ def _pipeline_defaults(grid: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def corrupt_error(report: MergeReport, run: GridFolder) -> UserError:
+def corrupt_error(report: MergeReport, folder: GridFolder) -> UserError:
     names = ", ".join(p.name for p, _ in report.corrupt)
-    return UserError(f"{len(report.corrupt)} corrupt shard(s) in {run.shards}: {names}; their cells are marked "
-                     f"missing in {run.cube}; rerun with {option('resume', True)} to train them again")
+    return UserError(f"{len(report.corrupt)} corrupt shard(s) in {folder.shards}: {names}; their cells are marked "
+                     f"missing in {folder.cube}; rerun with {option('resume', True)} to train them again")
 
 
 def problem_rows(ds: Any) -> list[dict[str, Any]]:
@@ -87,7 +87,7 @@ def problem_rows(ds: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def print_summary(report: MergeReport, run: GridFolder, quiet: bool) -> None:
+def print_summary(report: MergeReport, folder: GridFolder, quiet: bool) -> None:
     if quiet:
         return
     from rich.console import Console
@@ -109,7 +109,7 @@ def print_summary(report: MergeReport, run: GridFolder, quiet: bool) -> None:
             detail = r["detail"].splitlines()[0] if r["detail"] else ""
             table.add_row(r[cube.PIPELINE], f"{r[cube.SIGMA]:g}", str(r[cube.SEED]), r[cube.STATUS], detail[:120])
         console.print(table)
-    console.print(f"wrote {run.cube}: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v or k == "ok"),
+    console.print(f"wrote {folder.cube}: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v or k == "ok"),
                   markup=False, highlight=False)
     for path, why in report.foreign:
         console.print(f"note: ignored shard {path.name}: {why}", markup=False, highlight=False)

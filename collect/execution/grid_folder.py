@@ -1,6 +1,10 @@
 """The grid folder: its layout, its record (``run.json``), grid-change checks and its lock.
 
-    DIR/grid.yaml        the grid the run trains (canonical YAML, rewritten when extended)
+The folder a grid trains into (docs/glossary.md: a *run* is one trained network, a cell's, never the folder). The
+files keep the names of earlier versions (``run.json``, schema ``initmem.run/1``; the events ``run_start``,
+``resume_run``, ``run_end``), so every folder written before resumes, merges and reports unchanged.
+
+    DIR/grid.yaml        the grid the folder trains (canonical YAML, rewritten when extended)
     DIR/run.json         schema, accepted grid hashes (one per extension), executor, Slurm jobs
     DIR/shards/          one NetCDF shard per finished cell (shards/corrupt/: quarantined ones)
     DIR/checkpoints/     one torch checkpoint per pack still in training
@@ -37,6 +41,8 @@ EXEMPT_FIELDS = ("slurm", "engine.pack_size", "engine.cells_per_gpu", "dataset.r
 
 @dataclass(frozen=True)
 class GridFolder:
+    """The paths of one grid folder under ``root``, and its record (``run.json``)."""
+
     root: Path
 
     @property
@@ -78,8 +84,8 @@ class GridFolder:
     def exists(self) -> bool:
         return self.record_file.exists()
 
-    def not_a_run(self, what: str = "no run.json") -> UserError:
-        """The error for a path that holds no run: a file, a missing folder, a folder without ``what``."""
+    def not_a_grid_folder(self, what: str = "no run.json") -> UserError:
+        """The error for a path that is no grid folder: a file, a missing folder, a folder without ``what``."""
         if self.root.exists() and not self.root.is_dir():
             return UserError(f"{self.root} is a file, not a collect grid folder")
         if not self.root.exists():
@@ -90,7 +96,7 @@ class GridFolder:
         try:
             return json.loads(self.record_file.read_text(encoding="utf-8"))
         except (FileNotFoundError, NotADirectoryError):
-            raise self.not_a_run() from None
+            raise self.not_a_grid_folder() from None
         except (OSError, json.JSONDecodeError) as exc:
             raise UserError(f"{self.record_file} is unreadable ({exc}); start anew with "
                             f"{option('force_new', True)}") from None
@@ -109,7 +115,7 @@ class GridFolder:
 
     def load_grid(self) -> Any:
         if not self.grid_file.is_file():
-            raise self.not_a_run("no grid.yaml")
+            raise self.not_a_grid_folder("no grid.yaml")
         return training_grid(self.grid_file)
 
     def clean_temporaries(self) -> list[Path]:
@@ -146,47 +152,47 @@ def fresh_folder(root: Path) -> Path:
 
 
 @contextlib.contextmanager
-def run_lock(run: GridFolder) -> Iterator[None]:
+def folder_lock(folder: GridFolder) -> Iterator[None]:
     """Exclusive lock on the grid folder for the life of a local collect (freed if killed)."""
     try:
-        run.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(run.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        folder.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
-        raise UserError(f"cannot create the grid folder {run.root}: {exc.strerror or exc}") from None
+        raise UserError(f"cannot create the grid folder {folder.root}: {exc.strerror or exc}") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise UserError(f"another initmem collect is running on {run.root}; wait for it to finish") from None
+            raise UserError(f"another initmem collect is running on {folder.root}; wait for it to finish") from None
         yield
     finally:
         os.close(fd)
 
 
-def undo_fresh_start(run: GridFolder, *, made_root: bool) -> bool:
+def undo_fresh_start(folder: GridFolder, *, made_root: bool) -> bool:
     """Remove what a refused new run wrote (record, grid, event log, empty folders, the lock) so the
     corrected command starts cleanly; True if removed. A run that trained anything (a shard or a
     checkpoint) or submitted Slurm jobs is kept: ``--resume`` continues it."""
-    if shard_files_exist(run) or any(run.checkpoints.glob("*.pt")):
+    if shard_files_exist(folder) or any(folder.checkpoints.glob("*.pt")):
         return False
     try:
-        if json.loads(run.record_file.read_text(encoding="utf-8")).get("slurm_jobs"):
+        if json.loads(folder.record_file.read_text(encoding="utf-8")).get("slurm_jobs"):
             return False
     except (OSError, ValueError):
         pass
-    for f in (run.record_file, run.grid_file, run.events, run.lock_file):
+    for f in (folder.record_file, folder.grid_file, folder.events, folder.lock_file):
         with contextlib.suppress(FileNotFoundError):
             f.unlink()
-    for d in (run.checkpoints, run.slurm, run.shards):
+    for d in (folder.checkpoints, folder.slurm, folder.shards):
         shutil.rmtree(d, ignore_errors=True)
     if made_root:
         with contextlib.suppress(OSError):
-            run.root.rmdir()  # only if empty: never a file the user put there
+            folder.root.rmdir()  # only if empty: never a file the user put there
     return True
 
 
-def shard_files_exist(run: GridFolder) -> bool:
-    return run.shards.is_dir() and any(p.is_file() for p in run.shards.iterdir())
+def shard_files_exist(folder: GridFolder) -> bool:
+    return folder.shards.is_dir() and any(p.is_file() for p in folder.shards.iterdir())
 
 
 # Grid changes ------------------------------------------------------------------------------

@@ -72,23 +72,23 @@ def worker_plan(device: str, jobs: int, per_gpu: int = 1) -> list[dict[str, str]
     return [{} for _ in range(max(1, jobs))]
 
 
-def train_local(tasks: list[PackTask], run: GridFolder, *, grid: Any, grid_hash: str, device: str, jobs: int,
+def train_local(tasks: list[PackTask], folder: GridFolder, *, grid: Any, grid_hash: str, device: str, jobs: int,
               train_fn: TrainFn, checkpoint_every: int, checkpoint_seconds: float | None,
               view: ProgressView) -> list[str]:
     """Run every task; return one line per pack that was lost (its worker died)."""
     plan = worker_plan(device, jobs, int(grid.engine.cells_per_gpu))
     if len(plan) == 1 and not plan[0]:
-        ctx = PackContext(run, grid, grid_hash, device, train_fn, checkpoint_every, checkpoint_seconds,
+        ctx = PackContext(folder, grid, grid_hash, device, train_fn, checkpoint_every, checkpoint_seconds,
                           on_progress=view.pack, on_cell=lambda _c, _s: view.cell_done())
         for task in tasks:
             execute_pack(task, ctx)
             view.pack_done(task.pack_id)
         return []
-    return _train_workers(tasks, run, plan, grid=grid, grid_hash=grid_hash, device=device, train_fn=train_fn,
+    return _train_workers(tasks, folder, plan, grid=grid, grid_hash=grid_hash, device=device, train_fn=train_fn,
                         checkpoint_every=checkpoint_every, checkpoint_seconds=checkpoint_seconds, view=view)
 
 
-def _train_workers(tasks: list[PackTask], run: GridFolder, plan: list[dict[str, str]], *, grid: Any, grid_hash: str,
+def _train_workers(tasks: list[PackTask], folder: GridFolder, plan: list[dict[str, str]], *, grid: Any, grid_hash: str,
                  device: str, train_fn: TrainFn, checkpoint_every: int, checkpoint_seconds: float | None,
                  view: ProgressView) -> list[str]:
     mpctx = mp.get_context("spawn")
@@ -105,7 +105,7 @@ def _train_workers(tasks: list[PackTask], run: GridFolder, plan: list[dict[str, 
         os.environ.update(overlay)  # a spawned child inherits the environment at start
         try:
             p = mpctx.Process(target=_worker, name=f"initmem-worker-{i}", daemon=True,
-                              args=(i, str(run.root), grid, grid_hash, device, train_fn, checkpoint_every,
+                              args=(i, str(folder.root), grid, grid_hash, device, train_fn, checkpoint_every,
                                     checkpoint_seconds, threads, os.getpid(), task_q, msg_q))
             p.start()
         finally:

@@ -74,7 +74,7 @@ class CollectOptions(BaseModel):
     """submitit's cluster (``local`` runs the array on this machine; tests use it)."""
     wait: bool = True
     """With Slurm, wait for the array to finish and merge; False returns right after submission (the last array
-    task merges, or ``initmem collect --merge DIR``)."""
+    task merges; so does the command line's merge of the folder, docs/collect-runs.md)."""
 
     @field_validator("jobs", mode="before")
     @classmethod

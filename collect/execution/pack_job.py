@@ -52,7 +52,7 @@ class PackTask:
 class PackContext:
     """What a pack needs besides its cells; built once per process."""
 
-    run: GridFolder
+    folder: GridFolder
     grid: Any
     grid_hash: str
     device: str
@@ -64,7 +64,7 @@ class PackContext:
     events: EventLog = field(init=False)
 
     def __post_init__(self) -> None:
-        self.events = EventLog(self.run.events)
+        self.events = EventLog(self.folder.events)
 
 
 def default_train_fn() -> TrainFn:
@@ -77,18 +77,18 @@ def execute_pack(task: PackTask, ctx: PackContext, *, isolate: bool = True) -> l
     """Train ``task``; write its wanted shards; return (cell, status) for each wanted cell.
 
     The pack's lock file is held meanwhile, so ``--status`` can tell it is in training."""
-    with checkpoints.pack_lock(ctx.run.checkpoints, task.pack_id):
+    with checkpoints.pack_lock(ctx.folder.checkpoints, task.pack_id):
         return _execute_pack(task, ctx, isolate=isolate)
 
 
 def _execute_pack(task: PackTask, ctx: PackContext, *, isolate: bool) -> list[tuple[Cell, int]]:
     pid = task.pack_id
-    ckpt_file = checkpoints.checkpoint_path(ctx.run.checkpoints, pid)
+    ckpt_file = checkpoints.checkpoint_path(ctx.folder.checkpoints, pid)
     state, epochs_resumed = _matching_checkpoint(task, ctx, ckpt_file)
     cells = [(float(s), int(k)) for s, k in task.cells]
     ctx.events.emit("pack_start", pack=pid, pipeline=task.pipeline, cells=[list(c) for c in cells],
                     device=ctx.device, resumed_from_epoch=epochs_resumed)
-    checkpoints.write_manifest(ctx.run.checkpoints, pid, task.pipeline, cells)
+    checkpoints.write_manifest(ctx.folder.checkpoints, pid, task.pipeline, cells)
     last = {"done": epochs_resumed or 0, "logged": 0.0}
     t0 = time.monotonic()
 
@@ -120,7 +120,7 @@ def _execute_pack(task: PackTask, ctx: PackContext, *, isolate: bool) -> list[tu
         if hasattr(exc, "traceback_text"):   # a user-code cell's own reason and traceback (or last output lines)
             err, tb = str(exc), str(exc.traceback_text)
         _free_accelerator_memory()
-        checkpoints.finish(ctx.run.checkpoints, pid)
+        checkpoints.finish(ctx.folder.checkpoints, pid)
         ctx.events.emit("pack_failed", pack=pid, pipeline=task.pipeline, error=err,
                         seconds=round(time.monotonic() - t0, 3))
         if isolate and len(cells) > 1:
@@ -140,14 +140,14 @@ def _execute_pack(task: PackTask, ctx: PackContext, *, isolate: bool) -> list[tu
     results = []
     parts = shards.split_pack(ds, [(task.pipeline, float(s), int(k)) for s, k in task.wanted])
     for cell, part in parts.items():
-        path = shards.write_shard(part, ctx.run.shards, cell, grid_hash=ctx.grid_hash)
+        path = shards.write_shard(part, ctx.folder.shards, cell, grid_hash=ctx.grid_hash)
         status = int(part[cube.STATUS].values.ravel()[0])
         ctx.events.emit("cell", cell=cell_dict(*cell), status=cube.STATUS_NAMES.get(status, str(status)),
                         pack=pid, bytes=_size(path))
         if ctx.on_cell is not None:
             ctx.on_cell(cell, status)
         results.append((cell, status))
-    checkpoints.finish(ctx.run.checkpoints, pid)
+    checkpoints.finish(ctx.folder.checkpoints, pid)
     ctx.events.emit("pack_end", pack=pid, pipeline=task.pipeline, seconds=round(time.monotonic() - t0, 3),
                     statuses={shards.cell_label(c): cube.STATUS_NAMES.get(s, str(s)) for c, s in results})
     return results
@@ -165,7 +165,7 @@ def _matching_checkpoint(task: PackTask, ctx: PackContext, path: Any) -> tuple[d
     if payload.get("pipeline") != task.pipeline or not same_cells:
         ctx.events.emit("checkpoint_unusable", pack=task.pack_id, reason="cells differ")
         return None, None
-    if payload.get("grid_hash") not in ctx.run.accepted_hashes():
+    if payload.get("grid_hash") not in ctx.folder.accepted_hashes():
         ctx.events.emit("checkpoint_unusable", pack=task.pack_id, reason="trained under another grid")
         checkpoints.remove(path)
         return None, None
@@ -198,7 +198,7 @@ def _write_failed(cell: Cell, ctx: PackContext, err: str, tb: str) -> None:
         coords = pipeline_coords(spec, ctx.grid.model_of(cell[0]) if ctx.grid.mixed_models else None)
         attrs = cube_attrs(ctx.grid, ctx.device)
     ds = shards.failed_cell(cell, attrs=attrs, pipeline_coords=coords)
-    path = shards.write_shard(ds, ctx.run.shards, cell, grid_hash=ctx.grid_hash, error=err, traceback_text=tb)
+    path = shards.write_shard(ds, ctx.folder.shards, cell, grid_hash=ctx.grid_hash, error=err, traceback_text=tb)
     ctx.events.emit("cell", cell=cell_dict(*cell), status="failed", error=err, bytes=_size(path))
     if ctx.on_cell is not None:
         ctx.on_cell(cell, cube.FAILED)

@@ -29,16 +29,16 @@ from typing import Any, Unpack
 from initmem import cube
 from initmem.atomic import write_text
 from initmem.collect.execution import checkpoints
-from initmem.collect.execution.assemble import corrupt_error, merge_run, print_summary
+from initmem.collect.execution.assemble import corrupt_error, merge_folder, print_summary
 from initmem.collect.execution.budgets import training_grid
 from initmem.collect.execution.events import EventLog, cell_dict, now_iso
 from initmem.collect.execution.grid_folder import (
     RUN_SCHEMA,
     GridFolder,
     check_out_folder,
+    folder_lock,
     fresh_folder,
     grid_changes,
-    run_lock,
     undo_fresh_start,
 )
 from initmem.collect.execution.local_executor import auto_jobs, train_local, usable_cores, worker_plan
@@ -59,38 +59,38 @@ def _say(msg: str, quiet: bool) -> None:
 
 # Preparing the grid folder ------------------------------------------------------------------
 
-def prepare_run(run: GridFolder, grid: Any, *, resume: bool, executor: str, quiet: bool,
+def prepare_folder(folder: GridFolder, grid: Any, *, resume: bool, executor: str, quiet: bool,
                 fingerprint: str | None = None) -> dict[str, Any]:
     """Create the grid folder or check that ``grid`` may continue it; return what was added.
 
     ``fingerprint`` names the data the grid's dataset section loads now (``dataset_fingerprint``):
     recorded with a new run, and a resume refuses other data (``dataset.root`` may move)."""
     h = grid_hash(grid)
-    events = EventLog(run.events)
-    if run.exists():
+    events = EventLog(folder.events)
+    if folder.exists():
         if not resume:
-            raise UserError(f"{run.root} already holds a collect run; add {option('resume', True)} to continue it "
+            raise UserError(f"{folder.root} already holds a collect run; add {option('resume', True)} to continue it "
                             f"or {option('force_new', True)} to start a new grid folder")
-        old = run.load_grid()
+        old = folder.load_grid()
         changed, added = grid_changes(old, grid)
         if changed:
-            raise UserError(f"cannot resume {run.root}: the grid file differs from the run's grid in "
+            raise UserError(f"cannot resume {folder.root}: the grid file differs from the run's grid in "
                             f"{'; '.join(changed)} (a resume may add pipelines, sigma_w levels or seeds and "
                             f"change engine.pack_size, dataset.root or the slurm block, nothing else; use "
                             f"{option('force_new', True)} for a new grid folder)")
-        rec = run.read_record()
-        before = _run_fingerprint(run, rec)
+        rec = folder.read_record()
+        before = _folder_fingerprint(folder, rec)
         if fingerprint is not None and before is not None and before != fingerprint:
-            raise UserError(f"cannot resume {run.root}: the data set under dataset.root "
+            raise UserError(f"cannot resume {folder.root}: the data set under dataset.root "
                             f"{grid.dataset.root or '(default)'} differs from the run's (dataset fingerprint "
                             f"{fingerprint[:12]}, the run's {before[:12]}); point dataset.root at the run's data "
                             f"or use {option('force_new', True)} for a new grid folder")
-        removed = run.clean_temporaries()
+        removed = folder.clean_temporaries()
         hashes = list(rec.get("grid_hashes", []))
         if h not in hashes:
             hashes.append(h)
-        write_text(run.grid_file, grid.to_yaml())
-        run.update_record(grid_hashes=hashes, resumed=now_iso(),
+        write_text(folder.grid_file, grid.to_yaml())
+        folder.update_record(grid_hashes=hashes, resumed=now_iso(),
                           **({"dataset_fingerprint": fingerprint} if fingerprint is not None else {}))
         extended = {k: v for k, v in added.items() if v}
         events.emit("resume_run", grid_hash=h, extended=extended, removed_temporaries=[p.name for p in removed])
@@ -98,23 +98,23 @@ def prepare_run(run: GridFolder, grid: Any, *, resume: bool, executor: str, quie
             _say("grid extended by " + "; ".join(f"{k} {', '.join(map(str, v))}" for k, v in extended.items())
                  + " (only the new cells run)", quiet)   # the labels added, e.g. "seeds 3, 4"
         return extended
-    run.root.mkdir(parents=True, exist_ok=True)
-    write_text(run.grid_file, grid.to_yaml())
+    folder.root.mkdir(parents=True, exist_ok=True)
+    write_text(folder.grid_file, grid.to_yaml())
     record = {"schema": RUN_SCHEMA, "grid_name": grid.name, "grid_hashes": [h], "created": now_iso(),
               "executor": executor, "slurm_jobs": []}
     if fingerprint is not None:
         record["dataset_fingerprint"] = fingerprint
-    run.write_record(record)
+    folder.write_record(record)
     events.emit("run_start", grid=grid.name, grid_hash=h, executor=executor)
     return {}
 
 
-def _run_fingerprint(run: GridFolder, rec: dict[str, Any]) -> str | None:
+def _folder_fingerprint(folder: GridFolder, rec: dict[str, Any]) -> str | None:
     """The data fingerprint of a run: from run.json, else (a run made before it was recorded) from the
     first readable shard that trained."""
     if rec.get("dataset_fingerprint"):
         return str(rec["dataset_fingerprint"])
-    for path in shard_files(run.shards):
+    for path in shard_files(folder.shards):
         try:
             info = read_shard(path)
         except CorruptShard:
@@ -140,18 +140,18 @@ def check_data(grid: Any) -> str:
     return split.fingerprint
 
 
-def finished_cells(run: GridFolder, grid: Any, *, retry_failed: bool, quiet: bool) -> dict[Cell, int]:
+def finished_cells(folder: GridFolder, grid: Any, *, retry_failed: bool, quiet: bool) -> dict[Cell, int]:
     """Cells with a usable shard of this run (cell -> status); quarantines corrupt shards."""
-    events = EventLog(run.events)
-    good, corrupt = scan_shards(run.shards, jobs=usable_cores())
+    events = EventLog(folder.events)
+    good, corrupt = scan_shards(folder.shards, jobs=usable_cores())
     for path, why in corrupt:
-        run.corrupt.mkdir(parents=True, exist_ok=True)
-        dest = run.corrupt / f"{path.name}.{now_iso().replace(':', '')}"
+        folder.corrupt.mkdir(parents=True, exist_ok=True)
+        dest = folder.corrupt / f"{path.name}.{now_iso().replace(':', '')}"
         shutil.move(str(path), dest)
-        events.emit("corrupt_shard", shard=path.name, reason=why, moved_to=str(dest.relative_to(run.root)))
-        _say(f"warning: corrupt shard {path.name} ({why}): moved to {dest.relative_to(run.root)}, "
+        events.emit("corrupt_shard", shard=path.name, reason=why, moved_to=str(dest.relative_to(folder.root)))
+        _say(f"warning: corrupt shard {path.name} ({why}): moved to {dest.relative_to(folder.root)}, "
              f"its cell trains again", quiet)
-    accepted = run.accepted_hashes()
+    accepted = folder.accepted_hashes()
     wanted = set(all_cells(grid))
     done: dict[Cell, int] = {}
     for cell, info in good.items():
@@ -164,7 +164,7 @@ def finished_cells(run: GridFolder, grid: Any, *, retry_failed: bool, quiet: boo
     return done
 
 
-def plan_tasks(run: GridFolder, grid: Any, todo: set[Cell], *, device: str, pack_size: int | None,
+def plan_tasks(folder: GridFolder, grid: Any, todo: set[Cell], *, device: str, pack_size: int | None,
                workers: int = 1) -> list[PackTask]:
     """Started packs (manifests) first, in their original composition; then the rest, packed anew, longest
     first, and with an automatic pack size split so that each of ``workers`` CPU workers has a pack."""
@@ -173,13 +173,13 @@ def plan_tasks(run: GridFolder, grid: Any, todo: set[Cell], *, device: str, pack
     tasks: list[PackTask] = []
     covered: set[Cell] = set()
     wanted = set(all_cells(grid))
-    for pid, cells in checkpoints.read_manifests(run.checkpoints):
+    for pid, cells in checkpoints.read_manifests(folder.checkpoints):
         pending = [c for c in cells if c in todo and c not in covered]
         if not pending or not set(cells) <= wanted:
-            checkpoints.finish(run.checkpoints, pid)  # stale: all its shards exist, or its grid is gone
+            checkpoints.finish(folder.checkpoints, pid)  # stale: all its shards exist, or its grid is gone
             # logged, so that --status stops counting it as started (a kill between its last shard and
             # its pack_end line, say)
-            EventLog(run.events).emit("pack_dropped", pack=pid, reason="none of its cells is left to train"
+            EventLog(folder.events).emit("pack_dropped", pack=pid, reason="none of its cells is left to train"
                                       if not pending else "its cells are no longer in the grid")
             continue
         pipe = cells[0][0]
@@ -311,36 +311,36 @@ def collect(grid_path_or_grid: Grid | str | os.PathLike, out_dir: str | os.PathL
         if new_root != root:
             _say(f"{root} holds a training; starting a new grid folder {new_root}", opts.quiet)
         root = new_root
-    run = GridFolder(root)
+    folder = GridFolder(root)
     made_root = not root.exists()
     train_fn = train_fn or (default_train_fn() if grid.engine_pipelines else None)
     if grid.user_pipelines:
-        train_fn = user_train_fn(grid, run, train_fn)
+        train_fn = user_train_fn(grid, folder, train_fn)
     h = grid_hash(grid)
 
-    with run_lock(run):
-        fresh = not run.exists()
+    with folder_lock(folder):
+        fresh = not folder.exists()
         try:
-            lost = _prepare_and_train(run, grid, h, opts, plan_device=plan_device, train_fn=train_fn, only=only,
+            lost = _prepare_and_train(folder, grid, h, opts, plan_device=plan_device, train_fn=train_fn, only=only,
                                       fingerprint=fingerprint)
         except Exception:
             if fresh:  # a refused start (Slurm refused the array, ...): leave no half-made run behind
-                undo_fresh_start(run, made_root=made_root)
+                undo_fresh_start(folder, made_root=made_root)
             raise
         if lost is None:  # submitted to Slurm without waiting
-            return run.cube
+            return folder.cube
         cells = all_cells(grid)
-        report = merge_run(run.root, grid=grid, jobs=usable_cores())
-        EventLog(run.events).emit("run_end", cells=len(cells), missing=len(report.missing), lost=lost)
-        print_summary(report, run, opts.quiet)
+        report = merge_folder(folder.root, grid=grid, jobs=usable_cores())
+        EventLog(folder.events).emit("run_end", cells=len(cells), missing=len(report.missing), lost=lost)
+        print_summary(report, folder, opts.quiet)
         for line in lost:
             _say(f"warning: {line}; rerun with {option('resume', True)}", opts.quiet)
         if report.corrupt:
-            raise corrupt_error(report, run)
-    return run.cube
+            raise corrupt_error(report, folder)
+    return folder.cube
 
 
-def user_train_fn(grid: Any, run: GridFolder, engine: TrainFn | None) -> TrainFn:
+def user_train_fn(grid: Any, folder: GridFolder, engine: TrainFn | None) -> TrainFn:
     """The train function of a grid with user-code pipelines: their cells run the user's code
     (collect/custom/user_runner.py), the built-in pipelines go to ``engine``; each code's identity is taken
     once, here, and travels with it to every worker and Slurm task."""
@@ -348,26 +348,26 @@ def user_train_fn(grid: Any, run: GridFolder, engine: TrainFn | None) -> TrainFn
     from initmem.collect.custom.user_runner import UserTrainFn
 
     workdirs = {p: workdir_of(spec) for p, spec in grid.user_pipelines.items()}
-    return UserTrainFn(root=str(run.root.resolve()), workdirs={p: str(w) for p, w in workdirs.items()},
+    return UserTrainFn(root=str(folder.root.resolve()), workdirs={p: str(w) for p, w in workdirs.items()},
                        identities={p: code_identity(spec, workdirs[p]) for p, spec in grid.user_pipelines.items()},
                        engine=engine)
 
 
-def _note_code_changes(run: GridFolder, train_fn: Any, quiet: bool) -> None:
+def _note_code_changes(folder: GridFolder, train_fn: Any, quiet: bool) -> None:
     """Record each user-code pipeline's code identity in run.json; on a resume, warn (and log) where a file's
     sha256 differs from the one the run began with: the cube's identity coordinates are its first shard's, so
     cells trained by the changed code would otherwise pass unnoticed."""
     from initmem.collect.custom.identity import CODE_SHA256
 
     now = {p: dict(ident) for p, ident in train_fn.identities.items()}
-    before = run.read_record().get("code", {})
+    before = folder.read_record().get("code", {})
     for pipe, ident in now.items():
         old = before.get(pipe, {}).get(CODE_SHA256)
         if old and old != ident[CODE_SHA256]:
-            EventLog(run.events).emit("code_changed", pipeline=pipe, before=old, now=ident[CODE_SHA256])
+            EventLog(folder.events).emit("code_changed", pipeline=pipe, before=old, now=ident[CODE_SHA256])
             _say(f"warning: pipelines.{pipe}: its code changed since the run began (sha256 {old[:12]} -> "
                  f"{ident[CODE_SHA256][:12]}); the cells trained from now on run the new code", quiet)
-    run.update_record(code={**now, **before})   # the identities the run began with (new pipelines added)
+    folder.update_record(code={**now, **before})   # the identities the run began with (new pipelines added)
 
 
 def _slurm_plan_device(grid: Any, opts: CollectOptions) -> str:
@@ -386,40 +386,41 @@ def _slurm_plan_device(grid: Any, opts: CollectOptions) -> str:
     return plan_device
 
 
-def _prepare_and_train(run: GridFolder, grid: Any, h: str, opts: CollectOptions, *, plan_device: str,
+def _prepare_and_train(folder: GridFolder, grid: Any, h: str, opts: CollectOptions, *, plan_device: str,
                        train_fn: TrainFn, only: set[Cell] | None, fingerprint: str | None) -> list[str] | None:
     """Prepare the grid folder and train what is left; the lines of lost packs, or None when the
     Slurm array was submitted without waiting."""
-    prepare_run(run, grid, resume=opts.continues, executor=opts.executor, quiet=opts.quiet, fingerprint=fingerprint)
+    prepare_folder(folder, grid, resume=opts.continues, executor=opts.executor, quiet=opts.quiet,
+                   fingerprint=fingerprint)
     if grid.user_pipelines:
-        _note_code_changes(run, train_fn, opts.quiet)
-    done = finished_cells(run, grid, retry_failed=opts.retry_failed, quiet=opts.quiet)
+        _note_code_changes(folder, train_fn, opts.quiet)
+    done = finished_cells(folder, grid, retry_failed=opts.retry_failed, quiet=opts.quiet)
     cells = all_cells(grid)
     todo = {c for c in cells if c not in done and (only is None or c in only)}
-    events = EventLog(run.events)
+    events = EventLog(folder.events)
     show = opts.progress and not opts.quiet
     if opts.executor == "slurm":
         from initmem.collect.execution.slurm_executor import submit_and_wait  # submitit: only for this executor
         from initmem.collect.train.data import load_split
 
         load_split.cache_clear()  # the array tasks load the data; the submitting process needs it no more
-        tasks = plan_tasks(run, grid, todo, device=plan_device, pack_size=opts.pack_size)
+        tasks = plan_tasks(folder, grid, todo, device=plan_device, pack_size=opts.pack_size)
         events.emit("plan", executor="slurm", packs=len(tasks), cells_todo=len(todo), cells_done=len(done))
-        finished = submit_and_wait(tasks, run, grid=grid, grid_hash=h, device=opts.device, train_fn=train_fn,
+        finished = submit_and_wait(tasks, folder, grid=grid, grid_hash=h, device=opts.device, train_fn=train_fn,
                                    checkpoint_every=opts.checkpoint_every,
                                    checkpoint_seconds=opts.checkpoint_seconds, slurm=dict(opts.slurm or {}),
                                    cluster=opts.slurm_cluster, wait=opts.wait, quiet=opts.quiet, progress=show,
                                    total=len(cells), done=len(done))
         if not finished:
-            _say(f"submitted; follow it with {option('status', str(run.root))}, merge it with "
-                 f"{option('merge', str(run.root))}", opts.quiet)
+            _say(f"submitted; follow it with {option('status', str(folder.root))}, merge it with "
+                 f"{option('merge', str(folder.root))}", opts.quiet)
             return None
         return []
     dev = plan_device
     per_gpu = int(grid.engine.cells_per_gpu)
     workers = len(worker_plan(dev, auto_jobs(grid, dev, len(todo)) if opts.jobs == "auto" else int(opts.jobs),
                               per_gpu))
-    tasks = plan_tasks(run, grid, todo, device=dev, pack_size=opts.pack_size, workers=workers)
+    tasks = plan_tasks(folder, grid, todo, device=dev, pack_size=opts.pack_size, workers=workers)
     jobs = auto_jobs(grid, dev, len(tasks)) if opts.jobs == "auto" else opts.jobs
     plan = worker_plan(dev, int(jobs), per_gpu)
     if not (len(plan) == 1 and not plan[0]):
@@ -429,7 +430,7 @@ def _prepare_and_train(run: GridFolder, grid: Any, h: str, opts: CollectOptions,
     events.emit("plan", executor="local", device=dev, packs=len(tasks), cells_todo=len(todo),
                 cells_done=len(done), jobs=jobs)
     with ProgressView(len(cells), len(done), enabled=show) as view:
-        return train_local(tasks, run, grid=grid, grid_hash=h, device=dev, jobs=int(jobs), train_fn=train_fn,
+        return train_local(tasks, folder, grid=grid, grid_hash=h, device=dev, jobs=int(jobs), train_fn=train_fn,
                          checkpoint_every=opts.checkpoint_every, checkpoint_seconds=opts.checkpoint_seconds,
                          view=view)
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import submitit
 
-from initmem.collect.execution.assemble import merge_run
+from initmem.collect.execution.assemble import merge_folder
 from initmem.collect.execution.events import EventLog, read_events
 from initmem.collect.execution.grid_folder import GridFolder
 from initmem.collect.execution.local_executor import visible_gpus
@@ -65,14 +65,14 @@ class PackJob(submitit.helpers.Checkpointable):
     def __call__(self) -> list[tuple[tuple[str, float, int], int]]:
         from initmem.collect.train.devices import resolve_device  # torch: only inside the array task
 
-        run = GridFolder(Path(self.root))
-        events = EventLog(run.events)
+        folder = GridFolder(Path(self.root))
+        events = EventLog(folder.events)
         job_id = os.environ.get("SLURM_JOB_ID") or os.environ.get("SUBMITIT_LOCAL_JOB_ID") or ""
         events.emit("job_start", pack=self.task.pack_id, job_id=job_id)
-        ctx = PackContext(run, self.grid, self.grid_hash, resolve_device(self.device), self.train_fn,
+        ctx = PackContext(folder, self.grid, self.grid_hash, resolve_device(self.device), self.train_fn,
                           self.checkpoint_every, self.checkpoint_seconds)
         results = execute_pack(self.task, ctx)
-        maybe_merge(run, self.grid)
+        maybe_merge(folder, self.grid)
         return results
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> submitit.helpers.DelayedSubmission:
@@ -81,23 +81,23 @@ class PackJob(submitit.helpers.Checkpointable):
         return super().checkpoint(*args, **kwargs)
 
 
-def maybe_merge(run: GridFolder, grid: Any) -> bool:
+def maybe_merge(folder: GridFolder, grid: Any) -> bool:
     """Merge if every cell of the grid has a shard (the last array task to finish does this)."""
-    have = {p.name for p in shard_files(run.shards)}
+    have = {p.name for p in shard_files(folder.shards)}
     if not all(shard_name(c) in have for c in all_cells(grid)):
         return False
-    merge_run(run.root, grid=grid)
+    merge_folder(folder.root, grid=grid)
     return True
 
 
-def make_executor(run: GridFolder, grid: Any, opts: dict[str, Any], cluster: str | None) -> Any:
+def make_executor(folder: GridFolder, grid: Any, opts: dict[str, Any], cluster: str | None) -> Any:
     cluster = cluster or os.environ.get(CLUSTER_ENV) or None
     if cluster is None:
         if shutil.which("sbatch") is None:
             raise OptionError("executor", "{option} slurm needs Slurm (sbatch not found on PATH); use {option} local")
         cluster = "slurm"
     timeouts = int(opts.get("max_num_timeout", 3))   # requeues of a task that ran out of time (submitit's)
-    ex = submitit.AutoExecutor(folder=run.slurm / "%j", cluster=cluster, slurm_max_num_timeout=timeouts,
+    ex = submitit.AutoExecutor(folder=folder.slurm / "%j", cluster=cluster, slurm_max_num_timeout=timeouts,
                                local_max_num_timeout=timeouts)
     gpus = int(opts["gpus_per_job"])
     if cluster == "local":
@@ -117,40 +117,40 @@ def make_executor(run: GridFolder, grid: Any, opts: dict[str, Any], cluster: str
     return ex
 
 
-def submit_and_wait(tasks: list[PackTask], run: GridFolder, *, grid: Any, grid_hash: str, device: str,
+def submit_and_wait(tasks: list[PackTask], folder: GridFolder, *, grid: Any, grid_hash: str, device: str,
                     train_fn: TrainFn, checkpoint_every: int, checkpoint_seconds: float | None,
                     slurm: dict[str, Any], cluster: str | None, wait: bool, quiet: bool, progress: bool,
                     total: int, done: int) -> bool:
     """Submit one array task per pack; with ``wait``, follow them until all end (True)."""
-    events = EventLog(run.events)
+    events = EventLog(folder.events)
     opts = slurm_options(grid, slurm)
     if not tasks:
         return True
-    ex = make_executor(run, grid, opts, cluster)
+    ex = make_executor(folder, grid, opts, cluster)
     if logging.getLogger().level > logging.DEBUG:
         logging.getLogger("submitit").setLevel(logging.ERROR)  # no sacct warnings without accounting
-    jobs_in = [PackJob(str(run.root), t, grid, grid_hash, device, train_fn, checkpoint_every, checkpoint_seconds)
+    jobs_in = [PackJob(str(folder.root), t, grid, grid_hash, device, train_fn, checkpoint_every, checkpoint_seconds)
                for t in tasks]
     jobs = _submit(ex, jobs_in)
     with contextlib.suppress(OSError):
-        (run.slurm / "%j").rmdir()  # submitit makes the folder pattern itself; it stays empty
+        (folder.slurm / "%j").rmdir()  # submitit makes the folder pattern itself; it stays empty
     records = [{"job_id": str(j.job_id), "pack": t.pack_id, "cells": len(t.wanted)} for j, t in zip(jobs, tasks,
                                                                                                    strict=True)]
-    rec = run.read_record()
-    run.update_record(slurm_jobs=list(rec.get("slurm_jobs", [])) + records, slurm_options=opts,
+    rec = folder.read_record()
+    folder.update_record(slurm_jobs=list(rec.get("slurm_jobs", [])) + records, slurm_options=opts,
                       slurm_cluster=ex.cluster)
     events.emit("submit", cluster=ex.cluster, jobs=records, options=opts)
     if not quiet:
         print(f"submitted {len(jobs)} pack(s) as a {ex.cluster} job array "
-              f"({records[0]['job_id'].split('_')[0]}); job folders under {run.slurm}", flush=True)
+              f"({records[0]['job_id'].split('_')[0]}); job folders under {folder.slurm}", flush=True)
     if not wait:
         return False
     tracker = _Tracker(ex.cluster)
     with ProgressView(total, done, enabled=progress) as view:
         while not tracker.all_done(jobs):
-            _refresh(view, run)
+            _refresh(view, folder)
             time.sleep(1.0)
-        _refresh(view, run)
+        _refresh(view, folder)
     for j, t in zip(jobs, tasks, strict=True):
         try:
             if not j.paths.result_pickle.exists() and ex.cluster == "slurm":
@@ -230,22 +230,22 @@ class _Tracker:
         return all(self.absent.get(str(j.job_id), 0) >= 2 for j in pending)
 
 
-def _refresh(view: ProgressView, run: GridFolder) -> None:
+def _refresh(view: ProgressView, folder: GridFolder) -> None:
     if not view.enabled:
         return
-    view.set_done(len(shard_files(run.shards)))
-    for pid, info in pack_progress(run).items():
+    view.set_done(len(shard_files(folder.shards)))
+    for pid, info in pack_progress(folder).items():
         if info.get("ended"):
             view.pack_done(pid)
         elif info.get("total"):
             view.pack(pid, info["pipeline"], info["done"], info["total"])
 
 
-def pack_progress(run: GridFolder) -> dict[str, dict[str, Any]]:
+def pack_progress(folder: GridFolder) -> dict[str, dict[str, Any]]:
     """Per pack, from the event log: pipeline, epochs done / total, the epoch of its last checkpoint
     (where a resume continues), started, ended, requeues (and whether the last word was a requeue)."""
     out: dict[str, dict[str, Any]] = {}
-    for ev in read_events(run.events):
+    for ev in read_events(folder.events):
         pid = ev.get("pack")
         if not pid:
             continue

@@ -24,14 +24,14 @@ from initmem.collect.execution.slurm_executor import pack_progress, squeue_state
 from initmem.errors import option
 
 
-def run_status(run_dir: str | os.PathLike) -> dict[str, Any]:
-    run = GridFolder(Path(run_dir))
-    rec = run.read_record()
-    grid = run.load_grid()
+def folder_status(folder_dir: str | os.PathLike) -> dict[str, Any]:
+    folder = GridFolder(Path(folder_dir))
+    rec = folder.read_record()
+    grid = folder.load_grid()
     cells = all_cells(grid)
     accepted = set(rec.get("grid_hashes", []))
-    present = {p.name: p for p in shard_files(run.shards)}
-    logged = _logged_statuses(run, {shard_name(c): c for c in cells})
+    present = {p.name: p for p in shard_files(folder.shards)}
+    logged = _logged_statuses(folder, {shard_name(c): c for c in cells})
     corrupt: list[str] = []
     counts = {name: 0 for name in cube.STATUS_NAMES.values()}
     per_pipe: dict[str, dict[str, int]] = {p: dict(counts) for p in grid.pipelines}
@@ -51,28 +51,28 @@ def run_status(run_dir: str | os.PathLike) -> dict[str, Any]:
                     name = "missing"
         counts[name] += 1
         per_pipe[c[0]][name] += 1
-    packs = pack_progress(run)
+    packs = pack_progress(folder)
     active = {pid: p for pid, p in packs.items() if not p["ended"]}
     for pid, p in active.items():
         if not p["total"] and p["pipeline"] in grid.pipelines:
             p["total"] = int(grid.pipelines[p["pipeline"]].epochs or 0)
-        p["running"] = checkpoints.pack_running(run.checkpoints, pid)
-        p["checkpoint_file"] = checkpoints.checkpoint_path(run.checkpoints, pid).exists()
+        p["running"] = checkpoints.pack_running(folder.checkpoints, pid)
+        p["checkpoint_file"] = checkpoints.checkpoint_path(folder.checkpoints, pid).exists()
     jobs = rec.get("slurm_jobs", [])
     return {
-        "run": str(run.root), "grid": grid.name, "cells": len(cells), "counts": counts, "pipelines": per_pipe,
+        "run": str(folder.root), "grid": grid.name, "cells": len(cells), "counts": counts, "pipelines": per_pipe,
         "packs_in_progress": active, "requeues": sum(p["requeues"] for p in packs.values()),
         "corrupt_shards": corrupt, "slurm_jobs": jobs,
         "job_states": _job_states(rec) if jobs else {},
-        "cube": str(run.cube) if run.cube.exists() else None,
+        "cube": str(folder.cube) if folder.cube.exists() else None,
     }
 
 
-def _logged_statuses(run: GridFolder, by_name: dict[str, Cell]) -> dict[Cell, tuple[str, int | None, bool]]:
+def _logged_statuses(folder: GridFolder, by_name: dict[str, Cell]) -> dict[Cell, tuple[str, int | None, bool]]:
     """Per cell, the last word of the event log (cheap: no shard is opened): the status its shard was
     written with, the shard's size then, and whether a merge since could not read it."""
     out: dict[Cell, tuple[str, int | None, bool]] = {}
-    for ev in read_events(run.events):
+    for ev in read_events(folder.events):
         kind = ev.get("event")
         if kind == "cell" and isinstance(ev.get("cell"), dict):
             c = ev["cell"]

@@ -26,12 +26,12 @@ from initmem.models.memory import (
     RETRY_TARGET_ACCEPT,
     MemoryModel,
     prepare_data,
-    resolve_delta,
     versions,
 )
 from initmem.models.rules import rule_text, thresholds
 from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, parse_design
 from initmem.models.summaries import attach_checks, estimand
+from initmem.results.margins import resolve_margins
 from initmem.results.records import sampler_flags, summary_units
 from initmem.results.spec import AnalysisOptions, AnalysisSpec
 
@@ -210,7 +210,9 @@ def analyze_cube(
         if gated and type(exc) is UserError:
             raise UserError(f"{exc}; {gated}") from None
         raise
-    delta = resolve_delta(data, spec.delta)
+    margins = resolve_margins(data.metric, delta=spec.delta, rope=spec.rope, draw_margin=spec.draw_margin,
+                              accuracy=data.is_accuracy)
+    delta = margins.delta
     for note in data.notes:
         warn(note)
     for pipe, reason in data.skipped.items():
@@ -238,9 +240,9 @@ def analyze_cube(
         if pipe in pipelines:
             pipelines[pipe]["radial"] = radial
 
-    from initmem.analysis.crossed import crossed_block, draw_margin
+    from initmem.analysis.crossed import crossed_block
 
-    crossed, crossed_notes = crossed_block(ds, data, margin=draw_margin(data, spec.draw_margin), alpha=spec.alpha,
+    crossed, crossed_notes = crossed_block(ds, data, margin=margins.draw_margin, alpha=spec.alpha,
                                            draws=spec.draws, tune=spec.tune, chains=spec.chains, seed=seed,
                                            progress=progress)
     for note in crossed_notes:
@@ -250,8 +252,8 @@ def analyze_cube(
     from initmem.stats.curves import memory_curves, write_curves
 
     curves = memory_curves(ds, n_boot=spec.n_boot, seed=seed)
-    # The functional memory is forgotten below rope; without one, below the analysis's delta.
-    raw_collapse = collapse_view(ds, spec if spec.rope is not None else spec.model_copy(update={"rope": float(delta)}))
+    # The functional memory is forgotten below the rope (the analysis's delta unless given: results/margins.py).
+    raw_collapse = collapse_view(ds, spec.model_copy(update={"rope": margins.rope}))
     collapse = R.build_collapse(raw_collapse) if raw_collapse is not None else None
 
     summary: dict[str, Any] = {
@@ -260,6 +262,7 @@ def analyze_cube(
         "likelihood": data.likelihood,
         "estimand": estimand(model),
         "delta": float(delta),
+        "margins": margins.to_json(),
         "is_accuracy": data.is_accuracy,
         "gate": data.gate,
         "n_test": data.n_test,

@@ -25,10 +25,9 @@ from initmem.errors import UserError
 from initmem.models.crossed import CrossedModel
 from initmem.models.data import MemoryData
 from initmem.models.paired import CrossedSeeds
+from initmem.results.margins import DRAW_MARGIN_POINTS
 from initmem.results.records import FRACTION, METRIC_UNITS
 from initmem.stats.crossed import complete_block, crossed_components, init_share_curve
-
-DRAW_MARGIN_POINTS = 0.5   # the default margin on SD_init for accuracies, in points
 
 
 def crossed_index(ds: xr.Dataset, seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[Any], list[Any]] | None:
@@ -50,13 +49,6 @@ def to_crossed(values: np.ndarray, i_idx: np.ndarray, j_idx: np.ndarray, n_init:
     """A (..., seed) array as (..., init, data), NaN where the design has no run (the paired tests' layout,
     :meth:`~initmem.models.paired.CrossedSeeds.grid`)."""
     return CrossedSeeds(np.asarray(i_idx), np.asarray(j_idx), int(n_init), int(n_data)).grid(values)
-
-
-def draw_margin(data: MemoryData, margin: float | None) -> float | None:
-    """The margin on SD_init: the user's, else half a point for accuracies, else none (no draw verdict)."""
-    if margin is not None:
-        return float(margin)
-    return DRAW_MARGIN_POINTS / 100.0 if data.is_accuracy else None
 
 
 def _curve_tables(ds: xr.Dataset, data: MemoryData, index: tuple[np.ndarray, np.ndarray, list, list]
@@ -107,7 +99,8 @@ def crossed_block(ds: xr.Dataset, data: MemoryData, *, margin: float | None, alp
     data : MemoryData
         The analysis's table (the runs the scale verdict uses, NaN elsewhere).
     margin : float or None
-        The draw verdict's margin on SD_init in the metric's units (:func:`draw_margin`); None: no verdict.
+        The draw verdict's margin on SD_init in the metric's units (``Margins.draw_margin``,
+        results/margins.py); None: no verdict.
     alpha : float
         Each bound is one-sided at 1 - alpha; the draw verdict's false rate at the margin is at most alpha.
     draws, tune, chains, seed : int
@@ -156,4 +149,4 @@ def crossed_block(ds: xr.Dataset, data: MemoryData, *, margin: float | None, alp
     return block, notes
 
 
-__all__ = ["DRAW_MARGIN_POINTS", "crossed_block", "crossed_index", "draw_margin", "to_crossed"]
+__all__ = ["DRAW_MARGIN_POINTS", "crossed_block", "crossed_index", "to_crossed"]

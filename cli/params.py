@@ -1,8 +1,8 @@
 """Command-line parameter types and the option -> flag map (the one place that turns a library
 option's name into its flag).
 
-Choices come from initmem/spec.py (analysis options), initmem/clocks.py (truth axes) and
-initmem/cube.py (cube names), resolved when click first needs them, so ``initmem --help`` imports
+Choices come from results/spec.py (analysis options), clocks.py (truth axes) and
+cube/schema.py (cube names), resolved when click first needs them, so ``initmem --help`` imports
 neither pydantic nor numpy.
 """
 
@@ -15,7 +15,7 @@ import click
 
 
 class SpecChoice(click.Choice):
-    """A choice among an analysis option's values, read from initmem/spec.py on first use (that module
+    """A choice among an analysis option's values, read from results/spec.py on first use (that module
     owns them; importing it, with pydantic, when this module loads would slow down every command)."""
 
     def __init__(self, vocabulary: str) -> None:  # click.Choice.__init__ would resolve them now

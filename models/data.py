@@ -26,13 +26,13 @@ from initmem import cube
 from initmem.errors import OptionError, UserError, option
 from initmem.models.paired import CEILING, CrossedSeeds
 from initmem.results import GATES, sigma_key
+from initmem.results.margins import DEFAULT_ACCURACY_DELTA, resolve_margins
 from initmem.results.spec import FAMILIES  # (the analysis options' vocabulary, initmem/spec.py)
 
 COUNT_METRICS = (cube.SELECTED_TEST_ACC, cube.SELECTED_TEST_CORRECT)
 # The metric an accuracy is analyzed as: a fraction of the test set, whatever the cube stores beside it.
 ACCURACY_METRIC = cube.SELECTED_TEST_ACC
 NOT_METRICS = (cube.STATUS, cube.TAU_INTERP, cube.TAU_BEST, cube.WALL_SECONDS)
-DEFAULT_ACCURACY_DELTA = 0.01
 N_PERMUTATIONS = 2000
 
 
@@ -213,27 +213,11 @@ def choose_family(ds: xr.Dataset, metric: str, family: str | None) -> str:
 
 
 def resolve_delta(data: MemoryData | str, delta: float | None) -> float:
-    """The decision threshold in the data's units: for an accuracy (``MemoryData.is_accuracy``; given a metric
-    name, :func:`initmem.cube.points_scale`) a fraction of the test set, 0.01 (one point) by default, and
-    below 1 (a spread of fractions cannot reach 1, so a larger delta is one given in another unit, points or
-    answers, and would make every verdict 'forgets'); any other metric has no natural unit, so its delta must
-    be given, in its units."""
+    """The decision threshold in the data's units: :func:`initmem.results.margins.resolve_margins`'s ``delta``
+    (one point for an accuracy by default, below 1 as a fraction; required for any other metric)."""
     if isinstance(data, MemoryData):
-        metric, accuracy = data.metric, data.is_accuracy
-    else:
-        metric, accuracy = data, cube.points_scale(data) != 1.0
-    if delta is None:
-        if accuracy:
-            return DEFAULT_ACCURACY_DELTA
-        raise OptionError("delta", f"metric {metric!r} is not an accuracy: give {{option}} in its units (the "
-                          "smallest spread over sigma_w that would matter)")
-    delta = float(delta)
-    if not (np.isfinite(delta) and delta > 0):
-        raise OptionError("delta", f"{{option}} must be a positive number, not {delta!r}")
-    if accuracy and delta >= 1.0:
-        raise OptionError("delta", f"{{option}} {delta:g} is not a fraction: metric {metric!r} is an accuracy "
-                          "analyzed as a fraction of the test set, so give {option} as one (0.01 = 1 point)")
-    return delta
+        return resolve_margins(data.metric, delta=delta, accuracy=data.is_accuracy).delta
+    return resolve_margins(data, delta=delta).delta
 
 
 def _correct_from_predictions(ds: xr.Dataset) -> np.ndarray:
@@ -589,5 +573,5 @@ def _seed_coords(ds: xr.Dataset) -> dict[str, np.ndarray]:
             "data_seed": ds[cube.DATA_SEED].values.astype("int64")}
 
 
-__all__ = ["FAMILIES", "MemoryData", "choose_family", "choose_metric", "near_ceiling_data", "noise_scale",
-           "prepare_data", "resolve_delta"]
+__all__ = ["DEFAULT_ACCURACY_DELTA", "FAMILIES", "MemoryData", "choose_family", "choose_metric", "near_ceiling_data",
+           "noise_scale", "prepare_data", "resolve_delta"]

@@ -621,6 +621,28 @@ class VerdictThresholds(Record):
     min_levels_model_forgets: int | None = None
 
 
+class Margins(Record):
+    """The margins an analysis decided at, in the metric's units (a fraction of the test set for an accuracy).
+
+    Attributes
+    ----------
+    delta : float
+        The smallest spread over sigma_w that matters: the verdicts' margin.
+    rope : float
+        The collapse test's margin: the functional memory counts as forgotten below it (delta unless given).
+    draw_margin : float or None
+        The draw verdict's margin on SD_init (docs/crossed.md); None: no draw verdict (a metric that is not an
+        accuracy, with no margin given).
+    unit : str
+        ``"fraction"`` (an accuracy, as a fraction of the test set; the report shows points) or ``"metric units"``.
+    """
+
+    delta: float
+    rope: float
+    draw_margin: float | None = None
+    unit: str = FRACTION   # or METRIC_UNITS
+
+
 class Summary(Record):
     """``summary.json`` (docs/analysis-folder.md, "summary.json")."""
 
@@ -630,6 +652,7 @@ class Summary(Record):
     likelihood: Likelihood | None = None
     estimand: str | None = None
     delta: float
+    margins: Margins | None = None   # delta, the rope and the draw margin, in their unit (absent in older files)
     gate: Gate | None = None
     n_test: int | None = None
     is_accuracy: bool | None = None   # the outcome is an accuracy as a fraction (decided from the data)

@@ -2,9 +2,11 @@
 twin of :class:`initmem.grid.Grid`).
 
 The command line, ``initmem run`` and library callers build one ``AnalysisSpec``; the analysis and
-the models receive it already valid, so no layer re-checks ``delta`` or ``gate``. A bad value raises
-:class:`~initmem.errors.OptionError`, one line that names the option (``delta must be a positive
-number (got -1.0)``); the command line turns the option name into its flag (``--delta``). Options
+the models receive it already valid, so no layer re-checks ``delta`` or ``gate``: the margins (``delta``,
+``rope``, ``draw_margin``) are defaulted and their units checked once, against the data, by
+:func:`initmem.results.margins.resolve_margins`, and summary.json stores the result whole (``margins``).
+A bad value raises :class:`~initmem.errors.OptionError`, one line that names the option (``delta must be a
+positive number (got -1.0)``); the command line turns the option name into its flag (``--delta``). Options
 that depend on the cube (whether ``delta`` may be left out, whether the binomial family has counts)
 are checked by the models, with the same error type. docs/analysis.md lists every option.
 
@@ -26,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from initmem.errors import OptionError
 from initmem.errors import option as as_passed
 from initmem.names import ALPHA
+from initmem.results.margins import positive
 from initmem.results.records import GATES, Gate
 
 Family = Literal["binomial", "gaussian"]   # likelihood of the memory model (docs/memory-model.md)
@@ -151,9 +154,7 @@ class AnalysisSpec(BaseModel):
     @field_validator("delta", "draw_margin", "rope", "tolerance")
     @classmethod
     def _positive(cls, v: float | None) -> float | None:
-        if v is not None and not (math.isfinite(v) and v > 0):
-            raise ValueError(f"must be a positive number (got {v!r})")
-        return v
+        return positive(v)        # results/margins.py: the one check of a margin's sign
 
     @field_validator("compile_shape")
     @classmethod

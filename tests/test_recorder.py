@@ -10,106 +10,26 @@ import torch
 import torch.nn.functional as F
 
 from initmem import clocks, cube
-from initmem.collect.custom.probe import apply_probe
 from initmem.collect.custom.recorder import Recorder, state_path
 from initmem.collect.execution.shards import merge, read_shard, write_shard
-from initmem.collect.train.data import load_split
 from initmem.collect.train.devices import deterministic
-from initmem.collect.train.engine import STREAM_ORDER, seed_generator, train_pack
-from initmem.collect.train.nets import build_net
-from initmem.collect.train.packed import use_channels_last
+from initmem.collect.train.engine import train_pack
 from initmem.errors import UserError
-from initmem.schedule import LrSchedule, steps_per_epoch
 
+from ._quick_entry import EVERY, user_loop
 from ._quick_small import quick_small
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 PIPELINES = ("sgd_low_lr", "sgd_mom_wd_cos", "adamw")
 CELLS = [(0.25, 0), (4.0, 1)]
-EPOCHS, EVERY = 3, 2
+EPOCHS = 3
 
 
 @pytest.fixture(scope="module")
 def grid(tmp_path_factory):
     return quick_small(tmp_path_factory.getbasetemp() / "mnist1d-cache", pipelines=PIPELINES, epochs=EPOCHS,
                        every=EVERY, seeds=(0, 1))
-
-
-def evaluate(net, x, y, want_pred=False):
-    """The user's evaluation: mean loss (summed in float64) and accuracy over one split, in eval mode."""
-    net.eval()
-    with torch.inference_mode():
-        logits = net(x.contiguous(memory_format=torch.channels_last)).float()[:, 0]
-        loss = F.cross_entropy(logits, y, reduction="none").double().sum() / x.shape[0]
-        pred = logits.argmax(-1)
-        acc = (pred == y).double().sum() / x.shape[0]
-    return (float(acc), float(loss)), (pred if want_pred else None)
-
-
-def user_loop(grid, pipeline, sigma, seed, *, make_optimizer=None, stop_after=None, path=None, rec_kwargs=None,
-              resume=False, set_lr=True):
-    """A plain loop of the quick preset's network (the packed resnet1d, one member) with the engine's data order."""
-    spec = grid.pipelines[pipeline]
-    split = load_split(grid.dataset)
-    net = build_net("resnet1d", 1, split.in_channels, split.n_classes, 16, "batch", size=split.image_size, depth=3)
-    apply_probe(net, sigma, init_seed=seed)
-    use_channels_last(net, True)
-    if make_optimizer is None:
-        opt = (torch.optim.SGD(net.parameters(), lr=spec.lr, momentum=spec.momentum, nesterov=spec.nesterov,
-                               weight_decay=spec.weight_decay, foreach=True) if spec.optimizer == "sgd" else
-               torch.optim.AdamW(net.parameters(), lr=spec.lr, betas=tuple(spec.betas), eps=spec.eps,
-                                 weight_decay=spec.weight_decay, foreach=True))
-    else:
-        opt = make_optimizer(net)
-    n, b = int(split.y_train.numel()), spec.batch_size
-    spe = steps_per_epoch(n, b)
-    lrs = LrSchedule.of(spec, spe).per_step()
-    order = seed_generator(seed, STREAM_ORDER)
-    kw = dict(coords={"pipeline": pipeline, "sigma_w": sigma, "seed": seed}, batch_size=b,
-              test_labels=split.y_test, select=grid.eval.select, interp_threshold=grid.eval.interp_threshold,
-              **(rec_kwargs or {}))
-    if resume:
-        rec = Recorder.resume(path, opt, net, **kw)
-        order.set_state(rec.extra["order"])
-    else:
-        rec = Recorder(opt, net, path=path, **kw)
-
-    def record(epoch, full):
-        if not full:
-            rec.evaluate(epoch, extra={"order": order.get_state()})
-            return
-        tr, _ = evaluate(net, split.x_train, split.y_train)
-        va, _ = evaluate(net, split.x_val, split.y_val)
-        te, pred = evaluate(net, split.x_test, split.y_test, want_pred=True)
-        rec.evaluate(epoch, train=tr, val=va, test=te, predictions=pred, extra={"order": order.get_state()})
-
-    if rec.next_epoch == 0:
-        record(0, True)
-    step = (rec.next_epoch - 1) * spe
-    for epoch in range(rec.next_epoch, spec.epochs + 1):
-        perm = torch.randperm(n, generator=order)
-        net.train()
-        for i in range(spe):
-            idx = perm[i * b:(i + 1) * b]
-            x = split.x_train[idx].contiguous(memory_format=torch.channels_last)
-            logits = net(x)
-            y = split.y_train[idx]
-            loss = F.cross_entropy(logits.float().reshape(b, -1), y, reduction="none").view(b, 1).mean(0)
-            for p in net.parameters():
-                p.grad = None
-            loss.sum().backward()
-            for g in opt.param_groups if set_lr else ():
-                g["lr"] = float(lrs[step])
-            opt.step()
-            rec.step(loss)
-            step += 1
-        record(epoch, epoch % EVERY == 0 or epoch == spec.epochs)
-        net.train()
-        if stop_after is not None and epoch == stop_after:
-            return rec
-    rec.finish()
-    return rec
 
 
 @pytest.fixture(scope="module")

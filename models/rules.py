@@ -313,18 +313,25 @@ def stored_thresholds(stored: VerdictThresholds | None, alpha: float | None, spe
     stated = find(r"P\(spread > delta\) >= ")    # 1/2 since "remembers" rests on the ordered test; 1 - alpha before
     if spending is not None and spending.looks:
         base = thresholds(spending, draws)
-        return base.model_copy(update={"remembers": given(stated, base.model_remembers)})
+        return _restated(base, base.alpha, given(stated, base.model_remembers), base.forgets, base.iut_alpha)
     if alpha is not None:
-        iut, forgets = forgets_levels(alpha)
-        return thresholds(alpha).model_copy(update={"alpha": alpha, "remembers": given(stated, 1 - alpha),
-                                                    "forgets": forgets, "iut_alpha": iut})
+        iut, model_forgets = forgets_levels(alpha)
+        return _restated(thresholds(alpha), alpha, given(stated, 1 - alpha), model_forgets, iut)
     level = given(find(r"at alpha = "), ALPHA)
     assert level is not None
     iut_default, forgets_default = forgets_levels(level)
-    return thresholds(level).model_copy(update={
-        "alpha": level, "remembers": given(stated, 1 - level),
-        "forgets": given(find(r"P\(spread < delta\) >= "), forgets_default),
-        "iut_alpha": given(find(r"0\.8 alpha = "), iut_default)})
+    return _restated(thresholds(level), level, given(stated, 1 - level),
+                     given(find(r"P\(spread < delta\) >= "), forgets_default),
+                     given(find(r"0\.8 alpha = "), iut_default))
+
+
+def _restated(base: VerdictThresholds, alpha: float, agree: float | None, model_forgets: float | None,
+              iut_alpha: float | None) -> VerdictThresholds:
+    """``base`` with the four numbers an older summary.json states (:func:`stored_thresholds`)."""
+    return VerdictThresholds(alpha=alpha, remembers=base.remembers if agree is None else agree,
+                             model_remembers=base.model_remembers, forgets=model_forgets,
+                             iut_alpha=base.iut_alpha if iut_alpha is None else iut_alpha, ceiling=base.ceiling,
+                             skew_gate=base.skew_gate, min_levels_model_forgets=base.min_levels_model_forgets)
 
 
 __all__ = ["AGREE", "GATES", "MIN_LEVELS_MODEL_FORGETS", "N_DRAWS", "RESOLVE", "ROUTE", "ROUTES", "RULES", "Decided",

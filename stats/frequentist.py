@@ -38,6 +38,7 @@ from scipy import stats
 from initmem import cube
 from initmem.errors import UserError
 from initmem.names import ALPHA, FORGETS, REMEMBERS, UNDECIDED, VERDICTS
+from initmem.results.margins import check_margin
 from initmem.stats import effects
 from initmem.stats.anova import mean_squares
 from initmem.stats.reml import reml_fit
@@ -275,8 +276,8 @@ def crosscheck(ds: xr.Dataset, metric: str, delta: float, bayes: dict[str, dict]
     out. Never raises for thin or unbalanced data: what cannot be computed is NaN and a note says
     why. NaN values are returned as float('nan'); callers writing JSON should map them to null.
     """
-    if not (isinstance(delta, int | float) and math.isfinite(delta) and delta > 0):
-        raise UserError(f"delta must be a positive number, not {delta!r}")
+    # the sign, by the one check of a margin (results/margins.py); its unit was checked as the margins were resolved
+    check_margin("delta", delta, metric, accuracy=False)
     da = cell_values(ds, metric)
     bayes = bayes or {}
     pipes = [str(p) for p in da[cube.PIPELINE].values.tolist()]

@@ -462,12 +462,21 @@ def test_sbatch_refusing_the_array_is_a_one_line_error_and_leaves_the_folder_as_
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("INITMEM_SUBMITIT_CLUSTER", raising=False)
     out = tmp_path / "run"
-    out.mkdir()
-    (out / "notes.txt").write_text("mine")
+    out.mkdir()   # made by the user beforehand: it stays, empty
     grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
     proc = invoke("collect", grid, "--out", out, "--executor", "slurm", "--device", "cpu", "--pack-size", "6")
     assert_user_error(proc, "Slurm refused the job array, nothing was submitted: "
                             "sbatch: error: invalid partition specified: nosuch")
+    assert out.is_dir() and not any(out.iterdir())
+
+
+def test_a_folder_holding_other_files_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    grid = write_grid(tmp_path / "grid.yaml", FAKE_GRID)
+    assert_user_error(invoke("collect", grid, "--out", out, "--device", "cpu"),
+                      f"{out} holds other files (notes.txt) and is no grid folder")
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
 

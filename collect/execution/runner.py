@@ -59,6 +59,18 @@ def _say(msg: str, quiet: bool) -> None:
 
 # Preparing the grid folder ------------------------------------------------------------------
 
+def _refuse_foreign_folder(folder: GridFolder) -> None:
+    """A folder that holds files but no grid folder's record is someone else's: refused, never written into
+    (only the lock a killed first start may leave behind is taken for an empty folder)."""
+    if folder.exists() or not folder.root.is_dir():
+        return
+    held = sorted(p.name for p in folder.root.iterdir() if p != folder.lock_file)
+    if held:
+        shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+        raise UserError(f"{folder.root} holds other files ({shown}) and is no grid folder; give an empty or new "
+                        f"folder as the output")
+
+
 def prepare_folder(folder: GridFolder, grid: Any, *, resume: bool, executor: str, quiet: bool,
                 fingerprint: str | None = None) -> dict[str, Any]:
     """Create the grid folder or check that ``grid`` may continue it; return what was added.
@@ -313,6 +325,7 @@ def collect(grid_path_or_grid: Grid | str | os.PathLike, out_dir: str | os.PathL
         root = new_root
     folder = GridFolder(root)
     made_root = not root.exists()
+    _refuse_foreign_folder(folder)
     train_fn = train_fn or (default_train_fn() if grid.engine_pipelines else None)
     if grid.user_pipelines:
         train_fn = user_train_fn(grid, folder, train_fn)

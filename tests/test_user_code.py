@@ -273,3 +273,22 @@ def test_a_resume_after_the_code_changed_warns_and_logs_it(tmp_path, capsys):
     assert [(e["before"], e["now"]) for e in changed] == [(first, hashlib.sha256(module.read_bytes()).hexdigest())]
     ds = cube.open_cube(tmp_path / "run" / "cube.nc")
     assert (ds[cube.STATUS].values == cube.OK).all() and ds[CODE_FILE].values.tolist() == ["mine_changed_code.py"]
+
+
+def test_two_workdirs_with_a_module_of_the_same_name_each_run_and_record_their_own(tmp_path):
+    """Two pipelines whose entry is ``train:main`` in two folders: each runs its own folder's code and records
+    its own file's hash, however the first import left ``sys.modules``."""
+    from initmem.collect.custom.identity import code_file, import_entry
+    from initmem.grid.schema import UserPipelineSpec
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.py").write_text(f"def main(cell=None):\n    return {name!r}\n")
+    try:
+        for name in ("a", "b", "a"):
+            workdir = tmp_path / name
+            assert import_entry("train:main", workdir)() == name
+            spec = UserPipelineSpec(entry="train:main", workdir=str(workdir))
+            assert code_file(spec, workdir) == workdir / "train.py"
+    finally:
+        sys.modules.pop("train", None)

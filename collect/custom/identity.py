@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -52,9 +53,36 @@ def on_path(folder: Path) -> Iterator[None]:
             sys.path.remove(str(folder))
 
 
+def _spec_in(module_name: str, workdir: Path) -> importlib.machinery.ModuleSpec | None:
+    """Where ``module_name`` is found with ``workdir`` first on the path, ignoring a module of that name already
+    imported from elsewhere (``importlib.util.find_spec`` would return that one); None where the path finder
+    does not find it (a module that an installed package's own import hook provides)."""
+    top, _, rest = module_name.partition(".")
+    spec = importlib.machinery.PathFinder.find_spec(top, [str(workdir), *sys.path])
+    for part in rest.split(".") if rest else ():
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(f"{spec.name}.{part}", list(spec.submodule_search_locations))
+    return spec
+
+
+def _forget_other(module_name: str, workdir: Path) -> None:
+    """Drop an imported module of the same name from another file (two pipelines' ``train:main`` in two
+    workdirs), with its package's modules, so that this workdir's own is imported."""
+    spec, loaded = _spec_in(module_name, workdir), sys.modules.get(module_name)
+    mine = Path(spec.origin).resolve() if spec is not None and spec.origin else None
+    theirs = getattr(loaded, "__file__", None)
+    if mine is not None and theirs is not None and Path(theirs).resolve() != mine:
+        top = module_name.partition(".")[0]
+        for key in [k for k in sys.modules if k == top or k.startswith(top + ".")]:
+            del sys.modules[key]
+
+
 def import_entry(entry: str, workdir: Path) -> Any:
-    """The callable an entry point ``package.module:function`` names (``ImportError`` / ``AttributeError``)."""
+    """The callable an entry point ``package.module:function`` names (``ImportError`` / ``AttributeError``),
+    its module looked for in ``workdir`` first."""
     module_name, _, attr = entry.partition(":")
+    _forget_other(module_name, workdir)
     with on_path(workdir):
         obj: Any = importlib.import_module(module_name)
     for part in attr.split("."):
@@ -94,8 +122,11 @@ def code_file(spec: UserPipelineSpec, workdir: Path) -> Path | None:
     """The file whose bytes are the pipeline's code: the entry point's module, the command's script (or
     ``-m`` module), else the command's program."""
     if spec.entry is not None:
-        with on_path(workdir):
-            found = importlib.util.find_spec(spec.entry.partition(":")[0])
+        module_name = spec.entry.partition(":")[0]
+        found = _spec_in(module_name, workdir)
+        if found is None:
+            with on_path(workdir):
+                found = importlib.util.find_spec(module_name)
         return Path(found.origin) if found is not None and found.origin else None
     argv = command_argv(str(spec.command))
     script = _script(argv, workdir)

@@ -8,9 +8,11 @@ every other exception is an internal fault (exit status 1). Messages name option
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import difflib
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 
 class UserError(Exception):
@@ -31,6 +33,35 @@ class OptionError(UserError):
 
     def for_flag(self, flag: str) -> str:
         return self.template.replace("{option}", flag)
+
+
+# The words a refusal of a value of the wrong kind uses, by pydantic's error type.
+_TYPE_WORDS = {"bool_type": "true or false", "int_type": "a whole number", "float_type": "a number",
+               "string_type": "a string", "dict_type": "a mapping"}
+
+
+def validation_option_error(err: Mapping[str, Any], *, fields: Iterable[str], what: str, default: str) -> OptionError:
+    """One pydantic validation error of an options record (``AnalysisSpec``, ``CollectOptions``) as one line
+    naming the option: a misspelt one suggests the field it resembles, a wrong kind or a bound says what is due.
+
+    ``what`` names the records' options in a refusal ("an analysis option"); ``default`` is the option a check
+    across fields (which pydantic reports without a location) is named by."""
+    name = str((err.get("loc") or (default,))[0])
+    etype, got, ctx = str(err.get("type", "")), err.get("input"), err.get("ctx") or {}
+    if etype == "extra_forbidden":
+        close = difflib.get_close_matches(name, list(fields), n=1)
+        return OptionError(name, f"{{option}} is not {what}" + (f"; did you mean {close[0]}?" if close else ""))
+    if etype == "literal_error":
+        allowed = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
+        return OptionError(name, f"{{option}} must be one of {allowed} (got {got!r})")
+    if etype == "value_error":
+        return OptionError(name, f"{{option}} {ctx.get('error', err.get('msg', ''))}")
+    if etype in ("greater_than_equal", "greater_than"):
+        return OptionError(name, f"{{option}} must be at least {ctx.get('ge', ctx.get('gt'))} (got {got!r})")
+    if etype in _TYPE_WORDS:
+        return OptionError(name, f"{{option}} must be {_TYPE_WORDS[etype]}, not {type(got).__name__} (got {got!r})")
+    msg = str(err.get("msg", "invalid value"))
+    return OptionError(name, f"{{option}}: {msg[0].lower() + msg[1:]} (got {got!r})")
 
 
 # Naming an option inside a message ----------------------------------------------------------------

@@ -18,14 +18,13 @@ modules keep owning the numbers and this one stays free of numpy.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Sequence
 from typing import Any, Literal, TypedDict, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from initmem.errors import OptionError
+from initmem.errors import OptionError, validation_option_error
 from initmem.errors import option as as_passed
 from initmem.names import ALPHA
 from initmem.results.margins import positive
@@ -203,22 +202,8 @@ def _as_number(text: str) -> int | float | None:
 
 
 def _option_error(err: dict[str, Any]) -> OptionError:
-    option = str((err.get("loc") or ("look",))[0])   # the one check across fields is the look's
-    etype, got, ctx = err.get("type", ""), err.get("input"), err.get("ctx") or {}
-    if etype == "extra_forbidden":
-        close = difflib.get_close_matches(option, list(AnalysisSpec.model_fields), n=1)
-        return OptionError(option, "{option} is not an analysis option" + (f"; did you mean {close[0]}?" if close
-                                                                          else ""))
-    if etype == "literal_error":
-        allowed = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
-        return OptionError(option, f"{{option}} must be one of {allowed} (got {got!r})")
-    if etype == "value_error":
-        return OptionError(option, f"{{option}} {ctx.get('error', err.get('msg', ''))}")
-    if etype in ("greater_than_equal", "greater_than"):
-        bound = ctx.get("ge", ctx.get("gt"))
-        return OptionError(option, f"{{option}} must be at least {bound} (got {got!r})")
-    msg = str(err.get("msg", "invalid value"))
-    return OptionError(option, f"{{option}}: {msg[0].lower() + msg[1:]} (got {got!r})")
+    """One pydantic error as one line naming the option (the one check across fields is the look's)."""
+    return validation_option_error(err, fields=AnalysisSpec.model_fields, what="an analysis option", default="look")
 
 
 class AnalysisOptions(TypedDict, total=False):

@@ -12,13 +12,12 @@ anything heavy loads.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from initmem.errors import OptionError, option
+from initmem.errors import OptionError, option, validation_option_error
 
 Executor = Literal["local", "slurm"]
 EXECUTORS: tuple[str, ...] = get_args(Executor)
@@ -136,27 +135,10 @@ class CollectOptions(BaseModel):
         return self.checkpoint_minutes * 60 if self.checkpoint_minutes is not None else None
 
 
-_TYPE_WORDS = {"bool_type": "true or false", "int_type": "a whole number", "float_type": "a number",
-               "string_type": "a string", "dict_type": "a mapping"}
-
-
 def _option_error(err: Mapping[str, Any]) -> OptionError:
     """One pydantic error as one line naming the option (the one check across fields is ``force_new``'s)."""
-    name = str((err.get("loc") or ("force_new",))[0])
-    etype, got, ctx = str(err.get("type", "")), err.get("input"), err.get("ctx") or {}
-    if etype == "extra_forbidden":
-        close = difflib.get_close_matches(name, list(CollectOptions.model_fields), n=1)
-        return OptionError(name, "{option} is not a collect option" + (f"; did you mean {close[0]}?" if close
-                                                                         else ""))
-    if etype == "literal_error":
-        allowed = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
-        return OptionError(name, f"{{option}} must be one of {allowed} (got {got!r})")
-    if etype == "value_error":
-        return OptionError(name, f"{{option}} {ctx.get('error', err.get('msg', ''))}")
-    if etype in _TYPE_WORDS:
-        return OptionError(name, f"{{option}} must be {_TYPE_WORDS[etype]}, not {type(got).__name__} (got {got!r})")
-    msg = str(err.get("msg", "invalid value"))
-    return OptionError(name, f"{{option}}: {msg[0].lower() + msg[1:]} (got {got!r})")
+    return validation_option_error(err, fields=CollectOptions.model_fields, what="a collect option",
+                                   default="force_new")
 
 
 class CollectFields(TypedDict, total=False):

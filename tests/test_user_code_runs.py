@@ -20,6 +20,7 @@ from initmem import results as R
 from initmem.analysis.run import run_all
 from initmem.collect.execution.events import read_events
 from initmem.collect.execution.runner import collect
+from initmem.models.designs import SMALL
 from initmem.results.records import DrawVerdict
 from initmem.tests._collect_util import assert_clean, assert_same_cube
 from initmem.tests.test_sequential import _fake_analysis
@@ -88,20 +89,20 @@ def test_a_crossed_user_code_grid_is_analyzed_into_its_draw_verdict(tmp_path):
     from initmem.reports.html import build_report as report
 
     grid = tmp_path / "grid.yaml"
-    grid.write_text(GRID.replace("seeds: [0, 1]", "seeds: {init: [0, 1, 2, 3], data: [0, 1]}")
+    grid.write_text(GRID.replace("seeds: [0, 1]", "seeds: {init: [0, 1, 2], data: [0, 1]}")
                     .replace("sigma_w: [0.5, 1, 2]", "sigma_w: [0.5, 2]")
                     .split("  heavy:")[0], encoding="utf-8")
     path = collect(grid, tmp_path / "run", device="cpu", progress=False, quiet=True)
     ds = cube.open_cube(path)
-    assert ds[cube.INIT_SEED].values.tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
-    assert ds[cube.DATA_SEED].values.tolist() == [0, 1] * 4
+    assert ds[cube.INIT_SEED].values.tolist() == [0, 0, 1, 1, 2, 2]
+    assert ds[cube.DATA_SEED].values.tolist() == [0, 1] * 3
     curve = ds[cube.TRAIN_LOSS].sel(pipeline="plain", sigma_w=0.5).values
     # runs that share an init seed start from the same weights: the same loss before the first step
     assert np.array_equal(curve[0, 0], curve[1, 0]) and not np.array_equal(curve[0, 0], curve[2, 0])
     summary = analyze_cube(path, tmp_path / "analysis", draws=150, tune=150, chains=2, progress=False,
-                           n_boot=200, exponents=False)
+                           n_boot=200, exponents=False, compile_shape=SMALL)   # the suite's shared compile
     block = summary.crossed
-    assert block is not None and (block.n_init, block.n_data) == (4, 2)
+    assert block is not None and (block.n_init, block.n_data) == (3, 2)
     assert block.pipelines["plain"].draw_verdict in typing.get_args(DrawVerdict)
     assert summary.pipelines["plain"].verdict in ("remembers", "forgets", "undecided")
     html = report(tmp_path / "analysis").read_text(encoding="utf-8")

@@ -12,7 +12,12 @@ import difflib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+_Options = TypeVar("_Options", bound="BaseModel")
 
 
 class UserError(Exception):
@@ -62,6 +67,20 @@ def validation_option_error(err: Mapping[str, Any], *, fields: Iterable[str], wh
         return OptionError(name, f"{{option}} must be {_TYPE_WORDS[etype]}, not {type(got).__name__} (got {got!r})")
     msg = str(err.get("msg", "invalid value"))
     return OptionError(name, f"{{option}}: {msg[0].lower() + msg[1:]} (got {got!r})")
+
+
+def validated_options(record: type[_Options], base: Mapping[str, Any] | None, changes: Mapping[str, Any], *,
+                      what: str, default: str) -> _Options:
+    """``base`` (an options record's fields, or None) with ``changes`` replaced, validated into ``record``
+    (``AnalysisSpec``, ``CollectOptions``): the one way either is built, so a refusal reads the same from both, one
+    line naming the option (:func:`validation_option_error`, with ``what`` and ``default`` as there)."""
+    from pydantic import ValidationError  # pydantic only where an options record is built
+
+    try:
+        return record.model_validate({**(base or {}), **changes})
+    except ValidationError as exc:
+        raise validation_option_error(exc.errors()[0], fields=record.model_fields, what=what,
+                                      default=default) from None
 
 
 # Naming an option inside a message ----------------------------------------------------------------

@@ -22,10 +22,10 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal, TypedDict, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from initmem.errors import OptionError, validation_option_error
 from initmem.errors import option as as_passed
+from initmem.errors import validated_options
 from initmem.names import ALPHA
 from initmem.results.margins import positive
 from initmem.results.records import GATES, Gate
@@ -180,11 +180,8 @@ class AnalysisSpec(BaseModel):
     @classmethod
     def of(cls, spec: AnalysisSpec | None = None, **options: Any) -> AnalysisSpec:
         """``spec`` with ``options`` replaced (or a new spec from ``options``), validated."""
-        data = {**(spec.model_dump() if spec is not None else {}), **options}
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            raise _option_error(exc.errors()[0]) from None
+        return validated_options(cls, spec.model_dump() if spec is not None else None, options,
+                                 what="an analysis option", default="look")   # the one check across fields
 
     def options(self) -> dict[str, Any]:
         """The options as plain values (what ``initmem run`` records to decide whether to reanalyze)."""
@@ -199,11 +196,6 @@ def _as_number(text: str) -> int | float | None:
         except ValueError:
             pass
     return None
-
-
-def _option_error(err: dict[str, Any]) -> OptionError:
-    """One pydantic error as one line naming the option (the one check across fields is the look's)."""
-    return validation_option_error(err, fields=AnalysisSpec.model_fields, what="an analysis option", default="look")
 
 
 class AnalysisOptions(TypedDict, total=False):

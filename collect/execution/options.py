@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict, get_args
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from initmem.errors import OptionError, option, validation_option_error
+from initmem.errors import option, validated_options
 
 Executor = Literal["local", "slurm"]
 EXECUTORS: tuple[str, ...] = get_args(Executor)
@@ -117,11 +117,8 @@ class CollectOptions(BaseModel):
         A name that is no field raises :class:`OptionError` naming it (and the field it is closest to), as an
         unknown analysis option does, rather than Python's ``TypeError``: the caller gets one line that says what
         to fix."""
-        data = {**(dict(options) if options is not None else {}), **fields}
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            raise _option_error(exc.errors()[0]) from None
+        return validated_options(cls, dict(options) if options is not None else None, fields,
+                                 what="a collect option", default="force_new")   # the one check across fields
 
     @property
     def continues(self) -> bool:
@@ -133,12 +130,6 @@ class CollectOptions(BaseModel):
     def checkpoint_seconds(self) -> float | None:
         """``checkpoint_minutes`` in seconds, the unit the executors count in."""
         return self.checkpoint_minutes * 60 if self.checkpoint_minutes is not None else None
-
-
-def _option_error(err: Mapping[str, Any]) -> OptionError:
-    """One pydantic error as one line naming the option (the one check across fields is ``force_new``'s)."""
-    return validation_option_error(err, fields=CollectOptions.model_fields, what="a collect option",
-                                   default="force_new")
 
 
 class CollectFields(TypedDict, total=False):

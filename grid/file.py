@@ -140,7 +140,8 @@ def load_grid(path: str | Path) -> Grid:
     Returns
     -------
     Grid
-        The validated grid; ``grid_hash(grid)`` identifies it.
+        The validated grid; ``grid_hash(grid)`` identifies it. Its ``base_dir`` is the file's folder (None for
+        a preset), from which user-code pipelines take a relative ``workdir``.
 
     Raises
     ------
@@ -157,6 +158,7 @@ def load_grid(path: str | Path) -> Grid:
     Traceback (most recent call last):
     initmem.errors.UserError: no such grid file: configs/none.yaml ...
     """
+    preset = str(path) in PRESETS
     path = resolve_preset(path)
     source = f"grid file {path.name}"
     try:
@@ -171,7 +173,9 @@ def load_grid(path: str | Path) -> Grid:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise UserError(f"{source}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    return parse_grid(data, source=source)
+    grid = parse_grid(data, source=source)
+    # a grid file's relative paths (a user pipeline's workdir) are its folder's; a packaged preset has none
+    return grid if preset else grid.read_from(str(path.resolve().parent))
 
 
 def grid_hash(grid: Grid) -> str:

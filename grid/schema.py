@@ -18,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     Tag,
     field_validator,
     model_validator,
@@ -319,8 +320,9 @@ class UserPipelineSpec(_Strict):
     ``settings`` is free-form (the cell hands it to the code as given: part of the grid's identity);
     ``timeout_min`` bounds one cell's wall time (past it the cell is stopped and recorded failed, "timed out");
     ``workdir`` is the folder a command runs in and the first place an entry point's module is looked for
-    (default: the folder ``initmem`` was started from). None of the built-in engine's fields applies: the
-    code's optimizer and schedule are read by the recorder from the optimizer itself."""
+    (relative to the grid file's folder; default: that folder, or the current folder for a grid not read from
+    a file). None of the built-in engine's fields applies: the code's optimizer and schedule are read by the
+    recorder from the optimizer itself."""
 
     entry: str | None = None
     command: str | None = None
@@ -611,6 +613,10 @@ class Grid(_Strict):
     engine: EngineSpec = EngineSpec()
     budget: dict[str, Real] | None = None  # grid-wide clock budget for pipelines without epochs
     decide: DecideSpec | None = None  # initmem run's default design for this grid (absent: a fixed design)
+    # The folder of the grid file this grid was read from (None: a preset, or a grid made in Python), where a
+    # user-code pipeline's relative ``workdir`` is taken from. Not a field: no part of the canonical YAML or
+    # the hash, so a grid keeps its hash wherever its file lies.
+    _base_dir: str | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -693,6 +699,18 @@ class Grid(_Strict):
     def engine_pipelines(self) -> dict[str, PipelineSpec]:
         """The pipelines the built-in engine trains, in grid order."""
         return {n: p for n, p in self.pipelines.items() if isinstance(p, PipelineSpec)}
+
+    @property
+    def base_dir(self) -> str | None:
+        """The folder of the grid file this grid was read from (absolute), or None for a preset or a grid made
+        in Python: user-code pipelines take a relative ``workdir`` from it (docs/own-model.md)."""
+        return self._base_dir
+
+    def read_from(self, folder: str | None) -> Grid:
+        """This grid as read from a grid file in ``folder`` (:attr:`base_dir`); its fields and hash unchanged."""
+        grid = self.model_copy()
+        grid._base_dir = folder
+        return grid
 
     @property
     def user_pipelines(self) -> dict[str, UserPipelineSpec]:

@@ -24,6 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from initmem.collect.execution.grid_folder import GridFolder
 from initmem.errors import UserError
 from initmem.grid import Grid, UserPipelineSpec
 
@@ -34,12 +35,37 @@ CODE_COORDS = (CODE, CODE_FILE, CODE_SHA256, CODE_PACKAGES)
 # Packages whose versions change what a training loop computes, recorded when installed.
 RECORDED_PACKAGES = ("torch", "numpy", "torchvision", "lightning", "pytorch-lightning", "timm", "transformers")
 PYTHONS = ("python", "python3")  # a command's program that means "the interpreter initmem runs in"
+CODE_BASE = "code_base"   # run.json's key: the folder the run's user-code pipelines took relative paths from
 
 
-def workdir_of(spec: UserPipelineSpec) -> Path:
-    """The folder a pipeline's code runs in: its ``workdir`` (relative to the current folder), else the current
-    folder; absolute, so that worker processes and Slurm tasks agree."""
-    return Path(spec.workdir or ".").expanduser().resolve()
+def workdir_of(spec: UserPipelineSpec, base: Path | None = None) -> Path:
+    """The folder a pipeline's code runs in: its ``workdir``, a relative one taken from ``base`` (the grid
+    file's folder, :func:`code_base`; None: the current folder), else ``base`` itself; absolute, so that worker
+    processes and Slurm tasks agree."""
+    folder = Path(spec.workdir).expanduser() if spec.workdir else Path(".")
+    if not folder.is_absolute():
+        folder = (base if base is not None else Path.cwd()) / folder
+    return folder.resolve()
+
+
+def code_base(grid: Grid) -> Path:
+    """The folder a user-code pipeline's relative ``workdir`` (and an absent one) is taken from.
+
+    A grid file's relative paths are its own folder's, wherever initmem starts from, as a config file's are.
+    The copy of the grid a grid folder keeps (``DIR/grid.yaml``, beside ``DIR/run.json``) takes the folder the
+    run recorded (``code_base`` in run.json, written by every collect), so a resume from that copy runs the same
+    code; a grid folder that recorded none, a preset and a grid made in Python take the current folder."""
+    if grid.base_dir is None:
+        return Path.cwd()
+    base = Path(grid.base_dir)
+    record = GridFolder(base).record_file
+    if not record.is_file():
+        return base
+    try:
+        recorded = json.loads(record.read_text(encoding="utf-8")).get(CODE_BASE)
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    return Path(recorded) if recorded else Path.cwd()
 
 
 @contextlib.contextmanager
@@ -148,8 +174,9 @@ def code_file(spec: UserPipelineSpec, workdir: Path) -> Path | None:
 def check_user_code(grid: Grid) -> None:
     """Refuse, before any cell runs, an entry point that cannot be imported (or names no callable) and a
     command whose program or script does not exist: one ``UserError`` line naming the field."""
+    base = code_base(grid)
     for name, spec in grid.user_pipelines.items():
-        workdir = workdir_of(spec)
+        workdir = workdir_of(spec, base)
         if spec.workdir is not None and not workdir.is_dir():
             raise UserError(f"pipelines.{name}.workdir: no such folder {workdir}")
         if spec.entry is not None:

@@ -357,13 +357,14 @@ def user_train_fn(grid: Any, folder: GridFolder, engine: TrainFn | None) -> Trai
     """The train function of a grid with user-code pipelines: their cells run the user's code
     (collect/custom/user_runner.py), the built-in pipelines go to ``engine``; each code's identity is taken
     once, here, and travels with it to every worker and Slurm task."""
-    from initmem.collect.custom.identity import code_identity, workdir_of
+    from initmem.collect.custom.identity import code_base, code_identity, workdir_of
     from initmem.collect.custom.user_runner import UserTrainFn
 
-    workdirs = {p: workdir_of(spec) for p, spec in grid.user_pipelines.items()}
+    base = code_base(grid)   # the grid file's folder: relative workdirs are its
+    workdirs = {p: workdir_of(spec, base) for p, spec in grid.user_pipelines.items()}
     return UserTrainFn(root=str(folder.root.resolve()), workdirs={p: str(w) for p, w in workdirs.items()},
                        identities={p: code_identity(spec, workdirs[p]) for p, spec in grid.user_pipelines.items()},
-                       engine=engine)
+                       engine=engine, base=str(base))
 
 
 def _note_code_changes(folder: GridFolder, train_fn: Any, quiet: bool) -> None:
@@ -380,7 +381,9 @@ def _note_code_changes(folder: GridFolder, train_fn: Any, quiet: bool) -> None:
             EventLog(folder.events).emit("code_changed", pipeline=pipe, before=old, now=ident[CODE_SHA256])
             _say(f"warning: pipelines.{pipe}: its code changed since the run began (sha256 {old[:12]} -> "
                  f"{ident[CODE_SHA256][:12]}); the cells trained from now on run the new code", quiet)
-    folder.update_record(code={**now, **before})   # the identities the run began with (new pipelines added)
+    # the identities the run began with (new pipelines added), and the folder relative paths were taken from
+    # (a resume from the grid folder's own copy of the grid takes it: identity.code_base)
+    folder.update_record(code={**now, **before}, code_base=train_fn.base)
 
 
 def _slurm_plan_device(grid: Any, opts: CollectOptions) -> str:

@@ -30,7 +30,7 @@ from initmem.models.memory import (
 )
 from initmem.models.rules import rule_text, thresholds
 from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, parse_design
-from initmem.models.summaries import attach_checks, estimand
+from initmem.models.summaries import checked, estimand
 from initmem.results.margins import resolve_margins
 from initmem.results.records import sampler_flags, summary_units
 from initmem.results.spec import AnalysisOptions, AnalysisSpec
@@ -223,22 +223,19 @@ def analyze_cube(
     diag = fit_checked(model, sampler=spec.sampler, draws=spec.draws, tune=spec.tune, chains=spec.chains, seed=seed,
                        progress=progress)
     spend = spending_of(spec)
-    pipelines = model.summarize(delta, spend, failed_fits(diag))
-    attach_checks(pipelines, model.ppc(seed=seed))
-    for pipe, entry in pipelines.items():
-        entry["diagnostics"] = diag["per_pipeline"][pipe]
+    # Each pipeline's entry is a typed record from the moment the model decides it; every later step returns a
+    # new record (the model checks, the sampler's diagnostics, the frequentist cross-check, the radial verdict).
+    ppc = model.ppc(seed=seed)
+    pipelines = {pipe: checked(entry, ppc.get(pipe, {})).replaced(diagnostics=diag["per_pipeline"][pipe])
+                 for pipe, entry in model.results(delta, spend, failed_fits(diag)).items()}
 
-    from initmem.stats.frequentist import crosscheck
+    from initmem.stats.frequentist import crosschecked
     from initmem.stats.radial import radial_verdicts
 
-    freq = crosscheck(ds, data.metric, float(delta), pipelines)
-    for pipe, extra in freq.items():
-        if pipe in pipelines:  # the cross-check's notes join the model's, never replace them
-            notes = pipelines[pipe].get("notes", []) + extra.pop("notes", [])
-            pipelines[pipe].update(extra, notes=notes)
+    pipelines = crosschecked(ds, data.metric, float(delta), pipelines)
     for pipe, radial in radial_verdicts(ds).items():
         if pipe in pipelines:
-            pipelines[pipe]["radial"] = radial
+            pipelines[pipe] = pipelines[pipe].replaced(radial=radial)
 
     from initmem.analysis.crossed import crossed_block
 

@@ -54,7 +54,7 @@ from initmem.models.priors import Priors, default_priors
 from initmem.models.sequential import Spending
 from initmem.models.summaries import quantiles, summarize_model, verdict
 from initmem.names import ALPHA
-from initmem.results.records import sampler_flags
+from initmem.results.records import PipelineResult, sampler_flags
 from initmem.results.spec import SAMPLERS
 
 REPORTED = ("sigma_sd", "seed_sd", "slope_sd", "residual_sd", "memory_share", "spread", "expected")
@@ -375,14 +375,18 @@ class MemoryModel(compiled.NutpieFit):
         return out
 
     # summary ------------------------------------------------------------------------------
+    def results(self, delta: float, alpha: float | Spending = ALPHA,
+                failed: dict[str, str | None] | None = None) -> dict[str, PipelineResult]:
+        """Per-pipeline entries of summary.json (docs/memory-model.md, "Verdict"), typed, including the divergence
+        sensitivity refit when some runs diverged. ``delta`` arrives resolved (results/margins.py,
+        ``resolve_margins``); ``failed``: per pipeline, what failed in the fit's sampler diagnostics
+        (:func:`~initmem.models.summaries.summarize_model`)."""
+        return summarize_model(self, float(delta), alpha, failed)
+
     def summarize(self, delta: float, alpha: float | Spending = ALPHA,
                   failed: dict[str, str | None] | None = None) -> dict[str, dict[str, Any]]:
-        """Per-pipeline summaries in the summary/2 shape (docs/memory-model.md, "Verdict"),
-        including the divergence sensitivity refit when some runs diverged. ``failed``: per pipeline, what failed
-        in the fit's sampler diagnostics (:func:`~initmem.models.summaries.summarize_model`)."""
-        if delta <= 0:
-            raise OptionError("delta", "{option} must be positive")
-        return summarize_model(self, float(delta), alpha, failed)
+        """:meth:`results` as plain dicts (``entry["verdict"]``), for scripts and studies that read them so."""
+        return {pipe: entry.model_dump() for pipe, entry in self.results(delta, alpha, failed).items()}
 
 
 def _default_delta(data: MemoryData) -> float | None:

@@ -32,6 +32,7 @@ import numpy as np
 
 from initmem import cube
 from initmem import names as N
+from initmem.jsonio import json_safe
 from initmem.models import arviz_io, checks
 from initmem.models.data import MemoryData
 from initmem.models.paired import (
@@ -60,6 +61,7 @@ from initmem.models.rules import (
 from initmem.models.sequential import Spending, as_spending
 from initmem.names import ALPHA, VERDICTS
 from initmem.results import sigma_key
+from initmem.results.records import PipelineResult
 
 
 class FittedModel(Protocol):
@@ -288,6 +290,12 @@ class Verdict:
     model_ok: bool = True
     borderline: bool = False
     model_borderline: bool = False
+
+    def fields(self) -> dict[str, Any]:
+        """The decision as summary.json's pipeline entry holds it (``PipelineResult``): the verdict and its
+        borderline flag, the model's own, the route that decided and whether the pipeline is near the ceiling."""
+        return {"verdict": self.label, "borderline": self.borderline, "model_verdict": self.model_label,
+                "rule": self.rule, "near_ceiling": self.near_ceiling}
 
     def again(self, p_gt: float, p_lt: float, mcse: tuple[float, float] | None = None) -> str:
         """The label the same tests give with other probabilities (a reweighted posterior, another prior)."""
@@ -601,8 +609,10 @@ def _p(p: float | None) -> str:
 
 
 def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = ALPHA,
-                    failed: dict[str, str | None] | None = None) -> dict[str, dict[str, Any]]:
-    """The per-pipeline entries of summary.json (schema initmem.summary/2) that models/ owns. ``alpha`` is
+                    failed: dict[str, str | None] | None = None) -> dict[str, PipelineResult]:
+    """The per-pipeline entries of summary.json (schema initmem.summary/2) that models/ owns, each a typed
+    :class:`~initmem.results.records.PipelineResult` from the moment it is made: later steps (the model checks,
+    the frequentist cross-check, the radial verdict) return new records (``Record.replaced``). ``alpha`` is
     each false verdict's rate: "remembers" needs the ordered test at alpha with the model agreeing (P >= 1/2),
     "forgets" comes from P >= 1 - alpha/2 or the intersection-union test at 0.8 alpha (models/paired.py,
     ``forgets_levels``). A look of the sequential design passes its :class:`Spending` (analysis/sequential.py):
@@ -615,7 +625,7 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
     level = as_spending(alpha)
     sens = _sensitivity_fit(model, delta, alpha)
     put_back = _put_back_fit(model, delta, alpha)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, PipelineResult] = {}
     for a, pipe in enumerate(d.pipelines):
         def q(name: str, _a: int = a) -> dict[str, float]:
             return quantiles(post[name].values[..., _a])
@@ -634,7 +644,7 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
         shown, model_shown = N.verdict_text(vd, decided.borderline), N.verdict_text(model_vd, decided.model_borderline)
         flat = spread.ravel()
         reported, interval_source = spread_interval(model, a, flat, med)
-        out[pipe] = {
+        entry: dict[str, Any] = {
             "n_sigma": int(lev.sum()), "n_seed": int(d.seed_mask[a].sum()), "n_cells": int(d.used[a].sum()),
             "sigma_sd": q("sigma_sd"), "seed_sd": q("seed_sd"), "slope_sd": q("slope_sd"),
             "residual_sd": q("residual_sd"),
@@ -642,10 +652,9 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
             "spread_interval": interval_source,
             "p_spread_gt_delta": p_gt, "p_spread_lt_delta": p_lt,
             "mcse": {"p_spread_gt_delta": m_gt, "p_spread_lt_delta": m_lt},
-            "borderline": decided.borderline, "verdict": vd, "model_verdict": model_vd,
-            "rule": decided.rule,
+            **decided.fields(),
             "paired_check": check, "equivalence_check": equiv, "prior": _prior_only(model, a, delta),
-            "estimand": estimand(model), "likelihood": d.likelihood, "near_ceiling": near,
+            "estimand": estimand(model), "likelihood": d.likelihood,
             "noise_scale": float(d.scale[a]),
             "test_set_se": d.test_set_se.get(pipe),
             "expected": {"sigma_w": d.sigma_w[lev].tolist(), "median": med.tolist(),
@@ -660,45 +669,47 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
             "missingness": _missingness(model, a, pipe, vd, put_back.get(pipe), float(np.median(flat)), delta),
             "notes": list(d.notes),
         }
+        notes = entry["notes"]
         if fit_failed is not None:
-            out[pipe]["notes"].append(
+            notes.append(
                 f"the fit's sampler diagnostics failed ({fit_failed}), so the model decides nothing here: the verdict "
                 "rests on the seeds' design-based tests alone (the ordered paired test for 'remembers', the "
                 "intersection-union test for 'forgets'), and the model's interval is shown but not trusted "
                 "(docs/memory-model.md, 'Verdict')")
         elif near and (equiv["supports_forgets"] or (model_vd == N.FORGETS and model_for)):
-            out[pipe]["notes"].append(ceiling_note(vd, ok_for, equiv))
+            notes.append(ceiling_note(vd, ok_for, equiv))
         elif model_shown != shown and vd == N.FORGETS:
-            out[pipe]["notes"].append(
+            notes.append(
                 f"the model alone says {model_shown!r}; the seeds' paired differences show every pair of sigma_w "
                 f"levels inside +-delta (intersection-union test, p = {equiv['p_value']:.3g}; models/paired.py), which "
                 "decides 'forgets' on its own (docs/memory-model.md, 'Verdict')")
         elif model_vd == N.FORGETS and not model_for:
-            out[pipe]["notes"].append(
+            notes.append(
                 f"the model alone says 'forgets', but with {int(d.level_mask[a].sum())} sigma_w levels its "
                 "P(spread < delta) is the prior's more than the data's; 'forgets' needs the intersection-union test "
                 "here (docs/memory-model.md, 'Verdict')")
         elif model_vd == N.FORGETS and decided.crossed and vd != N.FORGETS:
-            out[pipe]["notes"].append(crossed_note(equiv))
+            notes.append(crossed_note(equiv))
         elif model_shown != shown and vd == N.REMEMBERS:
-            out[pipe]["notes"].append(
+            notes.append(
                 f"the model alone says {model_shown!r} (P(spread > delta) = {p_gt:.3g}, below 1 - alpha): it shrinks "
                 "the level effects, and the seeds' paired differences carry 'remembers' on their own (ordered test, "
                 f"adjusted p = {check['p_value']:.3g}), with the model agreeing that the spread is more likely above "
                 "delta than below (docs/memory-model.md, 'Verdict')")
         elif model_shown != shown:
             pc = check["p_value"]
-            out[pipe]["notes"].append(
+            notes.append(
                 f"the model alone says {model_shown!r}, but the seeds' paired differences do not carry it "
                 f"(ordered test, adjusted p = {'n/a' if pc is None else f'{pc:.3g}'} against delta; models/paired.py): "
                 "a spread larger than delta rests on the model's noise assumptions here (docs/memory-model.md, "
                 "'Verdict')")
         for part in ("divergence", "missingness"):
-            if out[pipe][part]["warning"]:
-                out[pipe]["notes"].append(out[pipe][part]["warning"])
-        if out[pipe]["interpolation"]["levels_without_interpolation"]:
-            out[pipe]["notes"].append("sigma_w level(s) without an interpolating run, left out: " + ", ".join(
-                f"{s:g}" for s in out[pipe]["interpolation"]["levels_without_interpolation"]))
+            if entry[part]["warning"]:
+                notes.append(entry[part]["warning"])
+        if entry["interpolation"]["levels_without_interpolation"]:
+            notes.append("sigma_w level(s) without an interpolating run, left out: " + ", ".join(
+                f"{s:g}" for s in entry["interpolation"]["levels_without_interpolation"]))
+        out[pipe] = PipelineResult.model_validate(json_safe(entry))
     return out
 
 
@@ -780,19 +791,32 @@ def ceiling_note(final: str, iut_ok: bool, equivalence: dict[str, Any]) -> str:
     return head + f"; only the {'intersection-union test' if iut_ok else 'model'} says 'forgets'"
 
 
+def _checks(ppc: dict[str, dict[str, float]]) -> tuple[list[str], str | None]:
+    """The names of the failed model checks of one pipeline, and the warning on its verdict (None: none failed)."""
+    failed = checks.failures(ppc)
+    return failed, checks.warning_text(failed, ppc)
+
+
+def checked(entry: PipelineResult, ppc: dict[str, dict[str, float]]) -> PipelineResult:
+    """``entry`` with its model checks (``MemoryModel.ppc``), the names of the failed ones and a warning on the
+    verdict when any failed: a new record, the entry itself is left as it was."""
+    failed, text = _checks(ppc)
+    return entry.replaced(ppc=ppc, checks_failed=failed, notes=[*entry.notes, *([text] if text else [])])
+
+
 def attach_checks(pipelines: dict[str, dict[str, Any]], ppc: dict[str, dict[str, dict[str, float]]]) -> None:
-    """Put each pipeline's model checks (``MemoryModel.ppc``) into its entry, with the names of
-    the failed ones and a warning on the verdict when any failed."""
+    """Put each pipeline's model checks (``MemoryModel.ppc``) into its entry of ``MemoryModel.summarize``'s plain
+    dicts, with the names of the failed ones and a warning on the verdict when any failed (:func:`checked` does the
+    same for a typed entry)."""
     for pipe, entry in pipelines.items():
         entry["ppc"] = ppc.get(pipe, {})
-        failed = checks.failures(entry["ppc"])
+        failed, text = _checks(entry["ppc"])
         entry["checks_failed"] = failed
-        text = checks.warning_text(failed, entry["ppc"])
         if text:
             entry["notes"].append(text)
 
 
 __all__ = ["AGREE", "DECISION", "MIN_LEVELS_MODEL_FORGETS", "N_DRAWS", "RESOLVE", "RULES", "VERDICTS", "attach_checks",
-           "binomial_mcse", "crossed_note", "decide_pipeline",
+           "binomial_mcse", "checked", "crossed_note", "decide_pipeline",
            "decision_rule", "estimand", "mcse_floor", "model_thresholds", "probability_with_mcse", "quantiles",
            "summarize_model", "verdict", "verdict_flagged"]

@@ -112,6 +112,21 @@ class Record(BaseModel):
         """Plain JSON-safe dict (NaN -> null), without keys left unset on optional records."""
         return json_safe(self.model_dump(mode="python", exclude_unset=False, by_alias=True))
 
+    def replaced(self: Rec, **changes: Any) -> Rec:
+        """A new record with ``changes``, validated as the record itself is: how a later step of an analysis adds
+        to a record (the model checks, the frequentist cross-check, the radial verdict) without editing it.
+
+        Why not ``model_copy(update=...)``: that stores an update unvalidated, so a nested dict would stay a dict
+        and serialize in its own key order rather than the record's.
+
+        Examples
+        --------
+        >>> q = Quantiles(median=1.0, q05=0.5, q95=2.0)
+        >>> q.replaced(q95=3.0), q.q95
+        (Quantiles(median=1.0, q05=0.5, q95=3.0), 2.0)
+        """
+        return type(self).model_validate({**dict(self), **json_safe(changes)})
+
 
 Rec = TypeVar("Rec", bound=Record)
 
@@ -454,6 +469,9 @@ class PipelineResult(Record):
 
 DrawVerdict = Literal["keeps its draw", "forgets its draw", "undecided"]
 DRAW_VERDICTS: tuple[str, ...] = ("keeps its draw", "forgets its draw", "undecided")
+# The radial verdict's words (stats/radial.py decides it; :class:`RadialVerdict` holds it): one owner for the test,
+# the record and the rule table (models/rules.py, READOUTS).
+RADIAL_VERDICTS: tuple[str, ...] = ("keeps the initial scale", "forgets the scale", UNDECIDED)
 
 
 class Bounds(Record):

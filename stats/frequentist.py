@@ -39,6 +39,7 @@ from initmem import cube
 from initmem.errors import UserError
 from initmem.names import ALPHA, FORGETS, REMEMBERS, UNDECIDED, VERDICTS
 from initmem.results.margins import check_margin
+from initmem.results.records import PipelineResult
 from initmem.stats import effects
 from initmem.stats.anova import mean_squares
 from initmem.stats.reml import reml_fit
@@ -313,6 +314,21 @@ def crosscheck(ds: xr.Dataset, metric: str, delta: float, bayes: dict[str, dict]
                                            metric=metric, n_test=n_test, p_adj=p_adj)
         out[p] = {"frequentist": freq, "agreement": agreement, "disagreements": reasons,
                   "effect_sizes": eff, "notes": r["notes"] + notes}
+    return out
+
+
+def crosschecked(ds: xr.Dataset, metric: str, delta: float,
+                 pipelines: dict[str, PipelineResult]) -> dict[str, PipelineResult]:
+    """Each pipeline's summary entry with its frequentist cross-check (:func:`crosscheck`: the tests, the
+    effect sizes and the agreement with the entry's Bayesian verdict) added, as new records: the entries given are
+    left as they were. The cross-check's notes follow the model's, never replace them."""
+    freq = crosscheck(ds, metric, delta, {p: e.model_dump() for p, e in pipelines.items()})
+    out = dict(pipelines)
+    for pipe, extra in freq.items():
+        if pipe in out:
+            entry = out[pipe]
+            out[pipe] = entry.replaced(**{k: v for k, v in extra.items() if k != "notes"},
+                                       notes=[*entry.notes, *extra.get("notes", [])])
     return out
 
 

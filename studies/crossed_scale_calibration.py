@@ -161,7 +161,6 @@ def model_rates(shape: tuple[int, int], sds: dict, batches: int, rng: np.random.
     at a spread of exactly delta (7 levels, a ramp), refitted on the compiled memory model."""
     from initmem.models.data import noise_scale
     from initmem.models.designs import P, compiled_model, table_data
-    from initmem.models.summaries import summarize_model
 
     n_i, n_j = shape
     s = n_i * n_j
@@ -175,7 +174,7 @@ def model_rates(shape: tuple[int, int], sds: dict, batches: int, rng: np.random.
         cr = CrossedSeeds.full(n_i, n_j)
         d = replace(d, init_seed=cr.init, data_seed=cr.data)
         fit = model.refit(d, seed=int(rng.integers(1 << 30)))
-        for entry in summarize_model(fit, DELTA).values():
+        for entry in fit.summarize(DELTA).values():
             counts["n"] += 1
             counts["forgets"] += entry["verdict"] == "forgets"
             counts["remembers"] += entry["verdict"] == "remembers"

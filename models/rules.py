@@ -37,7 +37,8 @@ from initmem.models.paired import (
 )
 from initmem.models.sequential import Spending, as_spending, parse_design, spending_label
 from initmem.names import ALPHA
-from initmem.results.records import VerdictThresholds
+from initmem.results.margins import RADIAL_MARGIN
+from initmem.results.records import DRAW_VERDICTS, RADIAL_VERDICTS, VerdictThresholds
 
 AGREE = 0.5        # "remembers" needs the model to agree with the ordered test: P(spread > delta) >= 1/2
 N_DRAWS = 4000     # posterior draws of a default analysis (4 chains x 1000): the planner's and verdict's default
@@ -221,6 +222,71 @@ GATES: tuple[Gate, ...] = (
          "the fit's sampler diagnostics failed: the design-based tests decide alone"),
 )
 
+@dataclass(frozen=True)
+class Readout:
+    """A verdict beside the scale verdict, decided by a test of its own against a margin: a row of
+    :data:`READOUTS` (the radial verdict, stats/radial.py; the draw verdict of a crossed design, stats/crossed.py).
+
+    Attributes
+    ----------
+    key : str
+        A short identifier ("radial", "draw").
+    quantity : str
+        What the test reads, in a few words.
+    verdicts : tuple of str
+        The word where the test shows the quantity above the margin, and where it shows it inside.
+    test : str
+        The test each of the two words rests on.
+    share : float
+        Its share of alpha: each readout is a family of its own, spending the whole of its level.
+    alpha : float or None
+        The level it is decided at where fixed (None: the analysis's alpha).
+    margin : float or None
+        Its margin where fixed (None: the analysis's, ``Margins.draw_margin``).
+    sentence : callable
+        The rule as the report's Methods states it, from the level and the margin as shown (:meth:`rule`).
+    """
+
+    key: str
+    quantity: str
+    verdicts: tuple[str, str]
+    test: str
+    share: float
+    alpha: float | None
+    margin: float | None
+    sentence: Callable[[Readout, float, str], str]
+
+    def rule(self, alpha: float | None = None, margin: str | None = None) -> str:
+        """The rule's sentence at ``alpha`` (None: the readout's own level) with ``margin`` as the reader sees it
+        (None: the readout's own, as a number)."""
+        level = self.alpha if alpha is None else alpha
+        assert level is not None, f"the {self.key} verdict is decided at the analysis's alpha: pass it"
+        return self.sentence(self, level, f"{self.margin:g}" if margin is None else margin)
+
+
+def _radial_sentence(r: Readout, alpha: float, margin: str) -> str:
+    keeps, forgets = r.verdicts
+    return (f"Radial memory was decided from {r.quantity} (1 at initialization): '{keeps}' when a one-sided t test "
+            f"shows it above {margin}, '{forgets}' when two one-sided t tests show it inside +-{margin} "
+            f"(alpha = {alpha:g}).")
+
+
+def _draw_sentence(r: Readout, alpha: float, margin: str) -> str:
+    return (f"A pipeline was said to keep its draw when the one-sided {100 * (1 - alpha):g}% lower confidence bound "
+            f"of {r.quantity} exceeded {margin}, and to forget it when the upper bound fell below the margin")
+
+
+READOUTS: tuple[Readout, ...] = (
+    Readout("radial", "the slope of the log final kernel norm on log sigma_w, averaged over seeds",
+            (RADIAL_VERDICTS[0], RADIAL_VERDICTS[1]),
+            "one-sided t test of the mean seed slope above the margin; two one-sided t tests (TOST) inside it",
+            1.0, ALPHA, RADIAL_MARGIN, _radial_sentence),
+    Readout("draw", "SD_init", (DRAW_VERDICTS[0], DRAW_VERDICTS[1]),
+            "the one-sided lower confidence bound of SD_init above the margin; its upper bound below it (modified "
+            "large-sample bounds, stats/crossed.py)", 1.0, None, None, _draw_sentence),
+)
+READOUT = {r.key: r for r in READOUTS}
+
 # summary.json's ``rule`` values in the order the documentation lists them (the table is read in ROUTES' order)
 RULES: tuple[str, ...] = tuple(ROUTE[k].name for k in ("extreme", "peak", "fallback", "model", "iut", "both", "none"))
 
@@ -334,6 +400,6 @@ def _restated(base: VerdictThresholds, alpha: float, agree: float | None, model_
                              skew_gate=base.skew_gate, min_levels_model_forgets=base.min_levels_model_forgets)
 
 
-__all__ = ["AGREE", "GATES", "MIN_LEVELS_MODEL_FORGETS", "N_DRAWS", "RESOLVE", "ROUTE", "ROUTES", "RULES", "Decided",
-           "Gate", "Route", "binomial_mcse", "mcse_floor", "model_thresholds", "route_of", "rule_text",
-           "stored_thresholds", "thresholds"]
+__all__ = ["AGREE", "GATES", "MIN_LEVELS_MODEL_FORGETS", "N_DRAWS", "READOUT", "READOUTS", "RESOLVE", "ROUTE", "ROUTES",
+           "RULES", "Decided", "Gate", "Readout", "Route", "binomial_mcse", "mcse_floor", "model_thresholds",
+           "route_of", "rule_text", "stored_thresholds", "thresholds"]

@@ -21,7 +21,7 @@ from initmem import cube as C
 from initmem import optimizers
 from initmem.grid.datasets import GENERATED, NAMES
 from initmem.grid.datasets import dataset as dataset_entry
-from initmem.models.rules import ROUTE
+from initmem.models.rules import READOUT, ROUTE
 from initmem.models.sequential import parse_design, spending_label
 from initmem.plot.load import Analysis, seed_design, verdict_levels
 from initmem.plot.model import seed_caption
@@ -255,12 +255,9 @@ def _sequential_and_radial_sentences(a: Analysis) -> list[Sentence]:
             f"The design trained {q.runs_used} runs where the fixed design trains {q.runs_fixed}.",
             ("lan1983spending",)))
     out += crossed_sentences(a)
-    if any(a.pipe(p).radial is not None for p in a.pipelines):
-        out.append(Sentence(
-            "Radial memory was decided from the slope of the log final kernel norm on log sigma_w, averaged over "
-            "seeds (1 at initialization): 'keeps the initial scale' when a one-sided t test shows it above 0.1, "
-            "'forgets the scale' when two one-sided t tests show it inside +-0.1 (alpha = 0.05).",
-            ("berger1982iut",)))
+    radial = [r for r in (a.pipe(p).radial for p in a.pipelines) if r is not None]
+    if radial:   # the rule's sentence from its record (models/rules.py, READOUTS), at the margin it was decided at
+        out.append(Sentence(READOUT["radial"].rule(margin=f"{radial[0].margin:g}"), ("berger1982iut",)))
     return out
 
 
@@ -277,9 +274,8 @@ def crossed_sentences(a: Analysis) -> list[Sentence]:
         "seed drew the initial weights, the data seed the data order, augmentation and dropout masks. Per pipeline "
         "the final metric was modelled as y = mu[l] + a[l, i] + b[l, j] + e[l, i, j] (l the sigma_w level, i the "
         "init seed, j the data seed), with SD_init the root mean over levels of the within-level SD of a, SD_data "
-        "that of b and SD_resid that of e. A pipeline was said to keep its draw when the one-sided "
-        f"{100 * (1 - block.alpha):g}% lower confidence bound of SD_init exceeded {margin}, "
-        "and to forget it when the upper bound fell below the margin; the bounds are modified large-sample bounds "
+        "that of b and SD_resid that of e. " + READOUT["draw"].rule(block.alpha, margin)
+        + "; the bounds are modified large-sample bounds "
         "on the mean squares averaged over levels, with the degrees of freedom of a single level, valid whatever "
         "the correlation of the effects across levels; the init mean square's degrees of freedom shrink further "
         "with the init seeds' sample kurtosis in the lower bound and stay under a tail allowance in the upper one, "

@@ -18,6 +18,8 @@ from initmem.results.records import FRACTION, METRIC_UNITS, Margins
 
 DEFAULT_ACCURACY_DELTA = 0.01   # an accuracy's delta by default: one point, as a fraction of the test set
 DRAW_MARGIN_POINTS = 0.5        # the draw verdict's default margin on SD_init for an accuracy, in points
+RADIAL_MARGIN = 0.1  # the radial verdict's margin on the slope of log kernel norm on log sigma_w (1 at init): a
+#                      16-fold sigma_w grid leaves final norms at most 16**0.1 = 1.32x apart when forgotten
 
 
 def is_accuracy(metric: str) -> bool:
@@ -127,5 +129,5 @@ def resolve_margins(metric: str, *, delta: float | None, rope: float | None = No
                    unit=FRACTION if accuracy else METRIC_UNITS)
 
 
-__all__ = ["DEFAULT_ACCURACY_DELTA", "DRAW_MARGIN_POINTS", "Margins", "check_margin", "is_accuracy", "positive",
-           "resolve_margins"]
+__all__ = ["DEFAULT_ACCURACY_DELTA", "DRAW_MARGIN_POINTS", "RADIAL_MARGIN", "Margins", "check_margin", "is_accuracy",
+           "positive", "resolve_margins"]

@@ -31,10 +31,10 @@ from scipy import stats as sps
 from initmem import cube
 from initmem.cube.levels import probe_is_categorical
 from initmem.names import ALPHA, UNDECIDED
+from initmem.results.margins import RADIAL_MARGIN  # the margin's one owner, read by the rule table too
+from initmem.results.records import RADIAL_VERDICTS
 
-RADIAL_MARGIN = 0.1  # a 16-fold sigma_w grid leaves final norms at most 16**0.1 = 1.32x apart when forgotten
-KEEPS, FORGETS = "keeps the initial scale", "forgets the scale"
-RADIAL_VERDICTS = (KEEPS, FORGETS, UNDECIDED)
+KEEPS, FORGETS, _ = RADIAL_VERDICTS   # the words' one owner (results/records.py); the rule table: models/rules.py
 
 
 def final_log_norms(ds: xr.Dataset) -> xr.DataArray:

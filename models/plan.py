@@ -40,6 +40,7 @@ from initmem.models.summaries import AGREE, MIN_LEVELS_MODEL_FORGETS, binomial_m
 from initmem.names import ALPHA
 from initmem.results import POSTERIOR_NC, SUMMARY_JSON, Summary, load_summary
 from initmem.results.display import PlanResult
+from initmem.results.margins import resolve_margins
 
 SEED_LADDER = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
 TARGET = 0.8
@@ -374,9 +375,9 @@ def plan(analysis_dir: str | os.PathLike, delta: float | None = None, *, n_sim: 
     folder = Path(analysis_dir)
     summary = load_summary(folder)
     refuse_crossed(summary, folder)
-    delta = summary.delta if delta is None else float(delta)
-    if not (delta is not None and np.isfinite(delta) and delta > 0):
-        raise OptionError("delta", f"{{option}} must be a positive number, not {delta!r}")
+    # a delta given here is checked by the one check of a margin (results/margins.py); the stored one was
+    delta = summary.delta if delta is None else resolve_margins(summary.metric, delta=delta,
+                                                                accuracy=summary.is_accuracy).delta
     if n_sim < 10:
         raise OptionError("n_sim", "{option} must be at least 10")
     post = arviz_io.from_netcdf(folder / POSTERIOR_NC).posterior

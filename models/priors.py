@@ -46,18 +46,18 @@ def _unit_spreads(n_levels: int) -> np.ndarray:
     return np.sort(sd * np.ptp(rng.standard_normal((_N_MC, max(int(n_levels), 2))), axis=1))
 
 
-def prior_p_spread_gt(delta_z: float, scale: float, n_levels: int) -> float:
+def prior_p_spread_gt(delta: float, scale: float, n_levels: int) -> float:
     """Prior P(spread > delta) of exchangeable level effects when sigma_sd ~ half-t(3, scale);
-    delta_z and scale in noise units."""
+    delta (the analysis's, divided by the pipeline's noise scale) and scale in noise units."""
     draws = _unit_spreads(n_levels)
-    return float(1.0 - np.searchsorted(draws, delta_z / scale, side="right") / draws.size)
+    return float(1.0 - np.searchsorted(draws, delta / scale, side="right") / draws.size)
 
 
-def neutral_scale(delta_z: float, n_levels: int, floor: float = 1.0) -> float:
+def neutral_scale(delta: float, n_levels: int, floor: float = 1.0) -> float:
     """sigma_sd's half-t(3) scale (noise units) that makes the prior P(spread > delta) = 1/2 for
     L exchangeable levels (the spread scales with sigma_sd, so it is delta over the median unit
-    spread), never below ``floor`` noise units."""
-    return float(max(delta_z / float(np.median(_unit_spreads(n_levels))), floor))
+    spread), never below ``floor`` noise units; ``delta`` in noise units."""
+    return float(max(delta / float(np.median(_unit_spreads(n_levels))), floor))
 
 
 @dataclass(frozen=True)
@@ -73,12 +73,12 @@ class Priors:
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
 
-    def sigma_scale(self, delta_z: float | None, n_levels: int) -> float:
-        """sigma_sd's scale (noise units) for one pipeline with ``n_levels`` levels; without a
-        delta, the floor."""
-        if delta_z is None:
+    def sigma_scale(self, delta: float | None, n_levels: int) -> float:
+        """sigma_sd's scale (noise units) for one pipeline with ``n_levels`` levels and ``delta`` in noise units;
+        without a delta, the floor."""
+        if delta is None:
             return self.sigma_floor
-        return neutral_scale(delta_z, n_levels, self.sigma_floor)
+        return neutral_scale(delta, n_levels, self.sigma_floor)
 
     def logpdf(self, sigma_sd: np.ndarray, scale: float | np.ndarray = 1.0) -> np.ndarray:
         """Log density of sigma_sd (noise units) under the prior of scale ``scale``; also the

@@ -65,6 +65,7 @@ from torch import nn
 from initmem import clocks, cube, optimizers
 from initmem.atomic import atomic_path
 from initmem.collect.custom.probe import Kernel, kernels
+from initmem.collect.execution.fault_hooks import hook
 from initmem.collect.train.coords import machine_attrs
 from initmem.collect.train.measure import StepMeter
 from initmem.errors import UserError
@@ -368,6 +369,7 @@ class Recorder:
         self.wall = time.perf_counter() - self._t0
         if self.path is not None and self.checkpoint:
             self.save()
+        hook("evaluate")   # a crash test's fault point inside the user's loop (inert unless INITMEM_TEST_HOOK is set)
 
     def _record(self, epoch: int, lr_read: float, train: tuple[float, float] | None,
                 val: tuple[float, float] | None, test: tuple[float, float] | None, predictions: Any) -> None:

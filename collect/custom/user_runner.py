@@ -12,7 +12,8 @@ its output in ``output.log``); the record it wrote through the recorder becomes 
 code's identity as per-pipeline coordinates. Faults become statuses with reasons (docs/own-model.md,
 "Faults"): the code raised (``failed``, its traceback kept in the shard), the loss went non-finite
 (``diverged``, from the record), it ran past ``timeout_min`` (``failed``, "timed out"), it wrote no record or
-left it unfinished (``failed``, with the last lines it printed).
+left it unfinished (``failed``, with the last lines it printed). A Ctrl-C or SIGTERM is no fault of the cell's:
+the cell ends as interrupted, with no shard, whatever the code makes of the signal (collect/custom/stopping.py).
 
 Run as ``python -m initmem.collect.custom.user_runner CELL_FILE ENTRY WORKDIR``: an entry point's child process.
 """
@@ -36,6 +37,7 @@ import xarray as xr
 from initmem import cube
 from initmem.collect.custom.cell import CELL_ENV, CELL_FILE, RECORD_FILE, SCRATCH_DIR, Cell
 from initmem.collect.custom.identity import CODE, CODE_COORDS, command_argv, import_entry, on_path
+from initmem.collect.custom.stopping import cell_guard, stop_child
 from initmem.collect.execution.shards import shard_name
 from initmem.collect.train.coords import cube_attrs
 from initmem.grid import Grid, UserPipelineSpec
@@ -98,12 +100,15 @@ class UserTrainFn:
     Slurm tasks get it whole).
 
     ``root`` is the grid folder, ``workdirs`` and ``identities`` each user pipeline's folder and code identity
-    (made once, where the run starts), ``engine`` the train function of the grid's built-in pipelines."""
+    (made once, where the run starts, from ``base``: the folder relative paths are taken from,
+    :func:`~initmem.collect.custom.identity.code_base`), ``engine`` the train function of the grid's built-in
+    pipelines."""
 
     root: str
     workdirs: dict[str, str]
     identities: dict[str, dict[str, str]]
     engine: Callable[..., Any] | None = None
+    base: str | None = None
 
     @property
     def state_version(self) -> Any:
@@ -149,15 +154,16 @@ def run_cell(grid: Grid, pipeline: str, sigma_w: float, run: int, *, device: str
         stale.unlink(missing_ok=True)
     started = time.time()
     t0 = time.monotonic()
-    if spec.entry is not None and spec.timeout_min is None:
-        with on_path(workdir), _cwd(workdir):
-            try:
-                import_entry(spec.entry, workdir)(cell)   # its exception is the cell's: pack_job records it failed
-            except SystemExit as exc:   # sys.exit() in the code ends the cell, not the collector
-                if exc.code not in (None, 0):
-                    raise CellFailed(f"called sys.exit({exc.code!r})", traceback.format_exc()) from None
-    else:
-        _run_child(spec, cell_file, folder, workdir)
+    with cell_guard():   # a Ctrl-C or SIGTERM ends the cell as interrupted (no shard), whatever the code makes of it
+        if spec.entry is not None and spec.timeout_min is None:
+            with on_path(workdir), _cwd(workdir):
+                try:
+                    import_entry(spec.entry, workdir)(cell)   # its exception is the cell's: recorded failed
+                except SystemExit as exc:   # sys.exit() in the code ends the cell, not the collector
+                    if exc.code not in (None, 0):
+                        raise CellFailed(f"called sys.exit({exc.code!r})", traceback.format_exc()) from None
+        else:
+            _run_child(spec, cell_file, folder, workdir)
     ds = _read_record(cell, folder, started)
     return _as_shard(ds, grid, cell, device=device, identity=identity, seconds=time.monotonic() - t0)
 
@@ -195,7 +201,7 @@ def _run_child(spec: UserPipelineSpec, cell_file: Path, folder: Path, workdir: P
             raise CellFailed(f"timed out after {spec.timeout_min:g} min (pipelines.{cell_pipeline(cell_file)}"
                              ".timeout_min)", _last_lines(log)) from None
         except BaseException:
-            _kill_group(proc)   # the collector itself is stopped: stop the cell's code with it
+            stop_child(proc)   # the collector is stopped: the signal to the code's group, then SIGKILL
             raise
     if code != 0:
         tb_file = folder / TRACEBACK_FILE

@@ -14,7 +14,8 @@ requeued or resumed process does not fire again.
 Points: ``epoch`` (engine progress callback), ``checkpoint_write`` (checkpoint complete under its
 temporary name), ``checkpoint_saved`` (after its rename), ``shard_write`` (shard complete under
 its temporary name), ``shard_written`` (after its rename), ``merge`` (merged cube complete under
-its temporary name).
+its temporary name), ``evaluate`` (a user's loop recorded an evaluation: ``initmem.Recorder.evaluate``,
+in the process that runs the user's code).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections import Counter
 
 ENV = "INITMEM_TEST_HOOK"
 ONCE_ENV = "INITMEM_TEST_HOOK_ONCE"
-POINTS = ("epoch", "checkpoint_write", "checkpoint_saved", "shard_write", "shard_written", "merge")
+POINTS = ("epoch", "checkpoint_write", "checkpoint_saved", "shard_write", "shard_written", "merge", "evaluate")
 
 _counts: Counter[str] = Counter()
 
@@ -60,8 +61,9 @@ def _fire(action: str, point: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     elif action == "interrupt":
         # Python's own Ctrl-C handler: a process started with SIGINT ignored (as under some test runners'
-        # workers) would otherwise not see the signal at all
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        # workers) would otherwise not see the signal at all; a Python handler stays (initmem's, around user code)
+        if not callable(signal.getsignal(signal.SIGINT)):
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         os.kill(os.getpid(), signal.SIGINT)
     elif action == "preempt":
         sig = os.environ.get("SUBMITIT_PREEMPT_SIGNAL", "USR2")

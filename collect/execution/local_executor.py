@@ -11,6 +11,7 @@ alive at every epoch and exits if it is gone, so a killed command leaves no orph
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import queue
@@ -22,6 +23,8 @@ from initmem.collect.execution.grid_folder import GridFolder
 from initmem.collect.execution.pack_job import PackContext, PackTask, TrainFn, execute_pack
 from initmem.collect.execution.progress import ProgressView
 from initmem.collect.execution.shards import Cell
+
+INTERRUPTED_EXIT = 130   # a worker stopped by a Ctrl-C (128 + SIGINT), as the command line exits
 
 
 def visible_gpus() -> list[str]:
@@ -117,6 +120,28 @@ def _train_workers(tasks: list[PackTask], folder: GridFolder, plan: list[dict[st
         procs.append(p)
     running: dict[int, PackTask] = {}
     lost: list[str] = []
+    with _stopping(grid, procs, (task_q, msg_q)):
+        _wait_for_workers(procs, msg_q, running, lost, view)
+    for i, p in enumerate(procs):
+        p.join()
+        if p.exitcode != 0 and i in running:
+            lost.append(f"pack {running[i].pack_id}: worker {i} died with exit code {p.exitcode}")
+    return lost
+
+
+def _stopping(grid: Any, procs: list[Any], queues: tuple[Any, ...]) -> contextlib.AbstractContextManager[None]:
+    """A grid of user code: its workers lead process groups of their own, and a Ctrl-C or SIGTERM stops them
+    (collect/custom/stopping.py: forwarded to each group, SIGKILL after a grace period); else nothing."""
+    if not grid.user_pipelines:
+        return contextlib.nullcontext()
+    from initmem.collect.custom.stopping import stopping_workers
+
+    return stopping_workers(procs, queues)
+
+
+def _wait_for_workers(procs: list[Any], msg_q: Any, running: dict[int, PackTask], lost: list[str],
+                      view: ProgressView) -> None:
+    """Show the workers' messages until every worker has ended."""
     drained = False
     while True:
         try:
@@ -146,16 +171,15 @@ def _train_workers(tasks: list[PackTask], folder: GridFolder, plan: list[dict[st
             if drained:
                 break
             drained = True
-    for i, p in enumerate(procs):
-        p.join()
-        if p.exitcode != 0 and i in running:
-            lost.append(f"pack {running[i].pack_id}: worker {i} died with exit code {p.exitcode}")
-    return lost
 
 
 def _worker(index: int, root: str, grid: Any, grid_hash: str, device: str, train_fn: TrainFn,
             checkpoint_every: int, checkpoint_seconds: float | None, threads: int, parent: int,
             task_q: Any, msg_q: Any) -> None:
+    if grid.user_pipelines:   # a group of its own, which the parent stops on a Ctrl-C (collect/custom/stopping.py)
+        from initmem.collect.custom.stopping import lead_own_group
+
+        lead_own_group()
     import torch  # in the spawned worker only
 
     torch.set_num_threads(threads)
@@ -181,4 +205,8 @@ def _worker(index: int, root: str, grid: Any, grid_hash: str, device: str, train
             traceback.print_exc()
             msg_q.put(("error", index, task, f"{exc.__class__.__name__}: {exc}"))
             continue
+        except KeyboardInterrupt:
+            if grid.user_pipelines:   # stopped by the parent, which says so once: no traceback from each worker
+                os._exit(INTERRUPTED_EXIT)
+            raise
         msg_q.put(("done", index, task))

@@ -22,17 +22,16 @@ from initmem.cube.levels import probe_is_categorical
 from initmem.errors import OptionError, UserError, option
 from initmem.models import arviz_io
 from initmem.models.memory import (
-    DEFAULT_TARGET_ACCEPT,
-    RETRY_TARGET_ACCEPT,
     MemoryModel,
+    failed_fits,
     prepare_data,
     versions,
 )
 from initmem.models.rules import rule_text, thresholds
 from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, parse_design
-from initmem.models.summaries import checked, estimand
+from initmem.models.summaries import estimand
 from initmem.results.margins import resolve_margins
-from initmem.results.records import sampler_flags, summary_units
+from initmem.results.records import summary_units
 from initmem.results.spec import AnalysisOptions, AnalysisSpec
 
 
@@ -64,50 +63,10 @@ def warn(msg: str) -> None:
 def fit_checked(model: MemoryModel, *, sampler: str, draws: int, tune: int, chains: int, seed: int,
                 progress: bool, label: str = "") -> dict[str, Any]:
     """Fit, check R-hat / ESS / divergences, and retry once (target_accept 0.99, twice the tuning)
-    when any check fails. Returns the diagnostics of the final fit plus the retry record."""
-    attempts = []
-    target = DEFAULT_TARGET_ACCEPT
-    t_sampling = 0.0
-    for attempt in range(2):
-        model.fit(sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed + attempt,
-                  target_accept=target, progress=progress)
-        t_sampling += model.sampling_seconds
-        diag = model.diagnostics()
-        attempts.append({"target_accept": target, "tune": tune, "draws": draws, "flags": diag["flags"],
-                         "sampling_seconds": model.sampling_seconds})
-        if not diag["flags"] or attempt == 1:
-            break
-        for flag in diag["flags"]:
-            warn(f"{label}{flag}; retrying with target_accept={RETRY_TARGET_ACCEPT} and tune={2 * tune}")
-        target, tune = RETRY_TARGET_ACCEPT, 2 * tune
-    for flag in diag["flags"]:
-        warn(f"{label}{flag} (after {len(attempts)} attempt(s)); the results are reported but flagged, and "
-             "the model decides no verdict: the seeds' design-based tests decide alone")
-    diag.update({
-        "sampler": model.sampler_used,
-        "compile_seconds": model.compile_seconds,
-        "sampling_seconds": t_sampling,
-        "seconds": model.compile_seconds + t_sampling,
-        "retried": len(attempts) > 1,
-        "attempts": attempts,
-        "target_accept": target,
-        "draws": draws, "tune": tune, "chains": chains, "seed": seed,
-    })
-    if getattr(model, "fallback_reason", None):
-        diag["flags"].append(model.fallback_reason)
-        warn(model.fallback_reason)
-    return diag
-
-
-def failed_fits(diag: dict[str, Any]) -> dict[str, str | None]:
-    """Per pipeline, what its fit missed of the sampler goals after the retry (R-hat, bulk ESS, divergences, which
-    the sampler counts over every pipeline at once), None where nothing did: a verdict never rests on a failed fit
-    (models/summaries.py, ``verdict``'s ``model_ok``)."""
-    out: dict[str, str | None] = {}
-    for pipe, s in diag["per_pipeline"].items():
-        flags = sampler_flags(pipe, s["max_rhat"], s["min_ess_bulk"], diag.get("divergences", 0))
-        out[pipe] = "; ".join(f.split(": ", 1)[1] for f in flags) or None
-    return out
+    when any check fails (``MemoryModel.fit_retrying``), each flag and the retry printed on stderr. Returns the
+    diagnostics of the final fit plus the retry record."""
+    return model.fit_retrying(sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress,
+                              warn=warn, label=label)
 
 
 def _gated_note(ds: Any, gate: str, pipeline: str | None = None) -> str | None:
@@ -210,6 +169,7 @@ def analyze_cube(
         if gated and type(exc) is UserError:
             raise UserError(f"{exc}; {gated}") from None
         raise
+    spend = spending_of(spec)     # a sequential design this version does not know is refused before the fit
     margins = resolve_margins(data.metric, delta=spec.delta, rope=spec.rope, draw_margin=spec.draw_margin,
                               accuracy=data.is_accuracy)
     delta = margins.delta
@@ -220,14 +180,11 @@ def analyze_cube(
         warn(f"pipeline {pipe!r} skipped: {reason}" + (f"; {gated}" if gated else ""))
 
     model = MemoryModel(data, delta=delta, slots=spec.compile_shape)
-    diag = fit_checked(model, sampler=spec.sampler, draws=spec.draws, tune=spec.tune, chains=spec.chains, seed=seed,
-                       progress=progress)
-    spend = spending_of(spec)
-    # Each pipeline's entry is a typed record from the moment the model decides it; every later step returns a
-    # new record (the model checks, the sampler's diagnostics, the frequentist cross-check, the radial verdict).
-    ppc = model.ppc(seed=seed)
-    pipelines = {pipe: checked(entry, ppc.get(pipe, {})).replaced(diagnostics=diag["per_pipeline"][pipe])
-                 for pipe, entry in model.results(delta, spend, failed_fits(diag)).items()}
+    diag = model.fit_retrying(sampler=spec.sampler, draws=spec.draws, tune=spec.tune, chains=spec.chains, seed=seed,
+                              progress=progress, warn=warn)
+    # Each pipeline's entry is a typed record from the moment the model decides it, with its model checks and its
+    # sampler's diagnostics; every later step returns a new record (the frequentist cross-check, the radial verdict).
+    pipelines = model.results(delta, spend, checks_seed=seed, fit=diag)
 
     from initmem.stats.frequentist import crosschecked
     from initmem.stats.radial import radial_verdicts
@@ -269,7 +226,7 @@ def analyze_cube(
         "priors": model.priors.describe(),
         "prior_values": model.priors.as_dict(),
         "model": model.describe(),
-        "verdict_rule": verdict_rule(spend, spec.draws * spec.chains),
+        "verdict_rule": rule_text(spend, spec.draws * spec.chains),
         "alpha": spend.level(1.0),           # the level of the full share at this analysis
         "thresholds": thresholds(spend, spec.draws * spec.chains).to_json(),
         "spending": {**spend.describe(), "draws": spec.draws * spec.chains},

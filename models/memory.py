@@ -41,6 +41,7 @@ import math
 import os
 import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -263,6 +264,48 @@ class MemoryModel(compiled.NutpieFit):
         self.sampler_used = "pymc"
         return idata
 
+    def fit_retrying(self, *, sampler: str, draws: int, tune: int, chains: int, seed: int, progress: bool,
+                     warn: Callable[[str], None] | None = None, label: str = "") -> dict[str, Any]:
+        """Fit, check R-hat / ESS / divergences, and retry once (target_accept :data:`RETRY_TARGET_ACCEPT`, twice
+        the tuning) when any check fails: the one automatic, visible retry of an analysis (docs/analysis.md).
+
+        Returns the diagnostics of the final fit (:meth:`diagnostics`) with the sampler used, the compile and
+        sampling times, every attempt and the settings of the last. ``warn`` is told each flag, and the retry
+        (analysis/analyze.py prints them on stderr); ``label`` prefixes them."""
+        say = warn or (lambda _message: None)
+        attempts = []
+        target = DEFAULT_TARGET_ACCEPT
+        t_sampling = 0.0
+        for attempt in range(2):
+            self.fit(sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed + attempt,
+                     target_accept=target, progress=progress)
+            t_sampling += self.sampling_seconds
+            diag = self.diagnostics()
+            attempts.append({"target_accept": target, "tune": tune, "draws": draws, "flags": diag["flags"],
+                             "sampling_seconds": self.sampling_seconds})
+            if not diag["flags"] or attempt == 1:
+                break
+            for flag in diag["flags"]:
+                say(f"{label}{flag}; retrying with target_accept={RETRY_TARGET_ACCEPT} and tune={2 * tune}")
+            target, tune = RETRY_TARGET_ACCEPT, 2 * tune
+        for flag in diag["flags"]:
+            say(f"{label}{flag} (after {len(attempts)} attempt(s)); the results are reported but flagged, and "
+                "the model decides no verdict: the seeds' design-based tests decide alone")
+        diag.update({
+            "sampler": self.sampler_used,
+            "compile_seconds": self.compile_seconds,
+            "sampling_seconds": t_sampling,
+            "seconds": self.compile_seconds + t_sampling,
+            "retried": len(attempts) > 1,
+            "attempts": attempts,
+            "target_accept": target,
+            "draws": draws, "tune": tune, "chains": chains, "seed": seed,
+        })
+        if self.fallback_reason:
+            diag["flags"].append(self.fallback_reason)
+            say(self.fallback_reason)
+        return diag
+
     def refit(self, data: MemoryData, **fit_kwargs: Any) -> MemoryModel:
         """A fitted model of new data of the same shape, reusing this model's compiled sampler
         (no recompilation); fit settings default to this model's last fit."""
@@ -375,18 +418,35 @@ class MemoryModel(compiled.NutpieFit):
         return out
 
     # summary ------------------------------------------------------------------------------
-    def results(self, delta: float, alpha: float | Spending = ALPHA,
-                failed: dict[str, str | None] | None = None) -> dict[str, PipelineResult]:
+    def results(self, delta: float, alpha: float | Spending = ALPHA, failed: dict[str, str | None] | None = None,
+                *, checks_seed: int | None = None, fit: dict[str, Any] | None = None) -> dict[str, PipelineResult]:
         """Per-pipeline entries of summary.json (docs/memory-model.md, "Verdict"), typed, including the divergence
         sensitivity refit when some runs diverged. ``delta`` arrives resolved (results/margins.py,
-        ``resolve_margins``); ``failed``: per pipeline, what failed in the fit's sampler diagnostics
-        (:func:`~initmem.models.summaries.summarize_model`)."""
-        return summarize_model(self, float(delta), alpha, failed)
+        ``resolve_margins``); ``failed``: per pipeline, what failed in the fit's sampler diagnostics. With
+        ``checks_seed`` the model checks (:meth:`ppc`, their replicates drawn from that seed) go into the entries as
+        they are made; so do the fit's diagnostics ``fit`` (:meth:`fit_retrying`), each pipeline's its own, and
+        where ``failed`` is not given it is read from them (:func:`failed_fits`)."""
+        ppc = None if checks_seed is None else self.ppc(seed=checks_seed)
+        if fit is not None and failed is None:
+            failed = failed_fits(fit)
+        return summarize_model(self, float(delta), alpha, failed, ppc=ppc,
+                               diagnostics=None if fit is None else fit["per_pipeline"])
 
     def summarize(self, delta: float, alpha: float | Spending = ALPHA,
                   failed: dict[str, str | None] | None = None) -> dict[str, dict[str, Any]]:
         """:meth:`results` as plain dicts (``entry["verdict"]``), for scripts and studies that read them so."""
         return {pipe: entry.model_dump() for pipe, entry in self.results(delta, alpha, failed).items()}
+
+
+def failed_fits(diag: dict[str, Any]) -> dict[str, str | None]:
+    """Per pipeline, what its fit missed of the sampler goals after the retry (R-hat, bulk ESS, divergences, which
+    the sampler counts over every pipeline at once), None where nothing did: a verdict never rests on a failed fit
+    (models/summaries.py, ``verdict``'s ``model_ok``). ``diag``: :meth:`MemoryModel.fit_retrying`'s diagnostics."""
+    out: dict[str, str | None] = {}
+    for pipe, s in diag["per_pipeline"].items():
+        flags = sampler_flags(pipe, s["max_rhat"], s["min_ess_bulk"], diag.get("divergences", 0))
+        out[pipe] = "; ".join(f.split(": ", 1)[1] for f in flags) or None
+    return out
 
 
 def _default_delta(data: MemoryData) -> float | None:
@@ -450,4 +510,5 @@ def versions() -> dict[str, str]:
 
 
 __all__ = ["DEFAULT_TARGET_ACCEPT", "FAMILIES", "MemoryData", "MemoryModel", "RETRY_TARGET_ACCEPT", "SAMPLERS",
-           "compile_sampler", "placeholder_data", "prepare_data", "quantiles", "resolve_delta", "verdict", "versions"]
+           "compile_sampler", "failed_fits", "placeholder_data", "prepare_data", "quantiles", "resolve_delta",
+           "verdict", "versions"]

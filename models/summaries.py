@@ -609,7 +609,9 @@ def _p(p: float | None) -> str:
 
 
 def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = ALPHA,
-                    failed: dict[str, str | None] | None = None) -> dict[str, PipelineResult]:
+                    failed: dict[str, str | None] | None = None, *,
+                    ppc: dict[str, dict[str, dict[str, float]]] | None = None,
+                    diagnostics: dict[str, dict[str, Any]] | None = None) -> dict[str, PipelineResult]:
     """The per-pipeline entries of summary.json (schema initmem.summary/2) that models/ owns, each a typed
     :class:`~initmem.results.records.PipelineResult` from the moment it is made: later steps (the model checks,
     the frequentist cross-check, the radial verdict) return new records (``Record.replaced``). ``alpha`` is
@@ -619,7 +621,9 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
     each share is then spent from its own allotment, and the model's route to "forgets" closes where the draws
     cannot resolve its threshold (:func:`model_thresholds`). ``failed``: per pipeline, what failed in its fit's
     sampler diagnostics (None or absent: nothing); a pipeline whose fit failed is decided by the design-based tests
-    alone, with a note."""
+    alone, with a note. ``ppc`` (``MemoryModel.ppc``) and ``diagnostics`` (per pipeline, the sampler's), where given,
+    go into the entry as it is made: the model checks with the names of the failed ones and a warning on the verdict
+    (:func:`checked`), and the diagnostics."""
     post = model.idata.posterior
     d = model.data
     level = as_spending(alpha)
@@ -709,6 +713,12 @@ def summarize_model(model: FittedModel, delta: float, alpha: float | Spending = 
         if entry["interpolation"]["levels_without_interpolation"]:
             notes.append("sigma_w level(s) without an interpolating run, left out: " + ", ".join(
                 f"{s:g}" for s in entry["interpolation"]["levels_without_interpolation"]))
+        if ppc is not None:
+            entry["ppc"] = ppc.get(pipe, {})
+            entry["checks_failed"], warning = _checks(entry["ppc"])
+            notes += [warning] if warning else []
+        if diagnostics is not None:
+            entry["diagnostics"] = diagnostics[pipe]
         out[pipe] = PipelineResult.model_validate(json_safe(entry))
     return out
 

@@ -277,8 +277,14 @@ def crosscheck(ds: xr.Dataset, metric: str, delta: float, bayes: dict[str, dict]
     out. Never raises for thin or unbalanced data: what cannot be computed is NaN and a note says
     why. NaN values are returned as float('nan'); callers writing JSON should map them to null.
     """
-    # the sign, by the one check of a margin (results/margins.py); its unit was checked as the margins were resolved
+    # a delta from a caller of this function: the sign, by the one check of a margin (results/margins.py); an
+    # analysis hands its resolved margins to _crosscheck (crosschecked) and is not checked again
     check_margin("delta", delta, metric, accuracy=False)
+    return _crosscheck(ds, metric, delta, bayes)
+
+
+def _crosscheck(ds: xr.Dataset, metric: str, delta: float, bayes: dict[str, dict]) -> dict[str, dict]:
+    """:func:`crosscheck` at a delta already resolved (results/margins.py, ``resolve_margins``)."""
     da = cell_values(ds, metric)
     bayes = bayes or {}
     pipes = [str(p) for p in da[cube.PIPELINE].values.tolist()]
@@ -321,8 +327,9 @@ def crosschecked(ds: xr.Dataset, metric: str, delta: float,
                  pipelines: dict[str, PipelineResult]) -> dict[str, PipelineResult]:
     """Each pipeline's summary entry with its frequentist cross-check (:func:`crosscheck`: the tests, the
     effect sizes and the agreement with the entry's Bayesian verdict) added, as new records: the entries given are
-    left as they were. The cross-check's notes follow the model's, never replace them."""
-    freq = crosscheck(ds, metric, delta, {p: e.model_dump() for p, e in pipelines.items()})
+    left as they were. The cross-check's notes follow the model's, never replace them. ``delta`` is the analysis's,
+    resolved once (results/margins.py, ``resolve_margins``)."""
+    freq = _crosscheck(ds, metric, delta, {p: e.model_dump() for p, e in pipelines.items()})
     out = dict(pipelines)
     for pipe, extra in freq.items():
         if pipe in out:

@@ -15,6 +15,7 @@ import contextlib
 import multiprocessing as mp
 import os
 import queue
+import signal
 import traceback
 from pathlib import Path
 from typing import Any
@@ -176,10 +177,25 @@ def _wait_for_workers(procs: list[Any], msg_q: Any, running: dict[int, PackTask]
 def _worker(index: int, root: str, grid: Any, grid_hash: str, device: str, train_fn: TrainFn,
             checkpoint_every: int, checkpoint_seconds: float | None, threads: int, parent: int,
             task_q: Any, msg_q: Any) -> None:
-    if grid.user_pipelines:   # a group of its own, which the parent stops on a Ctrl-C (collect/custom/stopping.py)
-        from initmem.collect.custom.stopping import lead_own_group
+    args = (index, root, grid, grid_hash, device, train_fn, checkpoint_every, checkpoint_seconds, threads, parent,
+            task_q, msg_q)
+    if not grid.user_pipelines:
+        _work(*args)
+        return
+    from initmem.collect.custom.stopping import lead_own_group
 
-        lead_own_group()
+    lead_own_group()   # a group of its own, which the parent stops on a Ctrl-C (collect/custom/stopping.py)
+    try:
+        _work(*args)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)   # done: a stop now would only interrupt the exit itself
+    except KeyboardInterrupt:   # stopped by the parent, which says so once: no traceback from each worker
+        os._exit(INTERRUPTED_EXIT)
+
+
+def _work(index: int, root: str, grid: Any, grid_hash: str, device: str, train_fn: TrainFn,
+          checkpoint_every: int, checkpoint_seconds: float | None, threads: int, parent: int,
+          task_q: Any, msg_q: Any) -> None:
+    """A worker's life: take packs from ``task_q`` until its ``None``, train each, tell the parent on ``msg_q``."""
     import torch  # in the spawned worker only
 
     torch.set_num_threads(threads)
@@ -205,8 +221,4 @@ def _worker(index: int, root: str, grid: Any, grid_hash: str, device: str, train
             traceback.print_exc()
             msg_q.put(("error", index, task, f"{exc.__class__.__name__}: {exc}"))
             continue
-        except KeyboardInterrupt:
-            if grid.user_pipelines:   # stopped by the parent, which says so once: no traceback from each worker
-                os._exit(INTERRUPTED_EXIT)
-            raise
         msg_q.put(("done", index, task))

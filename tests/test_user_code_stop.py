@@ -73,7 +73,7 @@ def holds(cell) -> None:
 def _grid(tmp_path: Path, entry: str, settings: str = "") -> Path:
     path = tmp_path / "grid.yaml"
     path.write_text(f"name: stop\nsigma_w: [0.5, 2]\nseeds: [0, 1]\npipelines:\n"
-                    f'  mine: {{entry: "{MODULE}:{entry}", settings: {{epochs: 2, lr: 0.2{settings}}}}}\n',
+                    f'  mine: {{entry: "{entry}", settings: {{epochs: 2, lr: 0.2{settings}}}}}\n',
                     encoding="utf-8")
     return path
 
@@ -91,7 +91,7 @@ def _stopped_cleanly(out: Path, proc) -> None:
 
 @pytest.mark.parametrize("entry", ["swallows", "goes_on"])
 def test_a_ctrl_c_in_the_users_loop_stops_the_grid_and_the_resume_finishes_it(tmp_path, entry):
-    grid = _grid(tmp_path, entry)
+    grid = _grid(tmp_path, f"{MODULE}:{entry}")
     out = tmp_path / "run"
     # three evaluations a cell (epochs 0, 1, 2): the fifth is the second cell's second, inside its loop
     proc = run_cli("collect", grid, "--out", out, "--jobs", "1", "--device", "cpu", "-q",
@@ -111,9 +111,14 @@ def test_a_ctrl_c_in_the_users_loop_stops_the_grid_and_the_resume_finishes_it(tm
 
 def test_a_worker_deaf_to_the_signal_is_killed_and_the_others_shards_stay(tmp_path):
     release = tmp_path / "release"
-    grid = _grid(tmp_path, "holds", f", release: {release}")
+    # the user's module beside the grid file, the collect started elsewhere: the workers find it there
+    (tmp_path / "stop_here.py").write_text(f"from {MODULE} import holds  # noqa: F401\n", encoding="utf-8")
+    grid = _grid(tmp_path, "stop_here:holds", f", release: {release}")
     out = tmp_path / "run"
-    proc = run_cli("collect", grid, "--out", out, "--jobs", "2", "--device", "cpu", "-q", timeout=900)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = run_cli("collect", grid, "--out", out, "--jobs", "2", "--device", "cpu", "-q", cwd=elsewhere,
+                   timeout=900)
     _stopped_cleanly(out, proc)
     held = ("mine", 2.0, 1)
     assert _shards(out) == {c: cube.OK for c in (("mine", 0.5, 0), ("mine", 0.5, 1), ("mine", 2.0, 0))}
@@ -122,7 +127,7 @@ def test_a_worker_deaf_to_the_signal_is_killed_and_the_others_shards_stay(tmp_pa
         os.kill(pid, 0)
     kept = {p.name: p.stat().st_mtime_ns for p in (out / "shards").glob("*.nc")}
     release.touch()
-    collect(grid, out, resume=True, device="cpu", jobs=1, progress=False, quiet=True)
+    collect(out / "grid.yaml", out, resume=True, device="cpu", jobs=1, progress=False, quiet=True)
     assert _shards(out) == {(c[0], float(c[1]), int(c[2])): cube.OK for c in [
         ("mine", 0.5, 0), ("mine", 0.5, 1), ("mine", 2.0, 0), held]}
     assert all((out / "shards" / name).stat().st_mtime_ns == t for name, t in kept.items())

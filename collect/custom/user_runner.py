@@ -35,6 +35,7 @@ import numpy as np
 import xarray as xr
 
 from initmem import cube
+from initmem.atomic import write_text
 from initmem.collect.custom.cell import CELL_ENV, CELL_FILE, RECORD_FILE, SCRATCH_DIR, Cell
 from initmem.collect.custom.identity import CODE, CODE_COORDS, command_argv, import_entry, on_path
 from initmem.collect.custom.stopping import cell_guard, stop_child
@@ -149,7 +150,7 @@ def run_cell(grid: Grid, pipeline: str, sigma_w: float, run: int, *, device: str
     cell = make_cell(grid, pipeline, sigma_w, run, device=device, folder=folder)
     cell.scratch.mkdir(exist_ok=True)
     cell_file = folder / CELL_FILE
-    cell_file.write_text(cell.to_json(), encoding="utf-8")
+    write_text(cell_file, cell.to_json())   # atomically: a stop never leaves half a cell file
     for stale in (folder / TRACEBACK_FILE,):
         stale.unlink(missing_ok=True)
     started = time.time()

@@ -151,10 +151,11 @@ def lead_own_group() -> None:
 
 
 def _signal_worker(proc: Any, signum: int, grouped: set[int]) -> None:
-    """``signum`` to a worker's process group, or to the worker alone if it has not made its group yet.
-    ``grouped`` keeps the workers seen leading their group: once such a worker is gone its group is signalled
-    still, for what it left (a group's id is not reused while the group has members); a worker gone before it
-    was seen so is left alone (its process id may be another process's by now)."""
+    """``signum`` to a worker's process group. A worker that has not made its group yet is still starting (it
+    makes it first thing) and has no cell in flight: it is killed, quietly. ``grouped`` keeps the workers seen
+    leading their group: once such a worker is gone its group is signalled still, for what it left (a group's
+    id is not reused while the group has members); a worker gone before it was seen so is left alone (its
+    process id may be another process's by now)."""
     pid = proc.pid
     if pid is None or (pid not in grouped and not proc.is_alive()):
         return
@@ -163,7 +164,7 @@ def _signal_worker(proc: Any, signum: int, grouped: set[int]) -> None:
             grouped.add(pid)
             os.killpg(pid, signum)
         else:
-            os.kill(pid, signum)
+            os.kill(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
 

@@ -20,6 +20,7 @@ from typing import Any
 from initmem import cube
 from initmem import names as N
 from initmem.models.family import RowEvidence, expected_false_verdicts, holm_verdicts, summary_rows
+from initmem.models.rules import READOUT
 from initmem.plot.load import Analysis, num, q
 from initmem.reports import tables
 from initmem.reports.text import collapse_verdict_words
@@ -436,8 +437,8 @@ def crossed_table(a: Analysis) -> Table:
         raise LookupError("the cube has no crossed seed design (seeds: {init: [...], data: [...]})")
     block = a.summary.crossed
     unit, d = a.unit, a.digits + 1
-    rule = (f"A pipeline keeps its draw when SD_init's lower bound exceeds the margin of {block.margin * a.scale:g} "
-            f"{unit}, forgets it when the upper bound falls below it (alpha = {block.alpha:g}); "
+    # The draw verdict's rule is its row of the rule table (models/rules.py, READOUTS), as the Methods text states it.
+    rule = (READOUT["draw"].rule(block.alpha, f"{block.margin * a.scale:g} {unit}") + "; "
             if block.margin is not None else "No margin on SD_init was set, so there is no draw verdict; ")
     t = Table("crossed", f"The memory of the initial draw ({block.n_init} init x {block.n_data} data seeds, crossed): "
               f"per pipeline, the SD of the init seed's effect on the final {a.metric} (SD_init), of the data "

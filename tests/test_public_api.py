@@ -3,13 +3,18 @@ checkers with their real signatures, listed by ``dir()``, and the same objects a
 spells out its keywords and documents them; each function does what its command does, with the same options; a
 renamed name still works with a DeprecationWarning.
 
-mypy runs against a plain (non-editable) install of the package, as a user of a released wheel has it;
-tests/test_static_install.py checks the editable install that ``make install`` makes."""
+mypy runs against a plain (non-editable) install of the package, as a user of a released wheel has it, and in the
+install that ``make install`` makes: there, with nothing but the installed package to go on (no MYPYPATH, run
+outside this folder), it reads initmem's real signatures, so a wrong type and a misspelt keyword in a call to
+``initmem.analyze`` are errors before anything runs. An editable install through an import hook would leave mypy
+with "Cannot find implementation or library stub for module named 'initmem'" and every call unchecked (the
+Makefile's install target says why it installs a path). The three mypy runs share one cache."""
 
 from __future__ import annotations
 
 import ast
 import inspect
+import os
 import re
 import subprocess
 import sys
@@ -114,6 +119,33 @@ def test_mypy_reports_every_wrong_call(installed, mypy_cache):
     called = {m for m in re.findall(r"^(?:initmem|ip)\.(\w+)\(", script.read_text(), re.M)}
     assert called == set(initmem._API) | set(initmem.plot._API) - {"Analysis", "Skip", "Description", "WIDTHS",
                                                                    "PALETTE"}
+
+
+NOTEBOOK_CELL = '''\
+import initmem
+
+initmem.analyze("c.nc", "out", delta="0.02")
+initmem.analyze("c.nc", "out", chain=2)
+summary = initmem.analyze("c.nc", "out", delta=0.02, chains=2)
+reveal_type(summary)
+'''
+
+
+@pytest.mark.slow
+def test_mypy_in_the_installed_environment_catches_a_wrong_call(tmp_path, mypy_cache):
+    script = tmp_path / "notebook_cell.py"
+    script.write_text(NOTEBOOK_CELL)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
+    res = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
+                          "--cache-dir", str(mypy_cache), "--no-error-summary", script.name],
+                         cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    out = res.stdout + res.stderr
+    assert "Cannot find implementation or library stub" not in out, "initmem is invisible to mypy: " + out
+    errors = dict(re.findall(rf"^{script.name}:(\d+): error: (.*)$", out, re.M))
+    assert set(errors) == {"3", "4"}, out
+    assert 'Argument "delta"' in errors["3"] and 'incompatible type "str"' in errors["3"], out
+    assert 'Unexpected keyword argument "chain"' in errors["4"] and 'did you mean "chains"' in errors["4"], out
+    assert re.search(rf'^{script.name}:6: note: Revealed type is "initmem\.results\.records\.Summary"', out, re.M), out
 
 
 # --- one name per thing, every keyword spelled out and documented ---------------------------------------------

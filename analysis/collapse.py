@@ -22,9 +22,9 @@ from initmem import cube, optimizers
 from initmem.errors import UserError, option
 from initmem.jsonio import json_safe
 from initmem.results.spec import AnalysisSpec
-from initmem.stats.collapse import collapse_test
-from initmem.stats.curves import has_curve, seed_mean_clocks
-from initmem.stats.forgetting import DEFAULT_FRACTION, DEFAULT_ROPE, per_seed_times
+from initmem.stats.collapse import collapse_statistics, seed_steps
+from initmem.stats.curves import has_curve
+from initmem.stats.forgetting import DEFAULT_FRACTION, DEFAULT_ROPE
 from initmem.stats.memsource import RADIAL_SIDES, REF_SIGMA, memory_view
 
 OPTIMIZER, LR, BATCH_SIZE, MOMENTUM, WEIGHT_DECAY = cube.PIPELINE_COORDS[:5]
@@ -66,26 +66,17 @@ def steps_missing(ds: xr.Dataset) -> str | None:
 
 def exponents_entry(ds: xr.Dataset, memory: str, *, fraction: float, rope: float, tolerance: float,
                     seed: int = 0, draws: int = 1000, tune: int = 1000) -> dict[str, Any]:
-    """The ``exponents`` entry: per-seed forgetting times in steps -> the fitted exponent model."""
-    from initmem.models.exponents import build_data, fit_exponents
+    """The ``exponents`` entry on its own: per-seed forgetting times in steps -> the fitted exponent model
+    (:func:`collapse_view` has the times from the collapse statistics)."""
+    from initmem.models.exponents import exponents_entry_of
 
     missing = steps_missing(ds)
     if missing:
         return {"skipped": missing}
     view, base = memory_view(ds, memory)
-    steps = seed_mean_clocks(view)[cube.STEP]
-    times, budget = per_seed_times(view, base, steps, fraction=fraction, rope=rope)
-    d = pipeline_design(view)
-    if not (np.isfinite(d["lr"]).all() and np.isfinite(d["batch"]).all()):
-        return {"skipped": "the cube does not record every pipeline's lr and batch_size"}
-    names = [str(p) for p in view[cube.PIPELINE].values.tolist()]
-    data = build_data(names, d["lr"], d["l2"], d["batch"], d["momentum"], d["family"], times, budget)
-    out = fit_exponents(data, tolerance=tolerance, seed=seed, draws=draws, tune=tune) or {}
-    out.update({"memory": memory, "axis": cube.STEP,
-                "per_seed_steps": {n: [None if not math.isfinite(t) else float(t) for t in times[i]]
-                                   for i, n in enumerate(names)},
-                "budget_steps": {n: float(budget[i]) for i, n in enumerate(names)}})
-    return out
+    steps = seed_steps(view, base, fraction=fraction, rope=rope)
+    return exponents_entry_of(memory, steps.pipelines, pipeline_design(view), steps.times, steps.budget,
+                              tolerance=tolerance, seed=seed, draws=draws, tune=tune)
 
 
 def collapse_view(ds: xr.Dataset, spec: AnalysisSpec | None = None, *, sides: bool = True,
@@ -96,35 +87,39 @@ def collapse_view(ds: xr.Dataset, spec: AnalysisSpec | None = None, *, sides: bo
     ``axes``, ``exponents``, ``tolerance``, ``n_boot``, ``seed``) or its fields as keywords, validated
     there (a bad value is an ``OptionError`` naming the option); ``None`` fields take the statistics'
     defaults. ``sides=False`` skips the two radial sides."""
-    from initmem.models.exponents import DEFAULT_TOLERANCE
+    from initmem.models.exponents import DEFAULT_TOLERANCE, exponents_entry_of
 
     spec = spec if spec is not None and not options else AnalysisSpec.of(spec, **options)
     memory, n_boot, seed, axes, exponents = spec.memory, spec.n_boot, spec.seed, spec.axes, spec.exponents
     fraction = DEFAULT_FRACTION if spec.fraction is None else spec.fraction
     rope = DEFAULT_ROPE if spec.rope is None else spec.rope
     tolerance = DEFAULT_TOLERANCE if spec.tolerance is None else spec.tolerance
-    main = collapse_test(ds, memory=memory, n_boot=n_boot, seed=seed, fraction=fraction, rope=rope, axes=axes)
+    # One call: the test, its radial sides and the exponent model's per-seed times, from one set of options.
+    missing = steps_missing(ds) if exponents else None
+    stats = collapse_statistics(ds, memory=memory, sides=RADIAL_SIDES if sides and memory.startswith("radial")
+                                else (), steps=exponents and missing is None, n_boot=n_boot, seed=seed,
+                                fraction=fraction, rope=rope, axes=axes)
+    main = stats.main
     if main is None:
         return None
     main["ref_sigma_w"] = REF_SIGMA
-    d = pipeline_design(ds)  # the report's dose axis, also for pipelines the memory model skipped
-    main["design"] = {str(p): {"lr": d["lr"][i], "lambda": d["l2"][i], "b": d["batch"][i],
-                               "momentum": d["momentum"][i], "family": d["family"][i]}
+    # the report's dose axis, also for pipelines the memory model skipped, and the exponent model's design
+    design = pipeline_design(ds)
+    main["design"] = {str(p): {"lr": design["lr"][i], "lambda": design["l2"][i], "b": design["batch"][i],
+                               "momentum": design["momentum"][i], "family": design["family"][i]}
                       for i, p in enumerate(ds[cube.PIPELINE].values.tolist())}
     main["lined_up_by"] = lined_up(main)
-    main["sides"] = {}
-    if sides and memory.startswith("radial"):
-        for side in RADIAL_SIDES:
-            try:
-                r = collapse_test(ds, memory=side, n_boot=min(n_boot, 50), seed=seed, fraction=fraction, rope=rope,
-                                  axes=axes)
-            except UserError as exc:  # fewer than 2 levels on that side
-                main["sides"][side] = {"skipped": str(exc)}
-                continue
-            if r is not None:
-                main["sides"][side] = {k: r[k] for k in SIDE_KEYS if k in r} | {"lined_up_by": lined_up(r)}
-    main["exponents"] = (exponents_entry(ds, memory, fraction=fraction, rope=rope, tolerance=tolerance, seed=seed)
-                         if exponents else {"skipped": "not requested (exponents off)"})
+    main["sides"] = {side: {"skipped": r} if isinstance(r, str)   # fewer than 2 levels on that side
+                     else {k: r[k] for k in SIDE_KEYS if k in r} | {"lined_up_by": lined_up(r)}
+                     for side, r in stats.sides.items()}
+    if not exponents:
+        main["exponents"] = {"skipped": "not requested (exponents off)"}
+    elif stats.seed_steps is None:
+        main["exponents"] = {"skipped": missing}
+    else:
+        steps = stats.seed_steps
+        main["exponents"] = exponents_entry_of(memory, steps.pipelines, design, steps.times, steps.budget,
+                                               tolerance=tolerance, seed=seed)
     return json_safe(main)
 
 
@@ -192,5 +187,7 @@ def summary_lines(r: dict) -> list[str]:
 
 def _f(v: Any) -> str:
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.3g}"
-__all__ = ["collapse_main", "collapse_view", "exponents_entry", "lined_up", "pipeline_design", "steps_missing",
-           "summary_lines"]
+
+
+__all__ = ["collapse_main", "collapse_view", "exponents_entry", "lined_up", "pipeline_design",
+           "steps_missing", "summary_lines"]

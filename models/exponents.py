@@ -298,5 +298,24 @@ def fit_exponents(data: ExponentData, *, tolerance: float = DEFAULT_TOLERANCE, s
     return m.summary(tolerance)
 
 
+def exponents_entry_of(memory: str, pipelines: list[str], design: dict[str, np.ndarray], times: np.ndarray,
+                       budget: np.ndarray, *, tolerance: float = DEFAULT_TOLERANCE, seed: int = 0, draws: int = 1000,
+                       tune: int = 1000) -> dict[str, Any]:
+    """collapse.json's ``exponents`` entry from numbers: the exponent model fitted to each seed's forgetting time in
+    steps (``times`` (pipeline, seed), +inf censored; ``budget`` per pipeline), read on ``memory`` by the collapse
+    statistics (stats/collapse.py, ``SeedSteps``), with the pipelines' ``design`` (analysis/collapse.py,
+    ``pipeline_design``: lr, l2, batch, momentum, family), or why it was skipped."""
+    if not (np.isfinite(design["lr"]).all() and np.isfinite(design["batch"]).all()):
+        return {"skipped": "the cube does not record every pipeline's lr and batch_size"}
+    data = build_data(pipelines, design["lr"], design["l2"], design["batch"], design["momentum"], design["family"],
+                      times, budget)
+    out = fit_exponents(data, tolerance=tolerance, seed=seed, draws=draws, tune=tune) or {}
+    out.update({"memory": memory, "axis": cube.STEP,
+                "per_seed_steps": {n: [None if not math.isfinite(t) else float(t) for t in times[i]]
+                                   for i, n in enumerate(pipelines)},
+                "budget_steps": {n: float(budget[i]) for i, n in enumerate(pipelines)}})
+    return out
+
+
 __all__ = ["DEFAULT_TOLERANCE", "NAMED_CLOCKS", "ExponentData", "ExponentModel", "build_data", "design_matrix",
-           "fit_exponents"]
+           "exponents_entry_of", "fit_exponents"]

@@ -37,7 +37,7 @@ from initmem.names import ALPHA, CURVE_EPOCH_AXIS
 from initmem.stats import inference
 from initmem.stats.collapse_scope import min_p_floor, same_axis, scope_note
 from initmem.stats.curves import has_curve, seed_mean_clocks
-from initmem.stats.forgetting import DEFAULT_FRACTION, DEFAULT_ROPE, forgetting_times
+from initmem.stats.forgetting import DEFAULT_FRACTION, DEFAULT_ROPE, forgetting_times, per_seed_times
 from initmem.stats.loo import floor_var, held_out_errors, log_ratio
 from initmem.stats.memsource import MEMORIES, Source, memory_variable, memory_view
 from initmem.stats.smoother import N_BINS, ecdf_coordinates
@@ -109,6 +109,82 @@ def _null_d(comp: dict[str, dict], tested: list[str], y, v, rng) -> tuple[np.nda
     return inference.full_null(d), exact
 
 
+@dataclass(frozen=True)
+class SeedSteps:
+    """Each seed's own forgetting time in optimizer steps, read on the memory's view of the cube: the clock-exponent
+    model's measurements (models/exponents.py).
+
+    Attributes
+    ----------
+    pipelines : list of str
+        The pipelines, in the order of the rows (the cube's).
+    times : np.ndarray
+        (pipeline, seed): +inf where censored, NaN where a seed has no curve.
+    budget : np.ndarray
+        (pipeline,): the largest step with data.
+    """
+
+    pipelines: list[str]
+    times: np.ndarray
+    budget: np.ndarray
+
+
+def seed_steps(view: xr.Dataset, memory: str, *, fraction: float = DEFAULT_FRACTION,
+               rope: float = DEFAULT_ROPE) -> SeedSteps:
+    """:class:`SeedSteps` on ``view``, a memory's view of a cube with a step curve (stats/memsource.py,
+    ``memory_view``; ``memory`` its base memory)."""
+    times, budget = per_seed_times(view, memory, seed_mean_clocks(view)[STEP_AXIS], fraction=fraction, rope=rope)
+    return SeedSteps([str(p) for p in view[cube.PIPELINE].values.tolist()], times, budget)
+
+
+@dataclass(frozen=True)
+class CollapseStatistics:
+    """Everything the collapse statistics give one memory at once (:func:`collapse_statistics`).
+
+    Attributes
+    ----------
+    main : dict or None
+        The collapse test on the memory (:func:`collapse_test`, before its conversion to JSON, which the caller that
+        writes it makes once); None when the cube has no curves.
+    sides : dict
+        Per radial side asked for, its collapse test (as ``main``), or why it was skipped (a str: too few levels on
+        that side).
+    seed_steps : SeedSteps or None
+        The per-seed forgetting times in steps on the memory's view, where asked for and the cube has steps.
+    """
+
+    main: dict | None
+    sides: dict[str, dict | str]
+    seed_steps: SeedSteps | None
+
+
+def collapse_statistics(ds: xr.Dataset, *, memory: str = "radial", sides: Sequence[str] = (),
+                        side_boot: int = 50, steps: bool = False, n_boot: int = 200, seed: int = 0,
+                        fraction: float = DEFAULT_FRACTION, rope: float = DEFAULT_ROPE,
+                        axes: Sequence[str] | None = None) -> CollapseStatistics:
+    """The collapse test of ``memory``, the same test on each memory of ``sides`` (the two radial sides, with at most
+    ``side_boot`` bootstrap replicates) and, with ``steps`` (the cube has a step curve), each seed's forgetting time
+    in steps: the collapse statistics of an analysis, computed in one call from one set of options
+    (analysis/collapse.py).
+
+    Why: the exponent model fits the per-seed times on the same memory view, forgetting definition and clocks
+    as the test; read here once, they reach it as numbers. Options as :func:`collapse_test`'s."""
+    main, view = _collapse(ds, memory=memory, n_boot=n_boot, seed=seed, fraction=fraction, rope=rope, axes=axes)
+    out_sides: dict[str, dict | str] = {}
+    if main is not None:
+        for side in sides:
+            try:
+                r = _collapse(ds, memory=side, n_boot=min(n_boot, side_boot), seed=seed, fraction=fraction,
+                              rope=rope, axes=axes)[0]
+            except UserError as exc:  # fewer than 2 levels on that side
+                out_sides[side] = str(exc)
+                continue
+            if r is not None:
+                out_sides[side] = r
+    steps_of = seed_steps(view[0], view[1], fraction=fraction, rope=rope) if steps and view is not None else None
+    return CollapseStatistics(main, out_sides, steps_of)
+
+
 def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, seed: int = 0,
                   fraction: float = DEFAULT_FRACTION, rope: float = DEFAULT_ROPE,
                   axes: Sequence[str] | None = None) -> dict | None:
@@ -120,6 +196,14 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
     the default family, such as T_wd, joins it when named); epochs and steps always stay. None: the
     clocks table's family.
     """
+    return json_safe(_collapse(ds, memory=memory, n_boot=n_boot, seed=seed, fraction=fraction, rope=rope,
+                               axes=axes)[0])
+
+
+def _collapse(ds: xr.Dataset, *, memory: str, n_boot: int, seed: int, fraction: float, rope: float,
+              axes: Sequence[str] | None) -> tuple[dict | None, tuple[xr.Dataset, str] | None]:
+    """:func:`collapse_test` before its conversion to JSON (numpy values, NaN where undefined), and the memory's view
+    of the cube it read (the view, its base memory)."""
     if memory not in MEMORIES:
         raise UserError(f"memory must be one of {', '.join(MEMORIES)}, not {memory!r}")
     if n_boot < 0:
@@ -132,8 +216,9 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
                             f"(choose among {', '.join(known)})")
     requested = memory
     if cube.EPOCH not in ds.dims or not has_curve(ds, memory_variable(memory)):
-        return None
+        return None, None
     ds, memory = memory_view(ds, memory)
+    view = (ds, memory)
     notes: list[str] = []
     names = [str(p) for p in ds[cube.PIPELINE].values.tolist()]
     c_pipes = len(names)
@@ -177,7 +262,7 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
     scope_note(notes, vs_epoch, best, c_pipes)
     ft = forgetting_times(ds, memory=memory, fraction=fraction, rope=rope, n_boot=n_boot, seed=seed,
                           axes={EPOCH_AXIS: epoch} | {a: clocks[a] for a in x if a != EPOCH_AXIS})
-    return json_safe({
+    return {
         "schema": SCHEMA, "memory": requested, "sigma_w": ds[cube.SIGMA].values.astype(float).tolist(),
         "merged": merged, "best_pipelines": vs_epoch[best]["pipelines"] if best in vs_epoch else None,
         "axes": out_axes, "vs_epoch": vs_epoch,
@@ -198,7 +283,7 @@ def collapse_test(ds: xr.Dataset, *, memory: str = "radial", n_boot: int = 200, 
             "p_adjusted": "Westfall-Young min-p over the identifiable forgetting clocks (steps excluded)",
             "interval": "bootstrap: seeds within pipelines (analysis rerun), then pipelines",
         },
-    })
+    }, view
 
 
 def _candidate_axes(clocks: dict[str, np.ndarray], epoch: np.ndarray, notes: list[str],
@@ -378,4 +463,5 @@ def _explain(vs: dict[str, dict[str, Any]], identifiable: dict[str, bool], n_def
     return notes
 
 
-__all__ = ["SCHEMA", "VERDICTS", "collapse_test"]
+__all__ = ["SCHEMA", "VERDICTS", "CollapseStatistics", "SeedSteps", "collapse_statistics", "collapse_test",
+           "seed_steps"]

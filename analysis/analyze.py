@@ -27,7 +27,7 @@ from initmem.models.memory import (
     prepare_data,
     versions,
 )
-from initmem.models.rules import rule_text, thresholds
+from initmem.models.rules import rule_text, stated_rule
 from initmem.models.sequential import SEQUENTIAL_DESIGN, Spending, parse_design
 from initmem.models.summaries import estimand
 from initmem.results.margins import resolve_margins
@@ -210,6 +210,8 @@ def analyze_cube(
     raw_collapse = collapse_view(ds, spec.model_copy(update={"rope": margins.rope}))
     collapse = R.build_collapse(raw_collapse) if raw_collapse is not None else None
 
+    draws = spec.draws * spec.chains
+    limits, rule = stated_rule(spend, draws)     # every number the verdicts decide at, computed once: typed, in words
     summary: dict[str, Any] = {
         "metric": data.metric,
         "family": data.family,
@@ -226,10 +228,10 @@ def analyze_cube(
         "priors": model.priors.describe(),
         "prior_values": model.priors.as_dict(),
         "model": model.describe(),
-        "verdict_rule": rule_text(spend, spec.draws * spec.chains),
+        "verdict_rule": rule,
         "alpha": spend.level(1.0),           # the level of the full share at this analysis
-        "thresholds": thresholds(spend, spec.draws * spec.chains).to_json(),
-        "spending": {**spend.describe(), "draws": spec.draws * spec.chains},
+        "thresholds": limits.to_json(),
+        "spending": {**spend.describe(), "draws": draws},
         "diagnostics": {k: v for k, v in diag.items() if k != "per_pipeline"},
         "cube": str(Path(cube_path)),
         "command": list(command) if command is not None else list(sys.argv),

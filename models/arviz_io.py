@@ -55,10 +55,14 @@ def take_first(idata: az.InferenceData, sizes: dict[str, int]) -> az.InferenceDa
 
 
 def with_posterior_vars(idata: az.InferenceData, extra: dict[str, xr.DataArray],
-                        drop: list[str] | None = None, coords: dict[str, Any] | None = None) -> az.InferenceData:
+                        drop: list[str] | None = None, coords: dict[str, Any] | None = None,
+                        sizes: dict[str, int] | None = None) -> az.InferenceData:
     """Add derived quantities (dims chain, draw, ...) to the posterior group, drop variables
     that are no longer wanted (e.g. imputed cells) and relabel coordinates (a refit on a
-    compiled sampler keeps the labels it was compiled with), in place."""
+    compiled sampler keeps the labels it was compiled with), in place. With ``sizes``, a padded model's slots are
+    cut first (:func:`take_first`), and the result is a new object: the posterior a fit keeps, made in one call."""
+    if sizes is not None:
+        idata = take_first(idata, sizes)
     post = idata.posterior
     if coords:
         post = post.assign_coords({k: v for k, v in coords.items() if k in post.dims})

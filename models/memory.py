@@ -238,8 +238,10 @@ class MemoryModel(compiled.NutpieFit):
                 idata = self._fit_pymc(draws, tune, chains, seed, target_accept, progress)
         else:
             idata = self._fit_pymc(draws, tune, chains, seed, target_accept, progress)
-        self.idata = arviz_io.take_first(idata, self._real_sizes())
-        self._add_derived(seed)
+        # The posterior kept: the padding slots cut, the outcome-unit quantities added, the imputed cells dropped.
+        derived = self._derived(idata.posterior, seed)
+        self.idata = arviz_io.with_posterior_vars(idata, derived, drop=["y_free"], coords=self.coords,
+                                                  sizes=self._real_sizes())
         return self.idata
 
     def _fit_nutpie(self, draws, tune, chains, seed, target_accept, progress):
@@ -323,19 +325,21 @@ class MemoryModel(compiled.NutpieFit):
         return new
 
     # derived quantities -----------------------------------------------------------------
-    def _add_derived(self, seed: int) -> None:
-        """Outcome-unit SDs, shares, level values, spread per draw; the imputed cells are dropped."""
-        post = self.idata.posterior
+    def _derived(self, post: xr.Dataset, seed: int) -> dict[str, xr.DataArray]:
+        """Outcome-unit SDs, shares, level values, spread per draw, from the sampled posterior ``post`` (read on
+        the table's own cells: a padded model's slots are left out)."""
         d = self.data
         arr = self._arrays()
         coords_ = self.coords
-        sz = {n: post[n].transpose("chain", "draw", cube.PIPELINE).values for n in _SAMPLED}
+        n_p, n_l, n_s = d.used.shape
+        sz = {n: post[n].transpose("chain", "draw", cube.PIPELINE).values[..., :n_p] for n in _SAMPLED}
         if not self.paired:  # no seed effect in an independent design: report it as exactly 0
             sz["seed_sd_z"] = np.zeros_like(sz["seed_sd_z"])
         # no slope where the table has no slope axis (fewer than 3 levels or independent seeds)
         sz["slope_sd_z"] = np.where(arr["x"].any(axis=1)[None, None, :], sz["slope_sd_z"], 0.0)
         s2 = {n: v**2 for n, v in sz.items()}
-        free = post["y_free"].transpose("chain", "draw", cube.PIPELINE, cube.SIGMA, cube.SEED).values
+        cells = ("chain", "draw", cube.PIPELINE, cube.SIGMA, cube.SEED)
+        free = post["y_free"].transpose(*cells).values[..., :n_p, :n_l, :n_s]
         table = arr["obs"] * arr["z"] + arr["imputed"] * free
         sums = core.table_sums(table, arr["lev"], arr["sd"])
         rng = np.random.default_rng(seed + 7919)
@@ -353,7 +357,7 @@ class MemoryModel(compiled.NutpieFit):
         def da(x, dims):
             return xr.DataArray(x, dims=dims, coords={k: coords[k] for k in dims})
 
-        extra = {
+        return {
             "sigma_sd": da(scale * sz["sigma_sd_z"], (*cd, cube.PIPELINE)),
             "seed_sd": da(scale * sz["seed_sd_z"], (*cd, cube.PIPELINE)),
             "slope_sd": da(scale * sz["slope_sd_z"], (*cd, cube.PIPELINE)),
@@ -365,7 +369,6 @@ class MemoryModel(compiled.NutpieFit):
             "slope_share": da(s2["slope_sd_z"] / total, (*cd, cube.PIPELINE)),
             "residual_share": da(s2["residual_sd_z"] / total, (*cd, cube.PIPELINE)),
         }
-        arviz_io.with_posterior_vars(self.idata, extra, drop=["y_free"], coords=self.coords)
 
     # diagnostics --------------------------------------------------------------------------
     def diagnostics(self) -> dict[str, Any]:

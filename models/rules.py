@@ -309,6 +309,12 @@ def rule_text(alpha: float | Spending, draws: int | None = None) -> str:
     fixed design's, or a sequential look's :class:`Spending`, whose shares are each spent from their own
     allotment, with the numbers of :func:`thresholds`. ``draws``: the posterior draws, which set the finest threshold
     the model can resolve. Prose for a reader; programs read summary.json's ``thresholds``."""
+    return stated_rule(alpha, draws)[1]
+
+
+def stated_rule(alpha: float | Spending, draws: int | None = None) -> tuple[VerdictThresholds, str]:
+    """The rule an analysis decides by, typed and in words, from one computation of its numbers: (:func:`thresholds`,
+    the record summary.json stores as ``thresholds``; :func:`rule_text`, its ``verdict_rule``)."""
     spend = as_spending(alpha)
     t = thresholds(spend, draws)
     p = f"{t.remembers:g}"
@@ -327,7 +333,7 @@ def rule_text(alpha: float | Spending, draws: int | None = None) -> str:
         q = f"{t.forgets:.4g}"
         model_forgets = (f"P(spread < delta) >= {q} (the model's share, with at least {t.min_levels_model_forgets} "
                          "sigma_w levels)")
-    return (f"at {where}: remembers if the seeds' paired differences carry it (the ordered test of "
+    return t, (f"at {where}: remembers if the seeds' paired differences carry it (the ordered test of "
             f"models/paired.py, the extreme sigma_w pair first, then the peak contrast of the grid's middle level, "
             f"then the other pairs, at alpha = {t.alpha:.4g}) and the model agrees, P(spread > delta) >= {p}; "
             f"forgets if {model_forgets} or every pair of levels is "
@@ -402,4 +408,4 @@ def _restated(base: VerdictThresholds, alpha: float, agree: float | None, model_
 
 __all__ = ["AGREE", "GATES", "MIN_LEVELS_MODEL_FORGETS", "N_DRAWS", "READOUT", "READOUTS", "RESOLVE", "ROUTE", "ROUTES",
            "RULES", "Decided", "Gate", "Readout", "Route", "binomial_mcse", "mcse_floor", "model_thresholds",
-           "route_of", "rule_text", "stored_thresholds", "thresholds"]
+           "route_of", "rule_text", "stated_rule", "stored_thresholds", "thresholds"]

@@ -11,6 +11,7 @@ and the three top-ups (``runs/findings-route-topup-{all,normalized,head}/cube.nc
   "additive" inside (-delta, delta), "interacts" wholly outside, else "undecided"; with the secondary readouts
   (selected accuracy on the seeds whose six extreme cells interpolated, and the log error ratio);
 * the contrasts: C(s) = d(A) - d(B) in the all-kernel grid;
+* descriptive final-norm slopes on log sigma_w, the normalized kernels and the head apart (not pre-registered);
 * two identities the design implies: every grid's sigma_w = 1 cell of a pipeline and seed is the same run, and a
   top-up cell equals the sequential run's cell of the same pipeline, level and seed where both were trained.
 
@@ -221,12 +222,41 @@ def identities(data: dict[str, Any]) -> dict[str, Any]:
             "topup_total": total_topup}
 
 
+def norm_slopes(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Descriptive, not pre-registered: per grid and pipeline, the mean over the sequential run's seeds of the OLS
+    slope of log final norm on log sigma_w, for the nine normalized kernels together ("body") and for the head.
+    At init both slopes are 1 where sigma_w scales those kernels and 0 where it does not; the summary's radial
+    verdict reads all kernels together, which in the head grid is mostly the unscaled body."""
+    rows = []
+    for g in GRIDS:
+        ds = data[g]["cube"]
+        layers = [str(x) for x in ds["layer"].values]
+        parts = {"body": [x for x in layers if x != "head"], "head": ["head"]}
+        logs = np.log(ds["sigma_w"].values.astype(float))
+        for p in ds.pipeline.values:
+            out: dict[str, Any] = {"grid": g, "pipeline": str(p)}
+            for part, chosen in parts.items():
+                slopes = []
+                for seed in ds.seed.values:
+                    st = ds["status"].sel(pipeline=p, seed=seed).values
+                    if (st != OK).any():
+                        continue
+                    ln = ds["layer_norm"].sel(pipeline=p, seed=seed, layer=chosen)
+                    last = ln.dropna("epoch", how="all").isel(epoch=-1)   # its last epoch (40 or 60)
+                    y = np.log(np.sqrt((last ** 2).sum("layer")).values)
+                    slopes.append(float(np.polyfit(logs, y, 1)[0]))
+                out[part] = float(np.mean(slopes)) if slopes else math.nan
+                out["n"] = len(slopes)
+            rows.append(out)
+    return rows
+
+
 def fmt(x: float, nd: int = 1) -> str:
     return "—" if x is None or not np.isfinite(x) else f"{x:.{nd}f}"
 
 
 def markdown(rows: list[dict[str, Any]], add: list[dict[str, Any]], con: list[dict[str, Any]],
-             ids: dict[str, Any]) -> str:
+             ids: dict[str, Any], slopes: list[dict[str, Any]]) -> str:
     out = ["| grid | pipeline | verdict | spread, points [90%] | error ratio (extreme sigma_w) | look (seeds) | "
            "radial | interpolated | marks |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -261,6 +291,9 @@ def markdown(rows: list[dict[str, Any]], add: list[dict[str, Any]], con: list[di
         ci = c["C"]
         out.append(f"| {c['a']} vs {c['b']} | {labels[(c['a'], c['b'])]} | {ci['n']} | {fmt(c['d_a'])} / "
                    f"{fmt(c['d_b'])} | {fmt(ci['mean'])} [{fmt(ci['lo'])}, {fmt(ci['hi'])}] |")
+    out += ["", "| grid | pipeline | seeds | final-norm slope, normalized kernels | final-norm slope, head |",
+            "|---|---|---|---|---|"]
+    out += [f"| {r['grid']} | {r['pipeline']} | {r['n']} | {fmt(r['body'], 2)} | {fmt(r['head'], 2)} |" for r in slopes]
     out += ["", f"sigma_w = 1 cells identical across the three grids: {ids['sigma1_same']} of {ids['sigma1_total']}; "
                 f"top-up cells identical to the sequential run's: {ids['topup_same']} of {ids['topup_total']}."]
     return "\n".join(out)
@@ -276,9 +309,11 @@ def main() -> None:
     add = [additivity(data, p) for p in ROUTE] + [additivity(data, p, "selected_test_acc", gate=True) for p in ROUTE]
     con = [contrast(data, a, b) for a, b, _ in CONTRASTS]
     ids = identities(data)
-    print(markdown(rows, add, con, ids))
+    slopes = norm_slopes(data)
+    print(markdown(rows, add, con, ids, slopes))
     if args.json:
-        args.json.write_text(json.dumps({"verdicts": rows, "additivity": add, "contrasts": con, "identities": ids},
+        args.json.write_text(json.dumps({"verdicts": rows, "additivity": add, "contrasts": con, "identities": ids,
+                                         "norm_slopes": slopes},
                                         indent=1, default=float))
 
 

@@ -1,9 +1,9 @@
 """The worked examples in examples/ (docs/own-model.md, "Worked examples"), each collected as a user runs it, at
-a small size: its grid file with fewer sigma_w levels, seeds and epochs, trained from the example's own folder
-(where its entry point's module lies), gives a cube of the example's pipelines, levels and seeds with every cell
-ok and the example's code recorded, which ``initmem analyze`` reads. No network and no CIFAR-10 files: the
-ResNet-18 runs on the digits stand-in, the transformer on generated MNIST-1D; the CIFAR-10 reader is checked on
-pickles written here in CIFAR-10's format."""
+a small size: its grid file with fewer sigma_w levels, seeds and epochs, written elsewhere with the example's
+folder as its pipelines' ``workdir`` (where the entry point's module lies), gives a cube of the example's
+pipelines, levels and seeds with every cell ok and the example's code recorded, which ``initmem analyze`` reads.
+No network and no CIFAR-10 files: the ResNet-18 runs on the digits stand-in, the transformer on generated
+MNIST-1D; the CIFAR-10 reader is checked on pickles written here in CIFAR-10's format."""
 
 from __future__ import annotations
 
@@ -28,20 +28,20 @@ SIGMAS, SEEDS = [0.5, 2.0], [0, 1]
 
 
 def _small_grid(example: str, tmp_path: Path, **settings: object) -> tuple[Path, dict]:
-    """The example's grid.yaml at two sigma_w levels and two seeds, ``settings`` overriding every pipeline's."""
+    """The example's grid.yaml at two sigma_w levels and two seeds, ``settings`` overriding every pipeline's,
+    written in ``tmp_path``: its pipelines' ``workdir`` is the example's folder, where their code lies."""
     grid = yaml.safe_load((EXAMPLES / example / "grid.yaml").read_text(encoding="utf-8"))
     grid.update(sigma_w=SIGMAS, seeds=SEEDS)
     for spec in grid["pipelines"].values():
         spec["settings"].update(settings)
+        spec["workdir"] = str(EXAMPLES / example)
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump(grid, sort_keys=False), encoding="utf-8")
     return path, grid
 
 
-def _collect_and_analyze(example: str, grid_path: Path, grid: dict, tmp_path: Path, monkeypatch) -> object:
+def _collect_and_analyze(example: str, grid_path: Path, grid: dict, tmp_path: Path) -> object:
     folder = EXAMPLES / example
-    monkeypatch.chdir(folder)                       # as the README says: run from the example's folder
-    monkeypatch.syspath_prepend(str(folder))
     path = Path(collect(grid_path, tmp_path / "run", device="cpu", jobs=1, progress=False, quiet=True))
     ds = cube.open_cube(path)
     assert list(ds[cube.PIPELINE].values) == list(grid["pipelines"])
@@ -60,20 +60,20 @@ def _collect_and_analyze(example: str, grid_path: Path, grid: dict, tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_the_resnet18_example_collects_on_the_digits_stand_in(tmp_path, monkeypatch):
+def test_the_resnet18_example_collects_on_the_digits_stand_in(tmp_path):
     # 1 epoch on 297 training images (n_val + n_test of the 1,797 held out): seconds per cell
     grid_path, grid = _small_grid("resnet18_cifar", tmp_path, epochs=1, n_val=500, n_test=1000)
     assert all(spec["settings"]["data"] == "digits" for spec in grid["pipelines"].values())
-    ds, summary = _collect_and_analyze("resnet18_cifar", grid_path, grid, tmp_path, monkeypatch)
+    ds, summary = _collect_and_analyze("resnet18_cifar", grid_path, grid, tmp_path)
     assert list(ds[cube.EPOCH].values) == [0, 1]
     assert ds.sizes[cube.EXAMPLE] == 1000                       # the per-example test predictions were recorded
     assert set(summary["pipelines"]) == set(grid["pipelines"])
 
 
 @pytest.mark.slow
-def test_the_transformer_example_collects_through_lightning(tmp_path, monkeypatch):
+def test_the_transformer_example_collects_through_lightning(tmp_path):
     grid_path, grid = _small_grid("transformer_mnist1d", tmp_path, epochs=1, n_train=200, n_val=200, n_test=400)
-    ds, summary = _collect_and_analyze("transformer_mnist1d", grid_path, grid, tmp_path, monkeypatch)
+    ds, summary = _collect_and_analyze("transformer_mnist1d", grid_path, grid, tmp_path)
     assert list(ds[cube.EPOCH].values) == [0, 1]                 # epoch 0: Lightning's full sanity check
     assert np.isfinite(ds[cube.TEST_ACC].values).all() and ds.sizes[cube.EXAMPLE] == 400
     assert set(summary["pipelines"]) == set(grid["pipelines"])

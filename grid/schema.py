@@ -706,6 +706,15 @@ class Grid(_Strict):
         in Python: user-code pipelines take a relative ``workdir`` from it (docs/own-model.md)."""
         return self._base_dir
 
+    def __eq__(self, other: object) -> bool:
+        """Grids are equal when their fields are: the folder a grid was read from (:attr:`base_dir`) is where
+        to find its code, not part of the grid, as it is not part of the hash."""
+        if not isinstance(other, Grid):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    __hash__ = _Strict.__hash__
+
     def read_from(self, folder: str | None) -> Grid:
         """This grid as read from a grid file in ``folder`` (:attr:`base_dir`); its fields and hash unchanged."""
         grid = self.model_copy()

@@ -569,3 +569,20 @@ def test_status_agrees_with_merge_about_a_corrupt_shard(tmp_path: Path) -> None:
     assert st["corrupt_shards"] == [victim.name] and st["counts"]["ok"] == 11
     victim.write_bytes(data)  # copied back intact
     assert "12/12 cells finished (12 ok" in render_status(folder_status(out))
+
+
+def test_a_lock_without_a_manifest_is_dropped_unless_a_live_process_holds_it(tmp_path: Path) -> None:
+    """A worker killed between taking its pack's lock and writing the manifest leaves a lock file that nothing
+    else removes; the resume's plan drops it, but never the lock of a pack a live process is starting."""
+    from initmem.collect.execution import checkpoints
+
+    ckpt = tmp_path / "checkpoints"
+    ckpt.mkdir()
+    checkpoints.lock_path(ckpt, "orphan").touch()
+    checkpoints.lock_path(ckpt, "started").touch()
+    checkpoints.write_manifest(ckpt, "started", "p", [(1.0, 0)])
+    with checkpoints.pack_lock(ckpt, "starting"):      # a live process, its manifest not yet written
+        assert checkpoints.drop_orphan_locks(ckpt) == ["orphan"]
+        assert checkpoints.lock_path(ckpt, "starting").exists()
+    assert sorted(p.name for p in ckpt.iterdir()) == ["started.json", "started.lock", "starting.lock"]
+    assert checkpoints.drop_orphan_locks(ckpt) == ["starting"]

@@ -155,6 +155,22 @@ def remove(path: str | os.PathLike) -> None:
         Path(path).unlink()
 
 
+def drop_orphan_locks(ckpt_dir: str | os.PathLike) -> list[str]:
+    """Remove the lock files that no live process holds and no manifest goes with: a worker killed between taking
+    its pack's lock and writing the manifest, or between dropping the manifest and the lock, leaves one behind,
+    and nothing else would ever remove it. Returns the packs whose lock was removed."""
+    d = Path(ckpt_dir)
+    if not d.is_dir():
+        return []
+    dropped = []
+    for lock in sorted(d.glob("*.lock")):
+        pid = lock.name[: -len(".lock")]
+        if not manifest_path(d, pid).exists() and pack_running(d, pid) is False:
+            remove(lock)
+            dropped.append(pid)
+    return dropped
+
+
 def finish(ckpt_dir: str | os.PathLike, pid: str) -> None:
     """Drop a finished (or abandoned) pack's checkpoint, then its manifest and lock file."""
     remove(checkpoint_path(ckpt_dir, pid))

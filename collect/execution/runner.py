@@ -185,6 +185,7 @@ def plan_tasks(folder: GridFolder, grid: Any, todo: set[Cell], *, device: str, p
     tasks: list[PackTask] = []
     covered: set[Cell] = set()
     wanted = set(all_cells(grid))
+    checkpoints.drop_orphan_locks(folder.checkpoints)
     for pid, cells in checkpoints.read_manifests(folder.checkpoints):
         pending = [c for c in cells if c in todo and c not in covered]
         if not pending or not set(cells) <= wanted:

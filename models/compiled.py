@@ -156,18 +156,19 @@ def compile_model(model: Any, key: str, data: dict[str, np.ndarray]) -> Compiled
         sampler = _rebind(_MEMORY[key], model, data)
         return Compiled(sampler, "memory", time.perf_counter() - t0, key)
     folder, note = _entry_folder(key)
-    sampler = None
-    if folder is not None and (folder / "meta.json").exists():
-        try:
-            sampler = _load(folder, key, model, data)
-        except Exception as exc:  # any failure to load is a miss, never an error
-            note = f"cache entry {folder} could not be loaded ({exc.__class__.__name__}); recompiled"
-            shutil.rmtree(folder, ignore_errors=True)
-            sampler = None
-    source = "disk" if sampler is not None else "compiled"
-    if sampler is None:
-        sampler, store_note = _compile(model, folder, key)
-        note = note or store_note
+    with _compiling(folder):   # another process compiling this structure: wait, then load its entry
+        sampler = None
+        if folder is not None and (folder / "meta.json").exists():
+            try:
+                sampler = _load(folder, key, model, data)
+            except Exception as exc:  # any failure to load is a miss, never an error
+                note = f"cache entry {folder} could not be loaded ({exc.__class__.__name__}); recompiled"
+                _clear_entry(folder)
+                sampler = None
+        source = "disk" if sampler is not None else "compiled"
+        if sampler is None:
+            sampler, store_note = _compile(model, folder, key)
+            note = note or store_note
     _remember(key, sampler)
     return Compiled(sampler, source, time.perf_counter() - t0, key, note)
 
@@ -225,6 +226,40 @@ def _remember(key: str, sampler: Any) -> None:
     _MEMORY.move_to_end(key)
     while len(_MEMORY) > _MEMORY_SIZE:
         _MEMORY.popitem(last=False)
+
+
+COMPILING_LOCK = "compiling.lock"
+
+
+@contextlib.contextmanager
+def _compiling(folder: Path | None) -> Any:
+    """Hold the entry's lock while it is looked up and, on a miss, compiled and stored: two processes that need
+    one structure at once (two analyses, a test run's workers) compile it once, the second loading the first's
+    entry. The kernel drops the lock when its holder dies; without a lock (a file system that has none) each
+    compiles, as before."""
+    if folder is None:
+        yield
+        return
+    import fcntl
+
+    fd = None
+    with contextlib.suppress(OSError):
+        fd = os.open(folder / COMPILING_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _clear_entry(folder: Path) -> None:
+    """Remove an entry's stored sampler (every file but the lock, which its holder keeps using)."""
+    for f in folder.iterdir():
+        if f.is_dir():
+            shutil.rmtree(f, ignore_errors=True)
+        elif f.name != COMPILING_LOCK:
+            f.unlink(missing_ok=True)
 
 
 def _entry_folder(key: str) -> tuple[Path | None, str | None]:

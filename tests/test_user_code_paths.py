@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 import yaml
 
 from initmem import cube
@@ -66,6 +67,7 @@ def _collect(grid: Path | str, out: Path | str, **kw) -> Path:
     return Path(collect(grid, out, device="cpu", jobs=1, progress=False, quiet=True, **kw))
 
 
+@pytest.mark.slow
 def test_relative_paths_are_the_grid_files_and_a_resume_from_the_folders_copy_finds_the_code(tmp_path,
                                                                                               monkeypatch):
     project = _project(tmp_path)

@@ -91,6 +91,7 @@ def test_a_bad_slurm_option_is_one_line_naming_the_field(tmp_path):
 
 # A cube of user runs ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_an_entry_point_grid_collects_a_cube_with_the_codes_identity(tmp_path):
     grid = _write(tmp_path, _grid_text(PLAIN, seeds="[0, 1, 2]"))
     path = _collect(grid, tmp_path / "run")
@@ -255,6 +256,7 @@ def test_the_python_of_a_command_is_initmems_interpreter():
     assert command_argv("./train.sh") == ["./train.sh"]
 
 
+@pytest.mark.slow
 def test_a_resume_after_the_code_changed_warns_and_logs_it(tmp_path, capsys):
     from initmem.collect.execution.events import read_events
 

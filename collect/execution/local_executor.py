@@ -25,8 +25,6 @@ from initmem.collect.execution.pack_job import PackContext, PackTask, TrainFn, e
 from initmem.collect.execution.progress import ProgressView
 from initmem.collect.execution.shards import Cell
 
-INTERRUPTED_EXIT = 130   # a worker stopped by a Ctrl-C (128 + SIGINT), as the command line exits
-
 
 def visible_gpus() -> list[str]:
     """The GPU ids this process may use, as CUDA_VISIBLE_DEVICES entries."""
@@ -182,7 +180,7 @@ def _worker(index: int, root: str, grid: Any, grid_hash: str, device: str, train
     if not grid.user_pipelines:
         _work(*args)
         return
-    from initmem.collect.custom.stopping import lead_own_group
+    from initmem.collect.custom.stopping import INTERRUPTED_EXIT, lead_own_group
 
     lead_own_group()   # a group of its own, which the parent stops on a Ctrl-C (collect/custom/stopping.py)
     try:
